@@ -1,0 +1,69 @@
+"""Reference driver figures: small-call latency and large-tensor throughput.
+
+    python benchmarks/bench_reference.py [--repeat N]
+
+(a) median latency of one ADD of two 1 KiB float32 tensors through `execute`;
+(b) throughput of ADD on 64 MiB float32 inputs, as a ratio to ``np.add(a, b, out=c)``
+    on the same mapped arrays in the same run (1.0 = no overhead; target >= 0.7).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from harness.builders import binary_model, pack_request
+from reference_driver import ReferenceDevice
+
+
+def _timed(fn, repeat: int) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def bench_small(repeat: int) -> float:
+    elements = 1024 // 4
+    model = binary_model(dims=(elements,))
+    prepared = ReferenceDevice().prepare_model(model)
+    request, _, _ = pack_request(model, [np.ones(elements, np.float32)] * 2)
+    prepared.execute(request)
+    return statistics.median(_timed(lambda: prepared.execute(request), repeat))
+
+
+def bench_large(repeat: int) -> tuple[float, float]:
+    elements = (64 << 20) // 4
+    model = binary_model(dims=(elements,))
+    prepared = ReferenceDevice().prepare_model(model)
+    rng = np.random.default_rng(0)
+    request, in_memory, out_memory = pack_request(model, [rng.random(elements, np.float32)] * 2)
+    inputs = in_memory.map(writable=False).view(np.float32)
+    a, b = inputs[:elements], inputs[elements:]
+    c = out_memory.map(writable=True).view(np.float32)
+    prepared.execute(request)
+    np.add(a, b, out=c)
+    driver = statistics.median(_timed(lambda: prepared.execute(request), repeat))
+    numpy = statistics.median(_timed(lambda: np.add(a, b, out=c), repeat))
+    assert np.array_equal(c, a + b)
+    return driver, numpy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    small = bench_small(args.repeat * 20)
+    driver, numpy = bench_large(args.repeat)
+    print(f"(a) small ADD (2 x 1 KiB float32) execute latency, median: {small * 1e6:.1f} us")
+    print(f"(b) ADD on 64 MiB float32: execute {driver * 1e3:.1f} ms, np.add(out=) {numpy * 1e3:.1f} ms, "
+          f"throughput ratio {numpy / driver:.2f} (target >= 0.7)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""The reference device: capabilities, model preparation, allocation, buffers.
+
+This code is the definition of correct behaviour: read it beside SPEC.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.hal import (
+    BufferDesc,
+    BufferRole,
+    Capabilities,
+    DriverError,
+    ErrorStatus,
+    ExecutionResult,
+    IODirection,
+    Model,
+    Operand,
+    OperandLifeTime,
+    OperandType,
+    Request,
+    numpy_dtype,
+)
+from harness.memory import MEMORY_KINDS, Memory
+
+from . import executor
+from . import validation as rules
+from .buffers import ManagedBuffer, Role, TokenTable
+from .ops import KERNELS
+
+__all__ = ["ReferenceBuffer", "ReferenceDevice", "ReferencePreparedModel"]
+
+VERSION = "1.0"
+_TENSOR_TYPES = frozenset(
+    {
+        OperandType.TENSOR_FLOAT32,
+        OperandType.TENSOR_FLOAT16,
+        OperandType.TENSOR_INT32,
+        OperandType.TENSOR_QUANT8_ASYMM,
+        OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
+        OperandType.INT32,
+    }
+)
+
+
+class ReferencePreparedModel:
+    """A validated model with its constant values loaded."""
+
+    def __init__(self, device: ReferenceDevice, model: Model, constants: dict[int, np.ndarray]) -> None:
+        self.device = device
+        self.model = model
+        self.constants = constants
+
+    def execute(self, request: Request) -> ExecutionResult:
+        return executor.execute(self, request, self.device.tokens)
+
+
+class ReferenceBuffer:
+    """A driver-managed buffer; holds its state until `release`."""
+
+    def __init__(self, state: ManagedBuffer, tokens: TokenTable) -> None:
+        self._state = state
+        self._tokens = tokens
+
+    @property
+    def token(self) -> int:
+        return self._state.token
+
+    def _require_live(self) -> None:
+        if self._state.released:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ROLE-1] buffer {self._state.token} was released")
+
+    def copy_from(self, memory: Memory, dimensions: Sequence[int] = ()) -> None:
+        state = self._state
+        with state.lock.writing():
+            try:
+                self._require_live()
+                rules.enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
+                dims = rules.copy_dimensions(state.operand_type, state.initial_dimensions, tuple(dimensions))
+                if dims is None:
+                    raise DriverError(ErrorStatus.INVALID_ARGUMENT,
+                                      f"[DOM-COPY-2] dimensions {tuple(dimensions)} for a buffer of {state.initial_dimensions}")
+                expected = int(np.prod(dims, dtype=np.int64)) * np.dtype(numpy_dtype(state.operand_type)).itemsize
+                rules.enforce(rules.memory_size_matches(memory.size, expected), "DOM-COPY-1",
+                              lambda: f"memory of {memory.size} bytes for {expected}")
+                source = executor.map_memory(memory, writable=False, rule="DOM-COPY-1")
+                state.store(source.view(state.dtype).reshape(dims))
+            except BaseException:
+                state.invalidate()  # DOM-STATE-1: a failed copyFrom leaves it uninitialized
+                raise
+
+    def copy_to(self, memory: Memory) -> None:
+        state = self._state
+        with state.lock.reading():
+            self._require_live()
+            rules.enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
+            size = state.byte_size
+            if size is not None:  # size is checked before initialization (DOM-COPY-1)
+                rules.enforce(rules.memory_size_matches(memory.size, size), "DOM-COPY-1",
+                              lambda: f"memory of {memory.size} bytes for {size}")
+            if not state.initialized:
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[DOM-STATE-2] buffer {state.token} is uninitialized")
+            target = executor.map_memory(memory, writable=True, rule="DOM-COPY-1")
+            target[:] = state.data.reshape(-1).view(np.uint8)
+
+    def release(self) -> None:
+        self._tokens.remove(self._state.token)
+
+
+class ReferenceDevice:
+    """The numpy reference driver."""
+
+    name = "reference"
+    version = VERSION
+
+    def __init__(self) -> None:
+        self.tokens = TokenTable()
+        self._lock = threading.Lock()
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            memory_kinds=frozenset(MEMORY_KINDS),
+            memory_domains=True,
+            operations=frozenset(KERNELS),
+            operand_types=_TENSOR_TYPES,
+        )
+
+    # ----------------------------------------------------------------- models
+
+    def get_supported_operations(self, model: Model) -> list[bool]:
+        rules.enforce(rules.operand_indexes_in_range(model.main), "MODEL", "operand index out of range")
+        operands = model.main.operands
+        supported = []
+        for operation in model.main.operations:
+            kernel = KERNELS.get(operation.type)
+            ok = kernel is not None and kernel.validate(
+                [operands[i] for i in operation.inputs], [operands[i] for i in operation.outputs]
+            )
+            ok = ok and all(_constant_pool_usable(operands[i], model) for i in operation.inputs)
+            supported.append(bool(ok))
+        return supported
+
+    def prepare_model(self, model: Model) -> ReferencePreparedModel:
+        validate_model(model)
+        return ReferencePreparedModel(self, model, load_constants(model))
+
+    # ----------------------------------------------------------------- memory domains
+
+    def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[object],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> tuple[ReferenceBuffer, int]:
+        roles = [(IODirection.INPUT, r) for r in input_roles] + [(IODirection.OUTPUT, r) for r in output_roles]
+        rules.enforce(rules.allocation_has_models_and_roles(len(prepared_models), len(roles)), "DOM-ALLOC-1",
+                      f"{len(prepared_models)} prepared models, {len(roles)} roles")
+        allowed: list[Role] = []
+        operands: list[Operand] = []
+        for direction, role in roles:
+            where = f"{direction.value} role {role}"
+            rules.enforce(rules.index_in_range(role.model_index, len(prepared_models)), "DOM-ALLOC-1", lambda: f"{where}: model index")
+            prepared = prepared_models[role.model_index]
+            if not (isinstance(prepared, ReferencePreparedModel) and prepared.device is self):
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ALLOC-1] {where}: not a model prepared by this driver")
+            subgraph = prepared.model.main
+            indexes = subgraph.input_indexes if direction is IODirection.INPUT else subgraph.output_indexes
+            rules.enforce(rules.index_in_range(role.io_index, len(indexes)), "DOM-ALLOC-1", lambda: f"{where}: io index")
+            rules.enforce(rules.role_probability_in_range(role.probability), "DOM-ALLOC-1", lambda: f"{where}: probability")
+            allowed.append(Role(prepared, direction, role.io_index))
+            operands.append(subgraph.operands[indexes[role.io_index]])
+        keys = [(id(r.prepared_model), r.direction.value, r.io_index) for r in allowed]
+        rules.enforce(rules.roles_unique(keys), "DOM-ALLOC-1", "a role is given twice")
+        rules.enforce(rules.role_operands_agree(operands), "DOM-ALLOC-2", "role operands differ in type, scale or zeroPoint")
+        first = operands[0]
+        rules.enforce(rules.scalar_role_without_dimensions(first.type, tuple(desc.dimensions)), "DOM-ALLOC-2",
+                      lambda: f"scalar role with dimensions {desc.dimensions}")
+        dims = rules.role_dimensions(operands, tuple(desc.dimensions))
+        if dims is None:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, "[DOM-ALLOC-2] role and descriptor dimensions conflict")
+        state = self.tokens.add(
+            lambda token: ManagedBuffer(token, first.type, first.scale, first.zero_point, dims, frozenset(allowed))
+        )
+        return ReferenceBuffer(state, self.tokens), state.token
+
+
+# --------------------------------------------------------------------------- preparation
+
+
+def validate_model(model: Model) -> None:
+    """Every static rule a model must meet; INVALID_ARGUMENT at the first broken one."""
+    subgraph = model.main
+    rules.check_all(
+        [
+            (rules.operand_indexes_in_range, (subgraph,), "MODEL"),
+            (rules.io_lifetimes_match, (subgraph,), "MODEL"),
+            (rules.operations_in_dataflow_order, (subgraph,), "MODEL"),
+        ]
+    )
+    for index, pool in enumerate(model.pools):
+        rules.enforce(rules.memory_kind_known(pool), "POOL-5", lambda: f"model pool {index}: unknown kind {pool.kind!r}")
+        rules.enforce(rules.constant_pool_kind_allowed(pool), "POOL-3", lambda: f"model pool {index}: non-BLOB hardware buffer")
+    for index, operand in enumerate(subgraph.operands):
+        where = f"operand {index}"
+        rules.enforce(rules.operand_location_valid(operand, model), "POOL-1", lambda: f"{where}: location {operand.location}")
+        rules.enforce(rules.operand_quantization_valid(operand), "MODEL", lambda: f"{where}: scale {operand.scale}, zeroPoint {operand.zero_point}")
+        rules.enforce(rules.scalar_has_no_dimensions(operand), "MODEL", lambda: f"{where}: scalar with dimensions")
+    for number, operation in enumerate(subgraph.operations):
+        kernel = KERNELS.get(operation.type)
+        operands = subgraph.operands
+        if kernel is None or not kernel.validate([operands[i] for i in operation.inputs], [operands[i] for i in operation.outputs]):
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[MODEL] operation {number} ({operation.type!r}) has invalid operands")
+
+
+def load_constants(model: Model) -> dict[int, np.ndarray]:
+    """Constant operand values.  Values from pools are copied out at preparation, so a client
+    that later shrinks or closes the pool cannot make execution fault (SVC-3)."""
+    views = {}
+    constants = {}
+    for index, operand in enumerate(model.main.operands):
+        loc = operand.location
+        dtype = np.dtype(numpy_dtype(operand.type))
+        if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
+            raw = np.frombuffer(model.operand_values, dtype=np.uint8, count=loc.length, offset=loc.offset)
+        elif operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+            if loc.pool_index not in views:
+                views[loc.pool_index] = executor.map_memory(model.pools[loc.pool_index], writable=False, rule="POOL-4")
+            raw = views[loc.pool_index][loc.offset : loc.offset + loc.length].copy()
+        else:
+            continue
+        constants[index] = raw.view(dtype).reshape(operand.dimensions)
+    return constants
+
+
+def _constant_pool_usable(operand: Operand, model: Model) -> bool:
+    if operand.lifetime != OperandLifeTime.CONSTANT_REFERENCE:
+        return True
+    if not 0 <= operand.location.pool_index < len(model.pools):
+        return False
+    pool = model.pools[operand.location.pool_index]
+    return rules.memory_kind_known(pool) == rules.OK and rules.constant_pool_kind_allowed(pool) == rules.OK

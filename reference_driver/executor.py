@@ -1,0 +1,257 @@
+"""Execution of a request on a prepared model (SPEC §2 POOL-2, §3 DOM-ROLE/DYN/STATE, §4 REQ).
+
+Three phases, in the order a reader checks them against SPEC:
+
+1. `bind_request` applies every INVALID_ARGUMENT rule of the request without touching memory;
+2. under the buffers' locks, `_read_inputs` maps pools (unusable handle: GENERAL_FAILURE) and
+   reads inputs, the operations run, and `_check_outputs` decides shapes and sufficiency;
+3. only when every output fits are outputs written, exactly at their regions.
+
+A failed execution leaves every buffer it would have written uninitialized (DOM-STATE-1).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from harness.hal import (
+    DriverError,
+    ErrorStatus,
+    ExecutionResult,
+    IODirection,
+    Operand,
+    OperandLifeTime,
+    OutputShape,
+    Request,
+    RequestArgument,
+    Timing,
+    is_fully_specified,
+    numpy_dtype,
+)
+from harness.memory import Memory, MemoryMapError
+
+from . import validation as rules
+from .buffers import ManagedBuffer, Role, TokenTable, locked
+from .ops import KERNELS, KernelError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .device import ReferencePreparedModel
+
+Dims = tuple[int, ...]
+
+
+@dataclass
+class Binding:
+    """One request argument resolved against the model and the request's pools."""
+
+    direction: IODirection
+    io_index: int
+    operand_index: int
+    operand: Operand
+    argument: RequestArgument
+    dimensions: Dims
+    memory: Memory | None = None
+    buffer: ManagedBuffer | None = None
+
+
+def map_memory(memory: Memory, *, writable: bool, rule: str) -> np.ndarray:
+    """Map a memory for the driver's use; an unusable handle is GENERAL_FAILURE (POOL-4)."""
+    rules.enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
+    try:
+        return memory.map(writable=writable)
+    except MemoryMapError as error:
+        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[{rule}] cannot use {memory!r}: {error.strerror}") from None
+
+
+# --------------------------------------------------------------------------- phase 1
+
+
+def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: TokenTable) -> list[Binding]:
+    subgraph = prepared.model.main
+    rules.enforce(rules.argument_counts_match(len(request.inputs), len(request.outputs), subgraph), "REQ-1",
+                  f"{len(request.inputs)} inputs and {len(request.outputs)} outputs given, model has "
+                  f"{len(subgraph.input_indexes)} and {len(subgraph.output_indexes)}")
+    pools: list[Memory | ManagedBuffer] = []
+    for index, pool in enumerate(request.pools):
+        if isinstance(pool, Memory):
+            rules.enforce(rules.memory_kind_known(pool), "POOL-5", lambda: f"pool {index}: unknown memory kind {pool.kind!r}")
+            pools.append(pool)
+            continue
+        if isinstance(pool, bool) or not isinstance(pool, int):
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-2] pool {index} is neither a memory nor a token: {pool!r}")
+        rules.enforce(rules.token_positive(pool), "DOM-ROLE-1", lambda: f"pool {index}: token {pool}")
+        buffer = tokens.get(pool)
+        if buffer is None:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ROLE-1] pool {index}: token {pool} names no live buffer")
+        pools.append(buffer)
+
+    bindings: list[Binding] = []
+    token_uses: list[tuple[int, str]] = []
+    arguments = [(IODirection.INPUT, i, a) for i, a in enumerate(request.inputs)]
+    arguments += [(IODirection.OUTPUT, i, a) for i, a in enumerate(request.outputs)]
+    for direction, io_index, argument in arguments:
+        where = f"{direction.value} {io_index}"
+        indexes = subgraph.input_indexes if direction is IODirection.INPUT else subgraph.output_indexes
+        operand_index = indexes[io_index]
+        operand = subgraph.operands[operand_index]
+        rules.enforce(rules.no_value_argument_empty(argument), "REQ-2", lambda: f"{where}: hasNoValue with a location or dimensions")
+        if argument.has_no_value:
+            if direction is IODirection.INPUT:
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-1] {where}: a required input has no value")
+            bindings.append(Binding(direction, io_index, operand_index, operand, argument, operand.dimensions))
+            continue
+        rules.enforce(rules.pool_index_in_range(argument, len(pools)), "REQ-2", lambda: f"{where}: pool index {argument.location.pool_index} of {len(pools)}")
+        pool = pools[argument.location.pool_index]
+        dimensions = rules.argument_dimensions(argument, operand)
+        if dimensions is None:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-2] {where}: dimensions {argument.dimensions} conflict with the model's {operand.dimensions}")
+        binding = Binding(direction, io_index, operand_index, operand, argument, dimensions)
+        if isinstance(pool, ManagedBuffer):
+            _bind_token(prepared, binding, pool, where)
+            token_uses.append((argument.location.pool_index, direction.value))
+        else:
+            binding.memory = pool
+            rules.enforce(rules.region_within_memory(argument.location, pool), "REQ-2", lambda: f"{where}: region {argument.location} beyond {pool.size} bytes")
+            if direction is IODirection.INPUT:
+                rules.enforce(rules.input_fully_specified(operand.type, dimensions), "REQ-2", lambda: f"{where}: input dimensions {dimensions} not fully specified")
+            rules.enforce(rules.length_matches_dimensions(argument.location, operand.type, dimensions), "REQ-2",
+                          lambda: f"{where}: length {argument.location.length} does not hold dimensions {dimensions}")
+        bindings.append(binding)
+    rules.enforce(rules.token_output_exclusive(token_uses), "DOM-ROLE-3", "a token used as an output is used again")
+    return bindings
+
+
+def _bind_token(prepared: ReferencePreparedModel, binding: Binding, buffer: ManagedBuffer, where: str) -> None:
+    rules.enforce(rules.token_location_zero(binding.argument), "DOM-ROLE-4", lambda: f"{where}: token pool with location {binding.argument.location}")
+    if Role(prepared, binding.direction, binding.io_index) not in buffer.roles:
+        raise DriverError(ErrorStatus.INVALID_ARGUMENT,
+                          f"[DOM-ROLE-2] {where}: buffer {buffer.token} was not allocated for this use")
+    combined = rules.combine_dimensions(buffer.initial_dimensions, binding.dimensions)
+    if combined is None:
+        raise DriverError(ErrorStatus.INVALID_ARGUMENT,
+                          f"[DOM-DYN-2] {where}: dimensions {binding.dimensions} conflict with buffer {buffer.initial_dimensions}")
+    binding.dimensions = combined
+    binding.buffer = buffer
+
+
+# --------------------------------------------------------------------------- phases 2 and 3
+
+
+def execute(prepared: ReferencePreparedModel, request: Request, tokens: TokenTable) -> ExecutionResult:
+    started = time.perf_counter_ns()
+    bindings = bind_request(prepared, request, tokens)
+    reads = [b.buffer for b in bindings if b.buffer is not None and b.direction is IODirection.INPUT]
+    writes = [b.buffer for b in bindings if b.buffer is not None and b.direction is IODirection.OUTPUT]
+    with locked(reads, writes):
+        try:
+            views = _map_pools(request, bindings)
+            values, outs = _read_inputs(prepared, bindings, views)
+            _run_operations(prepared, values, outs)
+            outputs = [b for b in bindings if b.direction is IODirection.OUTPUT]
+            shapes = _check_outputs(outputs, values)
+            if not all(s.is_sufficient for s in shapes):
+                raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "[DOM-DYN-2] an output region is too small", shapes)
+            _write_outputs(outputs, values, views)
+        except BaseException:
+            for buffer in writes:
+                buffer.invalidate()
+            raise
+    elapsed = time.perf_counter_ns() - started
+    return ExecutionResult(True, tuple(shapes), Timing(elapsed, elapsed))
+
+
+def _map_pools(request: Request, bindings: Sequence[Binding]) -> dict[int, np.ndarray]:
+    """Map each memory pool the request uses once, writable when an output lives in it."""
+    writable: dict[int, bool] = {}
+    for b in bindings:
+        if b.memory is not None:
+            index = b.argument.location.pool_index
+            writable[index] = writable.get(index, False) or b.direction is IODirection.OUTPUT
+    rule = "POOL-4"
+    return {i: map_memory(request.pools[i], writable=w, rule=rule) for i, w in writable.items()}  # type: ignore[arg-type]
+
+
+def _region(binding: Binding, views: dict[int, np.ndarray], nbytes: int) -> np.ndarray:
+    loc = binding.argument.location
+    return views[loc.pool_index][loc.offset : loc.offset + nbytes]
+
+
+def _read_inputs(
+    prepared: ReferencePreparedModel, bindings: Sequence[Binding], views: dict[int, np.ndarray]
+) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Operand values for constants and inputs, and preallocated output views (zero copy)."""
+    values = dict(prepared.constants)
+    outs: dict[int, np.ndarray] = {}
+    for b in bindings:
+        dtype = np.dtype(numpy_dtype(b.operand.type))
+        if b.direction is IODirection.INPUT:
+            if b.buffer is not None:
+                values[b.operand_index] = _read_token(b)
+            else:
+                region = _region(b, views, b.argument.location.length)
+                values[b.operand_index] = region.view(dtype).reshape(b.dimensions)
+        elif b.memory is not None and is_fully_specified(b.operand.type, b.dimensions):
+            region = _region(b, views, b.argument.location.length)
+            outs[b.operand_index] = region.view(dtype).reshape(b.dimensions)
+    return values, outs
+
+
+def _read_token(binding: Binding) -> np.ndarray:
+    buffer = binding.buffer
+    assert buffer is not None
+    if not buffer.initialized:
+        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[DOM-STATE-2] input {binding.io_index}: buffer {buffer.token} is uninitialized")
+    if rules.combine_dimensions(binding.dimensions, buffer.dimensions) is None:
+        raise DriverError(ErrorStatus.INVALID_ARGUMENT,
+                          f"[DOM-DYN-2] input {binding.io_index}: dimensions {binding.dimensions} conflict with the buffer's {buffer.dimensions}")
+    return buffer.value()
+
+
+def _run_operations(prepared: ReferencePreparedModel, values: dict[int, np.ndarray], outs: dict[int, np.ndarray]) -> None:
+    operands = prepared.model.main.operands
+    for number, operation in enumerate(prepared.model.main.operations):
+        kernel = KERNELS[operation.type]
+        output_index = operation.outputs[0]
+        output = operands[output_index]
+        try:
+            result = kernel.run([values[i] for i in operation.inputs], [operands[i] for i in operation.inputs],
+                                output, outs.get(output_index))
+        except KernelError as error:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"operation {number} ({operation.type.name}): {error}") from None
+        if output.lifetime == OperandLifeTime.TEMPORARY_VARIABLE and rules.combine_dimensions(output.dimensions, result.shape) is None:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE,
+                              f"operation {number} ({operation.type.name}) produced {result.shape}, operand declares {output.dimensions}")
+        values[output_index] = result
+
+
+def _check_outputs(outputs: Sequence[Binding], values: dict[int, np.ndarray]) -> list[OutputShape]:
+    shapes = []
+    for b in outputs:
+        shape = tuple(values[b.operand_index].shape)
+        if rules.combine_dimensions(b.dimensions, shape) is None:
+            rule = "DOM-DYN-2" if b.buffer is not None else "REQ-2"
+            raise DriverError(ErrorStatus.GENERAL_FAILURE,
+                              f"[{rule}] output {b.io_index}: produced shape {shape} cannot be stored as {b.dimensions}")
+        sufficient = b.memory is None or values[b.operand_index].nbytes <= b.argument.location.length
+        shapes.append(OutputShape(shape, sufficient))
+    return shapes
+
+
+def _write_outputs(outputs: Sequence[Binding], values: dict[int, np.ndarray], views: dict[int, np.ndarray]) -> None:
+    for b in outputs:
+        value = values[b.operand_index]
+        if b.buffer is not None:
+            b.buffer.store(value)
+        elif b.memory is not None:
+            region = _region(b, views, value.nbytes)
+            if not _is_same_memory(region, value):  # kernels that wrote in place need no copy
+                region[:] = np.ascontiguousarray(value, dtype=numpy_dtype(b.operand.type)).reshape(-1).view(np.uint8)
+
+
+def _is_same_memory(region: np.ndarray, value: np.ndarray) -> bool:
+    return value.flags.c_contiguous and value.nbytes == region.nbytes and value.ctypes.data == region.ctypes.data

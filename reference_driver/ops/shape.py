@@ -1,0 +1,67 @@
+"""RESHAPE and CONCATENATION."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.hal import Operand, OperandType, is_quantized_type, is_scalar_type
+
+from ._numeric import KernelError, from_real, scalar, to_real
+
+
+def validate_reshape(ins: Sequence[Operand], outs: Sequence[Operand]) -> bool:
+    if len(ins) != 2 or len(outs) != 1:
+        return False
+    data, shape = ins
+    out = outs[0]
+    if is_scalar_type(data.type) or out.type != data.type:
+        return False
+    if shape.type != OperandType.TENSOR_INT32 or len(shape.dimensions) not in (0, 1):
+        return False
+    return (out.scale, out.zero_point) == (data.scale, data.zero_point)
+
+
+def run_reshape(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Operand, out: np.ndarray | None) -> np.ndarray:
+    """The output shape comes from the shape tensor's values: one -1 takes what is left."""
+    data, shape_value = values
+    shape = [int(v) for v in np.asarray(shape_value).reshape(-1)]
+    if shape.count(-1) > 1 or any(d < -1 for d in shape):
+        raise KernelError(f"RESHAPE: invalid target shape {shape}")
+    if -1 in shape:
+        known = math.prod(d for d in shape if d != -1)
+        if known == 0 or data.size % known:
+            raise KernelError(f"RESHAPE: cannot infer -1 in {shape} for {data.size} elements")
+        shape[shape.index(-1)] = data.size // known
+    if math.prod(shape) != data.size:
+        raise KernelError(f"RESHAPE: {data.size} elements do not fit shape {shape}")
+    return data.reshape(shape)
+
+
+def validate_concatenation(ins: Sequence[Operand], outs: Sequence[Operand]) -> bool:
+    if len(ins) < 2 or len(outs) != 1:
+        return False
+    *tensors, axis = ins
+    first = tensors[0]
+    if axis.type != OperandType.INT32 or is_scalar_type(first.type):
+        return False
+    return all(t.type == first.type for t in tensors) and outs[0].type == first.type
+
+
+def run_concatenation(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Operand, out: np.ndarray | None) -> np.ndarray:
+    *arrays, axis_value = values
+    operands = ins[:-1]
+    rank = arrays[0].ndim
+    axis = scalar(axis_value)
+    if not -rank <= axis < rank:
+        raise KernelError(f"CONCATENATION: axis {axis} out of range for rank {rank}")
+    axis %= rank
+    for array in arrays:
+        if array.ndim != rank or any(array.shape[d] != arrays[0].shape[d] for d in range(rank) if d != axis):
+            raise KernelError(f"CONCATENATION: shapes {[a.shape for a in arrays]} differ off axis {axis}")
+    same_quantization = all((o.scale, o.zero_point) == (out_op.scale, out_op.zero_point) for o in operands)
+    if is_quantized_type(out_op.type) and not same_quantization:
+        return from_real(np.concatenate([to_real(a, o) for a, o in zip(arrays, operands)], axis=axis), out_op)
+    return np.concatenate(arrays, axis=axis)
