@@ -1,0 +1,66 @@
+"""driver-harness: conformance and fuzz testing for accelerator drivers.
+
+The public surface: the Driver API and data model (`harness.hal`), shared memory
+(`harness.memory`), plugin hooks (`hookimpl`, `DriverSpec`) and the harness's errors.
+"""
+
+from harness.errors import ConformanceError, DriverLoadError, ExpectationsError, HarnessError, UsageError
+from harness.hal import (
+    Buffer,
+    BufferDesc,
+    BufferRole,
+    Capabilities,
+    DataLocation,
+    Device,
+    DriverError,
+    ErrorStatus,
+    ExecutionResult,
+    Model,
+    Operand,
+    OperandLifeTime,
+    OperandType,
+    Operation,
+    OperationType,
+    OutputShape,
+    PreparedModel,
+    Request,
+    RequestArgument,
+    Subgraph,
+)
+from harness.hookspecs import hookimpl
+from harness.memory import Memory
+from harness.registry import DriverSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Buffer",
+    "BufferDesc",
+    "BufferRole",
+    "Capabilities",
+    "ConformanceError",
+    "DataLocation",
+    "Device",
+    "DriverError",
+    "DriverLoadError",
+    "DriverSpec",
+    "ErrorStatus",
+    "ExecutionResult",
+    "ExpectationsError",
+    "HarnessError",
+    "Memory",
+    "Model",
+    "Operand",
+    "OperandLifeTime",
+    "OperandType",
+    "Operation",
+    "OperationType",
+    "OutputShape",
+    "PreparedModel",
+    "Request",
+    "RequestArgument",
+    "Subgraph",
+    "UsageError",
+    "__version__",
+    "hookimpl",
+]

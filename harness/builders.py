@@ -81,14 +81,16 @@ class ModelBuilder:
             self.outputs.append(result)
         return result
 
+    def subgraph(self) -> Subgraph:
+        return Subgraph(tuple(self.operands), tuple(self.operations), tuple(self.inputs), tuple(self.outputs))
+
     def build(self, pool_factory: Callable[[int], Memory] = create_ashmem) -> Model:
         pools: tuple[Memory, ...] = ()
         if self.pool_data:
             pool = pool_factory(len(self.pool_data))
             pool.write(bytes(self.pool_data))
             pools = (pool,)
-        subgraph = Subgraph(tuple(self.operands), tuple(self.operations), tuple(self.inputs), tuple(self.outputs))
-        return Model(subgraph, bytes(self.values), pools)
+        return Model(self.subgraph(), bytes(self.values), pools)
 
 
 def pack_request(

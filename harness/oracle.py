@@ -1,15 +1,231 @@
-"""Assertion helpers that explain themselves: the SPEC rule, the call, both sides."""
+"""Run a scenario on a driver, and compare the driver under test with the reference.
+
+An expected outcome is the reference's: success (output shapes and bytes) or a set of
+acceptable statuses.  SPEC leaves a choice for some failures (POOL-4/POOL-5 handle
+errors: any error, GENERAL_FAILURE recommended), so the acceptable set is derived from
+the rule the reference names in its message.  Every mismatch explains itself: the
+requirement, the scenario, and both outcomes.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
+import numpy as np
 import pytest
 
-from harness.hal import DriverError, ErrorStatus
+from harness.errors import ConformanceError
+from harness.hal import (
+    Device,
+    DriverError,
+    ErrorStatus,
+    OperandType,
+    OutputShape,
+    PreparedModel,
+    is_quantized_type,
+    numpy_dtype,
+    operand_byte_size,
+)
+from harness.scenario import MemorySpec, Scenario
 
-__all__ = ["expect_status"]
+__all__ = ["Outcome", "assert_conforms", "describe_scenario", "execute_scenario", "expect_status", "run_scenario"]
+
+_RULE_TAG = re.compile(r"\[([A-Z]+(?:-[A-Z]+)?-\d+)\]")
+
+#: Rules for which SPEC accepts any error status, not one exact status.
+_ANY_ERROR_RULES = {"POOL-4", "POOL-5", "POOL-3"}
+_ANY_ERROR = frozenset({ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE})
+
+
+@dataclass
+class Outcome:
+    """What one driver did with one scenario."""
+
+    stage: str  # "prepare" or "execute"
+    status: ErrorStatus = ErrorStatus.NONE
+    message: str = ""
+    output_shapes: tuple[OutputShape, ...] = ()
+    outputs: tuple[bytes | None, ...] = ()
+    pools_after: tuple[bytes, ...] = field(default=(), repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == ErrorStatus.NONE
+
+    @property
+    def rule(self) -> str:
+        match = _RULE_TAG.search(self.message)
+        return match.group(1) if match else ""
+
+    def acceptable_statuses(self) -> frozenset[ErrorStatus]:
+        if self.rule in _ANY_ERROR_RULES:
+            return _ANY_ERROR
+        return frozenset({self.status})
+
+    def summary(self) -> str:
+        if self.ok:
+            return f"success, output shapes {[s.dimensions for s in self.output_shapes]}"
+        shapes = f", output shapes {[(s.dimensions, s.is_sufficient) for s in self.output_shapes]}" if self.output_shapes else ""
+        return f"{self.status.name} at {self.stage}{shapes}: {self.message}"
+
+
+def run_scenario(device: Device, scenario: Scenario, tokens: Mapping[str, int] | None = None) -> Outcome:
+    """Prepare the scenario's model and execute its request on ``device``, with fresh memories."""
+    model = scenario.build_model()
+    try:
+        try:
+            prepared = device.prepare_model(model)
+        except DriverError as error:
+            return Outcome("prepare", error.status, error.message)
+        return execute_scenario(prepared, scenario, tokens)
+    finally:
+        for pool in model.pools:
+            pool.close()
+
+
+def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mapping[str, int] | None = None) -> Outcome:
+    """Execute the scenario's request (fresh memories; `TokenRef` pools from ``tokens``)."""
+    request, memories = scenario.build_request(tokens)
+    try:
+        try:
+            result = prepared.execute(request)
+        except DriverError as error:
+            return Outcome("execute", error.status, error.message, error.output_shapes,
+                           pools_after=_read_pools(memories))
+        pools_after = _read_pools(memories)
+    finally:
+        for memory in memories:
+            if memory is not None:
+                memory.close()
+    outputs = []
+    for argument, shape, index in zip(scenario.outputs, result.output_shapes, scenario.subgraph.output_indexes):
+        operand = scenario.subgraph.operands[index]
+        loc = argument.location
+        nbytes = operand_byte_size(operand.type, tuple(shape.dimensions))
+        is_memory = not argument.has_no_value and isinstance(scenario.request_pools[loc.pool_index], MemorySpec)
+        outputs.append(pools_after[loc.pool_index][loc.offset : loc.offset + nbytes] if is_memory else None)
+    return Outcome("execute", ErrorStatus.NONE, "", tuple(result.output_shapes), tuple(outputs), pools_after)
+
+
+def _read_pools(memories) -> tuple[bytes, ...]:
+    return tuple(m.read() if m is not None and not m.closed else b"" for m in memories)
+
+
+def describe_scenario(scenario: Scenario) -> str:
+    """A compact human-readable account of a scenario, for failure messages."""
+    sub = scenario.subgraph
+    lines = [f"scenario: {', '.join(scenario.notes) or 'model'}"]
+    for i, operand in enumerate(sub.operands):
+        quant = f" scale={operand.scale} zp={operand.zero_point}" if operand.scale or operand.zero_point else ""
+        lines.append(f"  operand {i}: {operand.type.name} dims={operand.dimensions} {operand.lifetime.name}{quant}")
+    for operation in sub.operations:
+        lines.append(f"  {operation.type.name}{operation.inputs} -> {operation.outputs}")
+    for name, pools in (("constant pool", scenario.constant_pools), ("request pool", scenario.request_pools)):
+        for i, pool in enumerate(pools):
+            if isinstance(pool, MemorySpec):
+                defect = f" (defect: {pool.defect})" if pool.defect else ""
+                lines.append(f"  {name} {i}: {pool.kind}, {pool.size} bytes{defect}")
+            else:
+                lines.append(f"  {name} {i}: token {pool!r}")
+    for name, args in (("input", scenario.inputs), ("output", scenario.outputs)):
+        for i, arg in enumerate(args):
+            loc = arg.location
+            lines.append(f"  {name} {i}: pool {loc.pool_index} offset {loc.offset} length {loc.length} "
+                         f"padding {loc.padding} dims {arg.dimensions}{' (no value)' if arg.has_no_value else ''}")
+    return "\n".join(lines)
+
+
+def _fail(requirement: str, what: str, scenario: Scenario, expected: Outcome, actual: Outcome) -> None:
+    __tracebackhide__ = True
+    raise ConformanceError(
+        f"[{requirement}] {what}\n"
+        f"  reference:          {expected.summary()}\n"
+        f"  driver under test:  {actual.summary()}\n"
+        f"{describe_scenario(scenario)}"
+    )
+
+
+def _tolerance(operand_type: OperandType) -> tuple[float, float]:
+    return {OperandType.TENSOR_FLOAT32: (1e-4, 1e-4), OperandType.TENSOR_FLOAT16: (1e-2, 1e-2)}.get(operand_type, (0.0, 0.0))
+
+
+def _compare_values(operand_type: OperandType, expected: bytes, actual: bytes) -> str:
+    """Empty when equal within the type's tolerance; otherwise the first differing element."""
+    dtype = np.dtype(numpy_dtype(operand_type))
+    want = np.frombuffer(expected, dtype)
+    got = np.frombuffer(actual, dtype)
+    if want.shape != got.shape:
+        return f"{got.size} elements written, {want.size} expected"
+    if is_quantized_type(operand_type):
+        bad = np.abs(want.astype(np.int64) - got.astype(np.int64)) > 1
+    else:
+        rtol, atol = _tolerance(operand_type)
+        w, g = want.astype(np.float64), got.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True) | (np.isinf(w) & (w == g))
+        bad = ~close
+    if not bad.any():
+        return ""
+    i = int(np.flatnonzero(bad)[0])
+    return f"element {i}: driver wrote {got[i]!r}, reference {want[i]!r} ({int(bad.sum())} elements differ)"
+
+
+def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, actual: Outcome) -> None:
+    """The driver's outcome is one SPEC allows, given the reference's."""
+    __tracebackhide__ = True
+    if not expected.ok:
+        if actual.ok:
+            _fail(requirement, f"the driver succeeded; SPEC requires {expected.status.name} ({expected.rule or 'see reference'})",
+                  scenario, expected, actual)
+        if actual.status not in expected.acceptable_statuses():
+            allowed = " or ".join(sorted(s.name for s in expected.acceptable_statuses()))
+            _fail(requirement, f"wrong status {actual.status.name}; SPEC requires {allowed}", scenario, expected, actual)
+        if actual.stage != expected.stage:
+            _fail(requirement, f"failed at {actual.stage}; SPEC requires failure at {expected.stage}", scenario, expected, actual)
+        if expected.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+            for i, (want, got) in enumerate(zip(expected.output_shapes, actual.output_shapes)):
+                if not want.is_sufficient and (got.dimensions, got.is_sufficient) != (want.dimensions, False):
+                    _fail("DOM-DYN-2", f"output {i}: insufficient output must report its needed dimensions "
+                          f"{want.dimensions} with isSufficient=false, got {got}", scenario, expected, actual)
+            if len(actual.output_shapes) != len(expected.output_shapes):
+                _fail("DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE must carry one output shape per output", scenario, expected, actual)
+        return
+    if not actual.ok:
+        _fail(requirement, "the driver failed a valid request", scenario, expected, actual)
+    want_shapes = [s.dimensions for s in expected.output_shapes]
+    got_shapes = [tuple(s.dimensions) for s in actual.output_shapes]
+    if want_shapes != got_shapes:
+        _fail(requirement, f"output shapes {got_shapes}, reference {want_shapes}", scenario, expected, actual)
+    for i, (want, got, index) in enumerate(zip(expected.outputs, actual.outputs, scenario.subgraph.output_indexes)):
+        if want is None:
+            continue
+        difference = _compare_values(scenario.subgraph.operands[index].type, want, got or b"")
+        if difference:
+            _fail(requirement, f"output {i} differs: {difference}", scenario, expected, actual)
+    assert_outside_outputs_untouched(scenario, actual)
+
+
+def assert_outside_outputs_untouched(scenario: Scenario, actual: Outcome) -> None:
+    """POOL-2: every byte of every request pool outside output regions is as it was."""
+    __tracebackhide__ = True
+    for index, (spec, after) in enumerate(zip(scenario.request_pools, actual.pools_after)):
+        if not isinstance(spec, MemorySpec) or spec.defect or len(after) != spec.size:
+            continue
+        before = np.frombuffer(spec.content, np.uint8)
+        now = np.frombuffer(after, np.uint8)
+        changed = before != now
+        for arg in scenario.outputs:
+            if arg.location.pool_index == index and not arg.has_no_value:
+                changed[arg.location.offset : arg.location.offset + arg.location.length] = False
+        if changed.any():
+            at = int(np.flatnonzero(changed)[0])
+            raise ConformanceError(
+                f"[POOL-2] request pool {index} ({spec.kind}) byte {at} outside every output region changed "
+                f"from {before[at]:#04x} to {now[at]:#04x} ({int(changed.sum())} bytes changed)\n{describe_scenario(scenario)}"
+            )
 
 
 @contextmanager
@@ -20,6 +236,6 @@ def expect_status(*statuses: ErrorStatus, rule: str = "", call: str = "") -> Ite
     context = f"[{rule}] " if rule else ""
     with pytest.raises(DriverError) as info:
         yield info
-        pytest.fail(f"{context}{call or 'the call'} succeeded; SPEC requires {wanted}", pytrace=False)
+        raise ConformanceError(f"{context}{call or 'the call'} succeeded; SPEC requires {wanted}")
     if info.value.status not in statuses:
-        pytest.fail(f"{context}{call or 'the call'} failed with {info.value}; SPEC requires {wanted}", pytrace=False)
+        raise ConformanceError(f"{context}{call or 'the call'} failed with {info.value}; SPEC requires {wanted}")

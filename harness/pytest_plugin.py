@@ -1,9 +1,210 @@
-"""pytest plugin (pytest11 entry point): markers for now; options and fixtures follow."""
+"""pytest plugin (``pytest11`` entry point): ``--driver``, profiles, expectations, fixtures.
+
+With the package installed, ``pytest --driver=NAME`` works from any directory; the
+suites themselves are the ``suites`` package (``pytest --pyargs suites --driver=NAME``).
+"""
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass, field
+
 import pytest
+
+import harness
+from harness.errors import HarnessError
+from harness.expectations import Expectation, load_expectations
+from harness.hal import Capabilities, Device
+from harness.registry import DriverRegistry, DriverSpec, load_registry
+
+PROFILES = ("dev", "ci", "certify", "nightly")
+CERTIFY_SEED = 0
+
+
+@dataclass
+class HarnessState:
+    """What the plugin resolved at start-up; kept in the config stash."""
+
+    driver_name: str
+    profile: str
+    seed: int
+    registry: DriverRegistry | None = None
+    spec: DriverSpec | None = None
+    device: Device | None = None
+    expectations: list[Expectation] = field(default_factory=list)
+    used_expectations: set[int] = field(default_factory=set)
+
+    def resolve(self) -> DriverSpec:
+        if self.spec is None:
+            if self.registry is None:
+                self.registry = load_registry()
+            self.spec = self.registry.resolve(self.driver_name)
+        return self.spec
+
+    def create(self) -> Device:
+        if self.device is None:
+            self.device = self.resolve().create()
+        return self.device
+
+
+STATE_KEY = pytest.StashKey[HarnessState]()
+
+
+def state_of(config: pytest.Config) -> HarnessState:
+    return config.stash[STATE_KEY]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("driver-harness")
+    group.addoption("--driver", default="reference", metavar="NAME",
+                    help="driver under test: a registered name, package.module:factory or path/file.py:factory (default: reference)")
+    group.addoption("--harness-profile", default="dev", choices=PROFILES,
+                    help="hypothesis settings: dev (default), ci, certify (derandomized, fixed seed) or nightly")
+    group.addoption("--harness-seed", type=int, default=None, metavar="N",
+                    help="seed for every generated scenario (default: random, printed; certify: 0)")
+    group.addoption("--expectations", default=None, metavar="FILE", help="TOML file of per-driver skips and xfails with reasons")
+
+
+def _register_profiles() -> None:
+    from hypothesis import HealthCheck, settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                        HealthCheck.function_scoped_fixture])
+    settings.register_profile("harness-dev", max_examples=20, database=DirectoryBasedExampleDatabase(".hypothesis/examples"), **common)
+    settings.register_profile("harness-ci", max_examples=12, database=None, print_blob=True, **common)
+    settings.register_profile("harness-certify", max_examples=50, database=None, print_blob=True, **common)
+    settings.register_profile("harness-nightly", max_examples=1000, database=DirectoryBasedExampleDatabase(".hypothesis/examples"),
+                              print_blob=True, **common)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requirement(*ids): the SPEC requirement IDs a test checks")
+    from hypothesis import settings
+
+    _register_profiles()
+    profile = config.getoption("harness_profile")
+    settings.load_profile(f"harness-{profile}")
+    seed = config.getoption("harness_seed")
+    if seed is None:
+        worker_seed = getattr(config, "workerinput", {}).get("harness_seed")
+        seed = worker_seed if worker_seed is not None else CERTIFY_SEED if profile == "certify" else random.randrange(2**32)
+    state = HarnessState(config.getoption("driver"), profile, seed)
+    config.stash[STATE_KEY] = state
+    try:
+        if state.driver_name != "reference" or config.getoption("expectations"):
+            state.resolve()  # an unknown driver or broken plugin stops the run here, with a usage error
+        if config.getoption("expectations"):
+            state.expectations = load_expectations(config.getoption("expectations"))
+        state.expectations += _plugin_expectations(state)
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from None
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistSeedSharing(seed), "harness-xdist-seed")
+
+
+class _XdistSeedSharing:
+    """Every xdist worker generates with the controller's seed."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput["harness_seed"] = self.seed
+
+
+def _plugin_expectations(state: HarnessState) -> list[Expectation]:
+    if state.registry is None:
+        return []
+    found = []
+    for result in state.registry.manager.hook.harness_expectations(driver_name=state.driver_name):
+        found.extend(result or [])
+    return found
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = state_of(config)
+    lines = [f"driver-harness {harness.__version__}: driver {state.driver_name!r}, profile {state.profile}, "
+             f"hypothesis seed {state.seed} (rerun with --harness-seed={state.seed})"]
+    try:
+        spec = state.resolve()
+        device = state.create()
+        caps = spec.declared_capabilities(device)
+    except HarnessError as error:
+        return lines + [f"driver could not be loaded: {error}"]
+    lines.append(f"driver {device.name} version {device.version} ({spec.description}; plugin {spec.plugin})")
+    lines.append(describe_capabilities(caps))
+    return lines
+
+
+def describe_capabilities(caps: Capabilities) -> str:
+    operations = ", ".join(sorted(op.name for op in caps.operations))
+    return (f"capabilities: memory kinds {sorted(caps.memory_kinds)}, memory domains "
+            f"{'yes' if caps.memory_domains else 'no'}, operations [{operations}]")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from hypothesis import seed as hypothesis_seed
+
+    state = state_of(config)
+    for item in items:
+        function = getattr(item, "obj", None)
+        if getattr(function, "is_hypothesis_test", False):
+            hypothesis_seed(state.seed)(function)
+        for number, expectation in enumerate(state.expectations):
+            if expectation.applies_to(state.driver_name) and expectation.matches(item.nodeid):
+                state.used_expectations.add(number)
+                reason = f"{expectation.reason} [expectation {expectation.source}]"
+                if expectation.action == "skip":
+                    item.add_marker(pytest.mark.skip(reason=reason))
+                else:
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
+                break
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or hasattr(config, "workerinput"):
+        return
+    stale = [e for i, e in enumerate(state.expectations) if i not in state.used_expectations and e.applies_to(state.driver_name)]
+    if stale:
+        terminalreporter.section("stale expectations")
+        for expectation in stale:
+            terminalreporter.write_line(f"{expectation.source}: {expectation.action} {expectation.test!r} matches no collected test")
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def driver_spec(pytestconfig: pytest.Config) -> DriverSpec:
+    return state_of(pytestconfig).resolve()
+
+
+@pytest.fixture(scope="session")
+def driver(pytestconfig: pytest.Config) -> Device:
+    """The driver under test."""
+    try:
+        return state_of(pytestconfig).create()
+    except HarnessError as error:
+        pytest.exit(str(error), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+@pytest.fixture(scope="session")
+def reference() -> Device:
+    """An in-process reference driver: the oracle."""
+    from reference_driver import ReferenceDevice
+
+    return ReferenceDevice()
+
+
+@pytest.fixture(scope="session")
+def capabilities(driver: Device, driver_spec: DriverSpec) -> Capabilities:
+    return driver_spec.declared_capabilities(driver)
+
+
+@pytest.fixture
+def memory_domains(capabilities: Capabilities) -> None:
+    """Skips the test when the driver declares no memory-domain support (SPEC §3 is optional)."""
+    if not capabilities.memory_domains:
+        pytest.skip("the driver declares no memory-domain support (SPEC §3 is optional for drivers)")

@@ -1,0 +1,1 @@
+"""Driver plugins that ship with the harness (found by `harness.registry`)."""

@@ -1,0 +1,32 @@
+"""The harness's own exceptions (not a driver's: drivers raise `harness.hal.DriverError`).
+
+    HarnessError
+    ├── UsageError            bad input to the harness: unknown driver, malformed file
+    │   └── ExpectationsError malformed expectations file (names the line)
+    ├── DriverLoadError       a plugin failed to import, lacks something, or its factory raised
+    └── ConformanceError      a driver broke a SPEC requirement (raised by assertion helpers)
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConformanceError", "DriverLoadError", "ExpectationsError", "HarnessError", "UsageError"]
+
+
+class HarnessError(Exception):
+    """Root of every error the harness raises on its own account."""
+
+
+class UsageError(HarnessError):
+    """The harness was asked for something that does not exist or cannot be read."""
+
+
+class ExpectationsError(UsageError):
+    """An expectations file is malformed; the message names the file and the line."""
+
+
+class DriverLoadError(HarnessError):
+    """A driver plugin could not be loaded or its factory failed; names the plugin."""
+
+
+class ConformanceError(AssertionError, HarnessError):
+    """A driver's behaviour differs from what SPEC requires."""

@@ -1,0 +1,29 @@
+"""Hook specifications for driver plugins (project name ``harness``).
+
+A driver plugin is a module (or object) with functions marked ``@hookimpl`` whose
+names are among the specs below.  Plugins are found through the entry-point group
+``harness.plugins``, the modules of this repository's ``plugins`` package, and
+``--driver=module:factory`` / ``--driver=path/file.py:factory``.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("harness")
+hookimpl = pluggy.HookimplMarker("harness")
+
+
+@hookspec
+def harness_register_drivers() -> list:  # list[harness.registry.DriverSpec]
+    """Return the drivers this plugin provides, as a list of `harness.DriverSpec`.
+
+    Each spec names the driver, gives a zero-argument factory that returns an object
+    implementing the Driver API (`harness.hal.Device`), a one-line description, and
+    optionally the capabilities it declares (otherwise asked of the device).
+    """
+
+
+@hookspec
+def harness_expectations(driver_name: str) -> list:  # list[harness.expectations.Expectation]
+    """Return known skips/xfails for ``driver_name`` (same meaning as an expectations file)."""

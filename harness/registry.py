@@ -1,0 +1,191 @@
+"""Driver discovery: load plugins with pluggy, validate them early, resolve ``--driver``."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import pkgutil
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import pluggy
+
+from harness import hookspecs
+from harness.errors import DriverLoadError, UsageError
+from harness.hal import Capabilities, Device
+
+__all__ = ["DriverRegistry", "DriverSpec", "load_registry"]
+
+ENTRY_POINT_GROUP = "harness.plugins"
+_REPO_PLUGIN_PACKAGE = "plugins"
+
+
+@dataclass(frozen=True)
+class DriverSpec:
+    """A named driver a plugin provides.
+
+    ``breaks`` is set by seeded-bug drivers: the SPEC requirement their bug violates.
+    """
+
+    name: str
+    factory: Callable[[], Device]
+    description: str = ""
+    capabilities: Capabilities | None = None
+    breaks: str = ""
+    plugin: str = field(default="", compare=False)
+
+    def create(self) -> Device:
+        """Call the factory; a failure becomes a `DriverLoadError` naming the driver and plugin."""
+        try:
+            device = self.factory()
+        except Exception as error:
+            raise DriverLoadError(
+                f"driver {self.name!r} (plugin {self.plugin or '?'}): its factory raised "
+                f"{type(error).__name__}: {error}\n{_short_traceback(error)}"
+            ) from None
+        missing = [m for m in ("capabilities", "prepare_model", "allocate", "get_supported_operations") if not hasattr(device, m)]
+        if missing:
+            raise DriverLoadError(
+                f"driver {self.name!r} (plugin {self.plugin or '?'}): the factory returned {type(device).__name__}, "
+                f"which lacks {', '.join(missing)} of the Driver API (harness.hal.Device)"
+            )
+        return device
+
+    def declared_capabilities(self, device: Device) -> Capabilities:
+        return self.capabilities or device.capabilities()
+
+
+def _short_traceback(error: BaseException, limit: int = 3) -> str:
+    lines = traceback.format_exception(type(error), error, error.__traceback__, limit=-limit)
+    return "".join(lines[1:-1]).rstrip()
+
+
+class DriverRegistry:
+    """Every driver registered by the loaded plugins, plus plugins that failed to load."""
+
+    def __init__(self, manager: pluggy.PluginManager, drivers: dict[str, DriverSpec], broken: dict[str, str]) -> None:
+        self.manager = manager
+        self.drivers = drivers
+        self.broken = broken
+
+    def names(self) -> list[str]:
+        return sorted(self.drivers)
+
+    def resolve(self, name: str) -> DriverSpec:
+        """A registered name, ``package.module:factory`` or ``path/to/file.py:factory``."""
+        if name in self.drivers:
+            return self.drivers[name]
+        if ":" in name:
+            return _spec_from_reference(name)
+        lines = [f"unknown driver {name!r}.", f"Available drivers: {', '.join(self.names()) or '(none)'}."]
+        for plugin, error in sorted(self.broken.items()):
+            lines.append(f"Plugin {plugin} failed to load and may have provided it: {error}")
+        lines.append("Use --driver=NAME, --driver=package.module:factory or --driver=path/to/file.py:factory.")
+        raise UsageError("\n".join(lines))
+
+
+def load_registry(extra_plugins: Iterable[object] = (), *, entry_points: bool = True, repo_plugins: bool = True) -> DriverRegistry:
+    manager = pluggy.PluginManager("harness")
+    manager.add_hookspecs(hookspecs)
+    broken: dict[str, str] = {}
+    if entry_points:
+        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            _register(manager, f"{entry_point.name} ({entry_point.value})", entry_point.load, broken)
+    if repo_plugins:
+        for module_name in _repo_plugin_modules():
+            _register(manager, module_name, lambda m=module_name: importlib.import_module(m), broken)
+    for plugin in extra_plugins:
+        _register(manager, getattr(plugin, "__name__", repr(plugin)), lambda p=plugin: p, broken)
+    try:
+        manager.check_pending()
+    except pluggy.PluginValidationError as error:
+        raise DriverLoadError(f"plugin {error.plugin!r} declares a hook the harness does not know: {error}") from None
+    return DriverRegistry(manager, _collect_drivers(manager), broken)
+
+
+def _repo_plugin_modules() -> list[str]:
+    try:
+        package = importlib.import_module(_REPO_PLUGIN_PACKAGE)
+    except ImportError:
+        return []
+    prefix = package.__name__ + "."
+    return sorted(info.name for info in pkgutil.walk_packages(package.__path__, prefix) if not info.name.rsplit(".", 1)[-1].startswith("_"))
+
+
+def _register(manager: pluggy.PluginManager, label: str, load: Callable[[], object], broken: dict[str, str]) -> None:
+    try:
+        plugin = load()
+    except Exception as error:  # a broken plugin must not hide the others; it is reported by name
+        broken[label] = f"{type(error).__name__}: {error}"
+        return
+    if manager.is_registered(plugin):
+        return
+    try:
+        manager.register(plugin, name=label)
+    except ValueError:  # the same module registered under another label (entry point and repo scan)
+        return
+    except pluggy.PluginValidationError as error:
+        raise DriverLoadError(f"plugin {label}: {error}") from None
+
+
+def _collect_drivers(manager: pluggy.PluginManager) -> dict[str, DriverSpec]:
+    drivers: dict[str, DriverSpec] = {}
+    for impl in manager.hook.harness_register_drivers.get_hookimpls():
+        plugin = manager.get_name(impl.plugin) or repr(impl.plugin)
+        try:
+            specs = impl.function()
+        except Exception as error:
+            raise DriverLoadError(f"plugin {plugin}: harness_register_drivers raised {type(error).__name__}: {error}") from None
+        if not isinstance(specs, (list, tuple)):
+            raise DriverLoadError(f"plugin {plugin}: harness_register_drivers must return a list of DriverSpec, got {type(specs).__name__}")
+        for spec in specs:
+            if not isinstance(spec, DriverSpec):
+                raise DriverLoadError(f"plugin {plugin}: registered {spec!r}, which is not a harness.DriverSpec")
+            if not spec.name or not callable(spec.factory):
+                raise DriverLoadError(f"plugin {plugin}: driver {spec.name!r} lacks a name or a callable factory")
+            if spec.name in drivers:
+                raise DriverLoadError(
+                    f"driver name {spec.name!r} is registered twice: by {drivers[spec.name].plugin} and by {plugin}"
+                )
+            drivers[spec.name] = DriverSpec(spec.name, spec.factory, spec.description, spec.capabilities, spec.breaks, plugin)
+    return drivers
+
+
+def _spec_from_reference(reference: str) -> DriverSpec:
+    target, _, attribute = reference.rpartition(":")
+    if target.endswith(".py") or "/" in target:
+        module = _import_file(Path(target))
+    else:
+        try:
+            module = importlib.import_module(target)
+        except Exception as error:
+            raise DriverLoadError(f"--driver={reference}: cannot import module {target!r}: {type(error).__name__}: {error}") from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+        raise DriverLoadError(f"--driver={reference}: {module.__name__} has no callable {attribute!r}; it has: {', '.join(found)}")
+    description = (factory.__doc__ or "").strip().splitlines()[0] if factory.__doc__ else f"{attribute} from {target}"
+    return DriverSpec(reference, factory, description, plugin=target)
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise UsageError(f"--driver: no such file {str(path)!r}")
+    name = f"_harness_driver_{abs(hash(str(path.resolve())))}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[name]
+        raise DriverLoadError(f"--driver: {path} failed to import: {type(error).__name__}: {error}\n{_short_traceback(error)}") from None
+    return module

@@ -1,0 +1,51 @@
+"""The SPEC requirement IDs, with a one-line summary each (`../shared/SPEC.md` is normative)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+REQUIREMENTS: Final[dict[str, str]] = {
+    "POOL-1": "CONSTANT_COPY and CONSTANT_REFERENCE values give identical results",
+    "POOL-2": "I/O travels through request pools at exact offsets/lengths/padding; bytes outside outputs untouched",
+    "POOL-3": "ashmem, mmap_fd and hardware_buffer_blob are mapped; non-BLOB hardware buffers only for I/O",
+    "POOL-4": "an unusable constant pool fails preparation, an unusable I/O pool fails execution",
+    "POOL-5": "invalid handles are rejected with an error, never a crash, hang or stray access",
+    "DOM-ALLOC-1": "allocation needs models and roles, indexes in range, 0 < probability <= 1, no duplicate role",
+    "DOM-ALLOC-2": "role operands agree on type/scale/zeroPoint; dimensions combine; scalar roles have none",
+    "DOM-ALLOC-3": "valid requests may be refused with GENERAL_FAILURE; tokens positive and unique",
+    "DOM-STATE-1": "buffers start uninitialized; successful writes initialize, failed writes uninitialize",
+    "DOM-STATE-2": "reading an uninitialized buffer is GENERAL_FAILURE",
+    "DOM-COPY-1": "copies work with ashmem, mmap_fd, hardware_buffer_blob; size mismatch is INVALID_ARGUMENT",
+    "DOM-COPY-2": "copyFrom dimensions must be complete, of the right rank and compatible",
+    "DOM-ROLE-1": "a token pool names a live buffer of this driver",
+    "DOM-ROLE-2": "every use of a buffer matches an allocation role: model, direction, ioIndex",
+    "DOM-ROLE-3": "a token used as an output is not also another input or output of the request",
+    "DOM-ROLE-4": "token arguments have offset, length and padding 0",
+    "DOM-DYN-1": "buffers with unknown dimensions resize and read back the latest shape and contents",
+    "DOM-DYN-2": "conflicting dimensions are INVALID_ARGUMENT; unrepresentable outputs GENERAL_FAILURE; "
+    "short memory outputs OUTPUT_INSUFFICIENT_SIZE with the needed shape",
+    "DOM-CONC-1": "concurrent reads of one buffer all succeed with the same bytes",
+    "DOM-CONC-2": "concurrent writes never crash or block the service; it keeps serving",
+    "REQ-1": "argument counts equal the model's",
+    "REQ-2": "pool index, region, length, hasNoValue and dimension rules of request arguments",
+    "CC-1": "custom-call targets registered by (name, platform); lookup and re-registration rules",
+    "CC-2": "host convention f(out, ins) with nested tuple pointers",
+    "CC-3": "device convention: flat buffers array, operand leaves then output leaves, pre-order",
+    "CC-4": "opaque arrives byte-exact and length-delimited",
+    "CC-5": "tuple output leaves may be scratch; nothing written outside outputs",
+    "CC-6": "failures reported through a status reach the caller with the message",
+    "FFI-1": "global registry: missing name gives none; duplicate registration needs override",
+    "FFI-2": "type-erased arguments of the closed set, callbacks both ways",
+    "FFI-3": "errors cross with kind and message; wrong arity/type is a TypeError naming the function",
+    "FFI-4": "tensors cross by DLPack without copying, shape/dtype/strides/device preserved",
+    "SVC-1": "the driver runs in its own service process; crashes are reported and the service replaced",
+    "SVC-2": "every call has a deadline; hangs are reported with stacks and the service replaced",
+    "SVC-3": "memory crosses as descriptors; a handle changed after handover cannot crash a correct driver",
+}
+
+#: The sections the conformance suites must cover completely (SPEC §2–4).
+CORE_PREFIXES: Final = ("POOL-", "DOM-", "REQ-")
+
+
+def core_requirements() -> list[str]:
+    return [r for r in REQUIREMENTS if r.startswith(CORE_PREFIXES)]

@@ -1,0 +1,97 @@
+"""Request layouts: arguments spread over several pools of every supported kind, with
+random gaps, offsets and padding, pools pre-filled with a canary pattern."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import event, note
+from hypothesis import strategies as st
+
+from harness.hal import (
+    Capabilities,
+    DataLocation,
+    RequestArgument,
+    element_size,
+    is_fully_specified,
+    numpy_dtype,
+    operand_byte_size,
+)
+from harness.scenario import MemorySpec, Scenario
+
+from .models import ModelCase, model_cases
+
+CONSTANT_POOL_KINDS = ("ashmem", "mmap_fd", "hardware_buffer_blob")
+
+
+def canaries() -> st.SearchStrategy[int]:
+    return st.sampled_from([0xA5, 0x5A, 0xFF, 0x00])
+
+
+@st.composite
+def request_layouts(draw, case: ModelCase, caps: Capabilities, *, allow_insufficient: bool = True) -> Scenario:
+    """Place every input and output of ``case`` in request pools; returns the whole scenario."""
+    subgraph = case.subgraph
+    kinds = sorted(caps.memory_kinds)
+    pool_count = draw(st.integers(1, 3), label="pool count")
+    pool_kinds = [draw(st.sampled_from(kinds), label=f"pool {i} kind") for i in range(pool_count)]
+    canary = draw(canaries(), label="canary byte")
+    pools: list[bytearray] = [bytearray() for _ in range(pool_count)]
+
+    def place(payload: bytes | int) -> DataLocation:
+        index = draw(st.integers(0, pool_count - 1), label="pool index")
+        data = pools[index]
+        data.extend(bytes([canary]) * draw(st.integers(0, 16), label="gap"))
+        offset = len(data)
+        length = payload if isinstance(payload, int) else len(payload)
+        data.extend(payload if isinstance(payload, bytes) else bytes([canary]) * length)
+        padding = draw(st.integers(0, 8), label="padding")
+        data.extend(bytes([canary]) * padding)
+        return DataLocation(index, offset, length, padding)
+
+    inputs = []
+    for value, index in zip(case.inputs, subgraph.input_indexes):
+        operand = subgraph.operands[index]
+        full = is_fully_specified(operand.type, operand.dimensions)
+        give_dims = not full or draw(st.booleans(), label="input dims given")
+        raw = np.ascontiguousarray(value, dtype=numpy_dtype(operand.type)).tobytes()
+        inputs.append(RequestArgument(False, place(raw), tuple(value.shape) if give_dims else ()))
+
+    outputs = []
+    for shape, index in zip(case.output_shapes, subgraph.output_indexes):
+        operand = subgraph.operands[index]
+        needed = operand_byte_size(operand.type, shape)
+        if is_fully_specified(operand.type, operand.dimensions):
+            capacity, dims = needed, (shape if draw(st.booleans(), label="output dims given") else ())
+        else:
+            step = element_size(operand.type)
+            choices = ["exact", "larger"] + (["smaller"] if allow_insufficient else [])
+            fit = draw(st.sampled_from(choices), label="output capacity")
+            event(f"dynamic output capacity: {fit}")
+            capacity = {"exact": needed, "larger": needed + step * draw(st.integers(1, 8)),
+                        "smaller": needed - step * draw(st.integers(1, max(1, needed // step)))}[fit]
+            dims = ()
+        outputs.append(RequestArgument(False, place(max(capacity, 0)), dims))
+
+    for data in pools:
+        data.extend(bytes([canary]) * draw(st.integers(0, 8), label="tail"))
+        if not data:
+            data.append(canary)
+    request_pools = tuple(
+        MemorySpec(kind, bytes(data), draw(st.sampled_from([0, 8, 4096 + 16]), label="file offset") if kind == "mmap_fd" else 0)
+        for kind, data in zip(pool_kinds, pools)
+    )
+    constant_pools = ()
+    if case.pool_data:
+        kind = draw(st.sampled_from([k for k in CONSTANT_POOL_KINDS if k in caps.memory_kinds]), label="constant pool kind")
+        constant_pools = (MemorySpec(kind, case.pool_data),)
+    for kind in pool_kinds:
+        event(f"request pool kind: {kind}")
+    scenario = Scenario(subgraph, case.operand_values, constant_pools, tuple(inputs), tuple(outputs), request_pools,
+                        notes=(case.label,))
+    note(f"request: {len(inputs)} inputs, {len(outputs)} outputs in pools {pool_kinds}")
+    return scenario
+
+
+def scenarios(caps: Capabilities, *, allow_insufficient: bool = True) -> st.SearchStrategy[Scenario]:
+    """A valid model with a valid request on it, laid out in the driver's memory kinds."""
+    return model_cases(caps).flatmap(lambda case: request_layouts(case, caps, allow_insufficient=allow_insufficient))

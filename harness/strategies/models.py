@@ -1,0 +1,207 @@
+"""Models with their input values: one strategy per operation family, chained sometimes.
+
+Each strategy returns a `ModelCase`: the model as data, the input values of this
+example, and the shapes the outputs will have (known analytically, so that request
+layouts can size output regions without running any driver).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import event, note
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from harness.builders import ModelBuilder
+from harness.hal import Capabilities, OperandType, OperationType, Subgraph
+
+from .values import FLOAT_TYPES, QUANT_TYPES, arrays, declared_dimensions, operand_types, quantization, shapes
+
+I32 = OperandType.TENSOR_INT32
+_HOW = ("input", "copy", "reference")
+
+
+@dataclass(frozen=True)
+class ModelCase:
+    subgraph: Subgraph
+    operand_values: bytes
+    pool_data: bytes
+    inputs: tuple[np.ndarray, ...]
+    output_shapes: tuple[tuple[int, ...], ...]
+    label: str
+
+
+class _Case:
+    """A ModelBuilder that also records input values in order."""
+
+    def __init__(self, draw) -> None:
+        self.draw = draw
+        self.b = ModelBuilder()
+        self.values: list[np.ndarray] = []
+
+    def operand(self, type: OperandType, value: np.ndarray, quant=(0.0, 0), how: str = "input", label: str = "") -> int:
+        if how == "input":
+            dims = self.draw(declared_dimensions(value.shape), label=f"{label} declared dims")
+            self.values.append(value)
+            return self.b.input(type, dims, *quant)
+        return self.b.constant(type, value, *quant, by_reference=how == "reference")
+
+    def output(self, op, inputs, type, shape, quant=(0.0, 0), *, final: bool = True) -> int:
+        dims = self.draw(declared_dimensions(shape), label=f"{op.name} output declared dims")
+        return self.b.operation(op, inputs, type, dims, *quant, output=final)
+
+    def done(self, output_shapes, label: str) -> ModelCase:
+        event(f"model: {label}")
+        return ModelCase(self.b.subgraph(), bytes(self.b.values), bytes(self.b.pool_data), tuple(self.values),
+                         tuple(tuple(s) for s in output_shapes), label)
+
+
+def _supported(caps: Capabilities, *ops: OperationType) -> list[OperationType]:
+    return [op for op in ops if op in caps.operations]
+
+
+@st.composite
+def elementwise_models(draw, caps: Capabilities) -> ModelCase:
+    """ADD/SUB/MUL/DIV with broadcasting, a fused activation, constants by copy or reference,
+    sometimes followed by RELU through a temporary of unknown shape."""
+    op = draw(st.sampled_from(_supported(caps, OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)), label="operation")
+    allowed = FLOAT_TYPES if op == OperationType.DIV else FLOAT_TYPES + QUANT_TYPES + (I32,)
+    type = draw(operand_types(allowed, caps.operand_types), label="type")
+    pair = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=4, max_side=4), label="shapes")
+    how_a, how_b = draw(st.sampled_from([("input", "input"), ("input", "copy"), ("input", "reference"), ("copy", "input"), ("reference", "input")]), label="operands")
+    case = _Case(draw)
+    a = case.operand(type, draw(arrays(type, pair.input_shapes[0]), label="a"), draw(quantization(type)), how_a, "a")
+    b = case.operand(type, draw(arrays(type, pair.input_shapes[1], nonzero=op == OperationType.DIV), label="b"),
+                     draw(quantization(type)), how_b, "b")
+    activation = 0 if type == I32 else draw(st.integers(0, 3), label="activation")
+    chain = type != I32 and OperationType.RELU in caps.operations and draw(st.booleans(), label="chain RELU")
+    out_quant = draw(quantization(type), label="output quantization")
+    result = case.output(op, [a, b, case.b.scalar(activation)], type, pair.result_shape, out_quant, final=not chain)
+    if chain:
+        case.output(OperationType.RELU, [result], type, pair.result_shape, draw(quantization(type)))
+    return case.done([pair.result_shape], f"{op.name}{'+RELU' if chain else ''} {type.name}")
+
+
+@st.composite
+def relu_models(draw, caps: Capabilities) -> ModelCase:
+    type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
+    shape = draw(shapes(), label="shape")
+    case = _Case(draw)
+    x = case.operand(type, draw(arrays(type, shape), label="x"), draw(quantization(type)))
+    case.output(OperationType.RELU, [x], type, shape, draw(quantization(type)))
+    return case.done([shape], f"RELU {type.name}")
+
+
+@st.composite
+def reshape_models(draw, caps: Capabilities) -> ModelCase:
+    """RESHAPE with the target shape as a constant or as an input (output shape from values)."""
+    type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES + (I32,), caps.operand_types), label="type")
+    source = draw(shapes(), label="source shape")
+    count = int(np.prod(source))
+    target = list(draw(st.permutations([d for d in _factor(count)]), label="target factors")) or [1]
+    if draw(st.booleans(), label="infer one axis"):
+        target[draw(st.integers(0, len(target) - 1))] = -1
+    resolved = tuple(count // -int(np.prod(target)) if d == -1 else d for d in target)
+    case = _Case(draw)
+    quant = draw(quantization(type))
+    x = case.operand(type, draw(arrays(type, source), label="x"), quant)
+    shape_how = draw(st.sampled_from(_HOW), label="shape operand")
+    shape_operand = case.operand(I32, np.asarray(target, np.int32), how=shape_how, label="shape")
+    case.output(OperationType.RESHAPE, [x, shape_operand], type, resolved, quant)
+    return case.done([resolved], f"RESHAPE {type.name} shape-{shape_how}")
+
+
+def _factor(n: int) -> list[int]:
+    factors, p = [], 2
+    while n > 1 and p * p <= n:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    return factors + ([n] if n > 1 else [])
+
+
+@st.composite
+def concatenation_models(draw, caps: Capabilities) -> ModelCase:
+    type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES + (I32,), caps.operand_types), label="type")
+    base = draw(shapes(max_rank=3), label="base shape")
+    axis = draw(st.integers(0, len(base) - 1), label="axis")
+    sizes = draw(st.lists(st.integers(1, 3), min_size=2, max_size=3), label="axis sizes")
+    case = _Case(draw)
+    operands = []
+    for i, size in enumerate(sizes):
+        shape = base[:axis] + (size,) + base[axis + 1 :]
+        operands.append(case.operand(type, draw(arrays(type, shape), label=f"x{i}"), draw(quantization(type)),
+                                     draw(st.sampled_from(_HOW)) if i else "input", f"x{i}"))
+    out_shape = base[:axis] + (sum(sizes),) + base[axis + 1 :]
+    negative = draw(st.booleans(), label="negative axis")
+    axis_value = axis - len(base) if negative else axis
+    case.output(OperationType.CONCATENATION, [*operands, case.b.scalar(axis_value)], type, out_shape, draw(quantization(type)))
+    return case.done([out_shape], f"CONCATENATION {type.name}")
+
+
+def _bias(draw, type, in_quant, w_quant, units):
+    if type in QUANT_TYPES:
+        return I32, draw(arrays(I32, (units,)), label="bias"), (in_quant[0] * w_quant[0], 0)
+    return type, draw(arrays(type, (units,)), label="bias"), (0.0, 0)
+
+
+@st.composite
+def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
+    type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
+    batch, size, units = draw(st.integers(1, 3)), draw(st.integers(1, 5)), draw(st.integers(1, 4))
+    case = _Case(draw)
+    in_quant, w_quant = draw(quantization(type)), draw(quantization(type))
+    x = case.operand(type, draw(arrays(type, (batch, size)), label="input"), in_quant)
+    w = case.operand(type, draw(arrays(type, (units, size)), label="weights"), w_quant, draw(st.sampled_from(_HOW[1:])))
+    bias_type, bias, bias_quant = _bias(draw, type, in_quant, w_quant, units)
+    bias_operand = case.operand(bias_type, bias, bias_quant, draw(st.sampled_from(_HOW[1:])))
+    act = case.b.scalar(draw(st.integers(0, 3), label="activation"))
+    case.output(OperationType.FULLY_CONNECTED, [x, w, bias_operand, act], type, (batch, units), draw(quantization(type)))
+    return case.done([(batch, units)], f"FULLY_CONNECTED {type.name}")
+
+
+@st.composite
+def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
+    type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
+    n, h, w, c, d = (draw(st.integers(1, hi)) for hi in (2, 5, 5, 3, 3))
+    kh, kw = draw(st.integers(1, h)), draw(st.integers(1, w))
+    pads = draw(st.tuples(*[st.integers(0, 1)] * 4), label="pads l r t b")
+    strides = draw(st.tuples(st.integers(1, 2), st.integers(1, 2)), label="strides w h")
+    out_h = (h + pads[2] + pads[3] - kh) // strides[1] + 1
+    out_w = (w + pads[0] + pads[1] - kw) // strides[0] + 1
+    case = _Case(draw)
+    in_quant, f_quant = draw(quantization(type)), draw(quantization(type))
+    x = case.operand(type, draw(arrays(type, (n, h, w, c)), label="input"), in_quant)
+    f = case.operand(type, draw(arrays(type, (d, kh, kw, c)), label="filter"), f_quant, draw(st.sampled_from(_HOW[1:])))
+    bias_type, bias, bias_quant = _bias(draw, type, in_quant, f_quant, d)
+    bias_operand = case.operand(bias_type, bias, bias_quant, "copy")
+    scalars = [case.b.scalar(v) for v in (*pads, *strides, draw(st.integers(0, 3), label="activation"))]
+    out_shape = (n, out_h, out_w, d)
+    case.output(OperationType.CONV_2D, [x, f, bias_operand, *scalars], type, out_shape, draw(quantization(type)))
+    return case.done([out_shape], f"CONV_2D {type.name} stride {strides}")
+
+
+_FAMILIES = [
+    ((OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV), elementwise_models),
+    ((OperationType.RELU,), relu_models),
+    ((OperationType.RESHAPE,), reshape_models),
+    ((OperationType.CONCATENATION,), concatenation_models),
+    ((OperationType.FULLY_CONNECTED,), fully_connected_models),
+    ((OperationType.CONV_2D,), conv_2d_models),
+]
+
+
+def model_cases(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
+    """Any model the driver's declared operations and types allow."""
+    families = [make(caps) for ops, make in _FAMILIES if any(op in caps.operations for op in ops)]
+    if not families:
+        return st.nothing()
+    return st.one_of(families).map(_noted)
+
+
+def _noted(case: ModelCase) -> ModelCase:
+    note(f"model: {case.label}; inputs {[v.shape for v in case.inputs]}; outputs {case.output_shapes}")
+    return case
