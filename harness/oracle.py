@@ -94,8 +94,8 @@ def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
             result = prepared.execute(request)
         except DriverError as error:
             return Outcome("execute", error.status, error.message, error.output_shapes,
-                           pools_after=_read_pools(memories))
-        pools_after = _read_pools(memories)
+                           pools_after=_read_pools(scenario, memories))
+        pools_after = _read_pools(scenario, memories)
     finally:
         for memory in memories:
             if memory is not None:
@@ -110,8 +110,12 @@ def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
     return Outcome("execute", ErrorStatus.NONE, "", tuple(result.output_shapes), tuple(outputs), pools_after)
 
 
-def _read_pools(memories) -> tuple[bytes, ...]:
-    return tuple(m.read() if m is not None and not m.closed else b"" for m in memories)
+def _read_pools(scenario: Scenario, memories) -> tuple[bytes, ...]:
+    """Pool contents after the call; pools built with a defect have none to compare."""
+    return tuple(
+        m.read() if m is not None and isinstance(spec, MemorySpec) and not spec.defect else b""
+        for spec, m in zip(scenario.request_pools, memories)
+    )
 
 
 def describe_scenario(scenario: Scenario) -> str:

@@ -5,7 +5,6 @@ This code is the definition of correct behaviour: read it beside SPEC.md.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,7 +27,7 @@ from harness.hal import (
 from harness.memory import MEMORY_KINDS, Memory
 
 from . import executor
-from . import validation as rules
+from . import validation
 from .buffers import ManagedBuffer, Role, TokenTable
 from .ops import KERNELS
 
@@ -62,9 +61,9 @@ class ReferencePreparedModel:
 class ReferenceBuffer:
     """A driver-managed buffer; holds its state until `release`."""
 
-    def __init__(self, state: ManagedBuffer, tokens: TokenTable) -> None:
+    def __init__(self, state: ManagedBuffer, device: ReferenceDevice) -> None:
         self._state = state
-        self._tokens = tokens
+        self._device = device
 
     @property
     def token(self) -> int:
@@ -75,7 +74,7 @@ class ReferenceBuffer:
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ROLE-1] buffer {self._state.token} was released")
 
     def copy_from(self, memory: Memory, dimensions: Sequence[int] = ()) -> None:
-        state = self._state
+        state, rules = self._state, self._device.rules
         with state.lock.writing():
             try:
                 self._require_live()
@@ -87,14 +86,14 @@ class ReferenceBuffer:
                 expected = int(np.prod(dims, dtype=np.int64)) * np.dtype(numpy_dtype(state.operand_type)).itemsize
                 rules.enforce(rules.memory_size_matches(memory.size, expected), "DOM-COPY-1",
                               lambda: f"memory of {memory.size} bytes for {expected}")
-                source = executor.map_memory(memory, writable=False, rule="DOM-COPY-1")
+                source = executor.map_memory(rules, memory, writable=False, rule="DOM-COPY-1")
                 state.store(source.view(state.dtype).reshape(dims))
             except BaseException:
                 state.invalidate()  # DOM-STATE-1: a failed copyFrom leaves it uninitialized
                 raise
 
     def copy_to(self, memory: Memory) -> None:
-        state = self._state
+        state, rules = self._state, self._device.rules
         with state.lock.reading():
             self._require_live()
             rules.enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
@@ -104,11 +103,11 @@ class ReferenceBuffer:
                               lambda: f"memory of {memory.size} bytes for {size}")
             if not state.initialized:
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[DOM-STATE-2] buffer {state.token} is uninitialized")
-            target = executor.map_memory(memory, writable=True, rule="DOM-COPY-1")
+            target = executor.map_memory(rules, memory, writable=True, rule="DOM-COPY-1")
             target[:] = state.data.reshape(-1).view(np.uint8)
 
     def release(self) -> None:
-        self._tokens.remove(self._state.token)
+        self._device.tokens.remove(self._state.token)
 
 
 class ReferenceDevice:
@@ -119,7 +118,9 @@ class ReferenceDevice:
 
     def __init__(self) -> None:
         self.tokens = TokenTable()
-        self._lock = threading.Lock()
+        # The rules and kernels this device consults; a seeded-bug driver swaps one entry.
+        self.rules = validation.default_rules()
+        self.kernels = dict(KERNELS)
 
     def capabilities(self) -> Capabilities:
         return Capabilities(
@@ -132,21 +133,22 @@ class ReferenceDevice:
     # ----------------------------------------------------------------- models
 
     def get_supported_operations(self, model: Model) -> list[bool]:
+        rules = self.rules
         rules.enforce(rules.operand_indexes_in_range(model.main), "MODEL", "operand index out of range")
         operands = model.main.operands
         supported = []
         for operation in model.main.operations:
-            kernel = KERNELS.get(operation.type)
+            kernel = self.kernels.get(operation.type)
             ok = kernel is not None and kernel.validate(
                 [operands[i] for i in operation.inputs], [operands[i] for i in operation.outputs]
             )
-            ok = ok and all(_constant_pool_usable(operands[i], model) for i in operation.inputs)
+            ok = ok and all(_constant_pool_usable(rules, operands[i], model) for i in operation.inputs)
             supported.append(bool(ok))
         return supported
 
     def prepare_model(self, model: Model) -> ReferencePreparedModel:
-        validate_model(model)
-        return ReferencePreparedModel(self, model, load_constants(model))
+        validate_model(self.rules, self.kernels, model)
+        return ReferencePreparedModel(self, model, load_constants(self.rules, model))
 
     # ----------------------------------------------------------------- memory domains
 
@@ -157,6 +159,7 @@ class ReferenceDevice:
         input_roles: Sequence[BufferRole],
         output_roles: Sequence[BufferRole],
     ) -> tuple[ReferenceBuffer, int]:
+        rules = self.rules
         roles = [(IODirection.INPUT, r) for r in input_roles] + [(IODirection.OUTPUT, r) for r in output_roles]
         rules.enforce(rules.allocation_has_models_and_roles(len(prepared_models), len(roles)), "DOM-ALLOC-1",
                       f"{len(prepared_models)} prepared models, {len(roles)} roles")
@@ -186,13 +189,13 @@ class ReferenceDevice:
         state = self.tokens.add(
             lambda token: ManagedBuffer(token, first.type, first.scale, first.zero_point, dims, frozenset(allowed))
         )
-        return ReferenceBuffer(state, self.tokens), state.token
+        return ReferenceBuffer(state, self), state.token
 
 
 # --------------------------------------------------------------------------- preparation
 
 
-def validate_model(model: Model) -> None:
+def validate_model(rules, kernels, model: Model) -> None:
     """Every static rule a model must meet; INVALID_ARGUMENT at the first broken one."""
     subgraph = model.main
     rules.check_all(
@@ -211,13 +214,13 @@ def validate_model(model: Model) -> None:
         rules.enforce(rules.operand_quantization_valid(operand), "MODEL", lambda: f"{where}: scale {operand.scale}, zeroPoint {operand.zero_point}")
         rules.enforce(rules.scalar_has_no_dimensions(operand), "MODEL", lambda: f"{where}: scalar with dimensions")
     for number, operation in enumerate(subgraph.operations):
-        kernel = KERNELS.get(operation.type)
+        kernel = kernels.get(operation.type)
         operands = subgraph.operands
         if kernel is None or not kernel.validate([operands[i] for i in operation.inputs], [operands[i] for i in operation.outputs]):
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[MODEL] operation {number} ({operation.type!r}) has invalid operands")
 
 
-def load_constants(model: Model) -> dict[int, np.ndarray]:
+def load_constants(rules, model: Model) -> dict[int, np.ndarray]:
     """Constant operand values.  Values from pools are copied out at preparation, so a client
     that later shrinks or closes the pool cannot make execution fault (SVC-3)."""
     views = {}
@@ -229,7 +232,7 @@ def load_constants(model: Model) -> dict[int, np.ndarray]:
             raw = np.frombuffer(model.operand_values, dtype=np.uint8, count=loc.length, offset=loc.offset)
         elif operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
             if loc.pool_index not in views:
-                views[loc.pool_index] = executor.map_memory(model.pools[loc.pool_index], writable=False, rule="POOL-4")
+                views[loc.pool_index] = executor.map_memory(rules, model.pools[loc.pool_index], writable=False, rule="POOL-4")
             raw = views[loc.pool_index][loc.offset : loc.offset + loc.length].copy()
         else:
             continue
@@ -237,7 +240,7 @@ def load_constants(model: Model) -> dict[int, np.ndarray]:
     return constants
 
 
-def _constant_pool_usable(operand: Operand, model: Model) -> bool:
+def _constant_pool_usable(rules, operand: Operand, model: Model) -> bool:
     if operand.lifetime != OperandLifeTime.CONSTANT_REFERENCE:
         return True
     if not 0 <= operand.location.pool_index < len(model.pools):

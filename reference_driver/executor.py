@@ -35,9 +35,8 @@ from harness.hal import (
 )
 from harness.memory import Memory, MemoryMapError
 
-from . import validation as rules
-from .buffers import ManagedBuffer, Role, TokenTable, locked
-from .ops import KERNELS, KernelError
+from .buffers import ManagedBuffer, TokenTable, locked
+from .ops import KernelError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .device import ReferencePreparedModel
@@ -59,7 +58,7 @@ class Binding:
     buffer: ManagedBuffer | None = None
 
 
-def map_memory(memory: Memory, *, writable: bool, rule: str) -> np.ndarray:
+def map_memory(rules, memory: Memory, *, writable: bool, rule: str) -> np.ndarray:
     """Map a memory for the driver's use; an unusable handle is GENERAL_FAILURE (POOL-4)."""
     rules.enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
     try:
@@ -72,6 +71,7 @@ def map_memory(memory: Memory, *, writable: bool, rule: str) -> np.ndarray:
 
 
 def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: TokenTable) -> list[Binding]:
+    rules = prepared.device.rules
     subgraph = prepared.model.main
     rules.enforce(rules.argument_counts_match(len(request.inputs), len(request.outputs), subgraph), "REQ-1",
                   f"{len(request.inputs)} inputs and {len(request.outputs)} outputs given, model has "
@@ -127,10 +127,10 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
 
 
 def _bind_token(prepared: ReferencePreparedModel, binding: Binding, buffer: ManagedBuffer, where: str) -> None:
+    rules = prepared.device.rules
     rules.enforce(rules.token_location_zero(binding.argument), "DOM-ROLE-4", lambda: f"{where}: token pool with location {binding.argument.location}")
-    if Role(prepared, binding.direction, binding.io_index) not in buffer.roles:
-        raise DriverError(ErrorStatus.INVALID_ARGUMENT,
-                          f"[DOM-ROLE-2] {where}: buffer {buffer.token} was not allocated for this use")
+    rules.enforce(rules.role_allowed(buffer.roles, prepared, binding.direction, binding.io_index), "DOM-ROLE-2",
+                  lambda: f"{where}: buffer {buffer.token} was not allocated for this use")
     combined = rules.combine_dimensions(buffer.initial_dimensions, binding.dimensions)
     if combined is None:
         raise DriverError(ErrorStatus.INVALID_ARGUMENT,
@@ -144,16 +144,17 @@ def _bind_token(prepared: ReferencePreparedModel, binding: Binding, buffer: Mana
 
 def execute(prepared: ReferencePreparedModel, request: Request, tokens: TokenTable) -> ExecutionResult:
     started = time.perf_counter_ns()
+    rules = prepared.device.rules
     bindings = bind_request(prepared, request, tokens)
     reads = [b.buffer for b in bindings if b.buffer is not None and b.direction is IODirection.INPUT]
     writes = [b.buffer for b in bindings if b.buffer is not None and b.direction is IODirection.OUTPUT]
     with locked(reads, writes):
         try:
-            views = _map_pools(request, bindings)
+            views = _map_pools(rules, request, bindings)
             values, outs = _read_inputs(prepared, bindings, views)
             _run_operations(prepared, values, outs)
             outputs = [b for b in bindings if b.direction is IODirection.OUTPUT]
-            shapes = _check_outputs(outputs, values)
+            shapes = _check_outputs(rules, outputs, values)
             if not all(s.is_sufficient for s in shapes):
                 raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "[DOM-DYN-2] an output region is too small", shapes)
             _write_outputs(outputs, values, views)
@@ -165,7 +166,7 @@ def execute(prepared: ReferencePreparedModel, request: Request, tokens: TokenTab
     return ExecutionResult(True, tuple(shapes), Timing(elapsed, elapsed))
 
 
-def _map_pools(request: Request, bindings: Sequence[Binding]) -> dict[int, np.ndarray]:
+def _map_pools(rules, request: Request, bindings: Sequence[Binding]) -> dict[int, np.ndarray]:
     """Map each memory pool the request uses once, writable when an output lives in it."""
     writable: dict[int, bool] = {}
     for b in bindings:
@@ -173,7 +174,7 @@ def _map_pools(request: Request, bindings: Sequence[Binding]) -> dict[int, np.nd
             index = b.argument.location.pool_index
             writable[index] = writable.get(index, False) or b.direction is IODirection.OUTPUT
     rule = "POOL-4"
-    return {i: map_memory(request.pools[i], writable=w, rule=rule) for i, w in writable.items()}  # type: ignore[arg-type]
+    return {i: map_memory(rules, request.pools[i], writable=w, rule=rule) for i, w in writable.items()}  # type: ignore[arg-type]
 
 
 def _region(binding: Binding, views: dict[int, np.ndarray], nbytes: int) -> np.ndarray:
@@ -191,7 +192,7 @@ def _read_inputs(
         dtype = np.dtype(numpy_dtype(b.operand.type))
         if b.direction is IODirection.INPUT:
             if b.buffer is not None:
-                values[b.operand_index] = _read_token(b)
+                values[b.operand_index] = _read_token(prepared.device.rules, b)
             else:
                 region = _region(b, views, b.argument.location.length)
                 values[b.operand_index] = region.view(dtype).reshape(b.dimensions)
@@ -201,7 +202,7 @@ def _read_inputs(
     return values, outs
 
 
-def _read_token(binding: Binding) -> np.ndarray:
+def _read_token(rules, binding: Binding) -> np.ndarray:
     buffer = binding.buffer
     assert buffer is not None
     if not buffer.initialized:
@@ -213,9 +214,10 @@ def _read_token(binding: Binding) -> np.ndarray:
 
 
 def _run_operations(prepared: ReferencePreparedModel, values: dict[int, np.ndarray], outs: dict[int, np.ndarray]) -> None:
+    rules, kernels = prepared.device.rules, prepared.device.kernels
     operands = prepared.model.main.operands
     for number, operation in enumerate(prepared.model.main.operations):
-        kernel = KERNELS[operation.type]
+        kernel = kernels[operation.type]
         output_index = operation.outputs[0]
         output = operands[output_index]
         try:
@@ -229,7 +231,7 @@ def _run_operations(prepared: ReferencePreparedModel, values: dict[int, np.ndarr
         values[output_index] = result
 
 
-def _check_outputs(outputs: Sequence[Binding], values: dict[int, np.ndarray]) -> list[OutputShape]:
+def _check_outputs(rules, outputs: Sequence[Binding], values: dict[int, np.ndarray]) -> list[OutputShape]:
     shapes = []
     for b in outputs:
         shape = tuple(values[b.operand_index].shape)

@@ -8,6 +8,7 @@ memory contents or driver state beyond what they are given.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Iterable, Sequence
 from typing import Callable
 
@@ -217,6 +218,14 @@ def token_positive(token: int) -> ErrorStatus:
     return OK if token > 0 else INVALID
 
 
+def role_allowed(roles: Iterable[object], prepared_model: object, direction: object, io_index: int) -> ErrorStatus:
+    """DOM-ROLE-2: the use (same prepared model object, same direction, same ioIndex) is an allocation role."""
+    for role in roles:
+        if role.prepared_model is prepared_model and role.direction == direction and role.io_index == io_index:  # type: ignore[attr-defined]
+            return OK
+    return INVALID
+
+
 def token_output_exclusive(pool_uses: Iterable[tuple[int, str]]) -> ErrorStatus:
     """DOM-ROLE-3: a token pool used as an output is used nowhere else in the request.
 
@@ -304,3 +313,13 @@ def check_all(checks: Iterable[tuple[Callable[..., ErrorStatus], tuple, str]]) -
     """Run (rule, args, SPEC id) triples in order and raise at the first that fails."""
     for rule, args, spec_id in checks:
         enforce(rule(*args), spec_id, rule.__name__)
+
+
+def default_rules() -> types.SimpleNamespace:
+    """Every rule of this module by name: what a device consults, and what a seeded-bug
+    driver replaces one entry of."""
+    return types.SimpleNamespace(
+        **{name: value for name, value in globals().items() if callable(value) and not name.startswith("_")
+           and getattr(value, "__module__", None) == __name__ and name != "default_rules"},
+        OK=OK,
+    )

@@ -1,0 +1,1 @@
+"""Conformance suites, one package per SPEC area; every test carries its requirement marker."""

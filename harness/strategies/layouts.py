@@ -82,7 +82,8 @@ def request_layouts(draw, case: ModelCase, caps: Capabilities, *, allow_insuffic
     )
     constant_pools = ()
     if case.pool_data:
-        kind = draw(st.sampled_from([k for k in CONSTANT_POOL_KINDS if k in caps.memory_kinds]), label="constant pool kind")
+        usable = [k for k in CONSTANT_POOL_KINDS if k in caps.memory_kinds] or ["ashmem"]  # ashmem is required
+        kind = draw(st.sampled_from(usable), label="constant pool kind")
         constant_pools = (MemorySpec(kind, case.pool_data),)
     for kind in pool_kinds:
         event(f"request pool kind: {kind}")

@@ -1,0 +1,178 @@
+"""Lockstep: the same sequence of Driver API calls on the reference and the driver under test.
+
+Memory-domain behaviour depends on history (allocations, copies, executions), so it is
+checked call by call: each call runs on both drivers, the outcomes are compared at once,
+and a mismatch reports the requirement and the whole call sequence that led to it.
+Buffers are named; each driver keeps its own object and token under that name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import ConformanceError
+from harness.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus
+from harness.oracle import Outcome, assert_conforms, execute_scenario
+from harness.scenario import MemorySpec, Scenario, make_memory
+
+__all__ = ["Lockstep", "Pair"]
+
+
+@dataclass
+class Pair:
+    """The reference's and the driver's object for the same thing (a prepared model, a buffer)."""
+
+    reference: Any
+    driver: Any
+
+
+@dataclass
+class _Result:
+    status: ErrorStatus
+    message: str = ""
+    value: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == ErrorStatus.NONE
+
+    def describe(self) -> str:
+        return "success" if self.ok else f"{self.status.name}: {self.message}"
+
+
+def _call(fn: Callable[[], Any]) -> _Result:
+    try:
+        return _Result(ErrorStatus.NONE, value=fn())
+    except DriverError as error:
+        return _Result(error.status, error.message)
+
+
+class Lockstep:
+    def __init__(self, driver: Device, reference: Device) -> None:
+        self.driver = driver
+        self.reference = reference
+        self.log: list[str] = []
+        self.buffers: dict[str, Pair] = {}
+        self.tokens: dict[str, Pair] = {}
+        self.refused_allocations = 0
+
+    # ----------------------------------------------------------------- comparison
+
+    def _history(self) -> str:
+        return "call sequence:\n" + "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.log))
+
+    def _compare(self, requirement: str, call: str, expected: _Result, actual: _Result) -> None:
+        __tracebackhide__ = True
+        self.log.append(f"{call} -> reference {expected.describe()}; driver {actual.describe()}")
+        outcome = Outcome("call", expected.status, expected.message)
+        if expected.ok and actual.ok:
+            return
+        if expected.ok:
+            problem = "the driver failed a call the reference accepts"
+        elif actual.ok:
+            problem = f"the driver accepted a call SPEC rejects with {expected.status.name}"
+        elif actual.status not in outcome.acceptable_statuses():
+            problem = f"wrong status {actual.status.name}, SPEC requires {expected.status.name}"
+        else:
+            return
+        rule = outcome.rule or requirement
+        raise ConformanceError(f"[{requirement}] {call}: {problem} (reference rule {rule})\n{self._history()}")
+
+    # ----------------------------------------------------------------- calls
+
+    def prepare(self, scenario: Scenario, requirement: str = "DOM-ALLOC-1") -> Pair | None:
+        """Prepare the scenario's model on both drivers; None if both (rightly) refuse."""
+        call = f"prepare_model({', '.join(scenario.notes) or 'model'})"
+        expected = _call(lambda: self.reference.prepare_model(scenario.build_model()))
+        actual = _call(lambda: self.driver.prepare_model(scenario.build_model()))
+        self._compare(requirement, call, expected, actual)
+        return Pair(expected.value, actual.value) if expected.ok else None
+
+    def allocate(
+        self,
+        name: str,
+        desc: BufferDesc,
+        prepared: Sequence[Pair],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+        requirement: str = "DOM-ALLOC-1",
+    ) -> Pair | None:
+        """Allocate on both; None when the reference refuses (and so did the driver) or when
+        the driver refuses a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it)."""
+        call = f"allocate({name!r}, {desc}, models {len(prepared)}, in {list(input_roles)}, out {list(output_roles)})"
+        expected = _call(lambda: self.reference.allocate(desc, [p.reference for p in prepared], list(input_roles), list(output_roles)))
+        actual = _call(lambda: self.driver.allocate(desc, [p.driver for p in prepared], list(input_roles), list(output_roles)))
+        if expected.ok and actual.status == ErrorStatus.GENERAL_FAILURE:
+            self.log.append(f"{call} -> driver refused a valid allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
+            expected.value[0].release()
+            self.refused_allocations += 1
+            return None
+        self._compare(requirement, call, expected, actual)
+        if not expected.ok:
+            return None
+        (ref_buffer, ref_token), (dut_buffer, dut_token) = expected.value, actual.value
+        if not isinstance(dut_token, int) or dut_token <= 0:
+            raise ConformanceError(f"[DOM-ALLOC-3] {call}: token {dut_token!r} is not a positive integer\n{self._history()}")
+        live = {p.driver for n, p in self.tokens.items() if n in self.buffers}
+        if dut_token in live:
+            raise ConformanceError(f"[DOM-ALLOC-3] {call}: token {dut_token} is already held by a live buffer\n{self._history()}")
+        self.buffers[name] = Pair(ref_buffer, dut_buffer)
+        self.tokens[name] = Pair(ref_token, dut_token)
+        return self.buffers[name]
+
+    def copy_from(self, name: str, memory: MemorySpec, dimensions: Sequence[int], requirement: str = "DOM-COPY-1") -> bool:
+        pair = self.buffers[name]
+        call = f"copy_from({name!r}, {memory.kind} of {memory.size} bytes, dims {tuple(dimensions)})"
+        expected = _with_memory(memory, lambda m: pair.reference.copy_from(m, tuple(dimensions)))
+        actual = _with_memory(memory, lambda m: pair.driver.copy_from(m, tuple(dimensions)))
+        self._compare(requirement, call, expected, actual)
+        return expected.ok
+
+    def copy_to(self, name: str, size: int, kind: str = "ashmem", requirement: str = "DOM-COPY-1") -> bytes | None:
+        pair = self.buffers[name]
+        call = f"copy_to({name!r}, {kind} of {size} bytes)"
+        spec = MemorySpec(kind, b"\xee" * size)
+        expected = _with_memory(spec, lambda m: (pair.reference.copy_to(m), m.read())[1])
+        actual = _with_memory(spec, lambda m: (pair.driver.copy_to(m), m.read())[1])
+        self._compare(requirement, call, expected, actual)
+        if expected.ok and expected.value != actual.value:
+            self.log.append(f"{call}: contents differ")
+            raise ConformanceError(
+                f"[{requirement}] {call}: the driver's buffer holds different bytes than the reference's\n"
+                f"  reference: {expected.value[:64].hex()}{'...' if len(expected.value) > 64 else ''}\n"
+                f"  driver:    {actual.value[:64].hex()}{'...' if len(actual.value) > 64 else ''}\n{self._history()}"
+            )
+        return expected.value if expected.ok else None
+
+    def execute(self, prepared: Pair, scenario: Scenario, requirement: str) -> Outcome:
+        """Execute the scenario's request on both, `TokenRef` pools resolved per driver."""
+        call = f"execute({', '.join(scenario.notes) or 'request'})"
+        expected = execute_scenario(prepared.reference, scenario, {n: p.reference for n, p in self.tokens.items()})
+        actual = execute_scenario(prepared.driver, scenario, {n: p.driver for n, p in self.tokens.items()})
+        self.log.append(f"{call} -> reference {expected.summary()}; driver {actual.summary()}")
+        try:
+            assert_conforms(requirement, scenario, expected, actual)
+        except ConformanceError as error:
+            raise ConformanceError(f"{error}\n{self._history()}") from None
+        return expected
+
+    def release(self, name: str) -> None:
+        pair = self.buffers.pop(name)
+        self.log.append(f"release({name!r})")
+        pair.reference.release()
+        pair.driver.release()
+
+    def close(self) -> None:
+        for name in list(self.buffers):
+            self.release(name)
+
+
+def _with_memory(spec: MemorySpec, use: Callable[[Any], Any]) -> _Result:
+    memory = make_memory(spec)
+    try:
+        return _call(lambda: use(memory))
+    finally:
+        memory.close()
+

@@ -1,0 +1,172 @@
+"""Memory-domain building blocks: small models to allocate for, requests that use tokens,
+and generated role sets (valid and invalid)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import event
+from hypothesis import strategies as st
+
+from harness.builders import ModelBuilder
+from harness.hal import (
+    BufferDesc,
+    BufferRole,
+    Capabilities,
+    DataLocation,
+    OperandType,
+    OperationType,
+    RequestArgument,
+    numpy_dtype,
+    operand_byte_size,
+)
+from harness.scenario import MemorySpec, Scenario, TokenRef
+
+from .values import FLOAT_TYPES, QUANT_TYPES, operand_types, quantization
+
+DOMAIN_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_QUANT8_ASYMM)
+
+
+@dataclass(frozen=True)
+class TokenUse:
+    """A request argument served by a named buffer (with optional request dimensions)."""
+
+    buffer: str
+    dimensions: tuple[int, ...] = ()
+    location: DataLocation = DataLocation()
+
+
+def binary_model(type: OperandType, dims: Sequence[int], quant=(0.0, 0), op=OperationType.ADD,
+                 *, outputs: int = 1, scalar_input: bool = False) -> Scenario:
+    """``out = op(a, b)`` (and ``out1 = MUL(a, b)`` with ``outputs=2``) as a model-only scenario."""
+    b = ModelBuilder()
+    x = b.input(type, dims, *quant)
+    y = b.input(type, dims, *quant)
+    act = b.input(OperandType.INT32) if scalar_input else b.scalar(0)
+    b.operation(op, [x, y, act], type, dims, *quant)
+    if outputs == 2:
+        b.operation(OperationType.MUL, [x, y, b.scalar(0)], type, dims, *quant)
+    label = f"{op.name} {type.name} {tuple(dims)}{' scale=%g zp=%d' % quant if quant[0] else ''}"
+    return Scenario(b.subgraph(), bytes(b.values), notes=(label,))
+
+
+def reshape_model(type: OperandType = OperandType.TENSOR_FLOAT32) -> Scenario:
+    """``out = RESHAPE(data, shape)``: its output shape comes from the shape input's values."""
+    b = ModelBuilder()
+    data = b.input(type, (0,))
+    shape = b.input(OperandType.TENSOR_INT32, (0,))
+    b.operation(OperationType.RESHAPE, [data, shape], type, ())
+    return Scenario(b.subgraph(), bytes(b.values), notes=(f"RESHAPE {type.name}",))
+
+
+def request(model: Scenario, inputs: Sequence[np.ndarray | TokenUse], outputs: Sequence[int | TokenUse],
+            label: str = "") -> Scenario:
+    """A request on ``model``: arrays go into one ashmem pool, output capacities into another,
+    and each named buffer becomes a token pool."""
+    operands = model.subgraph.operands
+    pools: list[MemorySpec | TokenRef] = []
+    token_pools: dict[str, int] = {}
+
+    def token_argument(use: TokenUse) -> RequestArgument:
+        if use.buffer not in token_pools:
+            token_pools[use.buffer] = len(pools)
+            pools.append(TokenRef(use.buffer))
+        location = DataLocation(token_pools[use.buffer], use.location.offset, use.location.length, use.location.padding)
+        return RequestArgument(False, location, use.dimensions)
+
+    data, in_args = bytearray(), []
+    in_pool = len(pools)
+    pools.append(MemorySpec("ashmem", b""))  # filled below
+    for value, index in zip(inputs, model.subgraph.input_indexes):
+        if isinstance(value, TokenUse):
+            in_args.append(token_argument(value))
+            continue
+        raw = np.ascontiguousarray(value, dtype=numpy_dtype(operands[index].type)).tobytes()
+        data.extend(b"\0" * (-len(data) % 8))
+        in_args.append(RequestArgument(False, DataLocation(in_pool, len(data), len(raw)), tuple(np.shape(value))))
+        data.extend(raw)
+    out_pool = len(pools)
+    pools.append(MemorySpec("ashmem", b""))
+    out_size, out_args = 0, []
+    for capacity in outputs:
+        if isinstance(capacity, TokenUse):
+            out_args.append(token_argument(capacity))
+            continue
+        out_size += -out_size % 8
+        out_args.append(RequestArgument(False, DataLocation(out_pool, out_size, capacity)))
+        out_size += capacity
+    pools[in_pool] = MemorySpec("ashmem", bytes(data) or b"\0")
+    pools[out_pool] = MemorySpec("ashmem", b"\xa5" * max(out_size, 1))
+    return Scenario(model.subgraph, model.operand_values, model.constant_pools, tuple(in_args), tuple(out_args),
+                    tuple(pools), notes=(label or model.notes[0],))
+
+
+def values_for(type: OperandType, shape: Sequence[int], seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if type in QUANT_TYPES:
+        return rng.integers(0, 100, size=tuple(shape)).astype(numpy_dtype(type))
+    return rng.integers(-4, 5, size=tuple(shape)).astype(numpy_dtype(type))
+
+
+def nbytes(type: OperandType, shape: Sequence[int]) -> int:
+    return operand_byte_size(type, tuple(shape))
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+@st.composite
+def domain_flavors(draw, caps: Capabilities) -> tuple[OperandType, tuple[float, int]]:
+    type = draw(operand_types(DOMAIN_TYPES, caps.operand_types), label="role operand type")
+    return type, draw(quantization(type), label="quantization")
+
+
+@st.composite
+def role_models(draw, caps: Capabilities) -> list[Scenario]:
+    """A handful of models to allocate for: the same flavour at various shapes, and sometimes
+    one that differs in type, scale or zeroPoint (conflicting roles) or has a scalar input."""
+    type, quant = draw(domain_flavors(caps))
+    shapes = [(2, 2), (2, 3), (0, 2), (), (2, 2, 1), (4,)]
+    models = [binary_model(type, draw(st.sampled_from(shapes), label=f"model {i} dims"), quant)
+              for i in range(draw(st.integers(1, 3), label="model count"))]
+    variant = draw(st.sampled_from(["none", "other-type", "other-scale", "other-zero-point", "scalar-input"]), label="odd model")
+    event(f"odd model: {variant}")
+    if variant == "other-type":
+        other = OperandType.TENSOR_FLOAT32 if type != OperandType.TENSOR_FLOAT32 else OperandType.TENSOR_FLOAT16
+        if other in caps.operand_types:
+            models.append(binary_model(other, (2, 2)))
+    elif variant in ("other-scale", "other-zero-point") and type in QUANT_TYPES:
+        scale, zero_point = quant
+        models.append(binary_model(type, (2, 2), (scale * 2, zero_point) if variant == "other-scale" else (scale, (zero_point + 1) % 128)))
+    elif variant == "scalar-input":
+        models.append(binary_model(type, (2, 2), quant, scalar_input=True))
+    return models
+
+
+_PROBABILITIES = st.one_of(st.just(1.0), st.just(0.5), st.sampled_from([0.0, -0.5, 10.0, 1.0000001]))
+
+
+@st.composite
+def role_sets(draw, model_count: int, io_counts: Sequence[tuple[int, int]]) -> tuple[BufferDesc, list[int], list[BufferRole], list[BufferRole]]:
+    """(descriptor, which prepared models to list (repeats allowed), input roles, output roles).
+
+    Mostly valid, with every DOM-ALLOC-1/2 mistake reachable: empty lists, indexes out of
+    range, probabilities out of (0, 1], duplicated roles, conflicting descriptor dimensions."""
+    listed = draw(st.lists(st.integers(0, model_count - 1), min_size=0, max_size=3), label="listed models")
+    if not listed and draw(st.booleans(), label="never empty"):
+        listed = [0]
+
+    def roles(direction: int):
+        def one(_):
+            model_index = draw(st.integers(0, len(listed)), label="model index") if listed else 0
+            io_count = io_counts[listed[model_index]][direction] if model_index < len(listed) else 1
+            return BufferRole(model_index, draw(st.integers(0, io_count), label="io index"), draw(_PROBABILITIES, label="probability"))
+        return [one(i) for i in range(draw(st.integers(0, 2), label="role count"))]
+
+    inputs, outputs = roles(0), roles(1)
+    if inputs and draw(st.booleans(), label="repeat a role"):
+        inputs.append(inputs[0])
+    desc = BufferDesc(draw(st.sampled_from([(), (2, 2), (2, 3), (0, 2), (2, 0), (2, 2, 1)]), label="descriptor dims"))
+    return desc, listed, inputs, outputs

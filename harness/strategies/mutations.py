@@ -1,0 +1,91 @@
+"""Request mutations: every way SPEC §4 says a request can be wrong, applied to a valid one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from harness.hal import DataLocation, RequestArgument, element_size, is_fully_specified
+from harness.scenario import Scenario
+
+#: mutation name -> the requirement it breaks
+MUTATIONS = {
+    "remove-input": "REQ-1",
+    "remove-output": "REQ-1",
+    "extra-input": "REQ-1",
+    "extra-output": "REQ-1",
+    "pool-index-out-of-range": "REQ-2",
+    "offset-past-end": "REQ-2",
+    "length-past-end": "REQ-2",
+    "padding-past-end": "REQ-2",
+    "length-not-matching-dimensions": "REQ-2",
+    "dimensions-conflict-with-model": "REQ-2",
+    "rank-conflicts-with-model": "REQ-2",
+    "no-value-with-location": "REQ-2",
+    "no-value-with-dimensions": "REQ-2",
+    "input-without-full-dimensions": "REQ-2",
+}
+
+
+def _arguments(scenario: Scenario) -> list[tuple[str, int]]:
+    return [("inputs", i) for i in range(len(scenario.inputs))] + [("outputs", i) for i in range(len(scenario.outputs))]
+
+
+def _with(scenario: Scenario, field: str, index: int, argument: RequestArgument) -> Scenario:
+    arguments = list(getattr(scenario, field))
+    arguments[index] = argument
+    return replace(scenario, **{field: tuple(arguments)})
+
+
+@st.composite
+def request_mutations(draw, scenario: Scenario, names: tuple[str, ...] = ()) -> tuple[str, str, Scenario]:
+    """(mutation name, requirement, mutated scenario); ``names`` limits the mutations tried."""
+    name = draw(st.sampled_from(sorted(names or MUTATIONS)), label="mutation")
+    event(f"mutation: {name}")
+    field, index = draw(st.sampled_from(_arguments(scenario)), label="argument")
+    if name.startswith("remove-") or name.startswith("extra-"):
+        field = "inputs" if name.endswith("input") else "outputs"
+        arguments = list(getattr(scenario, field))
+        if name.startswith("remove-"):
+            del arguments[draw(st.integers(0, len(arguments) - 1), label="removed")]
+        else:
+            arguments.append(arguments[draw(st.integers(0, len(arguments) - 1), label="duplicated")])
+        return name, MUTATIONS[name], replace(scenario, **{field: tuple(arguments)})
+    argument = getattr(scenario, field)[index]
+    loc = argument.location
+    operand_index = (scenario.subgraph.input_indexes if field == "inputs" else scenario.subgraph.output_indexes)[index]
+    operand = scenario.subgraph.operands[operand_index]
+    pool_size = scenario.request_pools[loc.pool_index].size
+    past = draw(st.integers(1, 32), label="bytes past")
+    match name:
+        case "pool-index-out-of-range":
+            argument = replace(argument, location=replace(loc, pool_index=len(scenario.request_pools) + draw(st.integers(0, 3))))
+        case "offset-past-end":
+            argument = replace(argument, location=replace(loc, offset=pool_size - loc.length - loc.padding + past))
+        case "length-past-end":
+            argument = replace(argument, location=replace(loc, length=pool_size - loc.offset - loc.padding + past))
+        case "padding-past-end":
+            argument = replace(argument, location=replace(loc, padding=pool_size - loc.offset - loc.length + past))
+        case "length-not-matching-dimensions":
+            step = element_size(operand.type) * draw(st.sampled_from([-1, 1]), label="direction")
+            argument = replace(argument, location=replace(loc, length=max(0, loc.length + step)))
+        case "dimensions-conflict-with-model":
+            dims = list(argument.dimensions or operand.dimensions or (1,))
+            axis = draw(st.integers(0, len(dims) - 1), label="axis")
+            dims[axis] = (dims[axis] or 1) + draw(st.integers(1, 3))
+            argument = replace(argument, dimensions=tuple(dims))
+        case "rank-conflicts-with-model":
+            dims = tuple(argument.dimensions or operand.dimensions or (1,))
+            argument = replace(argument, dimensions=dims + (1,) if draw(st.booleans()) else dims[:-1] or (1, 1))
+        case "no-value-with-location":
+            argument = RequestArgument(True, loc if loc != DataLocation() else DataLocation(0, 4, 4), ())
+        case "no-value-with-dimensions":
+            argument = RequestArgument(True, DataLocation(), tuple(argument.dimensions) or (1,))
+        case "input-without-full-dimensions":
+            if field == "inputs" and not is_fully_specified(operand.type, operand.dimensions):
+                argument = replace(argument, dimensions=())
+            else:
+                argument = replace(argument, dimensions=tuple(0 for _ in (argument.dimensions or operand.dimensions or (1,))))
+    return name, MUTATIONS[name], _with(scenario, field, index, argument)

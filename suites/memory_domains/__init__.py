@@ -1,0 +1,1 @@
+"""SPEC §3 memory domains (DOM-*)."""

@@ -1,0 +1,44 @@
+"""DOM-COPY-1/2 and DOM-STATE-1/2: generated sequences of copies into and out of one buffer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from harness.hal import BufferDesc, BufferRole, element_size
+from harness.lockstep import Lockstep
+from harness.scenario import MemorySpec
+from harness.strategies.domains import binary_model, domain_flavors, nbytes
+
+pytestmark = pytest.mark.usefixtures("memory_domains")
+
+COPY_KINDS = ("ashmem", "mmap_fd", "hardware_buffer_blob")  # DOM-COPY-1: required with memory domains
+DIMS = [(), (2, 2), (2, 3), (3, 2), (1, 2), (0, 2), (2, 0), (4,), (2, 2, 1)]
+
+
+@pytest.mark.requirement("DOM-COPY-1", "DOM-COPY-2", "DOM-STATE-1", "DOM-STATE-2")
+@given(data=st.data())
+def test_copy_sequences(driver, reference, capabilities, data) -> None:
+    type, quant = data.draw(domain_flavors(capabilities), label="flavor")
+    model_dims = data.draw(st.sampled_from([(2, 2), (0, 2), (3,), ()]), label="model dims")
+    step = Lockstep(driver, reference)
+    prepared = step.prepare(binary_model(type, model_dims, quant))
+    desc = BufferDesc(data.draw(st.sampled_from([(), (2, 2), (3, 2), (0, 2)]), label="descriptor dims"))
+    if step.allocate("buffer", desc, [prepared], [BufferRole(0, 0)], [], requirement="DOM-ALLOC-2") is None:
+        event("allocation rejected")
+        return
+    item = element_size(type)
+    for number in range(data.draw(st.integers(1, 6), label="copies")):
+        kind = data.draw(st.sampled_from(COPY_KINDS), label="memory kind")
+        dims = data.draw(st.sampled_from(DIMS), label="dims")
+        size = max(nbytes(type, tuple(d or 1 for d in dims) or (2, 2)) + item * data.draw(st.sampled_from([0, 0, 0, -1, 1])), 1)
+        if data.draw(st.booleans(), label="copy_from"):
+            content = np.random.default_rng(number).integers(0, 100, size, dtype=np.uint8).tobytes()
+            ok = step.copy_from("buffer", MemorySpec(kind, content), dims, requirement="DOM-COPY-2")
+            event(f"copy_from {'accepted' if ok else 'rejected'}")
+        else:
+            ok = step.copy_to("buffer", size, kind, requirement="DOM-COPY-1") is not None
+            event(f"copy_to {'accepted' if ok else 'rejected'}")
+    step.close()

@@ -1,0 +1,83 @@
+"""DOM-DYN-1/2: buffers of unknown shape written with outputs of different shapes, and misfits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.hal import BufferDesc, BufferRole, OperandType
+from harness.lockstep import Lockstep
+from harness.strategies.domains import TokenUse, binary_model, nbytes, request, reshape_model
+
+pytestmark = pytest.mark.usefixtures("memory_domains")
+
+F32 = OperandType.TENSOR_FLOAT32
+shapes_2d = st.tuples(st.integers(1, 4), st.integers(1, 4))
+
+
+def _producer_request(producer, shape, output):
+    values = np.arange(math.prod(shape), dtype=np.float32)
+    return request(producer, [values, np.asarray(shape, np.int32)], [output], label=f"RESHAPE to {shape}")
+
+
+@pytest.mark.requirement("DOM-DYN-1")
+@given(data=st.data())
+def test_buffer_follows_the_latest_output_shape(driver, reference, data) -> None:
+    step = Lockstep(driver, reference)
+    producer = reshape_model(F32)
+    consumer = binary_model(F32, (0, 0))
+    pairs = step.prepare(producer), step.prepare(consumer)
+    desc = BufferDesc(data.draw(st.sampled_from([(), (0, 0)]), label="descriptor dims"))
+    if step.allocate("buffer", desc, list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-1") is None:
+        pytest.skip("the driver refuses buffers of unknown shape with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
+    for shape in data.draw(st.lists(shapes_2d, min_size=1, max_size=4), label="output shapes"):
+        step.execute(pairs[0], _producer_request(producer, shape, TokenUse("buffer")), "DOM-DYN-1")
+        contents = step.copy_to("buffer", nbytes(F32, shape), requirement="DOM-DYN-1")
+        assert contents == np.arange(math.prod(shape), dtype=np.float32).tobytes()
+        ones = np.ones(shape, np.float32)
+        step.execute(pairs[1], request(consumer, [TokenUse("buffer"), ones], [nbytes(F32, shape)], label=f"ADD {shape}"), "DOM-DYN-1")
+    step.close()
+
+
+@pytest.mark.requirement("DOM-DYN-2", "DOM-STATE-1")
+@given(shape=shapes_2d, fixed=shapes_2d)
+def test_output_the_buffer_cannot_hold(driver, reference, shape, fixed) -> None:
+    """A buffer allocated as (r, c) receiving another shape: GENERAL_FAILURE, then uninitialized."""
+    step = Lockstep(driver, reference)
+    producer = reshape_model(F32)
+    pair = step.prepare(producer)
+    if step.allocate("buffer", BufferDesc(fixed), [pair], [], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
+        return
+    step.execute(pair, _producer_request(producer, fixed, TokenUse("buffer")), "DOM-DYN-2")
+    step.execute(pair, _producer_request(producer, shape, TokenUse("buffer")), "DOM-DYN-2")
+    step.copy_to("buffer", nbytes(F32, fixed), requirement="DOM-STATE-1")
+    step.close()
+
+
+@pytest.mark.requirement("DOM-DYN-2")
+@given(shape=shapes_2d, missing=st.integers(1, 16))
+def test_too_small_memory_output(driver, reference, shape, missing) -> None:
+    step = Lockstep(driver, reference)
+    producer = reshape_model(F32)
+    pair = step.prepare(producer)
+    capacity = max(nbytes(F32, shape) - 4 * missing, 0)
+    step.execute(pair, _producer_request(producer, shape, capacity), "DOM-DYN-2")
+
+
+@pytest.mark.requirement("DOM-DYN-2")
+@given(written=shapes_2d, claimed=shapes_2d)
+def test_request_dimensions_conflicting_with_the_buffer(driver, reference, written, claimed) -> None:
+    step = Lockstep(driver, reference)
+    producer, consumer = reshape_model(F32), binary_model(F32, (0, 0))
+    pairs = step.prepare(producer), step.prepare(consumer)
+    if step.allocate("buffer", BufferDesc(), list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
+        return
+    step.execute(pairs[0], _producer_request(producer, written, TokenUse("buffer")), "DOM-DYN-1")
+    ones = np.ones(claimed, np.float32)
+    use = TokenUse("buffer", dimensions=claimed)
+    step.execute(pairs[1], request(consumer, [use, ones], [nbytes(F32, claimed)], label=f"ADD claiming {claimed}"), "DOM-DYN-2")
+    step.close()

@@ -1,0 +1,64 @@
+"""DOM-ROLE-1..4: tokens in requests, used within and outside their allocation roles."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from harness.hal import BufferDesc, BufferRole, DataLocation
+from harness.lockstep import Lockstep
+from harness.scenario import MemorySpec, TokenRef
+from harness.strategies.domains import TokenUse, binary_model, domain_flavors, nbytes, request, values_for
+
+pytestmark = pytest.mark.usefixtures("memory_domains")
+
+DIMS = (2, 2)
+USES = {  # which request slots the token fills
+    "input 0": (("input", 0),),
+    "input 1": (("input", 1),),
+    "output 0": (("output", 0),),
+    "output 1": (("output", 1),),
+    "two inputs": (("input", 0), ("input", 1)),
+    "input and output": (("input", 0), ("output", 0)),
+    "two outputs": (("output", 0), ("output", 1)),
+}
+NEVER_ALLOCATED = 2**31 - 7
+
+
+@pytest.mark.requirement("DOM-ROLE-1", "DOM-ROLE-2", "DOM-ROLE-3", "DOM-ROLE-4")
+@given(data=st.data())
+def test_token_uses(driver, reference, capabilities, data) -> None:
+    type, quant = data.draw(domain_flavors(capabilities), label="flavor")
+    model = binary_model(type, DIMS, quant, outputs=2)
+    step = Lockstep(driver, reference)
+    original = step.prepare(model)
+    again = step.prepare(model)  # the same graph prepared again is another model (DOM-ROLE-2)
+    input_roles = [BufferRole(0, i) for i in data.draw(st.sets(st.integers(0, 1)), label="input roles")]
+    output_roles = [BufferRole(0, i) for i in data.draw(st.sets(st.integers(0, 1), min_size=0 if input_roles else 1), label="output roles")]
+    if step.allocate("buffer", BufferDesc(), [original], input_roles, output_roles) is None:
+        return
+    step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS).tobytes()), ())
+    use = data.draw(st.sampled_from(sorted(USES)), label="use")
+    target = data.draw(st.sampled_from(["allocated model", "same graph prepared again"]), label="model")
+    token = data.draw(st.sampled_from(["live", "live", "zero", "negative", "never allocated", "released"]), label="token")
+    location = data.draw(st.sampled_from(["zero", "zero", "offset", "length", "padding"]), label="token location")
+    event(f"use {use}; {target}; token {token}; location {location}")
+
+    loc = {"zero": DataLocation(), "offset": DataLocation(0, 4), "length": DataLocation(0, 0, 4), "padding": DataLocation(0, 0, 0, 4)}[location]
+    slots = USES[use]
+    token_use = TokenUse("buffer", location=loc)
+    inputs = [token_use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
+    outputs = [token_use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]
+    scenario = request(model, inputs, outputs, label=f"token as {use}")
+    if token in ("zero", "negative", "never allocated"):
+        raw = {"zero": 0, "negative": -1, "never allocated": NEVER_ALLOCATED}[token]
+        scenario = replace(scenario, request_pools=tuple(raw if isinstance(p, TokenRef) else p for p in scenario.request_pools))
+    if token == "released":
+        step.release("buffer")
+    requirement = ("DOM-ROLE-1" if token != "live" else "DOM-ROLE-4" if location != "zero"
+                   else "DOM-ROLE-3" if len(slots) > 1 and any(d == "output" for d, _ in slots) else "DOM-ROLE-2")
+    step.execute(original if target == "allocated model" else again, scenario, requirement)
+    step.close()

@@ -1,0 +1,1 @@
+"""SPEC §2 memory pools (POOL-1..5)."""

@@ -1,0 +1,41 @@
+"""POOL-1: constants by copy (operandValues) and by reference (a pool) give identical results."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, event, given
+from hypothesis import strategies as st
+
+from harness.errors import ConformanceError
+from harness.hal import OperandLifeTime
+from harness.oracle import assert_conforms, run_scenario
+from harness.scenario import with_constants
+from harness.strategies import scenarios
+from harness.strategies.layouts import CONSTANT_POOL_KINDS
+
+
+def _has_tensor_constant(scenario) -> bool:
+    return any(o.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE) and o.dimensions
+               for o in scenario.subgraph.operands)
+
+
+@pytest.mark.requirement("POOL-1")
+@given(data=st.data())
+def test_copy_and_reference_constants_agree(driver, reference, capabilities, data) -> None:
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
+    assume(_has_tensor_constant(scenario))
+    kind = data.draw(st.sampled_from([k for k in CONSTANT_POOL_KINDS if k in capabilities.memory_kinds] or ["ashmem"]),
+                     label="constant pool kind")
+    event(f"constant pool kind: {kind}")
+    by_copy = with_constants(scenario, "copy")
+    by_reference = with_constants(scenario, "reference", kind)
+    expected = run_scenario(reference, by_copy)
+    copy_outcome = run_scenario(driver, by_copy)
+    reference_outcome = run_scenario(driver, by_reference)
+    assert_conforms("POOL-1", by_copy, expected, copy_outcome)
+    assert_conforms("POOL-1", by_reference, expected, reference_outcome)
+    if copy_outcome.outputs != reference_outcome.outputs:
+        raise ConformanceError(
+            f"[POOL-1] the same constants gave different outputs by copy and by reference "
+            f"({copy_outcome.summary()} vs {reference_outcome.summary()})"
+        )

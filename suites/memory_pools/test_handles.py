@@ -1,0 +1,79 @@
+"""POOL-3, POOL-4, POOL-5: unusable and invalid handles are rejected, and the driver keeps serving."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from harness.hal import DataLocation, OperandLifeTime
+from harness.oracle import assert_conforms, run_scenario
+from harness.scenario import DEFECTS, MemorySpec, with_constants
+from harness.strategies import scenarios
+
+
+def _still_serves(driver, reference, scenario) -> None:
+    """After an error, the same driver must serve the valid scenario correctly."""
+    assert_conforms("POOL-5", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+
+
+@pytest.mark.requirement("POOL-4", "POOL-5")
+@given(data=st.data())
+def test_unusable_request_pool(driver, reference, capabilities, data) -> None:
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
+    index = data.draw(st.integers(0, len(scenario.request_pools) - 1), label="pool to break")
+    defect = data.draw(st.sampled_from(DEFECTS), label="defect")
+    event(f"request pool defect: {defect}")
+    pools = list(scenario.request_pools)
+    pools[index] = replace(pools[index], defect=defect)
+    broken = replace(scenario, request_pools=tuple(pools))
+    assert_conforms("POOL-5", broken, run_scenario(reference, broken), run_scenario(driver, broken))
+    _still_serves(driver, reference, scenario)
+
+
+@pytest.mark.requirement("POOL-4", "POOL-5")
+@given(data=st.data())
+def test_unusable_constant_pool_fails_preparation(driver, reference, capabilities, data) -> None:
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
+    by_reference = with_constants(scenario, "reference")
+    if not by_reference.constant_pools:
+        by_reference = replace(by_reference, constant_pools=(MemorySpec("ashmem", b"\0" * 8),))
+    defect = data.draw(st.sampled_from([d for d in DEFECTS if d != "read-only"]), label="defect")
+    event(f"constant pool defect: {defect}")
+    broken = replace(by_reference, constant_pools=(replace(by_reference.constant_pools[0], defect=defect),))
+    assert_conforms("POOL-4", broken, run_scenario(reference, broken), run_scenario(driver, broken))
+    _still_serves(driver, reference, scenario)
+
+
+@pytest.mark.requirement("POOL-3")
+@given(data=st.data())
+def test_non_blob_hardware_buffer_is_not_a_constant_pool(driver, reference, capabilities, data) -> None:
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
+    with_pool = with_constants(scenario, "reference", "hardware_buffer")
+    if not any(o.lifetime == OperandLifeTime.CONSTANT_REFERENCE for o in with_pool.subgraph.operands):
+        event("no tensor constant to move")
+        return _still_serves(driver, reference, scenario)
+    assert_conforms("POOL-3", with_pool, run_scenario(reference, with_pool), run_scenario(driver, with_pool))
+
+
+@pytest.mark.requirement("POOL-5", "REQ-2")
+@given(data=st.data())
+def test_region_out_of_range(driver, reference, capabilities, data) -> None:
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
+    arguments = [("inputs", i) for i in range(len(scenario.inputs))] + [("outputs", i) for i in range(len(scenario.outputs))]
+    field, i = data.draw(st.sampled_from(arguments), label="argument")
+    argument = getattr(scenario, field)[i]
+    pool = scenario.request_pools[argument.location.pool_index]
+    overshoot = data.draw(st.integers(1, 64), label="bytes past the end")
+    part = data.draw(st.sampled_from(["offset", "padding"]), label="moved")
+    loc = argument.location
+    if part == "offset":
+        loc = replace(loc, offset=pool.size - loc.length - loc.padding + overshoot)
+    else:
+        loc = replace(loc, padding=pool.size - loc.offset - loc.length + overshoot)
+    moved = list(getattr(scenario, field))
+    moved[i] = replace(argument, location=loc)
+    broken = replace(scenario, **{field: tuple(moved)})
+    assert_conforms("POOL-5", broken, run_scenario(reference, broken), run_scenario(driver, broken))

@@ -1,0 +1,1 @@
+"""SPEC §4 requests (REQ-1..2)."""

@@ -1,0 +1,30 @@
+"""REQ-1, REQ-2: every valid generated request, mutated one way at a time, judged as the reference judges it."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+from harness.oracle import assert_conforms, run_scenario
+from harness.strategies import scenarios
+from harness.strategies.mutations import MUTATIONS, request_mutations
+
+
+@pytest.mark.requirement("REQ-1", "REQ-2")
+@given(data=st.data())
+def test_mutated_requests(driver, reference, capabilities, data) -> None:
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="valid scenario")
+    name, requirement, mutated = data.draw(request_mutations(scenario), label="mutation")
+    note(f"mutation {name} breaks {requirement}")
+    assert_conforms(requirement, mutated, run_scenario(reference, mutated), run_scenario(driver, mutated))
+
+
+@pytest.mark.requirement("REQ-1", "REQ-2")
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+@given(data=st.data())
+def test_each_mutation(driver, reference, capabilities, mutation, data) -> None:
+    """Every mutation kind is tried in every run, not only when the draw picks it."""
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="valid scenario")
+    name, requirement, mutated = data.draw(request_mutations(scenario, (mutation,)), label="mutation")
+    assert_conforms(requirement, mutated, run_scenario(reference, mutated), run_scenario(driver, mutated))
