@@ -51,7 +51,10 @@ def load_expectations(path: str | Path) -> list[Expectation]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise ExpectationsError(f"expectations file {path}: not valid TOML: {error}") from None
+        message = str(error)
+        if "(at end of document)" in message:  # name the last line rather than no line at all
+            message = message.replace("(at end of document)", f"(at line {len(text.splitlines())}, end of document)")
+        raise ExpectationsError(f"expectations file {path}: not valid TOML: {message}") from None
     unknown = set(data) - {"expect"}
     if unknown:
         raise ExpectationsError(f"expectations file {path}: unknown top-level key(s) {sorted(unknown)}; expected [[expect]] tables")

@@ -94,6 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         if state.driver_name != "reference" or config.getoption("expectations"):
             state.resolve()  # an unknown driver or broken plugin stops the run here, with a usage error
+            state.create()  # and so does a factory that raises
         if config.getoption("expectations"):
             state.expectations = load_expectations(config.getoption("expectations"))
         state.expectations += _plugin_expectations(state)
@@ -151,8 +152,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         function = getattr(item, "obj", None)
         if getattr(function, "is_hypothesis_test", False):
             hypothesis_seed(state.seed)(function)
+        names = (item.nodeid, canonical_id(item))
         for number, expectation in enumerate(state.expectations):
-            if expectation.applies_to(state.driver_name) and expectation.matches(item.nodeid):
+            if expectation.applies_to(state.driver_name) and any(expectation.matches(n) for n in names):
                 state.used_expectations.add(number)
                 reason = f"{expectation.reason} [expectation {expectation.source}]"
                 if expectation.action == "skip":
@@ -160,6 +162,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 else:
                     item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
                 break
+
+
+def canonical_id(item: pytest.Item) -> str:
+    """``suites/area/test_x.py::test_name[param]`` whatever the rootdir and invocation."""
+    module = getattr(item, "module", None)
+    if module is None or "::" not in item.nodeid:
+        return item.nodeid
+    return f"{module.__name__.replace('.', '/')}.py::{item.nodeid.split('::', 1)[1]}"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -62,3 +62,54 @@ def test_token_uses(driver, reference, capabilities, data) -> None:
                    else "DOM-ROLE-3" if len(slots) > 1 and any(d == "output" for d, _ in slots) else "DOM-ROLE-2")
     step.execute(original if target == "allocated model" else again, scenario, requirement)
     step.close()
+
+
+MISUSES = {
+    # name: (requirement, allocated input roles, allocated output roles, slots used, model, token, location)
+    "token zero": ("DOM-ROLE-1", [0], [], (("input", 0),), "allocated", "zero", "zero"),
+    "negative token": ("DOM-ROLE-1", [0], [], (("input", 0),), "allocated", "negative", "zero"),
+    "never-allocated token": ("DOM-ROLE-1", [0], [], (("input", 0),), "allocated", "never allocated", "zero"),
+    "released token": ("DOM-ROLE-1", [0], [], (("input", 0),), "allocated", "released", "zero"),
+    "other prepared model": ("DOM-ROLE-2", [0], [], (("input", 0),), "again", "live", "zero"),
+    "wrong io index": ("DOM-ROLE-2", [0], [], (("input", 1),), "allocated", "live", "zero"),
+    "wrong direction": ("DOM-ROLE-2", [0], [], (("output", 0),), "allocated", "live", "zero"),
+    "output also input": ("DOM-ROLE-3", [0], [0], (("input", 0), ("output", 0)), "allocated", "live", "zero"),
+    "two outputs": ("DOM-ROLE-3", [], [0, 1], (("output", 0), ("output", 1)), "allocated", "live", "zero"),
+    "two inputs (allowed)": ("DOM-ROLE-3", [0, 1], [], (("input", 0), ("input", 1)), "allocated", "live", "zero"),
+    "token with offset": ("DOM-ROLE-4", [0], [], (("input", 0),), "allocated", "live", "offset"),
+    "token with length": ("DOM-ROLE-4", [0], [], (("input", 0),), "allocated", "live", "length"),
+    "token with padding": ("DOM-ROLE-4", [0], [], (("input", 0),), "allocated", "live", "padding"),
+    "allowed use": ("DOM-ROLE-2", [0, 1], [1], (("input", 1),), "allocated", "live", "zero"),
+}
+_LOCATIONS = {"zero": DataLocation(), "offset": DataLocation(0, 4), "length": DataLocation(0, 0, 4),
+              "padding": DataLocation(0, 0, 0, 4)}
+_RAW_TOKENS = {"zero": 0, "negative": -1, "never allocated": NEVER_ALLOCATED}
+
+
+@pytest.mark.parametrize(
+    "misuse", [pytest.param(name, marks=pytest.mark.requirement(spec[0]), id=name) for name, spec in MISUSES.items()]
+)
+@given(data=st.data())
+def test_each_misuse(driver, reference, capabilities, misuse, data) -> None:
+    """Every way of using a token outside its roles, tried in every run for a generated flavour."""
+    requirement, in_roles, out_roles, slots, which, token, location = MISUSES[misuse]
+    type, quant = data.draw(domain_flavors(capabilities), label="flavor")
+    model = binary_model(type, DIMS, quant, outputs=2)
+    step = Lockstep(driver, reference)
+    original, again = step.prepare(model), step.prepare(model)
+    allocated = step.allocate("buffer", BufferDesc(), [original], [BufferRole(0, i) for i in in_roles],
+                              [BufferRole(0, i) for i in out_roles])
+    if allocated is None:
+        pytest.skip("the driver refused the allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
+    step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS, 9).tobytes()), ())
+    use = TokenUse("buffer", location=_LOCATIONS[location])
+    inputs = [use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
+    outputs = [use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]
+    scenario = request(model, inputs, outputs, label=misuse)
+    if token in _RAW_TOKENS:
+        scenario = replace(scenario, request_pools=tuple(_RAW_TOKENS[token] if isinstance(p, TokenRef) else p
+                                                         for p in scenario.request_pools))
+    if token == "released":
+        step.release("buffer")
+    step.execute(original if which == "allocated" else again, scenario, requirement)
+    step.close()

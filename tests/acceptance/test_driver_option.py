@@ -1,0 +1,183 @@
+"""Real pytest runs (subprocesses): --driver resolution, bad input, a buggy out-of-tree driver."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+CI = ("-p", "no:cacheprovider", "--harness-profile=ci")
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*CI, *args, timeout=600)
+
+
+def output(result: pytest.RunResult) -> str:
+    return "\n".join(result.outlines + result.errlines)
+
+
+def test_unknown_driver_lists_the_drivers_that_exist(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--pyargs", "suites", "--driver=no-such-driver")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = output(result)
+    assert "unknown driver 'no-such-driver'" in text and "reference" in text
+    assert "Traceback" not in text
+
+
+def test_plugin_that_fails_to_import_is_named(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(broken_driver="import module_that_does_not_exist\n\ndef factory():\n    pass\n")
+    result = run(pytester, "--pyargs", "suites", "--driver=broken_driver.py:factory")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = output(result)
+    assert "broken_driver.py" in text and "ModuleNotFoundError" in text and "module_that_does_not_exist" in text
+
+
+def test_factory_that_raises_is_named(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(raising_driver="def factory():\n    raise RuntimeError('no device node /dev/npu0')\n")
+    result = run(pytester, "--pyargs", "suites", "--driver=raising_driver.py:factory")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = output(result)
+    assert "raising_driver.py:factory" in text and "RuntimeError: no device node /dev/npu0" in text
+
+
+def test_missing_factory_lists_what_the_module_has(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(some_driver="def make_device():\n    pass\n")
+    result = run(pytester, "--pyargs", "suites", "--driver=some_driver.py:factory")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no callable 'factory'" in output(result) and "make_device" in output(result)
+
+
+IO_INDEX_BUG = textwrap.dedent(
+    '''
+    """The reference driver with one bug: buffer roles are checked without the ioIndex (DOM-ROLE-2)."""
+    from harness.hal import ErrorStatus
+    from reference_driver import ReferenceDevice
+
+
+    def factory():
+        device = ReferenceDevice()
+
+        def role_allowed_ignoring_io_index(roles, prepared_model, direction, io_index):
+            if any(r.prepared_model is prepared_model and r.direction == direction for r in roles):
+                return ErrorStatus.NONE
+            return ErrorStatus.INVALID_ARGUMENT
+
+        device.rules.role_allowed = role_allowed_ignoring_io_index
+        return device
+    '''
+)
+
+
+def test_out_of_tree_driver_with_a_role_bug_fails_naming_dom_role_2(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(buggy_driver=IO_INDEX_BUG)
+    result = run(pytester, "--pyargs", "suites.memory_domains", "--driver=buggy_driver.py:factory", "-q")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    text = output(result)
+    assert "[DOM-ROLE-2]" in text
+    assert any("wrong io index" in line for line in result.outlines if line.startswith("FAILED"))
+
+
+def test_reference_passes_the_suites_under_xdist(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--pyargs", "suites", "--driver=reference", "-n", "2", "-q")
+    assert result.ret == pytest.ExitCode.OK, output(result)[-3000:]
+
+
+def test_header_names_driver_profile_and_seed(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--pyargs", "suites.requests", "--driver=reference", "--harness-seed=1234")
+    text = output(result)
+    assert result.ret == pytest.ExitCode.OK
+    assert "driver 'reference', profile ci, hypothesis seed 1234" in text
+    assert "capabilities: memory kinds" in text and "memory domains yes" in text
+
+
+EXPECTATIONS = textwrap.dedent(
+    '''
+    [[expect]]
+    test = "suites/requests/test_validation.py::test_mutated_requests"
+    action = "xfail"
+    reason = "known validation gap, fixed in driver 2.1"
+
+    [[expect]]
+    test = "suites/requests/test_nothing_like_this.py::*"
+    action = "skip"
+    reason = "stale on purpose"
+    '''
+)
+
+
+def test_expectations_apply_and_stale_entries_are_reported(pytester: pytest.Pytester) -> None:
+    path = pytester.makefile(".toml", expectations=EXPECTATIONS)
+    result = run(pytester, "--pyargs", "suites.requests", f"--expectations={path}", "-rxX")
+    text = output(result)
+    assert result.ret == pytest.ExitCode.OK
+    assert "known validation gap" in text
+    assert "stale expectations" in text and "test_nothing_like_this" in text
+
+
+@pytest.mark.parametrize(
+    "content, line",
+    [
+        ('[[expect]]\ntest = "x"\naction = "xfail"\nreason = "r"\n\n[[expect]]\ntest = "y"\naction = "maybe"\nreason = "r"\n', 6),
+        ('[[expect]]\ntest = "x"\naction = "xfail"\nreason = \n', 4),
+        ('[[expect]]\ntest = "x"\naction = "skip"\n', 1),
+    ],
+    ids=["bad-action", "bad-toml", "missing-reason"],
+)
+def test_malformed_expectations_name_the_line(pytester: pytest.Pytester, content: str, line: int) -> None:
+    path = pytester.makefile(".toml", expectations=content)
+    result = run(pytester, "--pyargs", "suites.requests", f"--expectations={path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = output(result)
+    assert f"line {line}" in text or f"expectations.toml:{line}" in text, text
+    assert "Traceback" not in text
+
+
+NO_DOMAINS = textwrap.dedent(
+    '''
+    import dataclasses
+    from reference_driver import ReferenceDevice
+
+
+    class NoDomains(ReferenceDevice):
+        def capabilities(self):
+            return dataclasses.replace(super().capabilities(), memory_domains=False)
+
+
+    def factory():
+        return NoDomains()
+    '''
+)
+
+REFUSES_ALL = textwrap.dedent(
+    '''
+    from harness.hal import DriverError, ErrorStatus
+    from reference_driver import ReferenceDevice
+
+
+    class RefusesAllocation(ReferenceDevice):
+        def allocate(self, *args):
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of device memory")
+
+
+    def factory():
+        return RefusesAllocation()
+    '''
+)
+
+
+def test_driver_without_memory_domains_skips_them_with_a_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(no_domains=NO_DOMAINS)
+    result = run(pytester, "--pyargs", "suites.memory_domains", "--driver=no_domains.py:factory", "-rs")
+    assert result.ret == pytest.ExitCode.OK
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("skipped", 0) > 0 and "passed" not in outcomes and "failed" not in outcomes
+    assert "declares no memory-domain support" in output(result)
+
+
+def test_driver_refusing_every_allocation_fails_dom_alloc_3(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(refuses=REFUSES_ALL)
+    result = run(pytester, "--pyargs", "suites.memory_domains", "--driver=refuses.py:factory", "-rfs")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    text = output(result)
+    assert "FAILED" in text and "test_simple_fully_specified_buffer_is_served" in text and "[DOM-ALLOC-3]" in text
