@@ -4,7 +4,16 @@ The public surface: the Driver API and data model (`harness.hal`), shared memory
 (`harness.memory`), plugin hooks (`hookimpl`, `DriverSpec`) and the harness's errors.
 """
 
-from harness.errors import ConformanceError, DriverLoadError, ExpectationsError, HarnessError, UsageError
+from harness.errors import (
+    ConformanceError,
+    DriverCrash,
+    DriverFault,
+    DriverHang,
+    DriverLoadError,
+    ExpectationsError,
+    HarnessError,
+    UsageError,
+)
 from harness.hal import (
     Buffer,
     BufferDesc,
@@ -41,6 +50,9 @@ __all__ = [
     "ConformanceError",
     "DataLocation",
     "Device",
+    "DriverCrash",
+    "DriverFault",
+    "DriverHang",
     "DriverError",
     "DriverLoadError",
     "DriverSpec",

@@ -5,11 +5,23 @@
     │   └── ExpectationsError malformed expectations file (names the line)
     ├── DriverLoadError       a plugin failed to import, lacks something, or its factory raised
     └── ConformanceError      a driver broke a SPEC requirement (raised by assertion helpers)
+        └── DriverFault       the driver service failed a call instead of answering it
+            ├── DriverCrash   the service process died during the call (SVC-1)
+            └── DriverHang    the call did not return before its deadline (SVC-2)
 """
 
 from __future__ import annotations
 
-__all__ = ["ConformanceError", "DriverLoadError", "ExpectationsError", "HarnessError", "UsageError"]
+__all__ = [
+    "ConformanceError",
+    "DriverCrash",
+    "DriverFault",
+    "DriverHang",
+    "DriverLoadError",
+    "ExpectationsError",
+    "HarnessError",
+    "UsageError",
+]
 
 
 class HarnessError(Exception):
@@ -30,3 +42,15 @@ class DriverLoadError(HarnessError):
 
 class ConformanceError(AssertionError, HarnessError):
     """A driver's behaviour differs from what SPEC requires."""
+
+
+class DriverFault(ConformanceError):
+    """The driver service did not answer a call; SPEC says it must never crash or hang."""
+
+
+class DriverCrash(DriverFault):
+    """The service process exited or was killed by a signal during a call."""
+
+
+class DriverHang(DriverFault):
+    """A call did not return within its deadline; the message carries the service's stacks."""

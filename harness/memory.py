@@ -20,6 +20,7 @@ import ctypes
 import ctypes.util
 import enum
 import errno
+import fcntl
 import mmap as _mmap_consts
 import os
 import stat
@@ -31,6 +32,7 @@ import numpy as np
 
 __all__ = [
     "MEMORY_KINDS",
+    "DetachedRegion",
     "HardwareBufferDesc",
     "HardwareBufferFormat",
     "Memory",
@@ -41,6 +43,8 @@ __all__ = [
     "create_mmap_fd",
     "map_region",
     "open_file_memory",
+    "read_detached",
+    "seal_against_shrinking",
 ]
 
 #: Memory kinds by their AIDL names.
@@ -92,7 +96,6 @@ _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_
 _libc.munmap.restype = ctypes.c_int
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _MAP_FAILED = ctypes.c_void_p(-1).value
-_MAP_POPULATE = 0x8000  # Linux: pre-fault the pages; avoids one page fault per 4 KiB on big pools
 
 
 def _unmap(address: int, length: int) -> None:
@@ -103,6 +106,8 @@ def _check_region(fd: int, offset: int, length: int) -> os.stat_result:
     """The descriptor's stat when ``[offset, offset + length)`` of it can be mapped."""
     if offset < 0 or length < 0:
         raise MemoryMapError(errno.EINVAL, f"negative region offset={offset} length={length}")
+    if fd < 0:
+        raise MemoryMapError(errno.EBADF, f"descriptor {fd} is not open: no handle was passed")
     try:
         info = os.fstat(fd)
     except OSError as error:
@@ -133,7 +138,7 @@ def map_region(fd: int, offset: int, length: int, *, writable: bool) -> np.ndarr
     delta = offset - aligned
     map_length = length + delta
     prot = _mmap_consts.PROT_READ | (_mmap_consts.PROT_WRITE if writable else 0)
-    flags = _mmap_consts.MAP_SHARED | (_MAP_POPULATE if length >= (1 << 20) else 0)
+    flags = _mmap_consts.MAP_SHARED
     address = _libc.mmap(None, map_length, prot, flags, fd, aligned)
     if address in (None, _MAP_FAILED):
         err = ctypes.get_errno()
@@ -145,6 +150,56 @@ def map_region(fd: int, offset: int, length: int, *, writable: bool) -> np.ndarr
     if not writable:
         array.flags.writeable = False
     return array
+
+
+def seal_against_shrinking(fd: int) -> bool:
+    """Forbid shrinking the file behind ``fd`` (memfd seals); True when it is now impossible.
+
+    A process that maps memory another process can shrink gets SIGBUS on access past the
+    new end; a sealed memfd can never shrink, so mapping it is safe (SPEC SVC-3).
+    """
+    if fd < 0:
+        return False
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        if seals & fcntl.F_SEAL_SHRINK:
+            return True
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+        return True
+    except OSError:  # not a memfd, or sealing not allowed: the caller must not map it
+        return False
+
+
+class DetachedRegion(np.ndarray):
+    """A private copy of a region, for memory that cannot be safely mapped.
+
+    Reading never faults (the bytes were read with pread); writes reach the memory only
+    through `write_back`, with pwrite, which fails cleanly if the file shrank."""
+
+    fd: int
+    offset: int
+
+    def write_back(self, start: int, length: int) -> None:
+        data = self[start : start + length].tobytes()
+        if os.pwrite(self.fd, data, self.offset + start) != len(data):
+            raise MemoryMapError(errno.EIO, f"short write to descriptor {self.fd}")
+
+
+def read_detached(fd: int, offset: int, length: int, *, writable: bool) -> DetachedRegion:
+    """Copy ``[offset, offset + length)`` of ``fd`` with pread; `MemoryMapError` if unreadable or short."""
+    _check_region(fd, offset, length)
+    if writable and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+        raise MemoryMapError(errno.EACCES, f"descriptor {fd} is open read-only")
+    try:
+        data = os.pread(fd, length, offset)
+    except OSError as error:
+        raise MemoryMapError(error.errno, f"cannot read descriptor {fd}: {error.strerror}") from None
+    if len(data) != length:
+        raise MemoryMapError(errno.EINVAL, f"descriptor {fd} ended after {len(data)} of {length} bytes")
+    region = np.frombuffer(bytearray(data), dtype=np.uint8).view(DetachedRegion)
+    region.fd, region.offset = fd, offset
+    region.flags.writeable = writable
+    return region
 
 
 # --------------------------------------------------------------------------- Memory

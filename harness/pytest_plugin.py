@@ -16,6 +16,7 @@ from harness.errors import HarnessError
 from harness.expectations import Expectation, load_expectations
 from harness.hal import Capabilities, Device
 from harness.registry import DriverRegistry, DriverSpec, load_registry
+from harness.service import DriverService
 
 PROFILES = ("dev", "ci", "certify", "nightly")
 CERTIFY_SEED = 0
@@ -28,9 +29,12 @@ class HarnessState:
     driver_name: str
     profile: str
     seed: int
+    isolation: str = "process"
+    timeout: float = 10.0
     registry: DriverRegistry | None = None
     spec: DriverSpec | None = None
     device: Device | None = None
+    service: DriverService | None = None
     expectations: list[Expectation] = field(default_factory=list)
     used_expectations: set[int] = field(default_factory=set)
 
@@ -42,9 +46,28 @@ class HarnessState:
         return self.spec
 
     def create(self) -> Device:
+        """The driver under test: in its own service process (default) or in this process."""
         if self.device is None:
-            self.device = self.resolve().create()
+            spec = self.resolve()
+            if self.isolation == "inline":
+                self.device = spec.create()
+            else:
+                self.service = DriverService(self.driver_name, timeout=self.timeout)
+                self.device = self.service.device
         return self.device
+
+    def capabilities(self) -> Capabilities:
+        device = self.create()
+        if self.spec is not None and self.spec.capabilities is not None:
+            return self.spec.capabilities
+        if self.service is not None and self.service.capabilities is not None:
+            return self.service.capabilities
+        return device.capabilities()
+
+    def close(self) -> None:
+        if self.service is not None:
+            self.service.close()
+            self.service = None
 
 
 STATE_KEY = pytest.StashKey[HarnessState]()
@@ -63,6 +86,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-seed", type=int, default=None, metavar="N",
                     help="seed for every generated scenario (default: random, printed; certify: 0)")
     group.addoption("--expectations", default=None, metavar="FILE", help="TOML file of per-driver skips and xfails with reasons")
+    group.addoption("--driver-isolation", default="process", choices=("process", "inline"),
+                    help="run the driver in its own service process (default; crashes and hangs are reported) or inline")
+    group.addoption("--driver-timeout", type=float, default=10.0, metavar="SECONDS",
+                    help="deadline of every driver call in process isolation (default 10)")
 
 
 def _register_profiles() -> None:
@@ -89,7 +116,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if seed is None:
         worker_seed = getattr(config, "workerinput", {}).get("harness_seed")
         seed = worker_seed if worker_seed is not None else CERTIFY_SEED if profile == "certify" else random.randrange(2**32)
-    state = HarnessState(config.getoption("driver"), profile, seed)
+    state = HarnessState(config.getoption("driver"), profile, seed, config.getoption("driver_isolation"),
+                         config.getoption("driver_timeout"))
     config.stash[STATE_KEY] = state
     try:
         if state.driver_name != "reference" or config.getoption("expectations"):
@@ -123,6 +151,12 @@ def _plugin_expectations(state: HarnessState) -> list[Expectation]:
     return found
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None:
+        state.close()
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     state = state_of(config)
     lines = [f"driver-harness {harness.__version__}: driver {state.driver_name!r}, profile {state.profile}, "
@@ -130,10 +164,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     try:
         spec = state.resolve()
         device = state.create()
-        caps = spec.declared_capabilities(device)
+        caps = state.capabilities()
     except HarnessError as error:
         return lines + [f"driver could not be loaded: {error}"]
-    lines.append(f"driver {device.name} version {device.version} ({spec.description}; plugin {spec.plugin})")
+    where = f"isolated in a service process, call deadline {state.timeout:g} s" if state.service else "inline"
+    lines.append(f"driver {device.name} version {device.version} ({spec.description}; plugin {spec.plugin}; {where})")
     lines.append(describe_capabilities(caps))
     return lines
 
@@ -209,8 +244,17 @@ def reference() -> Device:
 
 
 @pytest.fixture(scope="session")
-def capabilities(driver: Device, driver_spec: DriverSpec) -> Capabilities:
-    return driver_spec.declared_capabilities(driver)
+def capabilities(driver: Device, pytestconfig: pytest.Config) -> Capabilities:
+    return state_of(pytestconfig).capabilities()
+
+
+@pytest.fixture(scope="session")
+def driver_service(driver: Device, pytestconfig: pytest.Config) -> DriverService:
+    """The service hosting the driver; tests of process isolation skip when running inline."""
+    service = state_of(pytestconfig).service
+    if service is None:
+        pytest.skip("the driver runs inline (--driver-isolation=inline)")
+    return service
 
 
 @pytest.fixture

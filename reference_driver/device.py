@@ -24,7 +24,7 @@ from harness.hal import (
     Request,
     numpy_dtype,
 )
-from harness.memory import MEMORY_KINDS, Memory
+from harness.memory import MEMORY_KINDS, DetachedRegion, Memory
 
 from . import executor
 from . import validation
@@ -105,6 +105,11 @@ class ReferenceBuffer:
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[DOM-STATE-2] buffer {state.token} is uninitialized")
             target = executor.map_memory(rules, memory, writable=True, rule="DOM-COPY-1")
             target[:] = state.data.reshape(-1).view(np.uint8)
+            if isinstance(target, DetachedRegion):
+                try:
+                    target.write_back(0, target.size)
+                except OSError as error:
+                    raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[DOM-COPY-1] {error}") from None
 
     def release(self) -> None:
         self._device.tokens.remove(self._state.token)

@@ -33,7 +33,7 @@ from harness.hal import (
     is_fully_specified,
     numpy_dtype,
 )
-from harness.memory import Memory, MemoryMapError
+from harness.memory import DetachedRegion, Memory, MemoryMapError, read_detached, seal_against_shrinking
 
 from .buffers import ManagedBuffer, TokenTable, locked
 from .ops import KernelError
@@ -59,9 +59,16 @@ class Binding:
 
 
 def map_memory(rules, memory: Memory, *, writable: bool, rule: str) -> np.ndarray:
-    """Map a memory for the driver's use; an unusable handle is GENERAL_FAILURE (POOL-4)."""
+    """Map a memory for the driver's use; an unusable handle is GENERAL_FAILURE (POOL-4).
+
+    Memory is mapped only once it is sealed against shrinking, so a client that shrinks
+    it later cannot make the driver fault (SVC-3); memory that cannot be sealed (regular
+    files, memfds without sealing) is copied in with pread and written back with pwrite.
+    """
     rules.enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
     try:
+        if memory.closed or not seal_against_shrinking(memory.fd):
+            return read_detached(memory.fd if not memory.closed else -1, memory.offset, memory.size, writable=writable)
         return memory.map(writable=writable)
     except MemoryMapError as error:
         raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[{rule}] cannot use {memory!r}: {error.strerror}") from None
@@ -253,6 +260,12 @@ def _write_outputs(outputs: Sequence[Binding], values: dict[int, np.ndarray], vi
             region = _region(b, views, value.nbytes)
             if not _is_same_memory(region, value):  # kernels that wrote in place need no copy
                 region[:] = np.ascontiguousarray(value, dtype=numpy_dtype(b.operand.type)).reshape(-1).view(np.uint8)
+            pool = views[b.argument.location.pool_index]
+            if isinstance(pool, DetachedRegion):
+                try:
+                    pool.write_back(b.argument.location.offset, value.nbytes)
+                except (MemoryMapError, OSError) as error:
+                    raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[POOL-4] output {b.io_index}: {error}") from None
 
 
 def _is_same_memory(region: np.ndarray, value: np.ndarray) -> bool:

@@ -71,11 +71,11 @@ IO_INDEX_BUG = textwrap.dedent(
 
 def test_out_of_tree_driver_with_a_role_bug_fails_naming_dom_role_2(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(buggy_driver=IO_INDEX_BUG)
-    result = run(pytester, "--pyargs", "suites.memory_domains", "--driver=buggy_driver.py:factory", "-q")
+    result = run(pytester, "--pyargs", "suites.memory_domains", "--driver=buggy_driver.py:factory", "-q", "-x")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = output(result)
     assert "[DOM-ROLE-2]" in text
-    assert any("wrong io index" in line for line in result.outlines if line.startswith("FAILED"))
+    assert any("test_roles.py" in line for line in result.outlines if line.startswith("FAILED"))
 
 
 def test_reference_passes_the_suites_under_xdist(pytester: pytest.Pytester) -> None:
@@ -177,7 +177,7 @@ def test_driver_without_memory_domains_skips_them_with_a_reason(pytester: pytest
 
 def test_driver_refusing_every_allocation_fails_dom_alloc_3(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(refuses=REFUSES_ALL)
-    result = run(pytester, "--pyargs", "suites.memory_domains", "--driver=refuses.py:factory", "-rfs")
+    result = run(pytester, "--pyargs", "suites.memory_domains", "--driver=refuses.py:factory", "-rfs", "-k", "not state_machine and not copy_sequences")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = output(result)
     assert "FAILED" in text and "test_simple_fully_specified_buffer_is_served" in text and "[DOM-ALLOC-3]" in text

@@ -1,0 +1,108 @@
+"""Driver API proxies: the same Device / PreparedModel / Buffer interface, served remotely.
+
+Suites cannot tell a proxy from an inline driver.  Each proxy remembers the service
+generation it came from; using it after the service was replaced is a clear error.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from harness.hal import BufferDesc, BufferRole, Capabilities, ExecutionResult, Model, Request
+from harness.memory import Memory
+
+
+def _summary(value: Any) -> str:
+    if isinstance(value, Model):
+        return f"model of {len(value.main.operands)} operands, {len(value.main.operations)} operations, {len(value.pools)} pools"
+    if isinstance(value, Request):
+        return f"request of {len(value.inputs)} inputs, {len(value.outputs)} outputs, {len(value.pools)} pools"
+    if isinstance(value, Memory):
+        return f"{value.kind} of {value.size} bytes"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class Remote:
+    """Base of every proxy for an object that lives in the service."""
+
+    _kind = "object"
+
+    def __init__(self, endpoint: Any, number: int, generation: int) -> None:
+        self._endpoint = endpoint
+        self._id = number
+        self._generation = generation
+        # When the harness lets go of the proxy, the service lets go of the object (and the
+        # descriptors a prepared model keeps), so hours of fuzzing do not pile them up.
+        weakref.finalize(self, endpoint.drop, generation, number)
+
+    def _call(self, method: str, *args: Any) -> Any:
+        description = f"{self._kind}.{method}({', '.join(_summary(a) for a in args)})"
+        return self._endpoint.call(self._generation, self._id, method, args, description)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} #{self._id} of service generation {self._generation}>"
+
+
+class PreparedModelProxy(Remote):
+    _kind = "PreparedModel"
+
+    def execute(self, request: Request) -> ExecutionResult:
+        return self._call("execute", request)
+
+
+class BufferProxy(Remote):
+    _kind = "Buffer"
+
+    def copy_from(self, memory: Memory, dimensions: Sequence[int] = ()) -> None:
+        self._call("copy_from", memory, tuple(dimensions))
+
+    def copy_to(self, memory: Memory) -> None:
+        self._call("copy_to", memory)
+
+    def release(self) -> None:
+        self._call("release")
+
+
+_KINDS = {"prepared_model": PreparedModelProxy, "buffer": BufferProxy}
+
+
+def make_proxy(endpoint: Any, number: int, generation: int, kind: str) -> Remote:
+    return _KINDS[kind](endpoint, number, generation)
+
+
+class DeviceProxy:
+    """The device of a driver service; survives service restarts (it always means 'the driver')."""
+
+    def __init__(self, endpoint: Any) -> None:
+        self._endpoint = endpoint
+
+    @property
+    def name(self) -> str:
+        return self._endpoint.name
+
+    @property
+    def version(self) -> str:
+        return self._endpoint.version
+
+    def _call(self, method: str, *args: Any) -> Any:
+        description = f"Device.{method}({', '.join(_summary(a) for a in args)})"
+        return self._endpoint.call(None, 0, method, args, description)
+
+    def capabilities(self) -> Capabilities:
+        return self._call("capabilities")
+
+    def get_supported_operations(self, model: Model) -> list[bool]:
+        return self._call("get_supported_operations", model)
+
+    def prepare_model(self, model: Model) -> PreparedModelProxy:
+        return self._call("prepare_model", model)
+
+    def allocate(self, desc: BufferDesc, prepared_models: Sequence[Any], input_roles: Sequence[BufferRole],
+                 output_roles: Sequence[BufferRole]) -> tuple[BufferProxy, int]:
+        return tuple(self._call("allocate", desc, list(prepared_models), list(input_roles), list(output_roles)))
+
+    def __repr__(self) -> str:
+        return f"<DeviceProxy {self.name!r} in a driver service>"

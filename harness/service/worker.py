@@ -1,0 +1,208 @@
+"""The driver service process: hosts one driver and serves Driver API calls.
+
+    python -m harness.service.worker --driver SPEC --fd N --listen ADDRESS
+
+Calls arrive on the inherited SOCK_SEQPACKET descriptor (the first client) and on
+connections accepted at ADDRESS (other clients); each call runs on a thread pool, as a
+HAL service serves binder calls concurrently.  Objects a client creates (prepared models,
+buffers) are kept per connection and released when it closes.  SIGUSR1 dumps every
+thread's stack to stderr (the harness asks for it before killing a hung service).
+
+This module imports nothing from pytest or the harness plugin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import itertools
+import os
+import signal
+import socket
+import sys
+import threading
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from harness.hal import DriverError
+from harness.memory import Memory
+from harness.service import wire
+
+_POOL_THREADS = 16
+
+
+class _Foreign:
+    """Stands in for an object the client passed that is not of this service (another
+    driver's prepared model, another client's object): the driver sees a stranger."""
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"<foreign object {self.description}>"
+
+
+class _Connection:
+    def __init__(self, service: Service, sock: socket.socket, primary: bool) -> None:
+        self.service = service
+        self.sock = sock
+        self.primary = primary
+        self.send_lock = threading.Lock()
+        self.objects: dict[int, Any] = {}
+        self.retained: dict[int, list[Memory]] = {}
+        self.ids = itertools.count(1)
+
+    # ----------------------------------------------------------------- object ids
+
+    def _load_object(self, pid: tuple) -> Any:
+        if pid[0] == "object":
+            obj = self.objects.get(pid[1])
+            return obj if obj is not None else _Foreign(f"id {pid[1]} unknown to this connection")
+        if pid[0] == "foreign":
+            return _Foreign(pid[1])
+        raise ValueError(f"unknown reference {pid!r}")
+
+    def _register(self, obj: Any, kind: str) -> wire.ObjectRef:
+        number = next(self.ids)
+        self.objects[number] = obj
+        return wire.ObjectRef(("object", number, kind))
+
+    # ----------------------------------------------------------------- serving
+
+    def serve(self) -> None:
+        while True:
+            try:
+                received = wire.receive(self.sock)
+            except OSError:
+                received = None
+            if received is None:
+                break
+            data, fds = received
+            self.service.pool.submit(self._handle, data, fds)
+        self.close()
+
+    def _handle(self, data: bytes, fds: list[int]) -> None:
+        call_id = None
+        memories: list[Memory] = []
+        try:
+            message, memories = wire.decode(data, fds, self._load_object)
+            kind, call_id = message[0], message[1]
+            if kind == "shutdown":
+                self.service.stop()
+                return
+            if kind == "drop":  # the client let go of these objects
+                for number in message[2]:
+                    self._drop(number)
+                return
+            _, _, target, method, args = message
+            reply = ("reply", call_id, True, self._call(target, method, args, memories))
+        except DriverError as error:
+            reply = ("reply", call_id, False, error)
+        except BaseException as error:  # reported to the harness with its traceback, never swallowed
+            reply = ("reply", call_id, False, ("error", type(error).__name__, str(error), traceback.format_exc()))
+        finally:
+            for memory in memories:
+                if not any(memory in kept for kept in self.retained.values()):
+                    memory.close()
+        if call_id is not None:
+            self._reply(reply)
+
+    def _call(self, target: int, method: str, args: tuple, memories: list[Memory]) -> Any:
+        device = self.service.device
+        if method == "hello":
+            return (device.name, device.version, device.capabilities())
+        obj = device if target == 0 else self.objects[target]
+        result = getattr(obj, method)(*args)
+        if method == "prepare_model":
+            ref = self._register(result, "prepared_model")
+            self.retained[ref[1]] = list(memories)  # a driver may keep using a model's pools
+            return ref
+        if method == "allocate":
+            buffer, token = result
+            return (self._register(buffer, "buffer"), token)
+        return result
+
+    def _drop(self, number: int) -> None:
+        self.objects.pop(number, None)
+        for memory in self.retained.pop(number, []):
+            memory.close()
+
+    def _reply(self, reply: tuple) -> None:
+        try:
+            data, fds = wire.encode(reply, wire.service_object_id)
+        except Exception as error:  # an unpicklable result is the driver's bug; report it as such
+            data, fds = wire.encode(("reply", reply[1], False, ("error", type(error).__name__,
+                                     f"the driver returned a value that cannot cross the service boundary: {error}", "")))
+        with self.send_lock:
+            try:
+                wire.send(self.sock, data, fds)
+            except OSError:
+                pass  # the client is gone; its connection closes on the next receive
+
+    def close(self) -> None:
+        for obj in list(self.objects.values()):
+            if hasattr(obj, "release") and hasattr(obj, "copy_to"):
+                try:
+                    obj.release()  # a client that goes away frees its buffers
+                except Exception:
+                    traceback.print_exc()
+        self.objects.clear()
+        for kept in self.retained.values():
+            for memory in kept:
+                memory.close()
+        self.retained.clear()
+        self.sock.close()
+        if self.primary:
+            self.service.stop()
+
+
+class Service:
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self.pool = ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="driver-call")
+        self.stopped = threading.Event()
+
+    def accept_forever(self, listener: socket.socket) -> None:
+        while not self.stopped.is_set():
+            try:
+                sock, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=_Connection(self, sock, primary=False).serve, daemon=True).start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--driver", required=True)
+    parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--listen", required=True)
+    options = parser.parse_args(argv)
+    faulthandler.enable(sys.stderr, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, sys.stderr, all_threads=True)
+
+    from harness.registry import load_registry
+
+    primary = socket.socket(fileno=options.fd)
+    try:
+        device = load_registry().resolve(options.driver).create()
+    except Exception as error:
+        print(f"driver service: cannot load {options.driver!r}: {error}", file=sys.stderr)
+        return 3
+    service = Service(device)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind("\0" + options.listen)
+    listener.listen(16)
+    threading.Thread(target=service.accept_forever, args=(listener,), daemon=True).start()
+    threading.Thread(target=_Connection(service, primary, primary=True).serve, daemon=True, name="primary").start()
+    service.stopped.wait()
+    listener.close()
+    sys.stderr.flush()
+    os._exit(0)  # driver threads may still be blocked; the process ends here regardless
+
+
+if __name__ == "__main__":
+    sys.exit(main())
