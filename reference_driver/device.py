@@ -120,6 +120,9 @@ class ReferenceDevice:
 
     name = "reference"
     version = VERSION
+    # The classes it hands out; a seeded-bug driver substitutes one.
+    prepared_model_class: type[ReferencePreparedModel] = ReferencePreparedModel
+    buffer_class: type[ReferenceBuffer] = ReferenceBuffer
 
     def __init__(self) -> None:
         self.tokens = TokenTable()
@@ -153,7 +156,7 @@ class ReferenceDevice:
 
     def prepare_model(self, model: Model) -> ReferencePreparedModel:
         validate_model(self.rules, self.kernels, model)
-        return ReferencePreparedModel(self, model, load_constants(self.rules, model))
+        return self.prepared_model_class(self, model, load_constants(self.rules, model))
 
     # ----------------------------------------------------------------- memory domains
 
@@ -194,7 +197,7 @@ class ReferenceDevice:
         state = self.tokens.add(
             lambda token: ManagedBuffer(token, first.type, first.scale, first.zero_point, dims, frozenset(allowed))
         )
-        return ReferenceBuffer(state, self), state.token
+        return self.buffer_class(state, self), state.token
 
 
 # --------------------------------------------------------------------------- preparation

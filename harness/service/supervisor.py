@@ -9,6 +9,7 @@ so the next test (or hypothesis' next shrinking step) runs on a clean service.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import signal
@@ -85,109 +86,203 @@ class _Endpoint:
             0, "hello", (), timeout=max(self.timeout, _START_TIMEOUT_S), description="service start-up")
 
 
+class _Zygote:
+    """The harness side of the zygote process: spawn services, learn how they ended."""
+
+    def __init__(self, driver: str) -> None:
+        parent, child = wire.socketpair()
+        self._stderr = tempfile.TemporaryFile()
+        command = [sys.executable, "-X", "faulthandler", "-m", "harness.service.zygote", "--driver", driver,
+                   "--fd", str(child.fileno())]
+        self.process = subprocess.Popen(command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL,
+                                        stdout=self._stderr, stderr=self._stderr, start_new_session=True)
+        child.close()
+        self.sock = parent
+        self._cond = threading.Condition()
+        self._spawned: dict[int, tuple[bool, Any]] = {}
+        self._exits: dict[int, int] = {}
+        self._requests = itertools.count(1)
+        self._closed = False
+        threading.Thread(target=self._read, daemon=True, name="harness-zygote-reader").start()
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and self.process.poll() is None
+
+    def _read(self) -> None:
+        while True:
+            try:
+                received = wire.receive(self.sock)
+            except OSError:
+                received = None
+            if received is None:
+                break
+            message, _ = wire.decode(*received)
+            with self._cond:
+                if message[0] == "exited":
+                    self._exits[message[1]] = message[2]
+                else:
+                    self._spawned[message[1]] = (message[0] == "spawned", message[2])
+                self._cond.notify_all()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def spawn(self, listen: str, stderr) -> tuple[int, socket.socket]:
+        parent, child = wire.socketpair()
+        request = next(self._requests)
+        try:
+            data, _ = wire.encode(("spawn", request, listen))
+            wire.send(self.sock, data, [child.fileno(), stderr.fileno()])
+        finally:
+            child.close()
+        with self._cond:
+            if not self._cond.wait_for(lambda: request in self._spawned or self._closed, timeout=_START_TIMEOUT_S):
+                raise DriverLoadError("the driver zygote did not answer a spawn request")
+            if request not in self._spawned:
+                parent.close()
+                raise DriverLoadError(f"the driver zygote exited:\n{_tail(self._stderr)}")
+            ok, value = self._spawned.pop(request)
+        if not ok:
+            parent.close()
+            raise DriverLoadError(f"could not start a driver service: {value}")
+        return value, parent
+
+    def exit_status(self, pid: int, timeout: float = 0.0) -> int | None:
+        """The process's exit code (negative: killed by that signal), or None while it runs."""
+        with self._cond:
+            self._cond.wait_for(lambda: pid in self._exits or self._closed, timeout=timeout)
+            status = self._exits.get(pid)
+        return None if status is None else os.waitstatus_to_exitcode(status)
+
+    def startup_error(self) -> str:
+        return _tail(self._stderr)
+
+    def close(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=5)
+        self._stderr.close()
+
+
 class DriverService(_Endpoint):
     """The driver named by ``driver`` (any ``--driver`` spelling), in its own process."""
 
     def __init__(self, driver: str, timeout: float = 10.0) -> None:
         super().__init__(timeout)
         self.driver = driver
-        self.process: subprocess.Popen | None = None
+        self.pid: int | None = None
         self.address = ""
         self.faults: list[str] = []
+        self.starts = 0
+        self._zygote: _Zygote | None = None
         self._stderr = None
         self._killed_for: str = ""
+        self._hang_stacks = ""
         self._start()
 
     def _start(self) -> None:
-        parent, child = wire.socketpair()
+        if self._zygote is None or not self._zygote.alive:
+            if self._zygote is not None:
+                self._zygote.close()
+            self._zygote = _Zygote(self.driver)
         self.address = f"driver-harness-{os.getpid()}-{secrets.token_hex(6)}"
         self._stderr = tempfile.TemporaryFile()
         self._killed_for = ""
-        command = [sys.executable, "-X", "faulthandler", "-m", "harness.service.worker", "--driver", self.driver,
-                   "--fd", str(child.fileno()), "--listen", self.address]
-        self.process = subprocess.Popen(command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL,
-                                        stdout=self._stderr, stderr=self._stderr, start_new_session=True)
-        child.close()
+        try:
+            self.pid, sock = self._zygote.spawn(self.address, self._stderr)
+        except DriverLoadError as error:
+            raise DriverLoadError(f"driver {self.driver!r}: {error}\n{self._zygote.startup_error()}".rstrip()) from None
         self.generation += 1
-        self.connection = Connection(parent, self._broken, self.object_id, self.load_object)
+        self.starts += 1
+        self.connection = Connection(sock, self._broken, self.object_id, self.load_object)
         try:
             self._handshake()
         except (DriverCrash, DriverHang) as error:
-            tail = _tail(self._stderr)
+            tail = _tail(self._stderr) or self._zygote.startup_error()
             self.close()
             raise DriverLoadError(f"driver {self.driver!r}: the service process did not start: {tail or error}") from None
 
+    @property
+    def running(self) -> bool:
+        return (self.pid is not None and self.connection is not None and self.connection.alive
+                and self._zygote is not None and self._zygote.exit_status(self.pid) is None)
+
     def _connection_for(self, generation: int | None, description: str) -> Connection:
         with self._lock:
-            if self.connection is None or not self.connection.alive or self.process is None or self.process.poll() is not None:
-                self._replace()
+            if not self.running:
+                self._stop_process()
+                self._start()
             if generation is not None and generation != self.generation:
                 raise DriverCrash(f"[SVC-1] {description}: the object belongs to a driver service that was replaced "
                                   f"after an earlier crash or hang; it no longer exists")
             return self.connection
 
-    def _replace(self) -> None:
-        self._stop_process()
-        self._start()
-
     # ----------------------------------------------------------------- failures
 
     def _broken(self, description: str, reason: str) -> Exception:
         """The exception for a call the service did not answer (reason: timeout, eof, closed)."""
-        process = self.process
-        if reason == "timeout" and process is not None and process.poll() is None:
+        pid, zygote = self.pid, self._zygote
+        if reason == "timeout" and pid is not None and zygote is not None and zygote.exit_status(pid) is None:
             with self._lock:
                 if not self._killed_for:
                     self._killed_for = description
                     try:
-                        os.kill(process.pid, signal.SIGUSR1)  # faulthandler: every thread's stack to stderr
+                        os.kill(pid, signal.SIGUSR1)  # faulthandler: every thread's stack to stderr
                     except ProcessLookupError:
                         pass
                     time.sleep(_HANG_DUMP_WAIT_S)
-                    stacks = _tail(self._stderr, 200)
-                    self._kill(process)
-                    message = (f"[SVC-2] {description} did not return within {self.timeout:g} s; the driver service "
-                               f"was killed and will be replaced.\nService thread stacks:\n{stacks}")
-                    self.faults.append(message)
-                    return DriverHang(message)
-        if self._killed_for and self._killed_for != description:
-            return DriverHang(f"[SVC-2] {description} was cut off: the driver service was killed because "
-                              f"{self._killed_for} hung")
+                    self._hang_stacks = _tail(self._stderr, 200)
+                    self._kill(pid)
         if self._killed_for:
-            return DriverHang(f"[SVC-2] {description} did not return within {self.timeout:g} s")
-        code = process.wait(timeout=10) if process is not None else None
+            cause = ("" if self._killed_for == description
+                     else f" (cut off: the service was killed because {self._killed_for} hung)")
+            message = (f"[SVC-2] {description} did not return within {self.timeout:g} s{cause}; the driver service "
+                       f"was killed and will be replaced.\nService thread stacks:\n{self._hang_stacks}")
+            self.faults.append(message)
+            return DriverHang(message)
+        code = zygote.exit_status(pid, timeout=10) if zygote is not None and pid is not None else None
         how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
-               else f"exited with code {code}" if code is not None else "unreachable")
+               else f"exited with code {code}" if code is not None else "stopped answering")
         message = (f"[SVC-1] the driver service died during {description}: {how}.\n"
-                   f"Last lines of its stderr:\n{_tail(self._stderr)}")
+                   f"Last lines of its stderr:\n{_tail(self._stderr) if self._stderr else ''}")
         self.faults.append(message)
         return DriverCrash(message)
 
-    def _kill(self, process: subprocess.Popen) -> None:
+    def _kill(self, pid: int) -> None:
         try:
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        process.wait(timeout=10)
+        if self._zygote is not None:
+            self._zygote.exit_status(pid, timeout=10)
 
     def _stop_process(self) -> None:
         if self.connection is not None:
             self.connection.shutdown()
             self.connection = None
-        if self.process is not None:
-            try:
-                self.process.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                self._kill(self.process)
-            self.process = None
+        if self.pid is not None and self._zygote is not None:
+            if self._zygote.exit_status(self.pid, timeout=3) is None:
+                self._kill(self.pid)
+            self.pid = None
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
 
     def close(self) -> None:
-        """Stop the service: nothing of it (process, descriptors) is left behind."""
+        """Stop the service and its zygote: no process or descriptor of theirs is left behind."""
         with self._lock:
             self._stop_process()
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
 
 
 class AttachedClient(_Endpoint):

@@ -175,33 +175,40 @@ class Service:
         self.stopped.set()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--driver", required=True)
-    parser.add_argument("--fd", type=int, required=True)
-    parser.add_argument("--listen", required=True)
-    options = parser.parse_args(argv)
+def serve(device: Any, fd: int, listen: str) -> int:
+    """Serve ``device`` on the connected socket ``fd`` and on ``listen``; returns when the
+    primary client closes or asks for shutdown."""
     faulthandler.enable(sys.stderr, all_threads=True)
     faulthandler.register(signal.SIGUSR1, sys.stderr, all_threads=True)
-
-    from harness.registry import load_registry
-
-    primary = socket.socket(fileno=options.fd)
-    try:
-        device = load_registry().resolve(options.driver).create()
-    except Exception as error:
-        print(f"driver service: cannot load {options.driver!r}: {error}", file=sys.stderr)
-        return 3
+    primary = socket.socket(fileno=fd)
     service = Service(device)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    listener.bind("\0" + options.listen)
+    listener.bind("\0" + listen)
     listener.listen(16)
     threading.Thread(target=service.accept_forever, args=(listener,), daemon=True).start()
     threading.Thread(target=_Connection(service, primary, primary=True).serve, daemon=True, name="primary").start()
     service.stopped.wait()
     listener.close()
     sys.stderr.flush()
-    os._exit(0)  # driver threads may still be blocked; the process ends here regardless
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one service directly (the harness normally forks services from a zygote)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--driver", required=True)
+    parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--listen", required=True)
+    options = parser.parse_args(argv)
+    from harness.registry import load_registry
+
+    try:
+        device = load_registry().resolve(options.driver).create()
+    except Exception as error:
+        print(f"driver service: cannot load {options.driver!r}: {error}", file=sys.stderr)
+        return 3
+    code = serve(device, options.fd, options.listen)
+    os._exit(code)  # driver threads may still be blocked; the process ends here regardless
 
 
 if __name__ == "__main__":

@@ -1,0 +1,148 @@
+"""The zygote: imports the driver once, then forks a fresh service process per request.
+
+    python -m harness.service.zygote --driver SPEC --fd N
+
+Starting a Python process and importing numpy and the driver's plugin takes ~0.4 s;
+forking a process that already has them takes milliseconds.  That matters when a
+driver crashes on many generated examples: hypothesis needs a fresh service for each
+example it runs while shrinking (Android starts app processes the same way).
+
+The zygote stays single-threaded so that forking it is safe.  Control messages on the
+inherited SOCK_SEQPACKET descriptor:
+
+    harness -> zygote   ("spawn", request_id, listen_address)  fds: [service socket, stderr file]
+    zygote  -> harness  ("spawned", request_id, pid) | ("failed", request_id, message)
+    zygote  -> harness  ("exited", pid, wait_status)   whenever a service process ends
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import signal
+import socket
+import sys
+import traceback
+
+from harness.service import wire
+
+
+def _child(spec, service_fd: int, stderr_fd: int, listen: str) -> None:
+    """Runs in the forked process; never returns."""
+    code = 3
+    try:
+        os.setsid()
+        os.dup2(stderr_fd, 1)
+        os.dup2(stderr_fd, 2)
+        os.close(stderr_fd)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        from harness.service.worker import serve
+
+        try:
+            device = spec.create()
+        except Exception as error:
+            print(f"driver service: cannot create driver {spec.name!r}: {error}", file=sys.stderr)
+            os._exit(3)
+        code = serve(device, service_fd, listen)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _reap(control: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _send(control, ("exited", pid, status))
+
+
+def _send(control: socket.socket, message: tuple) -> None:
+    data, fds = wire.encode(message)
+    try:
+        wire.send(control, data, fds)
+    except OSError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--driver", required=True)
+    parser.add_argument("--fd", type=int, required=True)
+    options = parser.parse_args(argv)
+    control = socket.socket(fileno=options.fd)
+
+    import numpy  # noqa: F401  (imported once here, inherited by every service)
+
+    from harness.registry import load_registry
+
+    try:
+        spec = load_registry().resolve(options.driver)
+    except Exception as error:
+        print(f"driver service: cannot load {options.driver!r}: {error}", file=sys.stderr)
+        return 3
+
+    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    children: set[int] = set()
+    while True:
+        ready, _, _ = select.select([control, wake_read], [], [], 1.0)
+        if wake_read in ready:
+            while True:
+                try:
+                    if not os.read(wake_read, 512):
+                        break
+                except BlockingIOError:
+                    break
+        _reap(control)
+        if control not in ready:
+            continue
+        received = wire.receive(control)
+        if received is None:
+            break
+        data, fds = received
+        message, _ = wire.decode(data, [])
+        if message[0] != "spawn" or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            continue
+        _, request_id, listen = message
+        service_fd, stderr_fd = fds
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError as error:
+            _send(control, ("failed", request_id, f"fork failed: {error}"))
+            os.close(service_fd)
+            os.close(stderr_fd)
+            continue
+        if pid == 0:
+            control.close()
+            os.close(wake_read)
+            os.close(wake_write)
+            _child(spec, service_fd, stderr_fd, listen)
+        os.close(service_fd)
+        os.close(stderr_fd)
+        children.add(pid)
+        _send(control, ("spawned", request_id, pid))
+    for pid in children:  # the harness went away: no service outlives it
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    _reap(control)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The seeded-bug family: each driver is the reference with exactly one realistic bug."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.hal import Device
+from reference_driver import ReferenceDevice
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    requirement: str
+    description: str
+    factory: Callable[[], Device]
+
+
+MUTANTS: dict[str, Mutant] = {}
+
+
+def mutant(name: str, requirement: str, description: str):
+    """Register ``factory`` as driver ``mutant-<name>`` breaking ``requirement``."""
+
+    def register(factory: Callable[[], Device]) -> Callable[[], Device]:
+        if name in MUTANTS:
+            raise ValueError(f"mutant {name!r} is defined twice")
+
+        def named() -> Device:
+            device = factory()
+            device.name = f"mutant-{name}"
+            return device
+
+        MUTANTS[name] = Mutant(name, requirement, description, named)
+        return factory
+
+    return register
+
+
+def with_rule(name: str, replacement: Callable) -> ReferenceDevice:
+    """A reference device whose validation rule ``name`` is replaced."""
+    device = ReferenceDevice()
+    if not hasattr(device.rules, name):
+        raise AttributeError(f"the reference has no rule {name!r}")
+    setattr(device.rules, name, replacement)
+    return device

@@ -1,0 +1,92 @@
+"""Drivers that crash, exit, deadlock or hang: the failures only process isolation can report."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+
+from harness.hal import OperationType
+from reference_driver import ReferenceDevice
+from reference_driver.device import ReferenceBuffer, ReferencePreparedModel
+from reference_driver.ops import Kernel
+
+from ._registry import mutant
+
+
+def _segfault() -> None:
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
+
+
+class _CrashOnZeroDimension(ReferencePreparedModel):
+    def execute(self, request):
+        if any(0 in argument.dimensions for argument in (*request.inputs, *request.outputs)):
+            _segfault()
+        return super().execute(request)
+
+
+@mutant("segfault-zero-dimension", "REQ-2", "dereferences NULL when a request argument has a 0 dimension")
+def segfault_zero_dimension() -> ReferenceDevice:
+    device = ReferenceDevice()
+    device.prepared_model_class = _CrashOnZeroDimension
+    return device
+
+
+class _ExitOnPadding(ReferencePreparedModel):
+    def execute(self, request):
+        if any(argument.location.padding for argument in request.outputs):
+            os._exit(7)
+        return super().execute(request)
+
+
+@mutant("exit-on-output-padding", "POOL-2", "calls exit(7) when an output region has padding")
+def exit_on_output_padding() -> ReferenceDevice:
+    device = ReferenceDevice()
+    device.prepared_model_class = _ExitOnPadding
+    return device
+
+
+class _DmaLockBuffer(ReferenceBuffer):
+    def copy_from(self, memory, dimensions=()):
+        with self._device.dma_lock:  # device lock first, then the buffer's (execution does the reverse)
+            time.sleep(0.01)
+            super().copy_from(memory, dimensions)
+
+
+@mutant("deadlock-concurrent-writes", "DOM-CONC-2",
+        "copy_from takes the DMA lock then the buffer lock; execution writing the buffer takes them the other way round")
+def deadlock_concurrent_writes() -> ReferenceDevice:
+    device = ReferenceDevice()
+    device.dma_lock = threading.Lock()
+    device.buffer_class = _DmaLockBuffer
+    add = device.kernels[OperationType.ADD]
+
+    def add_under_dma_lock(values, ins, out_op, out):
+        time.sleep(0.01)
+        with device.dma_lock:  # runs while the executor holds the output buffer's lock
+            return add.run(values, ins, out_op, out)
+
+    device.kernels[OperationType.ADD] = Kernel(add.validate, add_under_dma_lock)
+    return device
+
+
+class _SpinOnEmptyMemory(ReferenceBuffer):
+    def _spin_if_empty(self, memory) -> None:
+        while memory.size == 0:  # waits for bytes that never come
+            time.sleep(0.001)
+
+    def copy_from(self, memory, dimensions=()):
+        self._spin_if_empty(memory)
+        super().copy_from(memory, dimensions)
+
+    def copy_to(self, memory):
+        self._spin_if_empty(memory)
+        super().copy_to(memory)
+
+
+@mutant("hang-zero-sized-memory", "DOM-COPY-1", "loops forever when a copy is given a memory of 0 bytes")
+def hang_zero_sized_memory() -> ReferenceDevice:
+    device = ReferenceDevice()
+    device.buffer_class = _SpinOnEmptyMemory
+    return device

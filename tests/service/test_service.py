@@ -1,0 +1,213 @@
+"""The driver service (SPEC §7): proxies, zero-copy handles, crashes, hangs, several clients, no leaks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from harness.builders import binary_model, pack_request
+from harness.errors import DriverCrash, DriverHang
+from harness.hal import BufferDesc, BufferRole, Buffer, DataLocation, Device, DriverError, ErrorStatus, PreparedModel, Request, RequestArgument
+from harness.memory import create_ashmem
+from harness.oracle import expect_status
+from harness.service import AttachedClient, DriverService
+from harness.service.client import RemoteError
+
+
+def add_request(dims=(4,)):
+    model = binary_model(dims=dims)
+    a = np.arange(np.prod(dims), dtype=np.float32).reshape(dims)
+    request, in_memory, out_memory = pack_request(model, [a, a])
+    return model, request, out_memory, a + a
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.requirement("SVC-1")
+def test_proxies_present_the_driver_api(service) -> None:
+    device = service.device
+    assert isinstance(device, Device) and device.name == "reference"
+    model, request, out, expected = add_request()
+    prepared = device.prepare_model(model)
+    assert isinstance(prepared, PreparedModel)
+    result = prepared.execute(request)
+    assert result.output_shapes[0].dimensions == (4,)
+    assert out.read() == expected.tobytes()  # the service wrote into our memfd
+    buffer, token = device.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
+    assert isinstance(buffer, Buffer) and token > 0
+    with expect_status(ErrorStatus.GENERAL_FAILURE, rule="DOM-STATE-2"):
+        buffer.copy_to(create_ashmem(16))
+    assert service.pid != os.getpid() and alive(service.pid)
+
+
+@pytest.mark.requirement("SVC-3")
+def test_memories_cross_as_descriptors_not_bytes(service) -> None:
+    elements = (64 << 20) // 4
+    model, request, out, _ = add_request((elements,))
+    prepared = service.device.prepare_model(model)
+    before = service.connection.bytes_sent
+    prepared.execute(request)
+    sent = service.connection.bytes_sent - before
+    assert sent < 4096, f"an execute over 192 MiB of pools sent {sent} bytes"
+    assert np.frombuffer(out.read(), np.float32)[-1] == 2 * (elements - 1)
+
+
+@pytest.mark.requirement("SVC-1")
+@pytest.mark.parametrize("behaviour, reported", [("segfault", "killed by signal SIGSEGV"), ("exit", "exited with code 7")])
+def test_crash_is_reported_and_the_next_call_gets_a_fresh_service(broken_driver, monkeypatch, behaviour, reported) -> None:
+    monkeypatch.setenv("BROKEN_BEHAVIOUR", behaviour)
+    service = DriverService(broken_driver, timeout=10)
+    try:
+        model, request, _, _ = add_request()
+        prepared = service.device.prepare_model(model)
+        first_pid, generation = service.pid, service.generation
+        with pytest.raises(DriverCrash) as info:
+            prepared.execute(request)
+        message = str(info.value)
+        assert "[SVC-1]" in message and "PreparedModel.execute(request of 2 inputs" in message and reported in message
+        if behaviour == "segfault":
+            assert "Fatal Python error: Segmentation fault" in message  # the tail of the service's stderr
+        with pytest.raises(DriverCrash, match="belongs to a driver service that was replaced"):
+            prepared.execute(request)
+        assert service.device.capabilities().memory_domains  # a fresh service answers
+        assert service.generation == generation + 1 and service.pid != first_pid and not alive(first_pid)
+    finally:
+        service.close()
+
+
+@pytest.mark.requirement("SVC-2")
+def test_hang_is_reported_with_stacks(broken_driver, monkeypatch) -> None:
+    monkeypatch.setenv("BROKEN_BEHAVIOUR", "hang")
+    service = DriverService(broken_driver, timeout=1.5)
+    try:
+        model, request, _, _ = add_request()
+        prepared = service.device.prepare_model(model)
+        hung_pid = service.pid
+        started = time.monotonic()
+        with pytest.raises(DriverHang) as info:
+            prepared.execute(request)
+        assert time.monotonic() - started < 1.5 + 3
+        message = str(info.value)
+        assert "[SVC-2] PreparedModel.execute" in message and "did not return within 1.5 s" in message
+        assert "in execute" in message and "broken_driver.py" in message  # the hung thread's stack
+        assert not alive(hung_pid)
+        assert service.device.get_supported_operations(model) == [True]
+    finally:
+        service.close()
+
+
+def test_unexpected_driver_exceptions_are_reported_not_swallowed(broken_driver, monkeypatch) -> None:
+    monkeypatch.setenv("BROKEN_BEHAVIOUR", "raise")
+    service = DriverService(broken_driver, timeout=10)
+    try:
+        model, request, _, _ = add_request()
+        with pytest.raises(RemoteError, match="KeyError inside the driver service: 'driver bug'"):
+            service.device.prepare_model(model).execute(request)
+        assert service.generation == 1  # the service survived
+    finally:
+        service.close()
+
+
+@pytest.mark.requirement("SVC-1")
+def test_calls_from_many_threads_share_one_connection(service) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    model, request, out, expected = add_request((256,))
+    prepared = service.device.prepare_model(model)
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: prepared.execute(request).output_shapes, range(64)))
+    assert all(r[0].dimensions == (256,) for r in results) and out.read() == expected.tobytes()
+
+
+OTHER_CLIENT = textwrap.dedent(
+    '''
+    import json, sys
+    import numpy as np
+    from harness.builders import binary_model, pack_request
+    from harness.hal import DataLocation, DriverError, Request, RequestArgument
+    from harness.service import AttachedClient
+
+    address, token = sys.argv[1], int(sys.argv[2])
+    client = AttachedClient(address)
+    model = binary_model(dims=(4,))
+    prepared = client.device.prepare_model(model)      # the same graph, prepared by this client
+    plain, in_memory, out_memory = pack_request(model, [np.ones(4, np.float32)] * 2)
+    using_token = Request((RequestArgument(False, DataLocation(2, 0, 0)), plain.inputs[1]), plain.outputs,
+                          (in_memory, out_memory, token))
+    try:
+        prepared.execute(using_token)
+        outcome = "success"
+    except DriverError as error:
+        outcome = error.status.name
+    print(json.dumps({"outcome": outcome, "own_request": prepared.execute(plain).output_shapes[0].dimensions}))
+    '''
+)
+
+
+@pytest.mark.requirement("DOM-ROLE-2", "SVC-1")
+def test_token_of_one_client_is_invalid_for_another_clients_model(service, tmp_path) -> None:
+    model, request, _, _ = add_request()
+    prepared = service.device.prepare_model(model)
+    buffer, token = service.device.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
+    source = create_ashmem(16)
+    source.write(np.ones(4, np.float32).tobytes())
+    buffer.copy_from(source, ())
+    script = tmp_path / "other_client.py"
+    script.write_text(OTHER_CLIENT)
+    completed = subprocess.run([sys.executable, str(script), service.address, str(token)], capture_output=True,
+                               text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    assert report == {"outcome": "INVALID_ARGUMENT", "own_request": [4]}
+    # Client A's own use of the token still works.
+    uses_token = Request((RequestArgument(False, DataLocation(2, 0, 0)), request.inputs[1]), request.outputs,
+                         (*request.pools, token))
+    assert prepared.execute(uses_token).output_sufficient_size
+
+
+def test_second_client_in_this_process_sees_its_own_objects_only(service) -> None:
+    other = AttachedClient(service.address)
+    try:
+        model, request, _, _ = add_request()
+        mine = service.device.prepare_model(model)
+        _, token = service.device.allocate(BufferDesc(), [mine], [BufferRole(0, 0)], [])
+        with expect_status(ErrorStatus.INVALID_ARGUMENT, rule="DOM-ALLOC-1"):
+            other.device.allocate(BufferDesc(), [mine], [BufferRole(0, 0)], [])  # not its prepared model
+    finally:
+        other.close()
+
+
+@pytest.mark.requirement("SVC-1")
+def test_closing_leaves_no_process_or_descriptor(broken_driver, monkeypatch) -> None:
+    monkeypatch.setenv("BROKEN_BEHAVIOUR", "segfault")
+    before = open_fds()
+    service = DriverService(broken_driver, timeout=10)
+    pids = []
+    model, request, out, _ = add_request()
+    for _ in range(3):
+        pids.append(service.pid)
+        with pytest.raises(DriverCrash):
+            service.device.prepare_model(model).execute(request)
+    zygote = service._zygote.process.pid
+    service.close()
+    for memory in request.pools:
+        memory.close()
+    assert open_fds() == before
+    assert not any(alive(pid) for pid in [*pids, zygote])
