@@ -1,4 +1,10 @@
-"""The harness side of one connection: calls multiplexed from many threads, each with a deadline."""
+"""The harness side of one connection: calls multiplexed from many threads, each with a deadline.
+
+No thread is dedicated to reading replies.  The first waiting caller becomes the reader
+(leader/followers): it receives replies, hands each to the caller it belongs to, and
+gives up the role when its own reply has come.  A lone caller therefore sends and
+receives on its own thread, like a plain ping-pong, with no hand-off to another thread.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,8 @@ import collections
 import itertools
 import socket
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from harness.errors import DriverFault
@@ -20,28 +25,39 @@ class RemoteError(DriverFault):
     """The driver raised something other than DriverError inside the service."""
 
 
+class _Pending:
+    __slots__ = ("description", "done", "ok", "value", "error")
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+        self.done = False
+        self.ok = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
 class Connection:
     """One client connection to a driver service.
 
-    ``on_broken(description)`` is called when the service stops answering (end of stream
-    or a missed deadline) and returns the exception to raise for that call: the
-    supervisor knows whether the process died and why.
+    ``on_broken(description, reason)`` is called when the service stops answering (reason
+    ``"eof"``, ``"timeout"`` or ``"closed"``) and returns the exception to raise for that
+    call: the supervisor knows whether the process died and why.
     """
 
     def __init__(self, sock: socket.socket, on_broken: Callable[[str, str], BaseException],
-                 object_id: Callable[[Any], Any], load_object: Callable[[tuple], Any]) -> None:
+                 references: dict[type, Callable[[Any], tuple]], load_object: Callable[[tuple], Any]) -> None:
         self.sock = sock
         self._on_broken = on_broken
-        self._object_id = object_id
+        self._references = references
         self._load_object = load_object
-        self._pending: dict[int, tuple[Future, str]] = {}
-        self._lock = threading.Lock()
+        self._pending: dict[int, _Pending] = {}
+        self._cond = threading.Condition()
+        self._send_lock = threading.Lock()
+        self._reading = False
         self._ids = itertools.count(1)
         self._closed = False
         self._drops: collections.deque[int] = collections.deque()
         self.bytes_sent = 0
-        self._reader = threading.Thread(target=self._read_replies, daemon=True, name="harness-service-reader")
-        self._reader.start()
 
     @property
     def alive(self) -> bool:
@@ -59,62 +75,102 @@ class Connection:
             data, fds = wire.encode(("drop", 0, numbers))
             wire.send(self.sock, data, fds)
 
+    # ----------------------------------------------------------------- calls
+
     def call(self, target: int, method: str, args: tuple, *, timeout: float, description: str) -> Any:
         if self._closed:
             raise self._on_broken(description, "closed")
-        future: Future = Future()
         call_id = next(self._ids)
-        data, fds = wire.encode(("call", call_id, target, method, args), self._object_id)
-        with self._lock:
-            self._pending[call_id] = (future, description)
-            try:
+        pending = _Pending(description)
+        data, fds = wire.encode(("call", call_id, target, method, args), self._references)
+        with self._cond:
+            self._pending[call_id] = pending
+        try:
+            with self._send_lock:
                 self._send_drops()
                 self.bytes_sent += wire.send(self.sock, data, fds)
-            except OSError:
+        except OSError:
+            with self._cond:
                 self._pending.pop(call_id, None)
-                raise self._on_broken(description, "eof") from None
-        try:
-            ok, value = future.result(timeout=timeout)
-        except FutureTimeout:
-            with self._lock:
-                self._pending.pop(call_id, None)
-            raise self._on_broken(description, "timeout") from None
-        if ok:
-            return value
-        if isinstance(value, DriverError):
-            raise value
-        _, kind, message, trace = value
+            raise self._on_broken(description, "eof") from None
+        self._await(call_id, pending, time.monotonic() + timeout)
+        if pending.error is not None:
+            raise pending.error
+        if pending.ok:
+            return pending.value
+        if isinstance(pending.value, DriverError):
+            raise pending.value
+        _, kind, message, trace = pending.value
         raise RemoteError(f"[SVC-1] {description} raised {kind} inside the driver service: {message}\n{trace}".rstrip())
 
-    def _read_replies(self) -> None:
+    def _await(self, call_id: int, pending: _Pending, deadline: float) -> None:
         while True:
+            with self._cond:
+                while not pending.done and self._reading:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or not self._cond.wait(remaining):
+                        if not pending.done:
+                            self._pending.pop(call_id, None)
+                            pending.error = self._on_broken(pending.description, "timeout")
+                            pending.done = True
+                if pending.done:
+                    return
+                self._reading = True  # this thread reads until its own reply arrives
             try:
+                self._read_until(pending, deadline, call_id)
+            finally:
+                with self._cond:
+                    self._reading = False
+                    self._cond.notify_all()
+            if pending.done:
+                return
+
+    def _read_until(self, pending: _Pending, deadline: float, call_id: int) -> None:
+        while not pending.done:
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                self.sock.settimeout(remaining)  # the wait happens inside recvmsg, in C
                 received = wire.receive(self.sock)
-            except OSError:
-                received = None
-            if received is None:
-                break
-            data, fds = received
-            try:
-                message, _ = wire.decode(data, fds, self._load_object)
-            except Exception:  # a reply we cannot read breaks the connection like EOF does
-                break
-            _, call_id, ok, value = message
-            with self._lock:
-                entry = self._pending.pop(call_id, None)
-            if entry is not None:
-                entry[0].set_result((ok, value))
+                message = wire.decode(*received, self._load_object)[0] if received is not None else None
+            except TimeoutError:
+                with self._cond:
+                    self._pending.pop(call_id, None)
+                pending.error = self._on_broken(pending.description, "timeout")
+                pending.done = True
+                return
+            except (OSError, ValueError):
+                message = None
+            if message is None:
+                self._fail_all()
+                return
+            _, reply_id, ok, value = message
+            with self._cond:
+                entry = self._pending.pop(reply_id, None)
+                if entry is not None:
+                    entry.ok, entry.value, entry.done = ok, value, True
+                    self._cond.notify_all()
+
+    def _fail_all(self) -> None:
+        """End of stream: the service is gone; every waiting call fails with the reason."""
         self._closed = True
-        with self._lock:
+        with self._cond:
             pending, self._pending = self._pending, {}
-        for future, description in pending.values():
-            future.set_exception(self._on_broken(description, "eof"))
+        for entry in pending.values():
+            entry.error = self._on_broken(entry.description, "eof")
+            entry.done = True
+        with self._cond:
+            self._cond.notify_all()
+
+    # ----------------------------------------------------------------- closing
 
     def shutdown(self) -> None:
         if not self._closed:
             try:
                 data, fds = wire.encode(("shutdown", 0))
-                wire.send(self.sock, data, fds)
+                with self._send_lock:
+                    wire.send(self.sock, data, fds)
             except OSError:
                 pass
         self.close()

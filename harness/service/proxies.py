@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.hal import BufferDesc, BufferRole, Capabilities, ExecutionResult, Model, Request
 from harness.memory import Memory
+from harness.service import wire
 
 
 def _summary(value: Any) -> str:
@@ -67,6 +68,7 @@ class BufferProxy(Remote):
 
 
 _KINDS = {"prepared_model": PreparedModelProxy, "buffer": BufferProxy}
+PROXY_CLASSES = tuple(_KINDS.values())
 
 
 def make_proxy(endpoint: Any, number: int, generation: int, kind: str) -> Remote:
@@ -102,7 +104,13 @@ class DeviceProxy:
 
     def allocate(self, desc: BufferDesc, prepared_models: Sequence[Any], input_roles: Sequence[BufferRole],
                  output_roles: Sequence[BufferRole]) -> tuple[BufferProxy, int]:
-        return tuple(self._call("allocate", desc, list(prepared_models), list(input_roles), list(output_roles)))
+        # An object that is no proxy (another driver's prepared model) reaches the driver as a stranger.
+        models = [m if isinstance(m, Remote) else wire.Foreign(repr(m)) for m in prepared_models]
+        return tuple(self._call("allocate", desc, models, list(input_roles), list(output_roles)))
+
+    def ping(self) -> None:
+        """A round trip through the service that does not reach the driver (benchmarks)."""
+        self._call("ping")
 
     def __repr__(self) -> str:
         return f"<DeviceProxy {self.name!r} in a driver service>"

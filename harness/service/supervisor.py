@@ -25,7 +25,7 @@ from harness.errors import DriverCrash, DriverHang, DriverLoadError
 from harness.hal import Capabilities
 from harness.service import wire
 from harness.service.client import Connection
-from harness.service.proxies import DeviceProxy, Remote, make_proxy
+from harness.service.proxies import PROXY_CLASSES, DeviceProxy, Remote, make_proxy
 
 STDERR_TAIL_LINES = 40
 _HANG_DUMP_WAIT_S = 0.5
@@ -33,9 +33,13 @@ _START_TIMEOUT_S = 60.0
 
 
 def _tail(file, lines: int = STDERR_TAIL_LINES) -> str:
+    """The end of a service's stderr; from its fatal-error report on, when there is one."""
     file.flush()
     file.seek(0)
     text = file.read().decode("utf-8", "replace")
+    fatal = text.rfind("Fatal Python error")
+    if fatal >= 0:
+        return "\n".join(text[fatal:].splitlines()[:200])
     return "\n".join(text.splitlines()[-lines:])
 
 
@@ -53,14 +57,15 @@ class _Endpoint:
 
     # ----------------------------------------------------------------- marshalling
 
-    def object_id(self, obj: Any) -> Any:
-        if isinstance(obj, Remote):
-            if obj._endpoint is self and obj._generation == self.generation:
-                return ("object", obj._id)
-            return ("foreign", f"{obj!r} of another connection or an earlier service")
-        if hasattr(obj, "execute") or hasattr(obj, "copy_from"):
-            return ("foreign", repr(obj))
-        return None
+    def reference(self, obj: Remote) -> tuple:
+        """How a proxy travels: its id, or 'foreign' if it is of another connection or service."""
+        if obj._endpoint is self and obj._generation == self.generation:
+            return ("object", obj._id)
+        return ("foreign", f"{obj!r} of another connection or an earlier service")
+
+    @property
+    def references(self) -> dict[type, Any]:
+        return {cls: self.reference for cls in PROXY_CLASSES}
 
     def load_object(self, pid: tuple) -> Any:
         _, number, kind = pid
@@ -202,7 +207,7 @@ class DriverService(_Endpoint):
             raise DriverLoadError(f"driver {self.driver!r}: {error}\n{self._zygote.startup_error()}".rstrip()) from None
         self.generation += 1
         self.starts += 1
-        self.connection = Connection(sock, self._broken, self.object_id, self.load_object)
+        self.connection = Connection(sock, self._broken, self.references, self.load_object)
         try:
             self._handshake()
         except (DriverCrash, DriverHang) as error:
@@ -293,7 +298,7 @@ class AttachedClient(_Endpoint):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sock.connect("\0" + address)
         self.generation = 1
-        self.connection = Connection(sock, self._broken, self.object_id, self.load_object)
+        self.connection = Connection(sock, self._broken, self.references, self.load_object)
         self._handshake()
 
     def _connection_for(self, generation: int | None, description: str) -> Connection:

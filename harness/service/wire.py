@@ -11,11 +11,13 @@ Used by both sides; imports nothing from pytest or the harness plugin.
 
 from __future__ import annotations
 
+import array
 import io
 import os
 import pickle
 import socket
 import stat
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -30,8 +32,14 @@ class ObjectRef(tuple):
     """("object", id, kind): an object that stays in the service, sent as a reference."""
 
 
-def service_object_id(obj: Any) -> Any:
-    return tuple(obj) if isinstance(obj, ObjectRef) else None
+class Foreign:
+    """Stands in for an object that is not of the receiving side: the driver sees a stranger."""
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"<foreign object {self.description}>"
 
 
 class WireError(OSError):
@@ -46,53 +54,49 @@ def _usable_fd(fd: int) -> bool:
     return True
 
 
-class _Pickler(pickle.Pickler):
-    def __init__(self, file, object_id: Callable[[Any], Any] | None) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.fds: list[int] = []
-        self._object_id = object_id
-
-    def persistent_id(self, obj: Any) -> Any:
-        if isinstance(obj, Memory):
-            # A closed handle cannot be sent; the service gets a handle that maps nothing.
-            slot = -1
-            if not obj.closed and _usable_fd(obj.fd):
-                slot = len(self.fds)
-                self.fds.append(obj.fd)
-            return ("memory", slot, obj.kind, obj.offset, obj.size, obj.hardware_desc)
-        if self._object_id is not None:
-            return self._object_id(obj)
-        return None
+# Decoding context: the descriptors of the message being decoded and how to resolve
+# object references.  Picklers reduce only the few types that need it, through a
+# dispatch table that the C pickler consults by type, so ordinary data pickles at C speed.
+_decoding = threading.local()
 
 
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, file, fds: list[int], load_object: Callable[[tuple], Any] | None) -> None:
-        super().__init__(file)
-        self.fds = fds
-        self.memories: list[Memory] = []
-        self._load_object = load_object
-
-    def persistent_load(self, pid: tuple) -> Any:
-        if pid[0] == "memory":
-            _, slot, kind, offset, size, desc = pid
-            if slot < 0:
-                memory = Memory(kind, -1, offset, size, desc, owns_fd=False)
-            else:
-                memory = Memory(kind, self.fds[slot], offset, size, desc)
-            self.memories.append(memory)
-            return memory
-        if self._load_object is None:
-            raise pickle.UnpicklingError(f"unexpected object reference {pid!r}")
-        return self._load_object(pid)
+def _rebuild_memory(slot: int, kind: str, offset: int, size: int, desc: Any) -> Memory:
+    if slot < 0:
+        memory = Memory(kind, -1, offset, size, desc, owns_fd=False)
+    else:
+        memory = Memory(kind, _decoding.fds[slot], offset, size, desc)
+    _decoding.memories.append(memory)
+    return memory
 
 
-def encode(message: Any, object_id: Callable[[Any], Any] | None = None) -> tuple[bytes, list[int]]:
+def _rebuild_object(reference: tuple) -> Any:
+    if _decoding.load_object is None:
+        raise pickle.UnpicklingError(f"unexpected object reference {reference!r}")
+    return _decoding.load_object(reference)
+
+
+def encode(message: Any, references: dict[type, Callable[[Any], tuple]] | None = None) -> tuple[bytes, list[int]]:
+    """Pickle ``message``; memories become records plus descriptors, and objects of the
+    types in ``references`` become the reference tuples those functions return."""
+    fds: list[int] = []
+
+    def reduce_memory(memory: Memory):
+        slot = -1  # a closed handle cannot be sent; the service gets a handle that maps nothing
+        if not memory.closed and _usable_fd(memory.fd):
+            slot = len(fds)
+            fds.append(memory.fd)
+        return _rebuild_memory, (slot, memory.kind, memory.offset, memory.size, memory.hardware_desc)
+
+    table: dict[type, Callable] = {Memory: reduce_memory, ObjectRef: lambda ref: (_rebuild_object, (tuple(ref),))}
+    for cls, to_reference in (references or {}).items():
+        table[cls] = lambda obj, to_reference=to_reference: (_rebuild_object, (to_reference(obj),))
     buffer = io.BytesIO()
-    pickler = _Pickler(buffer, object_id)
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = table
     pickler.dump(message)
-    if len(pickler.fds) > MAX_FDS:
-        raise WireError(f"a message may carry at most {MAX_FDS} memories, this one has {len(pickler.fds)}")
-    return buffer.getvalue(), pickler.fds
+    if len(fds) > MAX_FDS:
+        raise WireError(f"a message may carry at most {MAX_FDS} memories, this one has {len(fds)}")
+    return buffer.getvalue(), fds
 
 
 def send(sock: socket.socket, data: bytes, fds: list[int]) -> int:
@@ -110,15 +114,25 @@ def send(sock: socket.socket, data: bytes, fds: list[int]) -> int:
         os.close(big)
 
 
+_FD_SPACE = socket.CMSG_SPACE((MAX_FDS + 1) * array.array("i").itemsize)
+_TRUNCATED = int(socket.MSG_TRUNC | socket.MSG_CTRUNC)
+
+
 def receive(sock: socket.socket) -> tuple[bytes, list[int]] | None:
     """One message and its descriptors, or None at end of stream."""
     try:
-        data, fds, flags, _ = socket.recv_fds(sock, INLINE_LIMIT + 1024, MAX_FDS + 1)
+        data, ancillary, flags, _ = sock.recvmsg(INLINE_LIMIT + 1024, _FD_SPACE)
     except (ConnectionResetError, BrokenPipeError):
         return None
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            received = array.array("i")
+            received.frombytes(payload[: len(payload) - len(payload) % received.itemsize])
+            fds.extend(received)
     if not data and not fds:
         return None
-    if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+    if flags & _TRUNCATED:
         for fd in fds:
             os.close(fd)
         raise WireError("a message was truncated")
@@ -140,22 +154,26 @@ def receive(sock: socket.socket) -> tuple[bytes, list[int]] | None:
 
 def decode(data: bytes, fds: list[int], load_object: Callable[[tuple], Any] | None = None) -> tuple[Any, list[Memory]]:
     """The message, and the memories made from its descriptors (the caller closes them)."""
-    unpickler = _Unpickler(io.BytesIO(data), fds, load_object)
+    _decoding.fds, _decoding.memories, _decoding.load_object = fds, [], load_object
     try:
-        message = unpickler.load()
+        message = pickle.loads(data)
     except BaseException:
-        used = {m.fd for m in unpickler.memories}
-        for memory in unpickler.memories:
+        for memory in _decoding.memories:
             memory.close()
-        for fd in fds:
-            if fd not in used:
-                os.close(fd)
+        _close_unclaimed(fds, _decoding.memories)
         raise
-    used = {m.fd for m in unpickler.memories}
-    for fd in fds:  # descriptors no record claimed are closed at once, never leaked
+    finally:
+        memories = _decoding.memories
+        _decoding.fds, _decoding.memories, _decoding.load_object = [], [], None
+    _close_unclaimed(fds, memories)  # descriptors no record claimed are closed at once, never leaked
+    return message, memories
+
+
+def _close_unclaimed(fds: list[int], memories: list[Memory]) -> None:
+    used = {m.fd for m in memories}
+    for fd in fds:
         if fd not in used:
             os.close(fd)
-    return message, unpickler.memories
 
 
 def socketpair() -> tuple[socket.socket, socket.socket]:

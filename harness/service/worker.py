@@ -3,8 +3,9 @@
     python -m harness.service.worker --driver SPEC --fd N --listen ADDRESS
 
 Calls arrive on the inherited SOCK_SEQPACKET descriptor (the first client) and on
-connections accepted at ADDRESS (other clients); each call runs on a thread pool, as a
-HAL service serves binder calls concurrently.  Objects a client creates (prepared models,
+connections accepted at ADDRESS (other clients); a pool of threads receives on each
+connection and handles what it receives, so calls run concurrently as a HAL service
+serves binder calls.  Objects a client creates (prepared models,
 buffers) are kept per connection and released when it closes.  SIGUSR1 dumps every
 thread's stack to stderr (the harness asks for it before killing a hung service).
 
@@ -22,7 +23,6 @@ import socket
 import sys
 import threading
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.hal import DriverError
@@ -30,17 +30,6 @@ from harness.memory import Memory
 from harness.service import wire
 
 _POOL_THREADS = 16
-
-
-class _Foreign:
-    """Stands in for an object the client passed that is not of this service (another
-    driver's prepared model, another client's object): the driver sees a stranger."""
-
-    def __init__(self, description: str) -> None:
-        self.description = description
-
-    def __repr__(self) -> str:
-        return f"<foreign object {self.description}>"
 
 
 class _Connection:
@@ -58,9 +47,9 @@ class _Connection:
     def _load_object(self, pid: tuple) -> Any:
         if pid[0] == "object":
             obj = self.objects.get(pid[1])
-            return obj if obj is not None else _Foreign(f"id {pid[1]} unknown to this connection")
+            return obj if obj is not None else wire.Foreign(f"id {pid[1]} unknown to this connection")
         if pid[0] == "foreign":
-            return _Foreign(pid[1])
+            return wire.Foreign(pid[1])
         raise ValueError(f"unknown reference {pid!r}")
 
     def _register(self, obj: Any, kind: str) -> wire.ObjectRef:
@@ -70,7 +59,16 @@ class _Connection:
 
     # ----------------------------------------------------------------- serving
 
-    def serve(self) -> None:
+    def serve(self, threads: int = _POOL_THREADS) -> None:
+        """Serve with ``threads`` threads that all receive: each call is handled by the
+        thread that received it (no hand-off), and several calls run at once."""
+        self._readers_left = threads
+        workers = [threading.Thread(target=self._receive_and_handle, daemon=True, name=f"driver-call-{i}")
+                   for i in range(threads)]
+        for worker in workers:
+            worker.start()
+
+    def _receive_and_handle(self) -> None:
         while True:
             try:
                 received = wire.receive(self.sock)
@@ -78,9 +76,12 @@ class _Connection:
                 received = None
             if received is None:
                 break
-            data, fds = received
-            self.service.pool.submit(self._handle, data, fds)
-        self.close()
+            self._handle(*received)
+        with self.send_lock:
+            self._readers_left -= 1
+            last = self._readers_left == 0
+        if last:
+            self.close()
 
     def _handle(self, data: bytes, fds: list[int]) -> None:
         call_id = None
@@ -112,6 +113,8 @@ class _Connection:
         device = self.service.device
         if method == "hello":
             return (device.name, device.version, device.capabilities())
+        if method == "ping":  # the service's own round trip, without the driver (benchmarks)
+            return None
         obj = device if target == 0 else self.objects[target]
         result = getattr(obj, method)(*args)
         if method == "prepare_model":
@@ -130,7 +133,7 @@ class _Connection:
 
     def _reply(self, reply: tuple) -> None:
         try:
-            data, fds = wire.encode(reply, wire.service_object_id)
+            data, fds = wire.encode(reply)
         except Exception as error:  # an unpicklable result is the driver's bug; report it as such
             data, fds = wire.encode(("reply", reply[1], False, ("error", type(error).__name__,
                                      f"the driver returned a value that cannot cross the service boundary: {error}", "")))
@@ -160,7 +163,6 @@ class _Connection:
 class Service:
     def __init__(self, device: Any) -> None:
         self.device = device
-        self.pool = ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="driver-call")
         self.stopped = threading.Event()
 
     def accept_forever(self, listener: socket.socket) -> None:
@@ -169,7 +171,7 @@ class Service:
                 sock, _ = listener.accept()
             except OSError:
                 return
-            threading.Thread(target=_Connection(self, sock, primary=False).serve, daemon=True).start()
+            _Connection(self, sock, primary=False).serve()
 
     def stop(self) -> None:
         self.stopped.set()
@@ -186,7 +188,7 @@ def serve(device: Any, fd: int, listen: str) -> int:
     listener.bind("\0" + listen)
     listener.listen(16)
     threading.Thread(target=service.accept_forever, args=(listener,), daemon=True).start()
-    threading.Thread(target=_Connection(service, primary, primary=True).serve, daemon=True, name="primary").start()
+    _Connection(service, primary, primary=True).serve()
     service.stopped.wait()
     listener.close()
     sys.stderr.flush()

@@ -1,0 +1,125 @@
+"""Driver service figures, each against its limit measured in the same run.
+
+    python benchmarks/bench_service.py [--seconds S]
+
+(a) round trip of a trivial call through the service vs a raw SOCK_SEQPACKET socketpair
+    ping-pong between two processes (target: <= 3x);
+(b) execute of a small ADD whose input pool is 256 MiB vs 4 KiB, through the service
+    (target: ratio <= 1.5: pools cross as descriptors, not bytes);
+(c) calls per second with 1, 2 and 4 client threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from harness.builders import binary_model
+from harness.hal import DataLocation, Request, RequestArgument
+from harness.memory import create_ashmem
+from harness.service import DriverService
+
+
+def _median_call_seconds(call, seconds: float) -> float:
+    samples = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def raw_ping_pong(seconds: float) -> float:
+    """Median round trip of a 64-byte message to another process and back."""
+    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        here.close()
+        while True:
+            message = there.recv(4096)
+            if not message:
+                os._exit(0)
+            there.send(message)
+    there.close()
+    payload = b"x" * 64
+
+    def ping():
+        here.send(payload)
+        here.recv(4096)
+
+    try:
+        return _median_call_seconds(ping, seconds)
+    finally:
+        here.close()
+        os.waitpid(pid, 0)
+
+
+def small_add_request(pool_size: int, model) -> tuple[Request, list]:
+    pool = create_ashmem(pool_size)
+    out = create_ashmem(4096)
+    pool.write(np.ones(2 * 256, np.float32).tobytes())
+    request = Request(
+        (RequestArgument(False, DataLocation(0, 0, 1024)), RequestArgument(False, DataLocation(0, 1024, 1024))),
+        (RequestArgument(False, DataLocation(1, 0, 1024)),),
+        (pool, out),
+    )
+    return request, [pool, out]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
+    args = parser.parse_args()
+    service = DriverService("reference")
+    try:
+        device = service.device
+        raw = raw_ping_pong(args.seconds)
+        trivial = _median_call_seconds(device.ping, args.seconds)
+        capabilities = _median_call_seconds(device.capabilities, args.seconds)
+        print(f"(a) trivial call (service ping) round trip: {trivial * 1e6:.1f} us; raw socketpair ping-pong "
+              f"{raw * 1e6:.1f} us; ratio {trivial / raw:.2f} (target <= 3); "
+              f"Device.capabilities() {capabilities * 1e6:.1f} us ({capabilities / raw:.2f}x)")
+
+        model = binary_model(dims=(256,))
+        prepared = device.prepare_model(model)
+        small, keep_small = small_add_request(4096, model)
+        big, keep_big = small_add_request(256 << 20, model)
+        prepared.execute(small)
+        prepared.execute(big)
+        t_small = _median_call_seconds(lambda: prepared.execute(small), args.seconds)
+        t_big = _median_call_seconds(lambda: prepared.execute(big), args.seconds)
+        print(f"(b) execute with a 256 MiB input pool {t_big * 1e6:.1f} us vs a 4 KiB pool {t_small * 1e6:.1f} us; "
+              f"ratio {t_big / t_small:.2f} (target <= 1.5)")
+
+        for threads in (1, 2, 4):
+            count = 0
+            lock = threading.Lock()
+            stop = time.perf_counter() + args.seconds
+
+            def worker():
+                nonlocal count
+                done = 0
+                while time.perf_counter() < stop:
+                    prepared.execute(small)
+                    done += 1
+                with lock:
+                    count += done
+
+            with ThreadPoolExecutor(threads) as pool:
+                for _ in range(threads):
+                    pool.submit(worker)
+            print(f"(c) {threads} client thread(s): {count / args.seconds:.0f} execute calls/s")
+    finally:
+        service.close()
+
+
+if __name__ == "__main__":
+    main()
