@@ -86,6 +86,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-seed", type=int, default=None, metavar="N",
                     help="seed for every generated scenario (default: random, printed; certify: 0)")
     group.addoption("--expectations", default=None, metavar="FILE", help="TOML file of per-driver skips and xfails with reasons")
+    group.addoption("--harness-record", default=None, metavar="FILE",
+                    help="append one JSON record per test (outcome, requirements, examples) to FILE")
+    group.addoption("--harness-stop-on", default="", metavar="REQUIREMENT",
+                    help="stop at the first failing test that names REQUIREMENT (used to score seeded bugs)")
+    group.addoption("--harness-no-shrink", action="store_true",
+                    help="report the first failing example as found, without shrinking it")
     group.addoption("--driver-isolation", default="process", choices=("process", "inline"),
                     help="run the driver in its own service process (default; crashes and hangs are reported) or inline")
     group.addoption("--driver-timeout", type=float, default=10.0, metavar="SECONDS",
@@ -112,6 +118,18 @@ def pytest_configure(config: pytest.Config) -> None:
     _register_profiles()
     profile = config.getoption("harness_profile")
     settings.load_profile(f"harness-{profile}")
+    if config.getoption("harness_no_shrink"):
+        from hypothesis import Phase
+
+        settings.register_profile(f"harness-{profile}-no-shrink", settings.get_profile(f"harness-{profile}"),
+                                  phases=[Phase.explicit, Phase.reuse, Phase.generate])
+        settings.load_profile(f"harness-{profile}-no-shrink")
+    if config.getoption("harness_record"):
+        from harness.recording import Recorder
+
+        config.pluginmanager.register(
+            Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id),
+            "harness-recorder")
     seed = config.getoption("harness_seed")
     if seed is None:
         worker_seed = getattr(config, "workerinput", {}).get("harness_seed")
@@ -152,6 +170,9 @@ def _plugin_expectations(state: HarnessState) -> list[Expectation]:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    recorder = config.pluginmanager.get_plugin("harness-recorder")
+    if recorder is not None:
+        recorder.close()
     state = config.stash.get(STATE_KEY, None)
     if state is not None:
         state.close()

@@ -101,8 +101,8 @@ class ReferenceBuffer:
             if size is not None:  # size is checked before initialization (DOM-COPY-1)
                 rules.enforce(rules.memory_size_matches(memory.size, size), "DOM-COPY-1",
                               lambda: f"memory of {memory.size} bytes for {size}")
-            if not state.initialized:
-                raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[DOM-STATE-2] buffer {state.token} is uninitialized")
+            rules.enforce(rules.buffer_initialized(state.initialized), "DOM-STATE-2",
+                          lambda: f"buffer {state.token} is uninitialized")
             target = executor.map_memory(rules, memory, writable=True, rule="DOM-COPY-1")
             target[:] = state.data.reshape(-1).view(np.uint8)
             if isinstance(target, DetachedRegion):
@@ -123,6 +123,10 @@ class ReferenceDevice:
     # The classes it hands out; a seeded-bug driver substitutes one.
     prepared_model_class: type[ReferencePreparedModel] = ReferencePreparedModel
     buffer_class: type[ReferenceBuffer] = ReferenceBuffer
+    managed_buffer_class: type[ManagedBuffer] = ManagedBuffer
+    # How execution maps request pools and writes outputs (a seeded-bug driver wraps one).
+    map_memory = staticmethod(executor.map_memory)
+    write_outputs = staticmethod(executor.write_outputs)
 
     def __init__(self) -> None:
         self.tokens = TokenTable()
@@ -185,7 +189,8 @@ class ReferenceDevice:
             rules.enforce(rules.role_probability_in_range(role.probability), "DOM-ALLOC-1", lambda: f"{where}: probability")
             allowed.append(Role(prepared, direction, role.io_index))
             operands.append(subgraph.operands[indexes[role.io_index]])
-        keys = [(id(r.prepared_model), r.direction.value, r.io_index) for r in allowed]
+        keys = [rules.role_key(role.model_index, r.prepared_model, r.direction.value, r.io_index)
+                for r, (_, role) in zip(allowed, roles)]
         rules.enforce(rules.roles_unique(keys), "DOM-ALLOC-1", "a role is given twice")
         rules.enforce(rules.role_operands_agree(operands), "DOM-ALLOC-2", "role operands differ in type, scale or zeroPoint")
         first = operands[0]
@@ -195,7 +200,7 @@ class ReferenceDevice:
         if dims is None:
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, "[DOM-ALLOC-2] role and descriptor dimensions conflict")
         state = self.tokens.add(
-            lambda token: ManagedBuffer(token, first.type, first.scale, first.zero_point, dims, frozenset(allowed))
+            lambda token: self.managed_buffer_class(token, first.type, first.scale, first.zero_point, dims, frozenset(allowed))
         )
         return self.buffer_class(state, self), state.token
 

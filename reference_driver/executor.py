@@ -157,14 +157,14 @@ def execute(prepared: ReferencePreparedModel, request: Request, tokens: TokenTab
     writes = [b.buffer for b in bindings if b.buffer is not None and b.direction is IODirection.OUTPUT]
     with locked(reads, writes):
         try:
-            views = _map_pools(rules, request, bindings)
+            views = _map_pools(prepared.device, request, bindings)
             values, outs = _read_inputs(prepared, bindings, views)
             _run_operations(prepared, values, outs)
             outputs = [b for b in bindings if b.direction is IODirection.OUTPUT]
             shapes = _check_outputs(rules, outputs, values)
             if not all(s.is_sufficient for s in shapes):
                 raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "[DOM-DYN-2] an output region is too small", shapes)
-            _write_outputs(outputs, values, views)
+            prepared.device.write_outputs(rules, outputs, values, views)
         except BaseException:
             for buffer in writes:
                 buffer.invalidate()
@@ -173,7 +173,7 @@ def execute(prepared: ReferencePreparedModel, request: Request, tokens: TokenTab
     return ExecutionResult(True, tuple(shapes), Timing(elapsed, elapsed))
 
 
-def _map_pools(rules, request: Request, bindings: Sequence[Binding]) -> dict[int, np.ndarray]:
+def _map_pools(device, request: Request, bindings: Sequence[Binding]) -> dict[int, np.ndarray]:
     """Map each memory pool the request uses once, writable when an output lives in it."""
     writable: dict[int, bool] = {}
     for b in bindings:
@@ -181,18 +181,21 @@ def _map_pools(rules, request: Request, bindings: Sequence[Binding]) -> dict[int
             index = b.argument.location.pool_index
             writable[index] = writable.get(index, False) or b.direction is IODirection.OUTPUT
     rule = "POOL-4"
-    return {i: map_memory(rules, request.pools[i], writable=w, rule=rule) for i, w in writable.items()}  # type: ignore[arg-type]
+    return {i: device.map_memory(device.rules, request.pools[i], writable=w, rule=rule)  # type: ignore[arg-type]
+            for i, w in writable.items()}
 
 
-def _region(binding: Binding, views: dict[int, np.ndarray], nbytes: int) -> np.ndarray:
+def _region(rules, binding: Binding, views: dict[int, np.ndarray], nbytes: int) -> np.ndarray:
     loc = binding.argument.location
-    return views[loc.pool_index][loc.offset : loc.offset + nbytes]
+    start, end = rules.region_bounds(loc.offset, nbytes)
+    return views[loc.pool_index][start:end]
 
 
 def _read_inputs(
     prepared: ReferencePreparedModel, bindings: Sequence[Binding], views: dict[int, np.ndarray]
 ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
     """Operand values for constants and inputs, and preallocated output views (zero copy)."""
+    rules = prepared.device.rules
     values = dict(prepared.constants)
     outs: dict[int, np.ndarray] = {}
     for b in bindings:
@@ -201,10 +204,10 @@ def _read_inputs(
             if b.buffer is not None:
                 values[b.operand_index] = _read_token(prepared.device.rules, b)
             else:
-                region = _region(b, views, b.argument.location.length)
+                region = _region(rules, b, views, b.argument.location.length)
                 values[b.operand_index] = region.view(dtype).reshape(b.dimensions)
         elif b.memory is not None and is_fully_specified(b.operand.type, b.dimensions):
-            region = _region(b, views, b.argument.location.length)
+            region = _region(rules, b, views, b.argument.location.length)
             outs[b.operand_index] = region.view(dtype).reshape(b.dimensions)
     return values, outs
 
@@ -212,8 +215,8 @@ def _read_inputs(
 def _read_token(rules, binding: Binding) -> np.ndarray:
     buffer = binding.buffer
     assert buffer is not None
-    if not buffer.initialized:
-        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[DOM-STATE-2] input {binding.io_index}: buffer {buffer.token} is uninitialized")
+    rules.enforce(rules.input_buffer_initialized(buffer.initialized), "DOM-STATE-2",
+                  lambda: f"input {binding.io_index}: buffer {buffer.token} is uninitialized")
     if rules.combine_dimensions(binding.dimensions, buffer.dimensions) is None:
         raise DriverError(ErrorStatus.INVALID_ARGUMENT,
                           f"[DOM-DYN-2] input {binding.io_index}: dimensions {binding.dimensions} conflict with the buffer's {buffer.dimensions}")
@@ -246,18 +249,18 @@ def _check_outputs(rules, outputs: Sequence[Binding], values: dict[int, np.ndarr
             rule = "DOM-DYN-2" if b.buffer is not None else "REQ-2"
             raise DriverError(ErrorStatus.GENERAL_FAILURE,
                               f"[{rule}] output {b.io_index}: produced shape {shape} cannot be stored as {b.dimensions}")
-        sufficient = b.memory is None or values[b.operand_index].nbytes <= b.argument.location.length
+        sufficient = b.memory is None or rules.output_sufficient(values[b.operand_index].nbytes, b.argument.location.length)
         shapes.append(OutputShape(shape, sufficient))
     return shapes
 
 
-def _write_outputs(outputs: Sequence[Binding], values: dict[int, np.ndarray], views: dict[int, np.ndarray]) -> None:
+def write_outputs(rules, outputs: Sequence[Binding], values: dict[int, np.ndarray], views: dict[int, np.ndarray]) -> None:
     for b in outputs:
         value = values[b.operand_index]
         if b.buffer is not None:
             b.buffer.store(value)
         elif b.memory is not None:
-            region = _region(b, views, value.nbytes)
+            region = _region(rules, b, views, value.nbytes)
             if not _is_same_memory(region, value):  # kernels that wrote in place need no copy
                 region[:] = np.ascontiguousarray(value, dtype=numpy_dtype(b.operand.type)).reshape(-1).view(np.uint8)
             pool = views[b.argument.location.pool_index]

@@ -258,8 +258,14 @@ def index_in_range(index: int, count: int) -> ErrorStatus:
     return OK if 0 <= index < count else INVALID
 
 
-def roles_unique(role_keys: Sequence[tuple[int, str, int]]) -> ErrorStatus:
-    """DOM-ALLOC-1: no role twice; keys are (identity of prepared model, direction, ioIndex)."""
+def role_key(model_index: int, prepared_model: object, direction: str, io_index: int) -> tuple:
+    """DOM-ALLOC-1: what makes two roles the same: the prepared model itself (listed twice
+    is still one model), the direction and the ioIndex."""
+    return (id(prepared_model), direction, io_index)
+
+
+def roles_unique(role_keys: Sequence[tuple]) -> ErrorStatus:
+    """DOM-ALLOC-1: no role twice (keys from `role_key`)."""
     return OK if len(set(role_keys)) == len(role_keys) else INVALID
 
 
@@ -302,6 +308,26 @@ def copy_dimensions(operand_type: OperandType, initial: Dims, given: Dims) -> Di
         return None
     combined = combine_dimensions(initial, given)
     return combined if combined is not None and is_fully_specified(operand_type, combined) else None
+
+
+def buffer_initialized(initialized: bool) -> ErrorStatus:
+    """DOM-STATE-2: copyTo reads only an initialized buffer."""
+    return OK if initialized else FAILURE
+
+
+def input_buffer_initialized(initialized: bool) -> ErrorStatus:
+    """DOM-STATE-2: an execution reads only an initialized buffer."""
+    return OK if initialized else FAILURE
+
+
+def output_sufficient(needed: int, capacity: int) -> bool:
+    """DOM-DYN-2: an output fits its shared-memory region."""
+    return needed <= capacity
+
+
+def region_bounds(offset: int, length: int) -> tuple[int, int]:
+    """POOL-2: an argument's bytes are exactly [offset, offset + length) of its pool."""
+    return offset, offset + length
 
 
 def memory_size_matches(memory_size: int, expected: int) -> ErrorStatus:

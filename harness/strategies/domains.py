@@ -118,8 +118,9 @@ def nbytes(type: OperandType, shape: Sequence[int]) -> int:
 
 
 @st.composite
-def domain_flavors(draw, caps: Capabilities) -> tuple[OperandType, tuple[float, int]]:
-    type = draw(operand_types(DOMAIN_TYPES, caps.operand_types), label="role operand type")
+def domain_flavors(draw, caps: Capabilities, quantized: bool = False) -> tuple[OperandType, tuple[float, int]]:
+    types = [t for t in DOMAIN_TYPES if t in QUANT_TYPES] if quantized else DOMAIN_TYPES
+    type = draw(operand_types(types, caps.operand_types), label="role operand type")
     return type, draw(quantization(type), label="quantization")
 
 

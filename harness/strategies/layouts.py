@@ -32,7 +32,7 @@ def request_layouts(draw, case: ModelCase, caps: Capabilities, *, allow_insuffic
     """Place every input and output of ``case`` in request pools; returns the whole scenario."""
     subgraph = case.subgraph
     kinds = sorted(caps.memory_kinds)
-    pool_count = draw(st.integers(1, 3), label="pool count")
+    pool_count = draw(st.integers(1, 4), label="pool count")
     pool_kinds = [draw(st.sampled_from(kinds), label=f"pool {i} kind") for i in range(pool_count)]
     canary = draw(canaries(), label="canary byte")
     pools: list[bytearray] = [bytearray() for _ in range(pool_count)]
@@ -93,6 +93,8 @@ def request_layouts(draw, case: ModelCase, caps: Capabilities, *, allow_insuffic
     return scenario
 
 
-def scenarios(caps: Capabilities, *, allow_insufficient: bool = True) -> st.SearchStrategy[Scenario]:
+def scenarios(caps: Capabilities, *, allow_insufficient: bool = True, family: str = "",
+              models: st.SearchStrategy | None = None) -> st.SearchStrategy[Scenario]:
     """A valid model with a valid request on it, laid out in the driver's memory kinds."""
-    return model_cases(caps).flatmap(lambda case: request_layouts(case, caps, allow_insufficient=allow_insufficient))
+    cases = models if models is not None else model_cases(caps, family)
+    return cases.flatmap(lambda case: request_layouts(case, caps, allow_insufficient=allow_insufficient))

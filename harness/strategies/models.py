@@ -62,20 +62,41 @@ def _supported(caps: Capabilities, *ops: OperationType) -> list[OperationType]:
     return [op for op in ops if op in caps.operations]
 
 
+def _shapes_of_ranks(ranks: tuple[int, int]) -> st.SearchStrategy:
+    """Two broadcastable shapes of the given ranks, broadcasting along axes longer than 1."""
+
+    @st.composite
+    def pair(draw):
+        full = draw(st.lists(st.integers(2, 4), min_size=max(ranks), max_size=max(ranks)), label="broadcast shape")
+        shapes = []
+        for rank in ranks:
+            shape = list(full[len(full) - rank :])
+            shapes.append(tuple(shape))
+        return hnp.BroadcastableShapes(tuple(shapes), tuple(full))
+
+    return pair()
+
+
 @st.composite
-def elementwise_models(draw, caps: Capabilities) -> ModelCase:
+def elementwise_models(draw, caps: Capabilities, activation: int | None = None,
+                       op: OperationType | None = None, ranks: tuple[int, int] | None = None) -> ModelCase:
     """ADD/SUB/MUL/DIV with broadcasting, a fused activation, constants by copy or reference,
     sometimes followed by RELU through a temporary of unknown shape."""
-    op = draw(st.sampled_from(_supported(caps, OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)), label="operation")
+    if op is None:
+        op = draw(st.sampled_from(_supported(caps, OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)), label="operation")
     allowed = FLOAT_TYPES if op == OperationType.DIV else FLOAT_TYPES + QUANT_TYPES + (I32,)
     type = draw(operand_types(allowed, caps.operand_types), label="type")
-    pair = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=4, max_side=4), label="shapes")
+    shapes = _shapes_of_ranks(ranks) if ranks else hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=4, max_side=4)
+    pair = draw(shapes, label="shapes")
     how_a, how_b = draw(st.sampled_from([("input", "input"), ("input", "copy"), ("input", "reference"), ("copy", "input"), ("reference", "input")]), label="operands")
     case = _Case(draw)
     a = case.operand(type, draw(arrays(type, pair.input_shapes[0]), label="a"), draw(quantization(type)), how_a, "a")
     b = case.operand(type, draw(arrays(type, pair.input_shapes[1], nonzero=op == OperationType.DIV), label="b"),
                      draw(quantization(type)), how_b, "b")
-    activation = 0 if type == I32 else draw(st.integers(0, 3), label="activation")
+    if activation is None:
+        activation = 0 if type == I32 else draw(st.integers(0, 3), label="activation")
+    elif type == I32:
+        type = draw(operand_types([t for t in allowed if t != I32], caps.operand_types), label="non-integer type")
     chain = type != I32 and OperationType.RELU in caps.operations and draw(st.booleans(), label="chain RELU")
     out_quant = draw(quantization(type), label="output quantization")
     result = case.output(op, [a, b, case.b.scalar(activation)], type, pair.result_shape, out_quant, final=not chain)
@@ -184,6 +205,15 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     return case.done([out_shape], f"CONV_2D {type.name} stride {strides}")
 
 
+FAMILIES = {
+    "elementwise": (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV),
+    "relu": (OperationType.RELU,),
+    "reshape": (OperationType.RESHAPE,),
+    "concatenation": (OperationType.CONCATENATION,),
+    "fully_connected": (OperationType.FULLY_CONNECTED,),
+    "conv_2d": (OperationType.CONV_2D,),
+}
+
 _FAMILIES = [
     ((OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV), elementwise_models),
     ((OperationType.RELU,), relu_models),
@@ -194,9 +224,11 @@ _FAMILIES = [
 ]
 
 
-def model_cases(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
-    """Any model the driver's declared operations and types allow."""
-    families = [make(caps) for ops, make in _FAMILIES if any(op in caps.operations for op in ops)]
+def model_cases(caps: Capabilities, family: str = "") -> st.SearchStrategy[ModelCase]:
+    """Any model the driver's declared operations and types allow (of one ``family`` if given)."""
+    wanted = FAMILIES.get(family, ())
+    families = [make(caps) for ops, make in _FAMILIES if any(op in caps.operations for op in ops)
+                and (not family or ops == wanted)]
     if not families:
         return st.nothing()
     return st.one_of(families).map(_noted)

@@ -52,7 +52,9 @@ def elements(operand_type: OperandType, *, nonzero: bool = False) -> st.SearchSt
 
 
 def arrays(operand_type: OperandType, shape: tuple[int, ...], *, nonzero: bool = False) -> st.SearchStrategy[np.ndarray]:
-    return hnp.arrays(np.dtype(numpy_dtype(operand_type)), shape, elements=elements(operand_type, nonzero=nonzero))
+    # No fill value: every element is drawn, so a bug that moves elements around shows.
+    return hnp.arrays(np.dtype(numpy_dtype(operand_type)), shape, elements=elements(operand_type, nonzero=nonzero),
+                      fill=st.nothing())
 
 
 def declared_dimensions(shape: tuple[int, ...], *, allow_unknown_rank: bool = True) -> st.SearchStrategy[tuple[int, ...]]:

@@ -90,3 +90,45 @@ def hang_zero_sized_memory() -> ReferenceDevice:
     device = ReferenceDevice()
     device.buffer_class = _SpinOnEmptyMemory
     return device
+
+
+class _CrashOnReadDuringRelease(ReferenceBuffer):
+    def copy_to(self, memory):
+        time.sleep(0.002)  # the window in which a release frees the storage under the reader
+        if self._state.released:
+            _segfault()
+        super().copy_to(memory)
+
+
+@mutant("crash-read-during-release", "DOM-CONC-2", "crashes when a buffer is released while a copy_to reads it")
+def crash_read_during_release() -> ReferenceDevice:
+    device = ReferenceDevice()
+    device.buffer_class = _CrashOnReadDuringRelease
+    return device
+
+
+class _HangOnManyPools(ReferencePreparedModel):
+    def execute(self, request):
+        if len(request.pools) > 3:
+            threading.Event().wait()  # a fixed table of three pool slots, waited on forever
+        return super().execute(request)
+
+
+@mutant("hang-more-than-3-pools", "POOL-2", "blocks forever when a request has more than three pools")
+def hang_more_than_3_pools() -> ReferenceDevice:
+    device = ReferenceDevice()
+    device.prepared_model_class = _HangOnManyPools
+    return device
+
+
+class _LeakyBuffer(ReferenceBuffer):
+    def copy_from(self, memory, dimensions=()):
+        os.dup(memory.fd) if memory.fd >= 0 else None  # a descriptor kept and never closed
+        super().copy_from(memory, dimensions)
+
+
+@mutant("descriptor-leak-on-copy", "DOM-COPY-1", "leaks one descriptor on every copy_from")
+def descriptor_leak_on_copy() -> ReferenceDevice:
+    device = ReferenceDevice()
+    device.buffer_class = _LeakyBuffer
+    return device

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from harness.errors import ConformanceError
 from harness.hal import BufferDesc, BufferRole, DriverError, OperandType
 from harness.lockstep import Lockstep
-from harness.strategies.domains import binary_model, role_models, role_sets
+from harness.strategies.domains import binary_model, domain_flavors, role_models, role_sets
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
@@ -49,3 +49,58 @@ def test_simple_fully_specified_buffer_is_served(driver, capabilities) -> None:
         raise ConformanceError(f"[DOM-ALLOC-3] tokens must be positive and unique among live buffers, got {tokens}")
     for buffer, _ in buffers:
         buffer.release()
+
+
+def _mistakes(type, quant):
+    """name -> (requirement, models to prepare, listed model indexes, desc dims, input roles, output roles)."""
+    same = binary_model(type, (2, 2), quant)
+    other_type = OperandType.TENSOR_INT32 if type != OperandType.TENSOR_INT32 else OperandType.TENSOR_FLOAT32
+    scalar = binary_model(type, (2, 2), quant, scalar_input=True)
+    quantized = quant[0] != 0
+    cases = {
+        "empty roles": ("DOM-ALLOC-1", [same], [0], (), [], []),
+        "no prepared models": ("DOM-ALLOC-1", [same], [], (), [BufferRole(0, 0)], []),
+        "model index out of range": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(1, 0)], []),
+        "input io index out of range": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 2)], []),
+        "output io index out of range": ("DOM-ALLOC-1", [same], [0], (), [], [BufferRole(0, 1)]),
+        "probability 0": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, 0.0)], []),
+        "negative probability": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, -0.5)], []),
+        "probability 10": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, 10.0)], []),
+        "same role twice": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0), BufferRole(0, 0)], []),
+        "same model listed twice": ("DOM-ALLOC-1", [same], [0, 0], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
+        "type conflict": ("DOM-ALLOC-2", [same, binary_model(other_type, (2, 2))], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
+        "rank conflict between roles": ("DOM-ALLOC-2", [same, binary_model(type, (2, 2, 1), quant)], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
+        "dimension conflict between roles": ("DOM-ALLOC-2", [same, binary_model(type, (2, 3), quant)], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
+        "rank conflict with descriptor": ("DOM-ALLOC-2", [same], [0], (2, 2, 1), [BufferRole(0, 0)], []),
+        "dimension conflict with descriptor": ("DOM-ALLOC-2", [same], [0], (3, 2), [BufferRole(0, 0)], []),
+        "scalar role with dimensions": ("DOM-ALLOC-2", [scalar], [0], (1,), [BufferRole(0, 2)], []),
+        "valid roles": ("DOM-ALLOC-1", [same, binary_model(type, (0, 2), quant)], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 1)], [BufferRole(0, 0)]),
+    }
+    if quantized:
+        cases["scale conflict"] = ("DOM-ALLOC-2", [same, binary_model(type, (2, 2), (quant[0] * 2, quant[1]))], [0, 1], (),
+                                   [BufferRole(0, 0), BufferRole(1, 0)], [])
+        cases["zero point conflict"] = ("DOM-ALLOC-2", [same, binary_model(type, (2, 2), (quant[0], (quant[1] + 1) % 100))],
+                                        [0, 1], (), [BufferRole(0, 0), BufferRole(1, 0)], [])
+    return cases
+
+
+MISTAKES = list(_mistakes(OperandType.TENSOR_QUANT8_ASYMM, (0.5, 3)))
+_REQUIREMENTS = {name: spec[0] for name, spec in _mistakes(OperandType.TENSOR_QUANT8_ASYMM, (0.5, 3)).items()}
+
+
+@pytest.mark.parametrize("mistake", [pytest.param(m, marks=pytest.mark.requirement(_REQUIREMENTS[m]), id=m) for m in MISTAKES])
+@given(data=st.data())
+def test_each_allocation_mistake(driver, reference, capabilities, mistake, data) -> None:
+    """Every DOM-ALLOC-1/2 mistake of the vendor test suite, tried in every run."""
+    needs_quantized = mistake in ("scale conflict", "zero point conflict")
+    if needs_quantized and OperandType.TENSOR_QUANT8_ASYMM not in capabilities.operand_types:
+        pytest.skip(f"{mistake} needs quantized role operands, which the driver does not declare")
+    type, quant = data.draw(domain_flavors(capabilities, quantized=needs_quantized), label="flavor")
+    cases = _mistakes(type, quant)
+    requirement, models, listed, desc, inputs, outputs = cases[mistake]
+    step = Lockstep(driver, reference)
+    prepared = [step.prepare(model) for model in models]
+    if any(p is None for p in prepared):
+        pytest.skip("the driver does not prepare the models this case needs")
+    step.allocate("buffer", BufferDesc(desc), [prepared[i] for i in listed], inputs, outputs, requirement=requirement)
+    step.close()

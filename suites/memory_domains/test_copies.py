@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.hal import BufferDesc, BufferRole, element_size
+from harness.errors import ConformanceError
+from harness.hal import BufferDesc, BufferRole, OperandType, element_size
 from harness.lockstep import Lockstep
-from harness.scenario import MemorySpec
+from harness.scenario import MemorySpec, make_memory
 from harness.strategies.domains import binary_model, domain_flavors, nbytes
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -43,4 +46,52 @@ def test_copy_sequences(driver, reference, capabilities, data) -> None:
         else:
             ok = step.copy_to("buffer", size, kind, requirement="DOM-COPY-1") is not None
             event(f"copy_to {'accepted' if ok else 'rejected'}")
+    step.close()
+
+
+def _open_descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.mark.requirement("DOM-COPY-1")
+def test_copies_do_not_leak_descriptors(driver, pytestconfig) -> None:
+    """Thousands of copies in a nightly run must not exhaust the service's descriptors."""
+    from harness.pytest_plugin import state_of
+
+    service = state_of(pytestconfig).service
+    pid = service.pid if service is not None else os.getpid()
+    type = OperandType.TENSOR_FLOAT32
+    prepared = driver.prepare_model(binary_model(type, (2, 2)).build_model())
+    buffer, _ = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
+    memory = MemorySpec("ashmem", np.ones((2, 2), np.float32).tobytes())
+    before = _open_descriptors(pid)
+    for _ in range(64):
+        source = make_memory(memory)
+        try:
+            buffer.copy_from(source, ())
+        finally:
+            source.close()
+    grown = _open_descriptors(pid) - before
+    buffer.release()
+    if grown > 8:
+        raise ConformanceError(f"[DOM-COPY-1] the driver service holds {grown} more descriptors after 64 copies")
+
+
+@pytest.mark.requirement("DOM-STATE-1")
+@given(data=st.data())
+def test_failed_copy_uninitializes(driver, reference, capabilities, data) -> None:
+    """A failed copy_from leaves the buffer uninitialized, whatever it held before."""
+    type, quant = data.draw(domain_flavors(capabilities), label="flavor")
+    step = Lockstep(driver, reference)
+    prepared = step.prepare(binary_model(type, (2, 2), quant))
+    if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
+        pytest.skip("the driver refused the allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
+    size = nbytes(type, (2, 2))
+    step.copy_from("buffer", MemorySpec("ashmem", bytes(range(size))), (), requirement="DOM-COPY-1")
+    wrong = data.draw(st.sampled_from(["size", "dimensions"]), label="how the copy fails")
+    if wrong == "size":
+        step.copy_from("buffer", MemorySpec("ashmem", bytes(size + 1)), (), requirement="DOM-COPY-1")
+    else:
+        step.copy_from("buffer", MemorySpec("ashmem", bytes(size)), (4,), requirement="DOM-COPY-2")
+    step.copy_to("buffer", size, requirement="DOM-STATE-1")
     step.close()

@@ -80,6 +80,7 @@ MISUSES = {
     "token with length": ("DOM-ROLE-4", [0], [], (("input", 0),), "allocated", "live", "length"),
     "token with padding": ("DOM-ROLE-4", [0], [], (("input", 0),), "allocated", "live", "padding"),
     "allowed use": ("DOM-ROLE-2", [0, 1], [1], (("input", 1),), "allocated", "live", "zero"),
+    "uninitialized input": ("DOM-STATE-2", [0], [], (("input", 0),), "allocated", "uninitialized", "zero"),
 }
 _LOCATIONS = {"zero": DataLocation(), "offset": DataLocation(0, 4), "length": DataLocation(0, 0, 4),
               "padding": DataLocation(0, 0, 0, 4)}
@@ -101,7 +102,8 @@ def test_each_misuse(driver, reference, capabilities, misuse, data) -> None:
                               [BufferRole(0, i) for i in out_roles])
     if allocated is None:
         pytest.skip("the driver refused the allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
-    step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS, 9).tobytes()), ())
+    if token != "uninitialized":
+        step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS, 9).tobytes()), ())
     use = TokenUse("buffer", location=_LOCATIONS[location])
     inputs = [use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
     outputs = [use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.hal import OperationType
 from harness.oracle import assert_conforms, run_scenario
 from harness.strategies import scenarios
+from harness.strategies.models import FAMILIES, elementwise_models
 
 REQUIRED_KINDS = ("ashmem", "mmap_fd", "hardware_buffer_blob")
 
@@ -34,3 +36,41 @@ def test_every_memory_kind_serves_execution(driver, reference, capabilities, kin
     only_this_kind = replace(capabilities, memory_kinds=frozenset({kind}))
     scenario = data.draw(scenarios(only_this_kind, allow_insufficient=False), label="scenario")
     assert_conforms("POOL-3", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+
+
+@pytest.mark.requirement("POOL-2")
+@pytest.mark.parametrize("family", list(FAMILIES))
+@given(data=st.data())
+def test_each_operation_family(driver, reference, capabilities, family, data) -> None:
+    """Every operation family the driver declares gets its own examples in every run."""
+    if not any(op in capabilities.operations for op in FAMILIES[family]):
+        pytest.skip(f"the driver declares no {family} operation")
+    scenario = data.draw(scenarios(capabilities, family=family), label="scenario")
+    assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+
+
+@pytest.mark.requirement("POOL-2")
+@pytest.mark.parametrize("activation", [0, 1, 2, 3], ids=["NONE", "RELU", "RELU1", "RELU6"])
+@given(data=st.data())
+def test_each_fused_activation(driver, reference, capabilities, activation, data) -> None:
+    if not any(op in capabilities.operations for op in FAMILIES["elementwise"]):
+        pytest.skip("the driver declares no element-wise arithmetic")
+    models = elementwise_models(capabilities, activation=activation)
+    scenario = data.draw(scenarios(capabilities, models=models), label="scenario")
+    assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+
+
+RANK_PAIRS = [(2, 1), (3, 1), (4, 2), (1, 3)]
+
+
+@pytest.mark.requirement("POOL-2")
+@pytest.mark.parametrize("ranks", RANK_PAIRS, ids=[f"rank{a}-rank{b}" for a, b in RANK_PAIRS])
+@pytest.mark.parametrize("op", [OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV], ids=lambda o: o.name)
+@given(data=st.data())
+def test_broadcasting(driver, reference, capabilities, op, ranks, data) -> None:
+    """numpy broadcasting between operands of different ranks, for each arithmetic operation."""
+    if op not in capabilities.operations:
+        pytest.skip(f"the driver does not declare {op.name}")
+    models = elementwise_models(capabilities, op=op, ranks=ranks)
+    scenario = data.draw(scenarios(capabilities, models=models), label="scenario")
+    assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))

@@ -1,0 +1,76 @@
+"""The ``harness`` command: thin commands over pytest and the plugin registry.
+
+    harness list                      every registered driver, with description and capabilities
+    harness run --driver NAME [...]   the suites against a driver (any pytest options after --)
+    harness score [...]               the suites' own score against the seeded-bug drivers
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.errors import HarnessError
+
+
+def _list(options: argparse.Namespace) -> int:
+    from harness.pytest_plugin import describe_capabilities
+    from harness.registry import load_registry
+
+    registry = load_registry()
+    for name in registry.names():
+        spec = registry.drivers[name]
+        if spec.breaks and not options.all:
+            continue
+        print(f"{name}: {spec.description} [plugin {spec.plugin}]")
+        try:
+            capabilities = spec.capabilities or spec.create().capabilities()
+        except Exception as error:  # one broken driver must not hide the others from the list
+            print(f"    capabilities unavailable: {type(error).__name__}: {error}")
+            continue
+        print(f"    {describe_capabilities(capabilities)}")
+    hidden = sum(1 for spec in registry.drivers.values() if spec.breaks)
+    if hidden and not options.all:
+        print(f"({hidden} seeded-bug drivers not shown; harness list --all shows them)")
+    for plugin, error in sorted(registry.broken.items()):
+        print(f"plugin {plugin} failed to load: {error}", file=sys.stderr)
+    return 0
+
+
+def _run(options: argparse.Namespace, extra: list[str]) -> int:
+    import pytest
+
+    return int(pytest.main(["--pyargs", "suites", f"--driver={options.driver}",
+                            f"--harness-profile={options.profile}", *extra]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="harness", description="Conformance and fuzz testing of accelerator drivers.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    listing = commands.add_parser("list", help="list registered drivers")
+    listing.add_argument("--all", action="store_true", help="include the seeded-bug drivers")
+    run = commands.add_parser("run", help="run the suites against a driver (pytest options after --)")
+    run.add_argument("--driver", default="reference")
+    run.add_argument("--profile", default="dev", choices=("dev", "ci", "certify", "nightly"))
+    commands.add_parser("score", help="score the suites against the seeded-bug drivers", add_help=False)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["score"]:
+        from harness.score import main as score_main
+
+        return score_main(argv[1:])
+    extra: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1 :]
+    options = parser.parse_args(argv)
+    try:
+        if options.command == "list":
+            return _list(options)
+        return _run(options, extra)
+    except HarnessError as error:
+        print(f"harness: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

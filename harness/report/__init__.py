@@ -1,0 +1,1 @@
+"""Reports: certificates, JUnit, HTML, reproducers; always written atomically."""

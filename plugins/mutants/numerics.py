@@ -1,0 +1,87 @@
+"""Seeded numeric bugs: outputs written through the pools hold wrong values (checked with POOL-2)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.hal import OperationType
+from reference_driver import ReferenceDevice
+from reference_driver.ops import Kernel, _numeric, elementwise, nn
+
+from ._registry import mutant
+
+
+def _with_kernel(op: OperationType, run) -> ReferenceDevice:
+    device = ReferenceDevice()
+    device.kernels[op] = Kernel(device.kernels[op].validate, run)
+    return device
+
+
+@mutant("broadcast-rank-1-wrong", "POOL-2", "ADD walks a broadcast rank-1 operand backwards")
+def broadcast_rank_1_wrong():
+    add = elementwise.binary(np.add)
+
+    def run(values, ins, out_op, out):
+        a, b, act = values
+        if b.ndim == 1 and a.ndim >= 2 and b.shape[0] > 1:
+            b = b[::-1]  # the stride of the broadcast axis taken with the wrong sign
+        return add([a, b, act], ins, out_op, None)
+
+    return _with_kernel(OperationType.ADD, run)
+
+
+@mutant("relu6-clamps-at-6.5", "POOL-2", "the fused RELU6 activation clamps at 6.5")
+def relu6_clamps_at_6_5():
+    device = ReferenceDevice()
+    for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
+        ufunc = {OperationType.ADD: np.add, OperationType.SUB: np.subtract, OperationType.MUL: np.multiply,
+                 OperationType.DIV: np.divide}[op]
+        kernel = elementwise.binary(ufunc)
+
+        def run(values, ins, out_op, out, kernel=kernel, ufunc=ufunc):
+            if _numeric.scalar(values[2]) != 3:
+                return kernel(values, ins, out_op, out)
+            real = ufunc(_numeric.to_real(values[0], ins[0]), _numeric.to_real(values[1], ins[1]))
+            return _numeric.from_real(np.clip(real, 0, 6.5), out_op)
+
+        device.kernels[op] = Kernel(device.kernels[op].validate, run)
+    return device
+
+
+@mutant("quantized-rounding-truncates", "POOL-2", "requantizes by truncating toward minus infinity (one step low for half the values)")
+def quantized_rounding_truncates():
+    device = ReferenceDevice()
+    original = _numeric.from_real
+
+    def from_real(x, operand):
+        if operand.scale:
+            low, high = _numeric._RANGE[operand.type]
+            q = np.floor(np.asarray(x, dtype=np.float64) / operand.scale) + operand.zero_point
+            return np.clip(q, low, high).astype(original(np.zeros(1), operand).dtype)
+        return original(x, operand)
+
+    for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL):
+        ufunc = {OperationType.ADD: np.add, OperationType.SUB: np.subtract, OperationType.MUL: np.multiply}[op]
+        kernel = elementwise.binary(ufunc)
+
+        def run(values, ins, out_op, out, kernel=kernel, ufunc=ufunc):
+            if not out_op.scale:
+                return kernel(values, ins, out_op, out)
+            real = _numeric.activate(ufunc(_numeric.to_real(values[0], ins[0]), _numeric.to_real(values[1], ins[1])),
+                                     _numeric.scalar(values[2]))
+            return from_real(real, out_op)
+
+        device.kernels[op] = Kernel(device.kernels[op].validate, run)
+    return device
+
+
+@mutant("conv-stride-2-ignored", "POOL-2", "CONV_2D computes stride 2 as stride 1 and writes the first rows")
+def conv_stride_2_ignored():
+    def run(values, ins, out_op, out):
+        values = list(values)
+        for i in (7, 8):
+            if _numeric.scalar(values[i]) == 2:
+                values[i] = np.asarray(1, np.int32)
+        return nn.run_conv_2d(values, ins, out_op, out)
+
+    return _with_kernel(OperationType.CONV_2D, run)

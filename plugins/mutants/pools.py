@@ -1,0 +1,100 @@
+"""Seeded bugs in memory pools, handles and request validation (POOL, REQ)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.hal import DriverError, ErrorStatus, OperandLifeTime, numpy_dtype
+from harness.memory import Memory, MemoryMapError, read_detached
+from reference_driver import ReferenceDevice, executor
+from reference_driver.validation import INVALID, OK
+
+from ._registry import mutant, with_rule
+
+
+@mutant("offset-ignored", "POOL-2", "reads and writes every argument from the start of its pool")
+def offset_ignored():
+    return with_rule("region_bounds", lambda offset, length: (0, length))
+
+
+@mutant("padding-ignored", "POOL-5", "checks offset + length against the pool size but forgets the padding")
+def padding_ignored():
+    def region_within_memory(location, memory):
+        return OK if location.offset + location.length <= memory.size else INVALID
+    return with_rule("region_within_memory", region_within_memory)
+
+
+@mutant("bound-off-by-one", "POOL-5", "accepts a region that ends one byte past its pool")
+def bound_off_by_one():
+    def region_within_memory(location, memory):
+        end = location.offset + location.length + location.padding
+        return OK if min(location.offset, location.length, location.padding) >= 0 and end <= memory.size + 1 else INVALID
+    return with_rule("region_within_memory", region_within_memory)
+
+
+@mutant("writes-past-output", "POOL-2", "writes four bytes of scratch after every output region")
+def writes_past_output():
+    device = ReferenceDevice()
+
+    def write_outputs(rules, outputs, values, views):
+        executor.write_outputs(rules, outputs, values, views)
+        for b in outputs:
+            if b.memory is not None:
+                end = b.argument.location.offset + b.argument.location.length
+                views[b.argument.location.pool_index][end : end + 4] = 0xEE
+
+    device.write_outputs = write_outputs
+    return device
+
+
+class _ConstantsFromOffsetZero(ReferenceDevice):
+    def prepare_model(self, model):
+        prepared = super().prepare_model(model)
+        for index, operand in enumerate(model.main.operands):
+            if operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+                pool = model.pools[operand.location.pool_index]
+                raw = pool.map(writable=False)[: operand.location.length].copy()  # the offset is forgotten
+                prepared.constants[index] = raw.view(numpy_dtype(operand.type)).reshape(operand.dimensions)
+        return prepared
+
+
+@mutant("constant-reference-offset-zero", "POOL-1", "reads CONSTANT_REFERENCE values from offset 0 of their pool")
+def constant_reference_offset_zero():
+    return _ConstantsFromOffsetZero()
+
+
+@mutant("unknown-memory-kind-accepted", "POOL-5", "maps any memory whatever its kind name says")
+def unknown_memory_kind_accepted():
+    return with_rule("memory_kind_known", lambda memory: OK)
+
+
+@mutant("read-only-output-accepted", "POOL-5",
+        "when an output memory cannot be mapped writable, writes to a private copy and reports success")
+def read_only_output_accepted():
+    device = ReferenceDevice()
+
+    def map_memory(rules, memory: Memory, *, writable: bool, rule: str):
+        try:
+            return executor.map_memory(rules, memory, writable=writable, rule=rule)
+        except DriverError:
+            if not writable or memory.closed:
+                raise
+            try:
+                return np.array(read_detached(memory.fd, memory.offset, memory.size, writable=False))
+            except MemoryMapError:
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, "unmappable") from None
+
+    device.map_memory = map_memory
+    return device
+
+
+@mutant("missing-input-accepted", "REQ-1", "checks the number of outputs but not the number of inputs")
+def missing_input_accepted():
+    def argument_counts_match(request_inputs, request_outputs, subgraph):
+        return OK if request_outputs == len(subgraph.output_indexes) and request_inputs <= len(subgraph.input_indexes) + 1 else INVALID
+    return with_rule("argument_counts_match", argument_counts_match)
+
+
+@mutant("length-unchecked", "REQ-2", "does not check an argument's length against its dimensions")
+def length_unchecked():
+    return with_rule("length_matches_dimensions", lambda location, operand_type, combined: OK)

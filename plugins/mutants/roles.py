@@ -1,0 +1,111 @@
+"""Seeded bugs in role checks and allocation validation (DOM-ROLE, DOM-ALLOC)."""
+
+from __future__ import annotations
+
+from harness.hal import ErrorStatus
+from reference_driver.buffers import TokenTable
+from reference_driver.validation import OK, combine_dimensions
+
+from ._registry import mutant, with_rule
+
+INVALID = ErrorStatus.INVALID_ARGUMENT
+
+
+def _roles_matching(match):
+    def role_allowed(roles, prepared_model, direction, io_index):
+        return OK if any(match(r, prepared_model, direction, io_index) for r in roles) else INVALID
+    return role_allowed
+
+
+@mutant("role-io-index-unchecked", "DOM-ROLE-2", "accepts a buffer at any ioIndex of the right model and direction")
+def role_io_index_unchecked():
+    return with_rule("role_allowed", _roles_matching(lambda r, p, d, i: r.prepared_model is p and r.direction == d))
+
+
+@mutant("role-direction-unchecked", "DOM-ROLE-2", "accepts an input-only buffer as an output and vice versa")
+def role_direction_unchecked():
+    return with_rule("role_allowed", _roles_matching(lambda r, p, d, i: r.prepared_model is p and r.io_index == i))
+
+
+@mutant("role-other-model-accepted", "DOM-ROLE-2", "accepts a buffer allocated for another prepared model")
+def role_other_model_accepted():
+    return with_rule("role_allowed", _roles_matching(lambda r, p, d, i: r.direction == d and r.io_index == i))
+
+
+@mutant("duplicate-model-not-duplicate", "DOM-ALLOC-1",
+        "keys roles by model index, so the same prepared model listed twice gives two 'different' roles")
+def duplicate_model_not_duplicate():
+    return with_rule("role_key", lambda model_index, prepared, direction, io_index: (model_index, direction, io_index))
+
+
+class _ZeroMeansLatest(TokenTable):
+    def get(self, token):
+        if token == 0:  # an uninitialized token field read as "the buffer just allocated"
+            with self._lock:
+                return self._live[max(self._live)] if self._live else None
+        return super().get(token)
+
+
+@mutant("token-zero-accepted", "DOM-ROLE-1", "treats token 0 as the most recently allocated buffer")
+def token_zero_accepted():
+    device = with_rule("token_positive", lambda token: OK if token >= 0 else INVALID)
+    device.tokens = _ZeroMeansLatest()
+    return device
+
+
+class _ForgetfulRelease(TokenTable):
+    def remove(self, token):
+        pass  # the buffer stays in the table: its token keeps working after release
+
+
+@mutant("released-token-usable", "DOM-ROLE-1", "release() frees nothing; the token keeps naming the buffer")
+def released_token_usable():
+    from reference_driver import ReferenceDevice
+
+    device = ReferenceDevice()
+    device.tokens = _ForgetfulRelease()
+    return device
+
+
+@mutant("output-token-reused", "DOM-ROLE-3", "allows a token used as an output to appear again in the same request")
+def output_token_reused():
+    return with_rule("token_output_exclusive", lambda uses: OK)
+
+
+@mutant("token-location-ignored", "DOM-ROLE-4", "ignores offset, length and padding given with a token pool")
+def token_location_ignored():
+    return with_rule("token_location_zero", lambda argument: OK)
+
+
+@mutant("probability-unchecked", "DOM-ALLOC-1", "accepts any role probability (0, negative, above 1)")
+def probability_unchecked():
+    return with_rule("role_probability_in_range", lambda probability: OK)
+
+
+@mutant("scale-conflict-accepted", "DOM-ALLOC-2", "compares role operand types but not scale and zeroPoint")
+def scale_conflict_accepted():
+    return with_rule("role_operands_agree", lambda operands: OK if len({o.type for o in operands}) == 1 else INVALID)
+
+
+def _conflict_as_unknown(lhs, rhs):
+    if not lhs or not rhs:
+        return tuple(lhs or rhs)
+    if len(lhs) != len(rhs):
+        return None
+    return tuple(a if a == b else (a or b) if 0 in (a, b) else 0 for a, b in zip(lhs, rhs))
+
+
+@mutant("conflict-as-unknown", "DOM-ALLOC-2", "combine_dimensions treats two different extents as an unknown one")
+def conflict_as_unknown():
+    def role_dimensions(operands, desc_dimensions):
+        combined = tuple(desc_dimensions)
+        for operand in operands:
+            combined = _conflict_as_unknown(combined, operand.dimensions) if combined is not None else None
+        return combined
+    assert combine_dimensions((2,), (3,)) is None  # the reference's rule, for contrast
+    return with_rule("role_dimensions", role_dimensions)
+
+
+@mutant("scalar-role-with-dimensions", "DOM-ALLOC-2", "accepts dimensions in the descriptor of a scalar role")
+def scalar_role_with_dimensions():
+    return with_rule("scalar_role_without_dimensions", lambda operand_type, dimensions: OK)

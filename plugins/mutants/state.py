@@ -1,0 +1,149 @@
+"""Seeded bugs in buffer state and dynamic shapes (DOM-STATE, DOM-DYN, DOM-COPY)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.hal import DriverError, ErrorStatus, OutputShape
+from reference_driver import ReferenceDevice
+from reference_driver.buffers import ManagedBuffer
+from reference_driver.device import ReferenceBuffer, ReferencePreparedModel
+from reference_driver.validation import OK
+
+from ._registry import mutant, with_rule
+
+
+@mutant("copy-to-uninitialized", "DOM-STATE-2", "copy_to of a never-written buffer succeeds (returns zeros)")
+def copy_to_uninitialized():
+    return with_rule("buffer_initialized", lambda initialized: OK)
+
+
+@mutant("uninitialized-input-accepted", "DOM-STATE-2", "executes with an uninitialized buffer as input")
+def uninitialized_input_accepted():
+    return with_rule("input_buffer_initialized", lambda initialized: OK)
+
+
+class _StickyCopy(ReferenceBuffer):
+    def copy_from(self, memory, dimensions=()):
+        was = self._state.initialized
+        try:
+            super().copy_from(memory, dimensions)
+        except DriverError:
+            self._state.initialized = was  # a failed copy leaves the old state standing
+            raise
+
+
+@mutant("failed-copy-keeps-initialized", "DOM-STATE-1", "a failed copy_from leaves the buffer initialized")
+def failed_copy_keeps_initialized():
+    device = ReferenceDevice()
+    device.buffer_class = _StickyCopy
+    return device
+
+
+class _StickyExecution(ReferencePreparedModel):
+    def execute(self, request):
+        live = [self.device.tokens.get(p) for p in request.pools if isinstance(p, int) and not isinstance(p, bool)]
+        before = {id(b): b.initialized for b in live if b is not None}
+        try:
+            return super().execute(request)
+        except DriverError:
+            for b in live:
+                if b is not None:
+                    b.initialized = before[id(b)]
+            raise
+
+
+@mutant("failed-execution-keeps-initialized", "DOM-STATE-1", "a failed execution leaves its output buffers initialized")
+def failed_execution_keeps_initialized():
+    device = ReferenceDevice()
+    device.prepared_model_class = _StickyExecution
+    return device
+
+
+class _NeverResizes(ManagedBuffer):
+    def store(self, value):
+        if self.initialized and tuple(value.shape) != self.dimensions:
+            flat = np.resize(np.asarray(value, dtype=self.dtype).reshape(-1), self.data.size)
+            self.data = flat.reshape(self.dimensions)  # squeezed into the old size
+            self.initialized = True
+            return
+        super().store(value)
+
+
+@mutant("buffer-never-resizes", "DOM-DYN-1", "keeps a dynamic buffer's first size and squeezes later outputs into it")
+def buffer_never_resizes():
+    device = ReferenceDevice()
+    device.managed_buffer_class = _NeverResizes
+    return device
+
+
+class _FirstShapeReported(ReferencePreparedModel):
+    def execute(self, request):
+        result = super().execute(request)
+        shapes = list(result.output_shapes)
+        for i, argument in enumerate(request.outputs):
+            pool = request.pools[argument.location.pool_index] if not argument.has_no_value else None
+            if isinstance(pool, int):
+                buffer = self.device.tokens.get(pool)
+                first = getattr(buffer, "first_dimensions", None)
+                if buffer is not None and first is None:
+                    buffer.first_dimensions = shapes[i].dimensions
+                elif first is not None:
+                    shapes[i] = OutputShape(first, True)
+        return type(result)(result.output_sufficient_size, tuple(shapes), result.timing)
+
+
+@mutant("token-output-shape-stale", "DOM-DYN-1", "reports a buffer output's first shape in every later execution")
+def token_output_shape_stale():
+    device = ReferenceDevice()
+    device.prepared_model_class = _FirstShapeReported
+    return device
+
+
+@mutant("insufficient-reported-sufficient", "DOM-DYN-2",
+        "reports a too-small output region as sufficient and writes what fits")
+def insufficient_reported_sufficient():
+    return with_rule("output_sufficient", lambda needed, capacity: True)
+
+
+class _ShapelessInsufficient(ReferencePreparedModel):
+    def execute(self, request):
+        try:
+            return super().execute(request)
+        except DriverError as error:
+            if error.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+                raise DriverError(error.status, error.message) from None  # the needed shapes are lost
+            raise
+
+
+@mutant("insufficient-without-shapes", "DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE carries no output shapes")
+def insufficient_without_shapes():
+    device = ReferenceDevice()
+    device.prepared_model_class = _ShapelessInsufficient
+    return device
+
+
+@mutant("copy-size-unchecked", "DOM-COPY-1", "copy_to accepts a memory of any size (copies what fits)")
+def copy_size_unchecked():
+    device = ReferenceDevice()
+    real = device.rules.memory_size_matches
+    device.rules.memory_size_matches = lambda size, expected: OK if size >= expected else real(size, expected)
+    return device
+
+
+@mutant("copy-dimensions-unchecked", "DOM-COPY-2", "copy_from accepts dimensions of the wrong rank or with zeros")
+def copy_dimensions_unchecked():
+    device = ReferenceDevice()
+    real = device.rules.copy_dimensions
+
+    def copy_dimensions(operand_type, initial, given):
+        combined = real(operand_type, initial, given)
+        if combined is None and given and not all(given):
+            return tuple(d or 1 for d in given)
+        if combined is None and given:
+            return tuple(given)
+        return combined
+
+    device.rules.copy_dimensions = copy_dimensions
+    return device
+

@@ -1,0 +1,30 @@
+"""The suites' own score: every seeded-bug driver is caught by a test naming its requirement,
+and the reference passes the very same run (same profile, seed and service)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.registry import load_registry
+from harness.score import format_table, run_suites, score_all, summary
+
+
+def test_there_are_enough_mutants_covering_every_family() -> None:
+    registry = load_registry()
+    mutants = {name: spec for name, spec in registry.drivers.items() if spec.breaks}
+    assert len(mutants) >= 30
+    families = {spec.breaks.rsplit("-", 1)[0] for spec in mutants.values()}
+    assert {"POOL", "REQ", "DOM-ALLOC", "DOM-STATE", "DOM-COPY", "DOM-ROLE", "DOM-DYN", "DOM-CONC"} <= families
+    assert all(name.startswith("mutant-") and spec.description for name, spec in mutants.items())
+
+
+@pytest.mark.timeout(1500)
+def test_every_mutant_is_caught_and_the_reference_passes() -> None:
+    scores = score_all(jobs=2)
+    report = f"{format_table(scores)}\n{summary(scores)}"
+    missed = [s.driver for s in scores if not s.caught]
+    assert not missed, f"seeded bugs no test caught (holes in the suites):\n{report}"
+    records = run_suites("reference")
+    failed = [r["id"] for r in records if r["outcome"] == "failed"]
+    assert records and not failed, f"the reference fails the run that scores the mutants: {failed}"
+    print(report)
