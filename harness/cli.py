@@ -3,6 +3,7 @@
     harness list                      every registered driver, with description and capabilities
     harness run --driver NAME [...]   the suites against a driver (any pytest options after --)
     harness score [...]               the suites' own score against the seeded-bug drivers
+    harness certify --driver NAME [--out DIR]   certificate.json, junit.xml and report.html
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--driver", default="reference")
     run.add_argument("--profile", default="dev", choices=("dev", "ci", "certify", "nightly"))
     commands.add_parser("score", help="score the suites against the seeded-bug drivers", add_help=False)
+    certify = commands.add_parser("certify", help="certify a driver: certificate.json, junit.xml, report.html")
+    certify.add_argument("--driver", required=True)
+    certify.add_argument("--out", default="certification", metavar="DIR")
+    certify.add_argument("--expectations", default=None, metavar="FILE")
+    certify.add_argument("--seed", type=int, default=None, help="default: 0 (the certify profile's fixed seed)")
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["score"]:
         from harness.score import main as score_main
@@ -66,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if options.command == "list":
             return _list(options)
+        if options.command == "certify":
+            from harness.certify import certify as run_certify
+
+            return run_certify(options.driver, options.out, options.expectations, options.seed, extra)
         return _run(options, extra)
     except HarnessError as error:
         print(f"harness: {error}", file=sys.stderr)

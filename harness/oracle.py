@@ -144,12 +144,14 @@ def describe_scenario(scenario: Scenario) -> str:
 
 def _fail(requirement: str, what: str, scenario: Scenario, expected: Outcome, actual: Outcome) -> None:
     __tracebackhide__ = True
-    raise ConformanceError(
+    error = ConformanceError(
         f"[{requirement}] {what}\n"
         f"  reference:          {expected.summary()}\n"
         f"  driver under test:  {actual.summary()}\n"
         f"{describe_scenario(scenario)}"
     )
+    error.scenario, error.requirement = scenario, requirement  # for the reproducer printer
+    raise error
 
 
 def _tolerance(operand_type: OperandType) -> tuple[float, float]:
@@ -226,10 +228,12 @@ def assert_outside_outputs_untouched(scenario: Scenario, actual: Outcome) -> Non
                 changed[arg.location.offset : arg.location.offset + arg.location.length] = False
         if changed.any():
             at = int(np.flatnonzero(changed)[0])
-            raise ConformanceError(
+            error = ConformanceError(
                 f"[POOL-2] request pool {index} ({spec.kind}) byte {at} outside every output region changed "
                 f"from {before[at]:#04x} to {now[at]:#04x} ({int(changed.sum())} bytes changed)\n{describe_scenario(scenario)}"
             )
+            error.scenario, error.requirement = scenario, "POOL-2"
+            raise error
 
 
 @contextmanager

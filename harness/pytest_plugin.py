@@ -90,6 +90,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="append one JSON record per test (outcome, requirements, examples) to FILE")
     group.addoption("--harness-stop-on", default="", metavar="REQUIREMENT",
                     help="stop at the first failing test that names REQUIREMENT (used to score seeded bugs)")
+    group.addoption("--harness-reproducers", default="", metavar="DIR",
+                    help="write each failing scenario as a standalone reproducer script into DIR")
     group.addoption("--harness-no-shrink", action="store_true",
                     help="report the first failing example as found, without shrinking it")
     group.addoption("--driver-isolation", default="process", choices=("process", "inline"),
@@ -128,7 +130,8 @@ def pytest_configure(config: pytest.Config) -> None:
         from harness.recording import Recorder
 
         config.pluginmanager.register(
-            Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id),
+            Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
+                     config.getoption("driver"), config.getoption("harness_reproducers")),
             "harness-recorder")
     seed = config.getoption("harness_seed")
     if seed is None:
@@ -192,6 +195,28 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines.append(f"driver {device.name} version {device.version} ({spec.description}; plugin {spec.plugin}; {where})")
     lines.append(describe_capabilities(caps))
     return lines
+
+
+def session_info(state: HarnessState) -> dict:
+    """Who was tested how: the head of a run's record, and of its certificate."""
+    spec, device, caps = state.resolve(), state.create(), state.capabilities()
+    return {
+        "driver": state.driver_name, "device_name": device.name, "device_version": device.version,
+        "plugin": spec.plugin, "description": spec.description, "profile": state.profile, "seed": state.seed,
+        "isolation": state.isolation, "driver_timeout_s": state.timeout, "harness_version": harness.__version__,
+        "capabilities": {"memory_kinds": sorted(caps.memory_kinds), "memory_domains": caps.memory_domains,
+                         "operations": sorted(op.name for op in caps.operations),
+                         "operand_types": sorted(t.name for t in caps.operand_types)},
+    }
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    recorder = session.config.pluginmanager.get_plugin("harness-recorder")
+    if recorder is not None and not hasattr(session.config, "workerinput"):
+        try:
+            recorder.write_session(session_info(state_of(session.config)))
+        except HarnessError as error:
+            recorder.write_session({"driver": state_of(session.config).driver_name, "error": str(error)})
 
 
 def describe_capabilities(caps: Capabilities) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import time
 
 import pytest
@@ -21,8 +22,10 @@ def requirements_of(item: pytest.Item) -> list[str]:
 
 
 class Recorder:
-    def __init__(self, path: str, stop_on: str, canonical_id) -> None:
+    def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "") -> None:
         self.path = path
+        self.driver = driver
+        self.reproducers = reproducers
         self.stop_on = stop_on
         self.canonical_id = canonical_id
         self.started = time.monotonic()
@@ -48,31 +51,58 @@ class Recorder:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         self._examples_at_start = self.examples_run
 
+    def write_session(self, info: dict) -> None:
+        self._file.write(json.dumps({"session": info}) + "\n")
+        self._file.flush()
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call):
         outcome = yield
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            self._record(item, report)
+            reproducer = self._write_reproducer(item, call) if report.failed else ""
+            self._record(item, report, reproducer)
 
-    def _record(self, item: pytest.Item, report) -> None:
+    def _write_reproducer(self, item: pytest.Item, call) -> str:
+        """The failing scenario as a script, written before anything else can go wrong."""
+        error = call.excinfo.value if call.excinfo is not None else None
+        candidates = [error, *getattr(error, "exceptions", ())]
+        found = next((e for e in candidates if getattr(e, "scenario", None) is not None), None)
+        if found is None or not self.reproducers:
+            return ""
+        from harness.report.files import write_atomically
+        from harness.report.reproducer import reproducer_script
+
+        os.makedirs(self.reproducers, exist_ok=True)
+        name = "".join(c if c.isalnum() else "_" for c in self.canonical_id(item))[-120:] + ".py"
+        path = os.path.join(self.reproducers, name)
+        write_atomically(path, reproducer_script(found.scenario, self.driver, found.requirement, str(found)))
+        return path
+
+    def _record(self, item: pytest.Item, report, reproducer: str = "") -> None:
         message = ""
         if report.failed:
             text = str(report.longrepr)
-            lines = [line[2:].strip() for line in text.splitlines() if line.startswith("E ")]
-            message = next((line for line in lines if line), text.splitlines()[-1] if text else "")
+            lines = [line.lstrip("E| +").strip() for line in text.splitlines()]
+            tagged = [line for line in lines if re.search(r"\[[A-Z]+-[A-Z0-9-]+\]", line)]
+            errors = [line for line in lines if "Error" in line and ":" in line]
+            message = (tagged or errors or [line for line in lines if line] or [""])[0]
         elif report.skipped and isinstance(report.longrepr, tuple):
             message = report.longrepr[2]
+        waived = getattr(report, "wasxfail", None)
         requirements = requirements_of(item)
         record = {
             "id": self.canonical_id(item),
             "requirements": requirements,
-            "outcome": "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
+            "outcome": "xfailed" if waived is not None and report.skipped else "xpassed" if waived is not None else report.outcome,
+            "waiver": waived or "",
             "duration": round(report.duration, 4),
             "elapsed": round(time.monotonic() - self.started, 3),
             "examples": (self.examples_run - self._examples_at_start)
             if getattr(getattr(item, "obj", None), "hypothesis", None) is not None else None,
             "message": message[:2000],
+            "details": str(report.longrepr)[-6000:] if report.failed else "",
+            "reproducer": reproducer,
         }
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()

@@ -55,7 +55,8 @@ def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = ()) -> l
         if not os.path.exists(record):
             return []
         with open(record, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+            records = [json.loads(line) for line in f if line.strip()]
+        return [r for r in records if "id" in r]  # test records, without the session header
 
 
 def score_mutant(driver: str, requirement: str) -> Score:

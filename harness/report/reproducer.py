@@ -1,0 +1,68 @@
+"""Reproducers: a failing scenario printed as a standalone Python script.
+
+Scenarios are plain data, so this is a printer, not a second code path: the script
+rebuilds the same `Scenario` with the public API and runs it through the same oracle.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import zlib
+
+from harness.scenario import Scenario
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ", ".join(f"{f.name}={_literal(getattr(value, f.name))}" for f in dataclasses.fields(value))
+        return f"{type(value).__name__}({fields})"
+    if isinstance(value, bytes):
+        if len(value) <= 64:
+            return repr(value)
+        packed = base64.b64encode(zlib.compress(value, 9)).decode()
+        return f"_unpack({packed!r})"
+    if isinstance(value, tuple):
+        inner = ", ".join(_literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, frozenset):
+        return f"frozenset({{{', '.join(sorted(_literal(v) for v in value))}}})" if value else "frozenset()"
+    return repr(value)
+
+
+def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "") -> str:
+    """A script that fails, with ``requirement`` named, while ``driver`` still has the bug."""
+    summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
+    return f'''#!/usr/bin/env python3
+"""Reproducer written by driver-harness: {requirement} on driver {driver!r}.
+
+Run: python {{this file}}  (with driver-harness installed).  It exits non-zero while the bug is there.
+"""
+{summary}
+import base64
+import zlib
+
+from harness.hal import *  # noqa: F403
+from harness.oracle import assert_conforms, run_scenario
+from harness.registry import load_registry
+from harness.scenario import MemorySpec, Scenario, TokenRef  # noqa: F401
+from reference_driver import ReferenceDevice
+
+
+def _unpack(text):
+    return zlib.decompress(base64.b64decode(text))
+
+
+DRIVER = {driver!r}
+SCENARIO = {_literal(scenario)}
+
+if __name__ == "__main__":
+    driver = load_registry().resolve(DRIVER).create()
+    expected = run_scenario(ReferenceDevice(), SCENARIO)
+    actual = run_scenario(driver, SCENARIO)
+    assert_conforms({requirement!r}, SCENARIO, expected, actual)
+    print("the driver now conforms on this scenario")
+'''

@@ -1,0 +1,112 @@
+"""harness certify end to end: verdicts, reports, reproducers, waivers, bad input, interruption."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from harness.requirements import REQUIREMENTS
+
+QUICK = ["--", "--harness-profile=ci", "-k", "test_each_allocation_mistake or test_generated_scenarios or test_token_uses"]
+
+
+def certify(tmp_path: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", "certify", *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+class _Rows(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag in ("link", "script", "img"):
+            raise AssertionError(f"report.html loads an external asset through <{tag}>")
+
+    def handle_data(self, data):
+        if self.tags and self.tags[-1] == "td":
+            self.cells.append(data.strip())
+
+    def handle_endtag(self, tag):
+        if self.tags and self.tags[-1] == tag:
+            self.tags.pop()
+
+
+def test_reference_passes_and_every_report_is_written(tmp_path: Path) -> None:
+    done = certify(tmp_path, "--driver", "reference", "--out", "out", *QUICK)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = tmp_path / "out"
+    document = json.loads((out / "certificate.json").read_text())
+    assert document["verdict"] == "PASS" and document["schema"].startswith("driver-harness/certificate/")
+    assert document["run"]["seed"] == 0 and document["run"]["profile"] == "ci"
+    assert set(document["requirements"]) == set(REQUIREMENTS)
+    assert document["requirements"]["DOM-ALLOC-1"]["status"] == "pass"
+    assert document["requirements"]["CC-1"]["status"] == "not-covered"
+    assert document["driver"]["capabilities"]["memory_domains"] is True
+    assert (out / "junit.xml").read_text().startswith("<?xml")
+    parser = _Rows()
+    parser.feed((out / "report.html").read_text())
+    assert all(requirement in parser.cells for requirement in REQUIREMENTS)
+
+
+def test_mutant_fails_with_a_reproducer_that_fails(tmp_path: Path) -> None:
+    done = certify(tmp_path, "--driver", "mutant-offset-ignored", "--out", "out", *QUICK)
+    assert done.returncode == 1, done.stderr + done.stdout
+    document = json.loads((tmp_path / "out" / "certificate.json").read_text())
+    assert document["verdict"] == "FAIL" and document["requirements"]["POOL-2"]["status"] == "fail"
+    scripts = [f["reproducer"] for f in document["failures"] if f["reproducer"]]
+    assert scripts, "no reproducer was written for a scenario failure"
+    replay = subprocess.run([sys.executable, scripts[0]], capture_output=True, text=True, timeout=120)
+    assert replay.returncode != 0 and "[POOL-2]" in replay.stderr
+    assert "reproducer" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_expectation_xfail_is_a_waiver_not_a_pass(tmp_path: Path) -> None:
+    (tmp_path / "expect.toml").write_text(
+        '[[expect]]\ntest = "suites/memory_domains/test_roles.py::test_token_uses"\naction = "xfail"\n'
+        'reason = "fixed in driver 2.1"\n')
+    done = certify(tmp_path, "--driver", "reference", "--out", "out", "--expectations", "expect.toml", *QUICK)
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "out" / "certificate.json").read_text())
+    assert document["verdict"] == "PASS-WITH-WAIVERS"
+    waived = [r for r, e in document["requirements"].items() if e["status"] == "waived"]
+    assert waived and all(document["requirements"][r]["tests"] for r in waived)
+    assert any(t["waiver"].startswith("fixed in driver 2.1") for r in waived for t in document["requirements"][r]["tests"])
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (["--driver", "no-such-driver", "--out", "out"], "unknown driver 'no-such-driver'"),
+    (["--driver", "reference", "--out", "/proc/no-such-place"], "cannot write into output directory"),
+    (["--driver", "reference", "--out", "out", "--expectations", "bad.toml"], "bad.toml"),
+])
+def test_bad_input_is_one_clear_line_and_exit_2(tmp_path: Path, args, phrase) -> None:
+    (tmp_path / "bad.toml").write_text("[[expect]]\ntest = 1\n")
+    done = certify(tmp_path, *args)
+    assert done.returncode == 2
+    assert phrase in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out" / "certificate.json").exists()
+
+
+def test_interrupted_run_writes_an_incomplete_certificate(tmp_path: Path) -> None:
+    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "certify", "--driver", "reference", "--out", "out"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    records = tmp_path / "out" / "records.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not records.exists() or records.read_text().count("\n") < 3):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=120)
+    document = json.loads((tmp_path / "out" / "certificate.json").read_text())
+    assert document["verdict"] == "INCOMPLETE" and document["run"]["tests"] >= 2
+    assert not [p for p in os.listdir(tmp_path / "out") if p.startswith(".certificate")]
