@@ -59,6 +59,16 @@ def main(argv: list[str] | None = None) -> int:
     certify.add_argument("--out", default="certification", metavar="DIR")
     certify.add_argument("--expectations", default=None, metavar="FILE")
     certify.add_argument("--seed", type=int, default=None, help="default: 0 (the certify profile's fixed seed)")
+    fuzz = commands.add_parser("fuzz", help="generate for a time budget; keep every failure")
+    fuzz.add_argument("--driver", required=True)
+    fuzz.add_argument("--minutes", type=float, default=10.0)
+    fuzz.add_argument("--workers", type=int, default=1)
+    fuzz.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N")
+    fuzz.add_argument("--out", default="fuzz", metavar="DIR")
+    replay = commands.add_parser("replay", help="re-run only the failing examples stored in the database")
+    replay.add_argument("--driver", required=True)
+    replay.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N")
+    replay.add_argument("--out", default="replay", metavar="DIR")
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["score"]:
         from harness.score import main as score_main
@@ -76,6 +86,14 @@ def main(argv: list[str] | None = None) -> int:
             from harness.certify import certify as run_certify
 
             return run_certify(options.driver, options.out, options.expectations, options.seed, extra)
+        if options.command == "fuzz":
+            from harness.fuzz import fuzz as run_fuzz
+
+            return run_fuzz(options.driver, options.minutes, options.workers, options.db, options.out)
+        if options.command == "replay":
+            from harness.fuzz import replay as run_replay
+
+            return run_replay(options.driver, options.db, options.out)
         return _run(options, extra)
     except HarnessError as error:
         print(f"harness: {error}", file=sys.stderr)

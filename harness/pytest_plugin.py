@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 import harness
-from harness.errors import HarnessError
+from harness.errors import HarnessError, UsageError
 from harness.expectations import Expectation, load_expectations
 from harness.hal import Capabilities, Device
 from harness.registry import DriverRegistry, DriverSpec, load_registry
@@ -31,6 +31,9 @@ class HarnessState:
     seed: int
     isolation: str = "process"
     timeout: float = 10.0
+    # A fixed seed makes a run repeatable, but hypothesis then neither reads nor writes its
+    # example database; profiles with a database (dev, nightly) stay unseeded unless asked.
+    seeded: bool = True
     registry: DriverRegistry | None = None
     spec: DriverSpec | None = None
     device: Device | None = None
@@ -92,6 +95,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="stop at the first failing test that names REQUIREMENT (used to score seeded bugs)")
     group.addoption("--harness-reproducers", default="", metavar="DIR",
                     help="write each failing scenario as a standalone reproducer script into DIR")
+    group.addoption("--harness-db", default=None, metavar="PATH|redis://HOST:PORT/N",
+                    help="hypothesis example database: a directory, or Redis shared with other machines (plus a local copy)")
+    group.addoption("--harness-examples", type=int, default=None, metavar="N", help="examples per test (overrides the profile)")
+    group.addoption("--harness-replay", action="store_true",
+                    help="only re-run the examples stored in the database (no new generation)")
     group.addoption("--harness-no-shrink", action="store_true",
                     help="report the first failing example as found, without shrinking it")
     group.addoption("--driver-isolation", default="process", choices=("process", "inline"),
@@ -113,6 +121,47 @@ def _register_profiles() -> None:
                               print_blob=True, **common)
 
 
+def _apply_run_settings(config: pytest.Config, profile: str) -> None:
+    """Options that adjust the profile: database, example count, phases."""
+    from hypothesis import Phase, settings
+
+    changes: dict = {}
+    if config.getoption("harness_db"):
+        try:
+            changes["database"] = open_database(config.getoption("harness_db"))
+        except HarnessError as error:
+            raise pytest.UsageError(str(error)) from None
+    if config.getoption("harness_examples"):
+        changes["max_examples"] = config.getoption("harness_examples")
+    if config.getoption("harness_replay"):
+        changes["phases"] = [Phase.explicit, Phase.reuse]
+    elif config.getoption("harness_no_shrink"):
+        changes["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
+    if changes:
+        settings.register_profile(f"harness-{profile}-adjusted", settings.get_profile(f"harness-{profile}"), **changes)
+        settings.load_profile(f"harness-{profile}-adjusted")
+
+
+def open_database(location: str):
+    """A directory database, or Redis multiplexed with a local directory (what one finds, all see)."""
+    from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase
+
+    if not location.startswith("redis://"):
+        return DirectoryBasedExampleDatabase(location)
+    try:
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+    except ImportError:
+        raise UsageError(f"--harness-db={location}: the redis package is not installed "
+                         f"(pip install 'driver-harness[redis]')") from None
+    client = redis.Redis.from_url(location, socket_connect_timeout=5)
+    try:
+        client.ping()
+    except redis.exceptions.RedisError as error:
+        raise UsageError(f"--harness-db={location}: cannot reach Redis: {error}") from None
+    return MultiplexedDatabase(DirectoryBasedExampleDatabase(".hypothesis/examples"), RedisExampleDatabase(client))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requirement(*ids): the SPEC requirement IDs a test checks")
     from hypothesis import settings
@@ -120,12 +169,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _register_profiles()
     profile = config.getoption("harness_profile")
     settings.load_profile(f"harness-{profile}")
-    if config.getoption("harness_no_shrink"):
-        from hypothesis import Phase
-
-        settings.register_profile(f"harness-{profile}-no-shrink", settings.get_profile(f"harness-{profile}"),
-                                  phases=[Phase.explicit, Phase.reuse, Phase.generate])
-        settings.load_profile(f"harness-{profile}-no-shrink")
+    _apply_run_settings(config, profile)
     if config.getoption("harness_record"):
         from harness.recording import Recorder
 
@@ -139,6 +183,9 @@ def pytest_configure(config: pytest.Config) -> None:
         seed = worker_seed if worker_seed is not None else CERTIFY_SEED if profile == "certify" else random.randrange(2**32)
     state = HarnessState(config.getoption("driver"), profile, seed, config.getoption("driver_isolation"),
                          config.getoption("driver_timeout"))
+    state.seeded = config.getoption("harness_seed") is not None or profile in ("ci", "certify")
+    if config.getoption("harness_db") or config.getoption("harness_replay"):
+        state.seeded = config.getoption("harness_seed") is not None and not config.getoption("harness_replay")
     config.stash[STATE_KEY] = state
     try:
         if state.driver_name != "reference" or config.getoption("expectations"):
@@ -183,8 +230,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     state = state_of(config)
-    lines = [f"driver-harness {harness.__version__}: driver {state.driver_name!r}, profile {state.profile}, "
-             f"hypothesis seed {state.seed} (rerun with --harness-seed={state.seed})"]
+    seed = (f"hypothesis seed {state.seed} (rerun with --harness-seed={state.seed})" if state.seeded
+             else "unseeded: failing examples are kept in the example database")
+    lines = [f"driver-harness {harness.__version__}: driver {state.driver_name!r}, profile {state.profile}, {seed}"]
     try:
         spec = state.resolve()
         device = state.create()
@@ -231,7 +279,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     state = state_of(config)
     for item in items:
         function = getattr(item, "obj", None)
-        if getattr(function, "is_hypothesis_test", False):
+        if state.seeded and getattr(function, "is_hypothesis_test", False):
             hypothesis_seed(state.seed)(function)
         names = (item.nodeid, canonical_id(item))
         for number, expectation in enumerate(state.expectations):
