@@ -115,13 +115,7 @@ class _Zygote:
         return not self._closed and self.process.poll() is None
 
     def _read(self) -> None:
-        while True:
-            try:
-                received = wire.receive(self.sock)
-            except OSError:
-                received = None
-            if received is None:
-                break
+        for received in wire.messages(self.sock):
             message, _ = wire.decode(*received)
             with self._cond:
                 if message[0] == "exited":

@@ -152,6 +152,18 @@ def receive(sock: socket.socket) -> tuple[bytes, list[int]] | None:
     return data, fds
 
 
+def messages(sock: socket.socket):
+    """Received (data, descriptors) pairs until the peer closes or the socket fails."""
+    while True:
+        try:
+            received = receive(sock)
+        except OSError:
+            return
+        if received is None:
+            return
+        yield received
+
+
 def decode(data: bytes, fds: list[int], load_object: Callable[[tuple], Any] | None = None) -> tuple[Any, list[Memory]]:
     """The message, and the memories made from its descriptors (the caller closes them)."""
     _decoding.fds, _decoding.memories, _decoding.load_object = fds, [], load_object

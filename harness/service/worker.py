@@ -69,13 +69,7 @@ class _Connection:
             worker.start()
 
     def _receive_and_handle(self) -> None:
-        while True:
-            try:
-                received = wire.receive(self.sock)
-            except OSError:
-                received = None
-            if received is None:
-                break
+        for received in wire.messages(self.sock):
             self._handle(*received)
         with self.send_lock:
             self._readers_left -= 1

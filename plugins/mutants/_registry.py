@@ -45,3 +45,13 @@ def with_rule(name: str, replacement: Callable) -> ReferenceDevice:
         raise AttributeError(f"the reference has no rule {name!r}")
     setattr(device.rules, name, replacement)
     return device
+
+
+def with_parts(**parts) -> ReferenceDevice:
+    """A reference device with some of its parts (classes, hooks) replaced by buggy ones."""
+    device = ReferenceDevice()
+    for name, part in parts.items():
+        if not hasattr(device, name):
+            raise AttributeError(f"the reference device has no part {name!r}")
+        setattr(device, name, part)
+    return device

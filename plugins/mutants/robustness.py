@@ -12,7 +12,7 @@ from reference_driver import ReferenceDevice
 from reference_driver.device import ReferenceBuffer, ReferencePreparedModel
 from reference_driver.ops import Kernel
 
-from ._registry import mutant
+from ._registry import mutant, with_parts
 
 
 def _segfault() -> None:
@@ -28,9 +28,7 @@ class _CrashOnZeroDimension(ReferencePreparedModel):
 
 @mutant("segfault-zero-dimension", "REQ-2", "dereferences NULL when a request argument has a 0 dimension")
 def segfault_zero_dimension() -> ReferenceDevice:
-    device = ReferenceDevice()
-    device.prepared_model_class = _CrashOnZeroDimension
-    return device
+    return with_parts(prepared_model_class=_CrashOnZeroDimension)
 
 
 class _ExitOnPadding(ReferencePreparedModel):
@@ -42,9 +40,7 @@ class _ExitOnPadding(ReferencePreparedModel):
 
 @mutant("exit-on-output-padding", "POOL-2", "calls exit(7) when an output region has padding")
 def exit_on_output_padding() -> ReferenceDevice:
-    device = ReferenceDevice()
-    device.prepared_model_class = _ExitOnPadding
-    return device
+    return with_parts(prepared_model_class=_ExitOnPadding)
 
 
 class _DmaLockBuffer(ReferenceBuffer):
@@ -87,9 +83,7 @@ class _SpinOnEmptyMemory(ReferenceBuffer):
 
 @mutant("hang-zero-sized-memory", "DOM-COPY-1", "loops forever when a copy is given a memory of 0 bytes")
 def hang_zero_sized_memory() -> ReferenceDevice:
-    device = ReferenceDevice()
-    device.buffer_class = _SpinOnEmptyMemory
-    return device
+    return with_parts(buffer_class=_SpinOnEmptyMemory)
 
 
 class _CrashOnReadDuringRelease(ReferenceBuffer):
@@ -102,9 +96,7 @@ class _CrashOnReadDuringRelease(ReferenceBuffer):
 
 @mutant("crash-read-during-release", "DOM-CONC-2", "crashes when a buffer is released while a copy_to reads it")
 def crash_read_during_release() -> ReferenceDevice:
-    device = ReferenceDevice()
-    device.buffer_class = _CrashOnReadDuringRelease
-    return device
+    return with_parts(buffer_class=_CrashOnReadDuringRelease)
 
 
 class _HangOnManyPools(ReferencePreparedModel):
@@ -116,9 +108,7 @@ class _HangOnManyPools(ReferencePreparedModel):
 
 @mutant("hang-more-than-3-pools", "POOL-2", "blocks forever when a request has more than three pools")
 def hang_more_than_3_pools() -> ReferenceDevice:
-    device = ReferenceDevice()
-    device.prepared_model_class = _HangOnManyPools
-    return device
+    return with_parts(prepared_model_class=_HangOnManyPools)
 
 
 class _LeakyBuffer(ReferenceBuffer):
@@ -129,6 +119,4 @@ class _LeakyBuffer(ReferenceBuffer):
 
 @mutant("descriptor-leak-on-copy", "DOM-COPY-1", "leaks one descriptor on every copy_from")
 def descriptor_leak_on_copy() -> ReferenceDevice:
-    device = ReferenceDevice()
-    device.buffer_class = _LeakyBuffer
-    return device
+    return with_parts(buffer_class=_LeakyBuffer)

@@ -10,7 +10,7 @@ from reference_driver.buffers import ManagedBuffer
 from reference_driver.device import ReferenceBuffer, ReferencePreparedModel
 from reference_driver.validation import OK
 
-from ._registry import mutant, with_rule
+from ._registry import mutant, with_parts, with_rule
 
 
 @mutant("copy-to-uninitialized", "DOM-STATE-2", "copy_to of a never-written buffer succeeds (returns zeros)")
@@ -35,9 +35,7 @@ class _StickyCopy(ReferenceBuffer):
 
 @mutant("failed-copy-keeps-initialized", "DOM-STATE-1", "a failed copy_from leaves the buffer initialized")
 def failed_copy_keeps_initialized():
-    device = ReferenceDevice()
-    device.buffer_class = _StickyCopy
-    return device
+    return with_parts(buffer_class=_StickyCopy)
 
 
 class _StickyExecution(ReferencePreparedModel):
@@ -55,9 +53,7 @@ class _StickyExecution(ReferencePreparedModel):
 
 @mutant("failed-execution-keeps-initialized", "DOM-STATE-1", "a failed execution leaves its output buffers initialized")
 def failed_execution_keeps_initialized():
-    device = ReferenceDevice()
-    device.prepared_model_class = _StickyExecution
-    return device
+    return with_parts(prepared_model_class=_StickyExecution)
 
 
 class _NeverResizes(ManagedBuffer):
@@ -72,9 +68,7 @@ class _NeverResizes(ManagedBuffer):
 
 @mutant("buffer-never-resizes", "DOM-DYN-1", "keeps a dynamic buffer's first size and squeezes later outputs into it")
 def buffer_never_resizes():
-    device = ReferenceDevice()
-    device.managed_buffer_class = _NeverResizes
-    return device
+    return with_parts(managed_buffer_class=_NeverResizes)
 
 
 class _FirstShapeReported(ReferencePreparedModel):
@@ -95,9 +89,7 @@ class _FirstShapeReported(ReferencePreparedModel):
 
 @mutant("token-output-shape-stale", "DOM-DYN-1", "reports a buffer output's first shape in every later execution")
 def token_output_shape_stale():
-    device = ReferenceDevice()
-    device.prepared_model_class = _FirstShapeReported
-    return device
+    return with_parts(prepared_model_class=_FirstShapeReported)
 
 
 @mutant("insufficient-reported-sufficient", "DOM-DYN-2",
@@ -118,9 +110,7 @@ class _ShapelessInsufficient(ReferencePreparedModel):
 
 @mutant("insufficient-without-shapes", "DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE carries no output shapes")
 def insufficient_without_shapes():
-    device = ReferenceDevice()
-    device.prepared_model_class = _ShapelessInsufficient
-    return device
+    return with_parts(prepared_model_class=_ShapelessInsufficient)
 
 
 @mutant("copy-size-unchecked", "DOM-COPY-1", "copy_to accepts a memory of any size (copies what fits)")
