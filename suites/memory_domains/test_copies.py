@@ -95,3 +95,25 @@ def test_failed_copy_uninitializes(driver, reference, capabilities, data) -> Non
         step.copy_from("buffer", MemorySpec("ashmem", bytes(size)), (4,), requirement="DOM-COPY-2")
     step.copy_to("buffer", size, requirement="DOM-STATE-1")
     step.close()
+
+
+@pytest.mark.requirement("DOM-COPY-1")
+@pytest.mark.parametrize("direction", ["copy_from", "copy_to"])
+@pytest.mark.parametrize("elements_off", [-1, 1], ids=["one-element-short", "one-element-long"])
+@given(data=st.data())
+def test_memory_size_must_match(driver, reference, capabilities, direction, elements_off, data) -> None:
+    """A memory one element shorter or longer than the buffer is INVALID_ARGUMENT both ways."""
+    type, quant = data.draw(domain_flavors(capabilities), label="flavor")
+    kind = data.draw(st.sampled_from(COPY_KINDS), label="memory kind")
+    step = Lockstep(driver, reference)
+    prepared = step.prepare(binary_model(type, (2, 2), quant))
+    if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
+        pytest.skip("the driver refused the allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
+    size = nbytes(type, (2, 2))
+    step.copy_from("buffer", MemorySpec(kind, bytes(range(size))), ())
+    wrong = size + elements_off * element_size(type)
+    if direction == "copy_from":
+        step.copy_from("buffer", MemorySpec(kind, bytes(wrong)), (), requirement="DOM-COPY-1")
+    else:
+        step.copy_to("buffer", wrong, kind, requirement="DOM-COPY-1")
+    step.close()
