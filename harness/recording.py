@@ -23,7 +23,6 @@ def requirements_of(item: pytest.Item) -> list[str]:
 
 class Recorder:
     def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "") -> None:
-        self.path = path
         self.driver = driver
         self.reproducers = reproducers
         self.stop_on = stop_on

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata
 import importlib.util
@@ -55,9 +56,6 @@ class DriverSpec:
                 f"which lacks {', '.join(missing)} of the Driver API (harness.hal.Device)"
             )
         return device
-
-    def declared_capabilities(self, device: Device) -> Capabilities:
-        return self.capabilities or device.capabilities()
 
 
 def _short_traceback(error: BaseException, limit: int = 3) -> str:
@@ -152,7 +150,7 @@ def _collect_drivers(manager: pluggy.PluginManager) -> dict[str, DriverSpec]:
                 raise DriverLoadError(
                     f"driver name {spec.name!r} is registered twice: by {drivers[spec.name].plugin} and by {plugin}"
                 )
-            drivers[spec.name] = DriverSpec(spec.name, spec.factory, spec.description, spec.capabilities, spec.breaks, plugin)
+            drivers[spec.name] = dataclasses.replace(spec, plugin=plugin)
     return drivers
 
 

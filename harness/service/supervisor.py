@@ -179,7 +179,6 @@ class DriverService(_Endpoint):
         self.driver = driver
         self.pid: int | None = None
         self.address = ""
-        self.faults: list[str] = []
         self.starts = 0
         self._zygote: _Zygote | None = None
         self._stderr = None
@@ -245,14 +244,12 @@ class DriverService(_Endpoint):
                      else f" (cut off: the service was killed because {self._killed_for} hung)")
             message = (f"[SVC-2] {description} did not return within {self.timeout:g} s{cause}; the driver service "
                        f"was killed and will be replaced.\nService thread stacks:\n{self._hang_stacks}")
-            self.faults.append(message)
             return DriverHang(message)
         code = zygote.exit_status(pid, timeout=10) if zygote is not None and pid is not None else None
         how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
                else f"exited with code {code}" if code is not None else "stopped answering")
         message = (f"[SVC-1] the driver service died during {description}: {how}.\n"
                    f"Last lines of its stderr:\n{_tail(self._stderr) if self._stderr else ''}")
-        self.faults.append(message)
         return DriverCrash(message)
 
     def _kill(self, pid: int) -> None:

@@ -63,16 +63,12 @@ def _supported(caps: Capabilities, *ops: OperationType) -> list[OperationType]:
 
 
 def _shapes_of_ranks(ranks: tuple[int, int]) -> st.SearchStrategy:
-    """Two broadcastable shapes of the given ranks, broadcasting along axes longer than 1."""
+    """Two shapes of the given ranks, each the trailing axes (all longer than 1) of one full shape."""
 
     @st.composite
     def pair(draw):
-        full = draw(st.lists(st.integers(2, 4), min_size=max(ranks), max_size=max(ranks)), label="broadcast shape")
-        shapes = []
-        for rank in ranks:
-            shape = list(full[len(full) - rank :])
-            shapes.append(tuple(shape))
-        return hnp.BroadcastableShapes(tuple(shapes), tuple(full))
+        full = tuple(draw(st.lists(st.integers(2, 4), min_size=max(ranks), max_size=max(ranks)), label="broadcast shape"))
+        return hnp.BroadcastableShapes(tuple(full[len(full) - rank :] for rank in ranks), full)
 
     return pair()
 
