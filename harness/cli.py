@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--workers", type=int, default=1)
     fuzz.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N")
     fuzz.add_argument("--out", default="fuzz", metavar="DIR")
+    fuzz.add_argument("--suites", default=None, metavar="NAME,...",
+                      help="only these suites, comma-separated: memory_pools, requests, numerics, memory_domains "
+                           "(default: all)")
     replay = commands.add_parser("replay", help="re-run only the failing examples stored in the database")
     replay.add_argument("--driver", required=True)
     replay.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N")
@@ -88,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_certify(options.driver, options.out, options.expectations, options.seed, extra)
         if options.command == "fuzz":
             from harness.fuzz import fuzz as run_fuzz
+            from harness.fuzz import select_suites
 
-            return run_fuzz(options.driver, options.minutes, options.workers, options.db, options.out)
+            return run_fuzz(options.driver, options.minutes, options.workers, options.db, options.out,
+                            select_suites(options.suites))
         if options.command == "replay":
             from harness.fuzz import replay as run_replay
 

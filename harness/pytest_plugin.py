@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 import harness
-from harness.errors import HarnessError, UsageError
+from harness.errors import HarnessError
 from harness.expectations import Expectation, load_expectations
 from harness.hal import Capabilities, Device
 from harness.registry import DriverRegistry, DriverSpec, load_registry
@@ -112,12 +112,14 @@ def _register_profiles() -> None:
     from hypothesis import HealthCheck, settings
     from hypothesis.database import DirectoryBasedExampleDatabase
 
+    from harness.database import LOCAL_DIRECTORY
+
     common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                         HealthCheck.function_scoped_fixture])
-    settings.register_profile("harness-dev", max_examples=20, database=DirectoryBasedExampleDatabase(".hypothesis/examples"), **common)
+    settings.register_profile("harness-dev", max_examples=20, database=DirectoryBasedExampleDatabase(LOCAL_DIRECTORY), **common)
     settings.register_profile("harness-ci", max_examples=12, database=None, print_blob=True, **common)
     settings.register_profile("harness-certify", max_examples=50, database=None, print_blob=True, **common)
-    settings.register_profile("harness-nightly", max_examples=1000, database=DirectoryBasedExampleDatabase(".hypothesis/examples"),
+    settings.register_profile("harness-nightly", max_examples=1000, database=DirectoryBasedExampleDatabase(LOCAL_DIRECTORY),
                               print_blob=True, **common)
 
 
@@ -125,12 +127,17 @@ def _apply_run_settings(config: pytest.Config, profile: str) -> None:
     """Options that adjust the profile: database, example count, phases."""
     from hypothesis import Phase, settings
 
+    from harness.database import DriverExamples, open_database
+
     changes: dict = {}
+    database = settings.get_profile(f"harness-{profile}").database
     if config.getoption("harness_db"):
         try:
-            changes["database"] = open_database(config.getoption("harness_db"))
+            database = open_database(config.getoption("harness_db"))
         except HarnessError as error:
             raise pytest.UsageError(str(error)) from None
+    if database is not None:
+        changes["database"] = DriverExamples(database, config.getoption("driver"))
     if config.getoption("harness_examples"):
         changes["max_examples"] = config.getoption("harness_examples")
     if config.getoption("harness_replay"):
@@ -140,26 +147,6 @@ def _apply_run_settings(config: pytest.Config, profile: str) -> None:
     if changes:
         settings.register_profile(f"harness-{profile}-adjusted", settings.get_profile(f"harness-{profile}"), **changes)
         settings.load_profile(f"harness-{profile}-adjusted")
-
-
-def open_database(location: str):
-    """A directory database, or Redis multiplexed with a local directory (what one finds, all see)."""
-    from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase
-
-    if not location.startswith("redis://"):
-        return DirectoryBasedExampleDatabase(location)
-    try:
-        import redis
-        from hypothesis.extra.redis import RedisExampleDatabase
-    except ImportError:
-        raise UsageError(f"--harness-db={location}: the redis package is not installed "
-                         f"(pip install 'driver-harness[redis]')") from None
-    client = redis.Redis.from_url(location, socket_connect_timeout=5)
-    try:
-        client.ping()
-    except redis.exceptions.RedisError as error:
-        raise UsageError(f"--harness-db={location}: cannot reach Redis: {error}") from None
-    return MultiplexedDatabase(DirectoryBasedExampleDatabase(".hypothesis/examples"), RedisExampleDatabase(client))
 
 
 def pytest_configure(config: pytest.Config) -> None:

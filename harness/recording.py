@@ -30,7 +30,10 @@ class Recorder:
         self.started = time.monotonic()
         self.examples_run = 0  # generated examples so far; a test's count is the difference
         self._examples_at_start = 0
-        self._file = open(path, "a", encoding="utf-8")
+        # One write() per record on an O_APPEND descriptor: records of parallel workers
+        # (pytest-xdist) appending to the same file never interleave.
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.worker = os.environ.get("PYTEST_XDIST_WORKER", "")
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -51,8 +54,7 @@ class Recorder:
         self._examples_at_start = self.examples_run
 
     def write_session(self, info: dict) -> None:
-        self._file.write(json.dumps({"session": info}) + "\n")
-        self._file.flush()
+        self._append({"session": info})
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call):
@@ -102,12 +104,15 @@ class Recorder:
             "message": message[:2000],
             "details": str(report.longrepr)[-6000:] if report.failed else "",
             "reproducer": reproducer,
+            "worker": self.worker,
         }
-        self._file.write(json.dumps(record) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())  # a run that dies later still keeps this record
+        self._append(record)
+        os.fsync(self._fd)  # a run that dies later still keeps this record
         if report.failed and self.stop_on and self.stop_on in requirements:
             item.session.shouldstop = f"a test naming {self.stop_on} failed"
 
+    def _append(self, record: dict) -> None:
+        os.write(self._fd, (json.dumps(record) + "\n").encode("utf-8"))
+
     def close(self) -> None:
-        self._file.close()
+        os.close(self._fd)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import itertools
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -47,17 +48,18 @@ class Connection:
     def __init__(self, sock: socket.socket, on_broken: Callable[[str, str], BaseException],
                  references: dict[type, Callable[[Any], tuple]], load_object: Callable[[tuple], Any]) -> None:
         self.sock = sock
+        sock.settimeout(None)
         self._on_broken = on_broken
-        self._references = references
+        self._encode = wire.Encoder(references)
         self._load_object = load_object
         self._pending: dict[int, _Pending] = {}
         self._cond = threading.Condition()
-        self._send_lock = threading.Lock()
         self._reading = False
         self._ids = itertools.count(1)
         self._closed = False
         self._drops: collections.deque[int] = collections.deque()
-        self.bytes_sent = 0
+        self._socket_timeout: float | None = None
+        self.bytes_sent = 0  # for tests and benchmarks of one caller; concurrent callers may race on it
 
     @property
     def alive(self) -> bool:
@@ -75,25 +77,38 @@ class Connection:
             data, fds = wire.encode(("drop", 0, numbers))
             wire.send(self.sock, data, fds)
 
+    def _broken(self, description: Any, reason: str) -> BaseException:
+        return self._on_broken(str(description), reason)
+
     # ----------------------------------------------------------------- calls
 
-    def call(self, target: int, method: str, args: tuple, *, timeout: float, description: str) -> Any:
+    def call(self, target: int, method: str, args: tuple, *, timeout: float, description: Any) -> Any:
+        """Call ``method`` of service object ``target``; ``description`` (anything with a
+        ``str``) names the call in errors and is formatted only when one is raised."""
         if self._closed:
-            raise self._on_broken(description, "closed")
+            raise self._broken(description, "closed")
         call_id = next(self._ids)
         pending = _Pending(description)
-        data, fds = wire.encode(("call", call_id, target, method, args), self._references)
+        data, fds = self._encode(("call", call_id, target, method, args))
+        self._set_socket_timeout(timeout)
         with self._cond:
             self._pending[call_id] = pending
+            leading = not self._reading  # a lone caller reads its own reply: no hand-off, no waiting
+            self._reading = True
         try:
-            with self._send_lock:
+            # No send lock: a SOCK_SEQPACKET record is queued whole, never interleaved.
+            if self._drops:
                 self._send_drops()
-                self.bytes_sent += wire.send(self.sock, data, fds)
-        except OSError:
+            self.bytes_sent += wire.send(self.sock, data, fds)
+        except OSError as error:
             with self._cond:
                 self._pending.pop(call_id, None)
-            raise self._on_broken(description, "eof") from None
-        self._await(call_id, pending, time.monotonic() + timeout)
+                if leading:
+                    self._reading = False
+                    self._cond.notify_all()
+            # A send that cannot finish in time means the service stopped reading.
+            raise self._broken(description, "timeout" if isinstance(error, BlockingIOError) else "eof") from None
+        self._await(call_id, pending, time.monotonic() + timeout, leading)
         if pending.error is not None:
             raise pending.error
         if pending.ok:
@@ -103,7 +118,10 @@ class Connection:
         _, kind, message, trace = pending.value
         raise RemoteError(f"[SVC-1] {description} raised {kind} inside the driver service: {message}\n{trace}".rstrip())
 
-    def _await(self, call_id: int, pending: _Pending, deadline: float) -> None:
+    def _await(self, call_id: int, pending: _Pending, deadline: float, leading: bool) -> None:
+        if leading:
+            self._lead(call_id, pending, deadline)
+            return
         while True:
             with self._cond:
                 while not pending.done and self._reading:
@@ -111,33 +129,52 @@ class Connection:
                     if remaining <= 0 or not self._cond.wait(remaining):
                         if not pending.done:
                             self._pending.pop(call_id, None)
-                            pending.error = self._on_broken(pending.description, "timeout")
+                            pending.error = self._broken(pending.description, "timeout")
                             pending.done = True
                 if pending.done:
                     return
                 self._reading = True  # this thread reads until its own reply arrives
-            try:
-                self._read_until(pending, deadline, call_id)
-            finally:
-                with self._cond:
-                    self._reading = False
-                    self._cond.notify_all()
+            self._lead(call_id, pending, deadline)
             if pending.done:
                 return
 
+    def _lead(self, call_id: int, pending: _Pending, deadline: float) -> None:
+        try:
+            self._read_until(pending, deadline, call_id)
+        finally:
+            if not pending.done or pending.error is not None:  # the reader role was not handed on
+                with self._cond:
+                    self._reading = False
+                    self._cond.notify_all()
+
+    def _set_socket_timeout(self, remaining: float) -> None:
+        # The socket stays blocking and the kernel enforces the deadline (SO_RCVTIMEO and
+        # SO_SNDTIMEO): Python's own socket timeout would add a poll() before every send
+        # and receive.  Setting it is a system call, skipped while the one set is no more
+        # than 5 % late.
+        current = self._socket_timeout
+        if current is None or current > remaining * 1.05 + 0.001:
+            seconds = max(remaining, 0.001)
+            timeval = struct.pack("ll", int(seconds), int(seconds % 1 * 1e6))
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+            self._socket_timeout = remaining
+
     def _read_until(self, pending: _Pending, deadline: float, call_id: int) -> None:
+        """Receive replies (this thread is the reader) until ``pending``'s arrives."""
         while not pending.done:
             remaining = deadline - time.monotonic()
             try:
                 if remaining <= 0:
                     raise TimeoutError
-                self.sock.settimeout(remaining)  # the wait happens inside recvmsg, in C
+                self._set_socket_timeout(remaining)
                 received = wire.receive(self.sock)
                 message = wire.decode(*received, self._load_object)[0] if received is not None else None
-            except TimeoutError:
+            except (TimeoutError, BlockingIOError):  # SO_RCVTIMEO expired: EAGAIN
+                self._socket_timeout = None
                 with self._cond:
                     self._pending.pop(call_id, None)
-                pending.error = self._on_broken(pending.description, "timeout")
+                pending.error = self._broken(pending.description, "timeout")
                 pending.done = True
                 return
             except (OSError, ValueError):
@@ -150,6 +187,9 @@ class Connection:
                 entry = self._pending.pop(reply_id, None)
                 if entry is not None:
                     entry.ok, entry.value, entry.done = ok, value, True
+                if entry is pending:
+                    self._reading = False  # hand the reader role on with the same lock
+                if entry is not None and (entry is not pending or self._pending):
                     self._cond.notify_all()
 
     def _fail_all(self) -> None:
@@ -158,7 +198,7 @@ class Connection:
         with self._cond:
             pending, self._pending = self._pending, {}
         for entry in pending.values():
-            entry.error = self._on_broken(entry.description, "eof")
+            entry.error = self._broken(entry.description, "eof")
             entry.done = True
         with self._cond:
             self._cond.notify_all()
@@ -169,8 +209,7 @@ class Connection:
         if not self._closed:
             try:
                 data, fds = wire.encode(("shutdown", 0))
-                with self._send_lock:
-                    wire.send(self.sock, data, fds)
+                wire.send(self.sock, data, fds)
             except OSError:
                 pass
         self.close()

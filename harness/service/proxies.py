@@ -26,6 +26,18 @@ def _summary(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+class CallDescription:
+    """What a call was, for error messages; formatted only when one is shown (calls are hot)."""
+
+    __slots__ = ("owner", "method", "args")
+
+    def __init__(self, owner: str, method: str, args: tuple) -> None:
+        self.owner, self.method, self.args = owner, method, args
+
+    def __str__(self) -> str:
+        return f"{self.owner}.{self.method}({', '.join(_summary(a) for a in self.args)})"
+
+
 class Remote:
     """Base of every proxy for an object that lives in the service."""
 
@@ -40,8 +52,7 @@ class Remote:
         weakref.finalize(self, endpoint.drop, generation, number)
 
     def _call(self, method: str, *args: Any) -> Any:
-        description = f"{self._kind}.{method}({', '.join(_summary(a) for a in args)})"
-        return self._endpoint.call(self._generation, self._id, method, args, description)
+        return self._endpoint.call(self._generation, self._id, method, args, CallDescription(self._kind, method, args))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} #{self._id} of service generation {self._generation}>"
@@ -90,8 +101,7 @@ class DeviceProxy:
         return self._endpoint.version
 
     def _call(self, method: str, *args: Any) -> Any:
-        description = f"Device.{method}({', '.join(_summary(a) for a in args)})"
-        return self._endpoint.call(None, 0, method, args, description)
+        return self._endpoint.call(None, 0, method, args, CallDescription("Device", method, args))
 
     def capabilities(self) -> Capabilities:
         return self._call("capabilities")

@@ -149,6 +149,9 @@ class _Zygote:
 
     def exit_status(self, pid: int, timeout: float = 0.0) -> int | None:
         """The process's exit code (negative: killed by that signal), or None while it runs."""
+        if timeout <= 0:  # asked before every call: a plain look-up, no lock (dict reads are atomic)
+            status = self._exits.get(pid)
+            return None if status is None else os.waitstatus_to_exitcode(status)
         with self._cond:
             self._cond.wait_for(lambda: pid in self._exits or self._closed, timeout=timeout)
             status = self._exits.get(pid)
@@ -214,6 +217,9 @@ class DriverService(_Endpoint):
                 and self._zygote is not None and self._zygote.exit_status(self.pid) is None)
 
     def _connection_for(self, generation: int | None, description: str) -> Connection:
+        connection = self.connection  # the usual case, without the lock: a live service of this generation
+        if connection is not None and (generation is None or generation == self.generation) and self.running:
+            return connection
         with self._lock:
             if not self.running:
                 self._stop_process()

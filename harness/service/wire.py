@@ -12,7 +12,7 @@ Used by both sides; imports nothing from pytest or the harness plugin.
 from __future__ import annotations
 
 import array
-import io
+import copyreg
 import os
 import pickle
 import socket
@@ -25,7 +25,7 @@ from harness.memory import Memory
 
 INLINE_LIMIT = 60 * 1024
 MAX_FDS = 250  # below the kernel's SCM_MAX_FD (253)
-_BIG = "__big__"
+_BIG = b"harness-big-message:"  # no pickle starts so (pickles begin with 0x80)
 
 
 class ObjectRef(tuple):
@@ -55,8 +55,7 @@ def _usable_fd(fd: int) -> bool:
 
 
 # Decoding context: the descriptors of the message being decoded and how to resolve
-# object references.  Picklers reduce only the few types that need it, through a
-# dispatch table that the C pickler consults by type, so ordinary data pickles at C speed.
+# object references.
 _decoding = threading.local()
 
 
@@ -75,39 +74,76 @@ def _rebuild_object(reference: tuple) -> Any:
     return _decoding.load_object(reference)
 
 
+# Encoding context.  The reducers are registered with copyreg, so `pickle.dumps` finds
+# them by type inside its C loop and everything else pickles at C speed; they read the
+# message's descriptor list and the connection's reference functions from here.
+_encoding = threading.local()
+
+
+def _reduce_memory(memory: Memory):
+    fds = getattr(_encoding, "fds", None)
+    if fds is None:
+        raise pickle.PicklingError("a Memory crosses a process boundary only as a descriptor, through the service wire")
+    slot = -1  # a closed handle cannot be sent; the service gets a handle that maps nothing
+    if not memory.closed and _usable_fd(memory.fd):
+        slot = len(fds)
+        fds.append(memory.fd)
+    return _rebuild_memory, (slot, memory.kind, memory.offset, memory.size, memory.hardware_desc)
+
+
+def _reduce_reference(obj: Any):
+    to_reference = (getattr(_encoding, "references", None) or {}).get(type(obj))
+    if to_reference is None:
+        raise pickle.PicklingError(f"{obj!r} lives in a driver service; it crosses only that service's connections")
+    return _rebuild_object, (to_reference(obj),)
+
+
+copyreg.pickle(Memory, _reduce_memory)
+copyreg.pickle(ObjectRef, lambda ref: (_rebuild_object, (tuple(ref),)))
+
+
+class Encoder:
+    """Pickles messages for one side of a connection: memories become records plus
+    descriptors, and objects of the types in ``references`` become the reference tuples
+    those functions return."""
+
+    def __init__(self, references: dict[type, Callable[[Any], tuple]] | None = None) -> None:
+        self._references = dict(references or {})
+        for cls in self._references:
+            copyreg.pickle(cls, _reduce_reference)
+
+    def __call__(self, message: Any) -> tuple[bytes, list[int]]:
+        fds: list[int] = []
+        _encoding.fds, _encoding.references = fds, self._references
+        try:
+            data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+        finally:
+            _encoding.fds = _encoding.references = None
+        if len(fds) > MAX_FDS:
+            raise WireError(f"a message may carry at most {MAX_FDS} memories, this one has {len(fds)}")
+        return data, fds
+
+
+_plain_encoder = Encoder()
+
+
 def encode(message: Any, references: dict[type, Callable[[Any], tuple]] | None = None) -> tuple[bytes, list[int]]:
-    """Pickle ``message``; memories become records plus descriptors, and objects of the
-    types in ``references`` become the reference tuples those functions return."""
-    fds: list[int] = []
-
-    def reduce_memory(memory: Memory):
-        slot = -1  # a closed handle cannot be sent; the service gets a handle that maps nothing
-        if not memory.closed and _usable_fd(memory.fd):
-            slot = len(fds)
-            fds.append(memory.fd)
-        return _rebuild_memory, (slot, memory.kind, memory.offset, memory.size, memory.hardware_desc)
-
-    table: dict[type, Callable] = {Memory: reduce_memory, ObjectRef: lambda ref: (_rebuild_object, (tuple(ref),))}
-    for cls, to_reference in (references or {}).items():
-        table[cls] = lambda obj, to_reference=to_reference: (_rebuild_object, (to_reference(obj),))
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = table
-    pickler.dump(message)
-    if len(fds) > MAX_FDS:
-        raise WireError(f"a message may carry at most {MAX_FDS} memories, this one has {len(fds)}")
-    return buffer.getvalue(), fds
+    """Pickle ``message`` once (see `Encoder`; a connection keeps one instead)."""
+    return (Encoder(references) if references else _plain_encoder)(message)
 
 
 def send(sock: socket.socket, data: bytes, fds: list[int]) -> int:
     """Send one message; returns the bytes that went through the socket."""
     if len(data) <= INLINE_LIMIT:
-        socket.send_fds(sock, [data], fds)
+        if fds:
+            socket.send_fds(sock, [data], fds)
+        else:
+            sock.send(data)
         return len(data)
     big = os.memfd_create("harness-message", os.MFD_CLOEXEC)
     try:
         os.write(big, data)
-        header = pickle.dumps((_BIG, len(data)))
+        header = _BIG + str(len(data)).encode()
         socket.send_fds(sock, [header], [*fds, big])
         return len(header)
     finally:
@@ -136,18 +172,14 @@ def receive(sock: socket.socket) -> tuple[bytes, list[int]] | None:
         for fd in fds:
             os.close(fd)
         raise WireError("a message was truncated")
-    if len(data) < 64 and data.startswith(b"\x80"):
+    if data.startswith(_BIG):
+        big = fds.pop() if fds else -1
         try:
-            header = pickle.loads(data)
-        except Exception:
-            header = None
-        if isinstance(header, tuple) and header and header[0] == _BIG:
-            big = fds.pop()
-            try:
-                if not stat.S_ISREG(os.fstat(big).st_mode):
-                    raise WireError("large message descriptor is not a memfd")
-                data = os.pread(big, header[1], 0)
-            finally:
+            if big < 0 or not stat.S_ISREG(os.fstat(big).st_mode):
+                raise WireError("large message descriptor is not a memfd")
+            data = os.pread(big, int(data[len(_BIG):]), 0)
+        finally:
+            if big >= 0:
                 os.close(big)
     return data, fds
 
@@ -166,6 +198,8 @@ def messages(sock: socket.socket):
 
 def decode(data: bytes, fds: list[int], load_object: Callable[[tuple], Any] | None = None) -> tuple[Any, list[Memory]]:
     """The message, and the memories made from its descriptors (the caller closes them)."""
+    if not fds and b"_rebuild_" not in data:  # plain data: no memory or object to resolve
+        return pickle.loads(data), []
     _decoding.fds, _decoding.memories, _decoding.load_object = fds, [], load_object
     try:
         message = pickle.loads(data)

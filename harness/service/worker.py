@@ -37,7 +37,7 @@ class _Connection:
         self.service = service
         self.sock = sock
         self.primary = primary
-        self.send_lock = threading.Lock()
+        self._readers_lock = threading.Lock()
         self.objects: dict[int, Any] = {}
         self.retained: dict[int, list[Memory]] = {}
         self.ids = itertools.count(1)
@@ -71,7 +71,7 @@ class _Connection:
     def _receive_and_handle(self) -> None:
         for received in wire.messages(self.sock):
             self._handle(*received)
-        with self.send_lock:
+        with self._readers_lock:
             self._readers_left -= 1
             last = self._readers_left == 0
         if last:
@@ -131,11 +131,10 @@ class _Connection:
         except Exception as error:  # an unpicklable result is the driver's bug; report it as such
             data, fds = wire.encode(("reply", reply[1], False, ("error", type(error).__name__,
                                      f"the driver returned a value that cannot cross the service boundary: {error}", "")))
-        with self.send_lock:
-            try:
-                wire.send(self.sock, data, fds)
-            except OSError:
-                pass  # the client is gone; its connection closes on the next receive
+        try:  # no lock: a SOCK_SEQPACKET record is queued whole, so replies from threads never interleave
+            wire.send(self.sock, data, fds)
+        except OSError:
+            pass  # the client is gone; its connection closes on the next receive
 
     def close(self) -> None:
         for obj in list(self.objects.values()):

@@ -13,12 +13,26 @@ def harness(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+def start_harness(cwd: Path, *args: str) -> subprocess.Popen:
+    cwd.mkdir(exist_ok=True)
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def failed_tests(summary_path: Path) -> set[str]:
+    return {f["test"].split("[")[0] for f in json.loads(summary_path.read_text())["failures"]}
+
+
 def test_fuzz_keeps_failures_and_replay_finds_them(tmp_path: Path) -> None:
-    fuzzed = harness(tmp_path, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.6", "--db", "db", "--out", "fz")
+    fuzzed = harness(tmp_path, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.6", "--workers", "2",
+                     "--db", "db", "--out", "fz")
     assert fuzzed.returncode == 1, fuzzed.stderr
     assert "distinct failures" in fuzzed.stdout and "round 1" in fuzzed.stdout
     summary = json.loads((tmp_path / "fz" / "fuzz-summary.json").read_text())
-    assert summary["failures"] and summary["examples_per_suite"]
+    assert summary["failures"] and summary["examples_per_suite"] and summary["workers"] == 2
+    # The tests ran in two pytest-xdist workers, whose records share one file line by line.
+    records = [json.loads(line) for path in (tmp_path / "fz").glob("round-*.jsonl") for line in path.read_text().splitlines()]
+    assert {r["worker"] for r in records if "id" in r} == {"gw0", "gw1"}
     assert any(f["reproducer"] and Path(f["reproducer"]).exists() for f in summary["failures"])
     assert any((tmp_path / "db").iterdir())
     replayed = harness(tmp_path, "replay", "--driver", "mutant-writes-past-output", "--db", "db", "--out", "rp")
@@ -27,7 +41,40 @@ def test_fuzz_keeps_failures_and_replay_finds_them(tmp_path: Path) -> None:
     assert fixed.returncode == 0 and "0 stored failures reproduce" in fixed.stdout
 
 
+def test_unknown_suite_is_one_clear_line(tmp_path: Path) -> None:
+    done = harness(tmp_path, "fuzz", "--driver", "reference", "--minutes", "0.1", "--suites", "memory_pools,tensors")
+    assert done.returncode == 2 and "'tensors'" in done.stderr and "memory_domains" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_unreachable_redis_is_one_clear_line(tmp_path: Path) -> None:
     done = harness(tmp_path, "fuzz", "--driver", "reference", "--minutes", "0.1", "--db", "redis://127.0.0.1:1/0", "--out", "fz")
     assert done.returncode == 2
     assert "redis://127.0.0.1:1/0" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_two_fuzz_processes_sharing_redis_see_each_others_failures(tmp_path: Path, redis_url: str) -> None:
+    # Two "machines" (separate directories, so separate local databases) fuzz two different
+    # drivers at the same time against one Redis server.
+    machine_a, machine_b = tmp_path / "a", tmp_path / "b"
+    driver_a, driver_b = "mutant-writes-past-output", "mutant-offset-ignored"
+    runs = [start_harness(machine, "fuzz", "--driver", driver, "--minutes", "0.5", "--db", redis_url, "--out", "fz",
+                          "--suites", "memory_pools") for machine, driver in ((machine_a, driver_a), (machine_b, driver_b))]
+    for run in runs:
+        out, err = run.communicate(timeout=600)
+        assert run.returncode == 1, f"{out}\n{err}"
+    found_by_a = failed_tests(machine_a / "fz" / "fuzz-summary.json")
+    found_by_b = failed_tests(machine_b / "fz" / "fuzz-summary.json")
+
+    # Control, before A reads Redis (which keeps a local copy of what it reads): A's local
+    # database alone does not hold B's failures; they came through Redis.
+    local_only = harness(machine_a, "replay", "--driver", driver_b, "--out", "rp-local")
+    assert local_only.returncode == 0 and "0 stored failures reproduce" in local_only.stdout, local_only.stdout
+
+    # Machine A never ran driver B, yet replaying it there reproduces what B stored, and back.
+    a_replays_b = harness(machine_a, "replay", "--driver", driver_b, "--db", redis_url, "--out", "rp")
+    b_replays_a = harness(machine_b, "replay", "--driver", driver_a, "--db", redis_url, "--out", "rp")
+    for replayed, found in ((a_replays_b, found_by_b), (b_replays_a, found_by_a)):
+        assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+        still = {line.split(": ")[1].split("[")[0] for line in replayed.stdout.splitlines() if line.startswith("still failing: ")}
+        assert still & found, (still, found)
