@@ -4,20 +4,25 @@ Memory-domain behaviour depends on history (allocations, copies, executions), so
 checked call by call: each call runs on both drivers, the outcomes are compared at once,
 and a mismatch reports the requirement and the whole call sequence that led to it.
 Buffers are named; each driver keeps its own object and token under that name.
+
+Every call is also kept as a `Step` (plain data), and a failure carries the steps so far:
+`replay` runs them again, which is what a reproducer script of a call sequence does.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import ConformanceError
+from harness.errors import ConformanceError, DriverFault
 from harness.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus
 from harness.oracle import Outcome, assert_conforms, execute_scenario
 from harness.scenario import MemorySpec, Scenario, make_memory
 
-__all__ = ["Lockstep", "Pair"]
+__all__ = ["Lockstep", "Pair", "Step", "replay"]
 
 
 @dataclass
@@ -26,6 +31,15 @@ class Pair:
 
     reference: Any
     driver: Any
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One lockstep call as data: the method and its arguments, prepared models by name."""
+
+    method: str
+    args: tuple
 
 
 @dataclass
@@ -40,6 +54,22 @@ class _Result:
 
     def describe(self) -> str:
         return "success" if self.ok else f"{self.status.name}: {self.message}"
+
+
+def _keeps_steps(method: Callable) -> Callable:
+    """A crash or hang of the driver during a call also carries the steps that led to it."""
+
+    @functools.wraps(method)
+    def call(self: Lockstep, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except DriverFault as fault:
+            if not getattr(fault, "steps", None):
+                tag = re.search(r"\[(SVC-\d)\]", str(fault))
+                fault.steps, fault.requirement = tuple(self.steps), tag.group(1) if tag else "SVC-1"
+            raise
+
+    return call
 
 
 def _call(fn: Callable[[], Any]) -> _Result:
@@ -57,11 +87,19 @@ class Lockstep:
         self.buffers: dict[str, Pair] = {}
         self.tokens: dict[str, Pair] = {}
         self.refused_allocations = 0
+        self.steps: list[Step] = []
+        self._models = 0
 
     # ----------------------------------------------------------------- comparison
 
     def _history(self) -> str:
         return "call sequence:\n" + "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.log))
+
+    def _failure(self, requirement: str, message: str) -> ConformanceError:
+        """The error for a mismatch, with the history shown and the steps attached."""
+        error = ConformanceError(f"{message}\n{self._history()}")
+        error.requirement, error.steps = requirement, tuple(self.steps)
+        return error
 
     def _compare(self, requirement: str, call: str, expected: _Result, actual: _Result) -> None:
         __tracebackhide__ = True
@@ -78,18 +116,23 @@ class Lockstep:
         else:
             return
         rule = outcome.rule or requirement
-        raise ConformanceError(f"[{requirement}] {call}: {problem} (reference rule {rule})\n{self._history()}")
+        raise self._failure(requirement, f"[{requirement}] {call}: {problem} (reference rule {rule})")
 
     # ----------------------------------------------------------------- calls
 
+    @_keeps_steps
     def prepare(self, scenario: Scenario, requirement: str = "DOM-ALLOC-1") -> Pair | None:
         """Prepare the scenario's model on both drivers; None if both (rightly) refuse."""
         call = f"prepare_model({', '.join(scenario.notes) or 'model'})"
+        self._models += 1
+        name = f"model-{self._models}"
+        self.steps.append(Step("prepare", (scenario, requirement)))
         expected = _call(lambda: self.reference.prepare_model(scenario.build_model()))
         actual = _call(lambda: self.driver.prepare_model(scenario.build_model()))
         self._compare(requirement, call, expected, actual)
-        return Pair(expected.value, actual.value) if expected.ok else None
+        return Pair(expected.value, actual.value, name) if expected.ok else None
 
+    @_keeps_steps
     def allocate(
         self,
         name: str,
@@ -102,6 +145,8 @@ class Lockstep:
         """Allocate on both; None when the reference refuses (and so did the driver) or when
         the driver refuses a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it)."""
         call = f"allocate({name!r}, {desc}, models {len(prepared)}, in {list(input_roles)}, out {list(output_roles)})"
+        self.steps.append(Step("allocate", (name, desc, tuple(p.name for p in prepared), tuple(input_roles),
+                                            tuple(output_roles), requirement)))
         expected = _call(lambda: self.reference.allocate(desc, [p.reference for p in prepared], list(input_roles), list(output_roles)))
         actual = _call(lambda: self.driver.allocate(desc, [p.driver for p in prepared], list(input_roles), list(output_roles)))
         if expected.ok and actual.status == ErrorStatus.GENERAL_FAILURE:
@@ -114,52 +159,59 @@ class Lockstep:
             return None
         (ref_buffer, ref_token), (dut_buffer, dut_token) = expected.value, actual.value
         if not isinstance(dut_token, int) or dut_token <= 0:
-            raise ConformanceError(f"[DOM-ALLOC-3] {call}: token {dut_token!r} is not a positive integer\n{self._history()}")
+            raise self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] {call}: token {dut_token!r} is not a positive integer")
         live = {p.driver for n, p in self.tokens.items() if n in self.buffers}
         if dut_token in live:
-            raise ConformanceError(f"[DOM-ALLOC-3] {call}: token {dut_token} is already held by a live buffer\n{self._history()}")
+            raise self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] {call}: token {dut_token} is already held by a live buffer")
         self.buffers[name] = Pair(ref_buffer, dut_buffer)
         self.tokens[name] = Pair(ref_token, dut_token)
         return self.buffers[name]
 
+    @_keeps_steps
     def copy_from(self, name: str, memory: MemorySpec, dimensions: Sequence[int], requirement: str = "DOM-COPY-1") -> bool:
         pair = self.buffers[name]
         call = f"copy_from({name!r}, {memory.kind} of {memory.size} bytes, dims {tuple(dimensions)})"
+        self.steps.append(Step("copy_from", (name, memory, tuple(dimensions), requirement)))
         expected = _with_memory(memory, lambda m: pair.reference.copy_from(m, tuple(dimensions)))
         actual = _with_memory(memory, lambda m: pair.driver.copy_from(m, tuple(dimensions)))
         self._compare(requirement, call, expected, actual)
         return expected.ok
 
+    @_keeps_steps
     def copy_to(self, name: str, size: int, kind: str = "ashmem", requirement: str = "DOM-COPY-1") -> bytes | None:
         pair = self.buffers[name]
         call = f"copy_to({name!r}, {kind} of {size} bytes)"
+        self.steps.append(Step("copy_to", (name, size, kind, requirement)))
         spec = MemorySpec(kind, b"\xee" * size)
         expected = _with_memory(spec, lambda m: (pair.reference.copy_to(m), m.read())[1])
         actual = _with_memory(spec, lambda m: (pair.driver.copy_to(m), m.read())[1])
         self._compare(requirement, call, expected, actual)
         if expected.ok and expected.value != actual.value:
             self.log.append(f"{call}: contents differ")
-            raise ConformanceError(
+            raise self._failure(requirement, (
                 f"[{requirement}] {call}: the driver's buffer holds different bytes than the reference's\n"
                 f"  reference: {expected.value[:64].hex()}{'...' if len(expected.value) > 64 else ''}\n"
-                f"  driver:    {actual.value[:64].hex()}{'...' if len(actual.value) > 64 else ''}\n{self._history()}"
-            )
+                f"  driver:    {actual.value[:64].hex()}{'...' if len(actual.value) > 64 else ''}"))
         return expected.value if expected.ok else None
 
+    @_keeps_steps
     def execute(self, prepared: Pair, scenario: Scenario, requirement: str) -> Outcome:
         """Execute the scenario's request on both, `TokenRef` pools resolved per driver."""
         call = f"execute({', '.join(scenario.notes) or 'request'})"
+        self.steps.append(Step("execute", (prepared.name, scenario, requirement)))
         expected = execute_scenario(prepared.reference, scenario, {n: p.reference for n, p in self.tokens.items()})
         actual = execute_scenario(prepared.driver, scenario, {n: p.driver for n, p in self.tokens.items()})
         self.log.append(f"{call} -> reference {expected.summary()}; driver {actual.summary()}")
         try:
             assert_conforms(requirement, scenario, expected, actual)
         except ConformanceError as error:
-            raise ConformanceError(f"{error}\n{self._history()}") from None
+            raise self._failure(requirement, str(error)) from None
         return expected
 
+    @_keeps_steps
     def release(self, name: str) -> None:
         pair = self.buffers.pop(name)
+        self.steps.append(Step("release", (name,)))
         self.log.append(f"release({name!r})")
         pair.reference.release()
         pair.driver.release()
@@ -167,6 +219,27 @@ class Lockstep:
     def close(self) -> None:
         for name in list(self.buffers):
             self.release(name)
+
+
+def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep:
+    """Run recorded steps again on both drivers; raises the same ConformanceError while the
+    driver still has the bug."""
+    step = Lockstep(driver, reference)
+    models: dict[str, Pair | None] = {}
+    for recorded in steps:
+        method, args = recorded.method, recorded.args
+        if method == "prepare":
+            name = f"model-{step._models + 1}"  # the name prepare() gives it
+            models[name] = step.prepare(*args)
+        elif method == "allocate":
+            name, desc, model_names, input_roles, output_roles, requirement = args
+            step.allocate(name, desc, [models[m] for m in model_names], input_roles, output_roles, requirement)
+        elif method == "execute":
+            model_name, scenario, requirement = args
+            step.execute(models[model_name], scenario, requirement)
+        else:
+            getattr(step, method)(*args)
+    return step
 
 
 def _with_memory(spec: MemorySpec, use: Callable[[Any], Any]) -> _Result:

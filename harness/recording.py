@@ -65,19 +65,24 @@ class Recorder:
             self._record(item, report, reproducer)
 
     def _write_reproducer(self, item: pytest.Item, call) -> str:
-        """The failing scenario as a script, written before anything else can go wrong."""
+        """The failing scenario or call sequence as a script, written before anything else can go wrong."""
         error = call.excinfo.value if call.excinfo is not None else None
         candidates = [error, *getattr(error, "exceptions", ())]
-        found = next((e for e in candidates if getattr(e, "scenario", None) is not None), None)
+        found = next((e for e in candidates if getattr(e, "scenario", None) is not None
+                      or getattr(e, "steps", None)), None)
         if found is None or not self.reproducers:
             return ""
         from harness.report.files import write_atomically
-        from harness.report.reproducer import reproducer_script
+        from harness.report.reproducer import call_sequence_script, reproducer_script
 
         os.makedirs(self.reproducers, exist_ok=True)
         name = "".join(c if c.isalnum() else "_" for c in self.canonical_id(item))[-120:] + ".py"
         path = os.path.join(self.reproducers, name)
-        write_atomically(path, reproducer_script(found.scenario, self.driver, found.requirement, str(found)))
+        if getattr(found, "steps", None):
+            script = call_sequence_script(found.steps, self.driver, found.requirement, str(found))
+        else:
+            script = reproducer_script(found.scenario, self.driver, found.requirement, str(found))
+        write_atomically(path, script)
         return path
 
     def _record(self, item: pytest.Item, report, reproducer: str = "") -> None:

@@ -1,7 +1,8 @@
 """Reproducers: a failing scenario printed as a standalone Python script.
 
-Scenarios are plain data, so this is a printer, not a second code path: the script
-rebuilds the same `Scenario` with the public API and runs it through the same oracle.
+Scenarios and lockstep steps are plain data, so this is a printer, not a second code
+path: the script rebuilds the same `Scenario` (or call sequence) with the public API and
+runs it through the same oracle (or `lockstep.replay`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import dataclasses
 import enum
 import zlib
 
+from collections.abc import Sequence
+
+from harness.lockstep import Step
 from harness.scenario import Scenario
 
 
@@ -33,10 +37,7 @@ def _literal(value: object) -> str:
     return repr(value)
 
 
-def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "") -> str:
-    """A script that fails, with ``requirement`` named, while ``driver`` still has the bug."""
-    summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
-    return f'''#!/usr/bin/env python3
+_HEADER = '''#!/usr/bin/env python3
 """Reproducer written by driver-harness: {requirement} on driver {driver!r}.
 
 Run: python {{this file}}  (with driver-harness installed).  It exits non-zero while the bug is there.
@@ -46,18 +47,27 @@ import base64
 import zlib
 
 from harness.hal import *  # noqa: F403
-from harness.oracle import assert_conforms, run_scenario
 from harness.registry import load_registry
 from harness.scenario import MemorySpec, Scenario, TokenRef  # noqa: F401
 from reference_driver import ReferenceDevice
-
+{imports}
 
 def _unpack(text):
     return zlib.decompress(base64.b64decode(text))
 
 
 DRIVER = {driver!r}
-SCENARIO = {_literal(scenario)}
+'''
+
+
+def _header(driver: str, requirement: str, message: str, imports: str) -> str:
+    summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
+    return _HEADER.format(requirement=requirement, driver=driver, summary=summary, imports=imports)
+
+
+def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "") -> str:
+    """A script that fails, with ``requirement`` named, while ``driver`` still has the bug."""
+    return _header(driver, requirement, message, "from harness.oracle import assert_conforms, run_scenario\n") + f'''SCENARIO = {_literal(scenario)}
 
 if __name__ == "__main__":
     driver = load_registry().resolve(DRIVER).create()
@@ -65,4 +75,17 @@ if __name__ == "__main__":
     actual = run_scenario(driver, SCENARIO)
     assert_conforms({requirement!r}, SCENARIO, expected, actual)
     print("the driver now conforms on this scenario")
+'''
+
+
+def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "") -> str:
+    """A script that replays a lockstep call sequence and fails the same way while the bug is there."""
+    listed = "".join(f"    {_literal(step)},\n" for step in steps)
+    return _header(driver, requirement, message, "from harness.lockstep import Step, replay\n") + f'''STEPS = [
+{listed}]
+
+if __name__ == "__main__":
+    driver = load_registry().resolve(DRIVER).create()
+    replay(STEPS, driver, ReferenceDevice()).close()
+    print("the driver now conforms on this call sequence")
 '''

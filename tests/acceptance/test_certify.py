@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -60,16 +62,49 @@ def test_reference_passes_and_every_report_is_written(tmp_path: Path) -> None:
     assert all(requirement in parser.cells for requirement in REQUIREMENTS)
 
 
-def test_mutant_fails_with_a_reproducer_that_fails(tmp_path: Path) -> None:
-    done = certify(tmp_path, "--driver", "mutant-offset-ignored", "--out", "out", *QUICK)
+@pytest.fixture(scope="module")
+def failed_certification(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A certification of a seeded-bug driver: the richest report (failures, reproducers)."""
+    where = tmp_path_factory.mktemp("failed-certification")
+    done = certify(where, "--driver", "mutant-offset-ignored", "--out", "out", *QUICK)
     assert done.returncode == 1, done.stderr + done.stdout
-    document = json.loads((tmp_path / "out" / "certificate.json").read_text())
+    return where / "out"
+
+
+def test_mutant_fails_with_a_reproducer_that_fails(failed_certification: Path) -> None:
+    document = json.loads((failed_certification / "certificate.json").read_text())
     assert document["verdict"] == "FAIL" and document["requirements"]["POOL-2"]["status"] == "fail"
     scripts = [f["reproducer"] for f in document["failures"] if f["reproducer"]]
     assert scripts, "no reproducer was written for a scenario failure"
     replay = subprocess.run([sys.executable, scripts[0]], capture_output=True, text=True, timeout=120)
     assert replay.returncode != 0 and "[POOL-2]" in replay.stderr
-    assert "reproducer" in (tmp_path / "out" / "report.html").read_text()
+    assert "reproducer" in (failed_certification / "report.html").read_text()
+
+
+def _chromium() -> str | None:
+    return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+
+
+def test_report_renders_in_headless_chromium(failed_certification: Path, tmp_path: Path) -> None:
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; .ci/run installs it where it can)")
+    # Offline and sandboxed as the page is meant to be read: no network, a throw-away profile.
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    page = (failed_certification / "report.html").as_uri()
+    screenshot = tmp_path / "report.png"  # under tmp_path: kept out of the repository
+    shot = subprocess.run([browser, *flags, f"--screenshot={screenshot}", "--window-size=1280,1800", page],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
+    header = screenshot.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (1280, 1800)
+    dom = subprocess.run([browser, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120)
+    rendered = _Rows()
+    rendered.feed(dom.stdout)
+    assert all(requirement in rendered.cells for requirement in REQUIREMENTS), dom.stderr[-2000:]
+    assert "FAIL" in dom.stdout.split("</h1>")[0]
 
 
 def test_expectation_xfail_is_a_waiver_not_a_pass(tmp_path: Path) -> None:

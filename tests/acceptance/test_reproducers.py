@@ -1,0 +1,29 @@
+"""Reproducers of call-sequence (lockstep) failures: a script that replays the calls and fails the same way."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_call_sequence_failure_is_written_as_a_replayable_script(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "suites.memory_domains.test_roles",
+         "-k", "test_each_misuse and released", "--driver=mutant-released-token-usable", "--harness-profile=ci",
+         f"--harness-record={tmp_path / 'records.jsonl'}", f"--harness-reproducers={tmp_path / 'reproducers'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    [script] = (tmp_path / "reproducers").glob("*.py")
+    text = script.read_text()
+    assert "STEPS = [" in text and "Step(method='release'" in text
+
+    replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert replayed.returncode != 0 and "[DOM-ROLE-1]" in replayed.stderr, replayed.stderr[-3000:]
+    assert "release('buffer')" in replayed.stderr  # the error shows the call sequence that led to it
+
+    # The same calls on the reference conform: the script isolates the driver's bug.
+    fixed = tmp_path / "reference.py"
+    fixed.write_text(text.replace("DRIVER = 'mutant-released-token-usable'", "DRIVER = 'reference'"))
+    conforms = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=120)
+    assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
