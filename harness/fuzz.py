@@ -22,7 +22,7 @@ from harness.report.files import write_atomically
 
 ROUND_EXAMPLES = 25
 PROGRESS_EVERY_S = 10.0
-SUITES = ("suites.memory_pools", "suites.requests", "suites.numerics", "suites.memory_domains")
+SUITES = ("suites.memory_pools", "suites.requests", "suites.numerics", "suites.memory_domains", "suites.custom_calls")
 
 
 def select_suites(names: str | None) -> tuple[str, ...]:

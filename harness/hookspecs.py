@@ -27,3 +27,10 @@ def harness_register_drivers() -> list:  # list[harness.registry.DriverSpec]
 @hookspec
 def harness_expectations(driver_name: str) -> list:  # list[harness.expectations.Expectation]
     """Return known skips/xfails for ``driver_name`` (same meaning as an expectations file)."""
+
+
+@hookspec
+def harness_custom_call_targets(driver_name: str) -> list:  # list[harness.custom_calls.CustomCallTarget]
+    """Return the custom-call targets ``driver_name`` provides (SPEC section 5), as a list of
+    `harness.custom_calls.CustomCallTarget`: name, platform, calling convention, library
+    and symbol, a numpy reference function and the cases it accepts."""

@@ -151,6 +151,10 @@ def _apply_run_settings(config: pytest.Config, profile: str) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requirement(*ids): the SPEC requirement IDs a test checks")
+    from harness.custom_calls import fixtures as custom_call_fixtures
+
+    if not config.pluginmanager.is_registered(custom_call_fixtures):
+        config.pluginmanager.register(custom_call_fixtures, "harness-custom-calls")
     from hypothesis import settings
 
     _register_profiles()

@@ -87,6 +87,23 @@ class DriverRegistry:
         raise UsageError("\n".join(lines))
 
 
+    def custom_call_targets(self, name: str) -> list:
+        """The custom-call targets plugins declare for driver ``name``, checked early."""
+        from harness.custom_calls.targets import check_target
+
+        targets = []
+        for impl in self.manager.hook.harness_custom_call_targets.get_hookimpls():
+            try:
+                declared = impl.function(driver_name=name) or []
+            except Exception as error:
+                raise DriverLoadError(f"plugin {impl.plugin_name}: harness_custom_call_targets raised "
+                                      f"{type(error).__name__}: {error}") from None
+            for target in declared:
+                check_target(target, impl.plugin_name)
+                targets.append(target)
+        return targets
+
+
 def load_registry(extra_plugins: Iterable[object] = (), *, entry_points: bool = True, repo_plugins: bool = True) -> DriverRegistry:
     manager = pluggy.PluginManager("harness")
     manager.add_hookspecs(hookspecs)

@@ -9,3 +9,12 @@ from reference_driver import ReferenceDevice
 @hookimpl
 def harness_register_drivers() -> list[DriverSpec]:
     return [DriverSpec("reference", ReferenceDevice, "numpy reference driver: the definition of correct behaviour")]
+
+
+@hookimpl
+def harness_custom_call_targets(driver_name: str) -> list:
+    if driver_name != "reference":
+        return []
+    from reference_driver.custom_calls import reference_targets
+
+    return reference_targets()

@@ -124,3 +124,20 @@ class DeviceProxy:
 
     def __repr__(self) -> str:
         return f"<DeviceProxy {self.name!r} in a driver service>"
+
+
+class CustomCallsProxy:
+    """The driver's custom-call executor in the service (`harness.custom_calls.CustomCallExecutor`)."""
+
+    def __init__(self, endpoint: Any) -> None:
+        self._endpoint = endpoint
+
+    def _call(self, method: str, *args: Any) -> Any:
+        return self._endpoint.call(None, -1, method, args, CallDescription("CustomCalls", method, args))
+
+    def lookup(self, name: str, platform: str) -> tuple:
+        return self._call("lookup", name, platform)
+
+    def invoke(self, name: str, platform: str, inputs: Memory, operands: tuple, outputs: Memory, output: Any,
+               opaque: bytes) -> tuple:
+        return self._call("invoke", name, platform, inputs, operands, outputs, output, opaque)

@@ -25,7 +25,7 @@ from harness.errors import DriverCrash, DriverHang, DriverLoadError
 from harness.hal import Capabilities
 from harness.service import wire
 from harness.service.client import Connection
-from harness.service.proxies import PROXY_CLASSES, DeviceProxy, Remote, make_proxy
+from harness.service.proxies import PROXY_CLASSES, CustomCallsProxy, DeviceProxy, Remote, make_proxy
 
 STDERR_TAIL_LINES = 40
 _HANG_DUMP_WAIT_S = 0.5
@@ -51,6 +51,7 @@ class _Endpoint:
         self.generation = 0
         self.connection: Connection | None = None
         self.device = DeviceProxy(self)
+        self.custom_calls = CustomCallsProxy(self)
         self.name = self.version = ""
         self.capabilities: Capabilities | None = None
         self._lock = threading.RLock()

@@ -30,6 +30,7 @@ from harness.memory import Memory
 from harness.service import wire
 
 _POOL_THREADS = 16
+CUSTOM_CALLS = -1  # the target id of the driver's custom-call executor
 
 
 class _Connection:
@@ -109,6 +110,8 @@ class _Connection:
             return (device.name, device.version, device.capabilities())
         if method == "ping":  # the service's own round trip, without the driver (benchmarks)
             return None
+        if target == CUSTOM_CALLS:
+            return getattr(self.service.custom_calls(), method)(*args)
         obj = device if target == 0 else self.objects[target]
         result = getattr(obj, method)(*args)
         if method == "prepare_model":
@@ -154,9 +157,16 @@ class _Connection:
 
 
 class Service:
-    def __init__(self, device: Any) -> None:
+    def __init__(self, device: Any, driver: str = "") -> None:
         self.device = device
+        self.driver = driver
         self.stopped = threading.Event()
+
+    def custom_calls(self) -> Any:
+        """The driver's custom-call targets, loaded (and built) at first use."""
+        from harness.custom_calls.executor import executor_for
+
+        return executor_for(self.driver)
 
     def accept_forever(self, listener: socket.socket) -> None:
         while not self.stopped.is_set():
@@ -170,13 +180,13 @@ class Service:
         self.stopped.set()
 
 
-def serve(device: Any, fd: int, listen: str) -> int:
+def serve(device: Any, fd: int, listen: str, driver: str = "") -> int:
     """Serve ``device`` on the connected socket ``fd`` and on ``listen``; returns when the
     primary client closes or asks for shutdown."""
     faulthandler.enable(sys.stderr, all_threads=True)
     faulthandler.register(signal.SIGUSR1, sys.stderr, all_threads=True)
     primary = socket.socket(fileno=fd)
-    service = Service(device)
+    service = Service(device, driver)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind("\0" + listen)
     listener.listen(16)
@@ -202,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         print(f"driver service: cannot load {options.driver!r}: {error}", file=sys.stderr)
         return 3
-    code = serve(device, options.fd, options.listen)
+    code = serve(device, options.fd, options.listen, options.driver)
     os._exit(code)  # driver threads may still be blocked; the process ends here regardless
 
 

@@ -45,7 +45,7 @@ def _child(spec, service_fd: int, stderr_fd: int, listen: str) -> None:
         except Exception as error:
             print(f"driver service: cannot create driver {spec.name!r}: {error}", file=sys.stderr)
             os._exit(3)
-        code = serve(device, service_fd, listen)
+        code = serve(device, service_fd, listen, spec.name)
     except BaseException:
         traceback.print_exc()
     finally:

@@ -1,0 +1,104 @@
+"""Custom-call targets as a driver declares them, and the registry they are looked up in (CC-1)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.custom_calls.shapes import Shape
+from harness.errors import HarnessError
+
+CONVENTIONS = ("host", "host-unified", "device", "device-status")
+STATUS_CONVENTIONS = ("host-unified", "device-status")
+
+
+class CustomCallError(HarnessError):
+    """A registry misuse (CC-1) or a target's reported failure (CC-6), with the exact message."""
+
+
+@dataclass(frozen=True)
+class CallCase:
+    """One call: the operands' shapes, the output's shape, and the opaque bytes."""
+
+    operands: tuple[Shape, ...]
+    output: Shape
+    opaque: bytes = b""
+
+
+@dataclass(frozen=True)
+class CustomCallTarget:
+    """A target a driver provides: where its code is, how it is called, and what it computes.
+
+    ``library`` and ``symbol`` locate the function (``library`` may be a zero-argument
+    callable that builds the library and returns its path, run where the target is
+    called).  ``reference(operands, opaque)`` computes the same output with numpy (None
+    for scratch leaves); ``cases()`` is a hypothesis strategy of the `CallCase`s the target
+    accepts.  A target that always fails has ``error(opaque)`` give the exact message.
+    """
+
+    name: str
+    platform: str
+    convention: str
+    library: Any
+    symbol: str
+    reference: Callable[[tuple, bytes], Any] | None = None
+    cases: Callable[[], Any] | None = None
+    error: Callable[[bytes], str] | None = None
+    description: str = ""
+    scratch: tuple[tuple[int, ...], ...] = field(default=())
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.platform)
+
+    def library_path(self) -> str:
+        return str(self.library() if callable(self.library) else self.library)
+
+
+def check_target(target: CustomCallTarget, plugin: str = "?") -> None:
+    """Early validation of a declaration, so a plugin's typo is an error at start-up."""
+    problems = []
+    if target.convention not in CONVENTIONS:
+        problems.append(f"convention {target.convention!r} is not one of {', '.join(CONVENTIONS)}")
+    if not target.name or not target.platform or not target.symbol:
+        problems.append("name, platform and symbol are required")
+    if target.error is None and (target.reference is None or target.cases is None):
+        problems.append("a target needs reference and cases (or error, for a target that always fails)")
+    if target.error is not None and target.convention not in STATUS_CONVENTIONS:
+        problems.append(f"a failing target must use a status convention ({', '.join(STATUS_CONVENTIONS)})")
+    if problems:
+        raise HarnessError(f"custom-call target {target.name!r} of plugin {plugin}: {'; '.join(problems)}")
+
+
+class TargetRegistry:
+    """Targets by (name, platform), as XLA's custom-call target registry keeps them (CC-1)."""
+
+    def __init__(self) -> None:
+        self._targets: dict[tuple[str, str], tuple[CustomCallTarget, Any]] = {}
+
+    def register(self, target: CustomCallTarget, function: Any = None) -> None:
+        """Register ``target`` (its resolved ``function`` address, when known).  The same
+        function again under its key is accepted; a different one is an error."""
+        identity = function if function is not None else (target.library_path(), target.symbol, target.convention)
+        existing = self._targets.get(target.key)
+        if existing is not None:
+            if existing[1] != identity:
+                raise CustomCallError(f"custom-call target {target.name!r} for platform {target.platform!r} is already "
+                                      f"registered with a different function")
+            return
+        self._targets[target.key] = (target, identity)
+
+    def lookup(self, name: str, platform: str) -> CustomCallTarget:
+        found = self._targets.get((name, platform))
+        if found is None:
+            known = sorted(n for n, p in self._targets if p == platform)
+            raise CustomCallError(f"no custom-call target {name!r} is registered for platform {platform!r}"
+                                  f" (registered there: {', '.join(known) or 'none'})")
+        return found[0]
+
+    def __iter__(self):
+        return (target for target, _ in self._targets.values())
+
+    def __len__(self) -> int:
+        return len(self._targets)

@@ -1,0 +1,42 @@
+"""Custom-call mutants: the reference's C targets built with one seeded bug (a -D flag)."""
+
+from __future__ import annotations
+
+from harness import hookimpl
+from reference_driver import ReferenceDevice
+
+from ._registry import mutant
+
+# mutant name -> the compile-time flag that seeds its bug into reference_driver/custom_calls/targets.c
+FLAGS: dict[str, str] = {}
+
+
+def _custom_call_mutant(name: str, requirement: str, description: str, flag: str) -> None:
+    FLAGS[f"mutant-{name}"] = flag
+    mutant(name, requirement, description)(ReferenceDevice)
+
+
+_custom_call_mutant("cc-leaf-order", "CC-3", "the device-style add target takes its two operand leaves in the wrong order",
+                    "CC_MUTANT_LEAF_ORDER")
+_custom_call_mutant("cc-tuple-post-order", "CC-2", "tuple targets flatten nested tuples before the leaves beside them",
+                    "CC_MUTANT_POSTORDER")
+_custom_call_mutant("cc-opaque-truncated-at-nul", "CC-4", "reads opaque as a C string, cut at the first NUL byte",
+                    "CC_MUTANT_OPAQUE_NUL")
+_custom_call_mutant("cc-writes-past-output", "CC-5", "the device-style add target writes one element past its output",
+                    "CC_MUTANT_WRITE_PAST")
+_custom_call_mutant("cc-input-modified", "CC-5", "the device-style add target also stores its result into an input",
+                    "CC_MUTANT_INPUT_IN_PLACE")
+_custom_call_mutant("cc-status-swallowed", "CC-6", "the failing target reports success with a made-up output",
+                    "CC_MUTANT_STATUS_SWALLOWED")
+_custom_call_mutant("cc-segfault-on-empty-message", "CC-6", "the failing target dereferences a bad pointer when its "
+                    "message would be empty", "CC_MUTANT_SEGFAULT")
+
+
+@hookimpl
+def harness_custom_call_targets(driver_name: str) -> list:
+    flag = FLAGS.get(driver_name)
+    if flag is None:
+        return []
+    from reference_driver.custom_calls import reference_targets
+
+    return reference_targets((f"-D{flag}",))

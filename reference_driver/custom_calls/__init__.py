@@ -1,0 +1,115 @@
+"""The reference driver's custom-call targets: native C code, built at first use, and the
+numpy functions that say what each computes (SPEC section 5).
+
+``reference_targets(flags)`` declares them; seeded-bug drivers declare the same targets
+built with a ``-DCC_MUTANT_...`` flag.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from pathlib import Path
+
+import numpy as np
+from hypothesis import strategies as st
+
+from harness.custom_calls.shapes import Leaf, Shape, TupleShape, leaf_values, leaves
+from harness.custom_calls.targets import CallCase, CustomCallTarget
+from harness.strategies.custom_calls import leaf_shapes, opaque_bytes, shapes
+
+HERE = Path(__file__).parent
+DEVICE = "HarnessDevice"  # the platform of device-style targets; host memory stands in for device memory
+ADD_DTYPES = {"float32": 0, "float64": 1, "int32": 2}
+
+
+@functools.lru_cache(maxsize=None)
+def build_targets(flags: tuple[str, ...] = ()) -> Path:
+    from harness.native import build_shared_library
+
+    return build_shared_library("cc-targets", [HERE / "targets.c"], flags,
+                                include_dirs=[Path(__file__).resolve().parents[2] / "harness" / "custom_calls" / "c"])
+
+
+# ---------------------------------------------------------------- A[i] = B[i % 128] + C[i]
+
+def add_mod128(operands: tuple, opaque: bytes) -> np.ndarray:
+    b, c = operands
+    return b[np.arange(c.size) % 128] + c
+
+
+def _add_host_cases() -> st.SearchStrategy[CallCase]:
+    return st.just(CallCase((Leaf("float32", (128,)), Leaf("float32", (2048,))), Leaf("float32", (2048,))))
+
+
+@st.composite
+def _add_device_cases(draw) -> CallCase:
+    dtype = draw(st.sampled_from(sorted(ADD_DTYPES)), label="dtype")
+    n = draw(st.one_of(st.integers(0, 300), st.just(2048)), label="n")
+    return CallCase((Leaf(dtype, (128,)), Leaf(dtype, (n,))), Leaf(dtype, (n,)), struct.pack("<qq", n, ADD_DTYPES[dtype]))
+
+
+# ---------------------------------------------------------------- tuples, and a scratch output leaf
+
+def encode_tree(shape: Shape) -> bytes:
+    """A shape as int64 words: a leaf is (0, bytes), a tuple is (1, count, elements...)."""
+    if isinstance(shape, Leaf):
+        return struct.pack("<qq", 0, shape.nbytes)
+    return struct.pack("<qq", 1, len(shape.elements)) + b"".join(encode_tree(e) for e in shape.elements)
+
+
+def tuple_concat(operands: tuple, opaque: bytes) -> tuple:
+    joined = b"".join(np.ascontiguousarray(v).tobytes() for v in leaf_values(operands))
+    return (np.frombuffer(joined, dtype=np.uint8), None)  # the second leaf is scratch
+
+
+def concat_case(operands: tuple[Shape, ...]) -> CallCase:
+    total = sum(leaf.nbytes for op in operands for _, leaf in leaves(op))
+    output = TupleShape((Leaf("uint8", (total,)), Leaf("uint8", (total,))))
+    return CallCase(operands, output, encode_tree(TupleShape(operands)))
+
+
+def _concat_cases() -> st.SearchStrategy[CallCase]:
+    return st.lists(shapes(max_depth=3, leaf=leaf_shapes(max_side=4)), min_size=1, max_size=3).map(
+        lambda ops: concat_case(tuple(ops)))
+
+
+# ---------------------------------------------------------------- opaque and errors
+
+def echo_opaque(operands: tuple, opaque: bytes) -> np.ndarray:
+    return np.frombuffer(struct.pack("<q", len(opaque)) + opaque, dtype=np.uint8)
+
+
+def _echo_cases() -> st.SearchStrategy[CallCase]:
+    return opaque_bytes(max_size=256 * 1024).map(lambda o: CallCase((), Leaf("uint8", (8 + len(o),)), o))
+
+
+def failure_message(opaque: bytes) -> str:
+    return "fail_with_status: " + opaque.decode("utf-8", "replace")
+
+
+def _failing_cases() -> st.SearchStrategy[CallCase]:
+    return st.text(max_size=200).map(lambda t: CallCase((), Leaf("float32", (1,)), t.encode("utf-8")))
+
+
+def reference_targets(flags: tuple[str, ...] = ()) -> list[CustomCallTarget]:
+    library = functools.partial(build_targets, tuple(flags))
+    return [
+        CustomCallTarget("add_mod128", "Host", "host", library, "add_mod128_host", add_mod128, _add_host_cases,
+                         description="the seed's A[i] = B[i % 128] + C[i], F32[128] and F32[2048]"),
+        CustomCallTarget("add_mod128", DEVICE, "device", library, "add_mod128_device", add_mod128, _add_device_cases,
+                         description="A[i] = B[i % 128] + C[i] for any n and three dtypes; n and dtype in opaque"),
+        CustomCallTarget("tuple_concat", "Host", "host-unified", library, "tuple_concat_host", tuple_concat,
+                         _concat_cases, scratch=((1,),),
+                         description="nested tuple operands concatenated through a scratch output leaf"),
+        CustomCallTarget("tuple_concat", DEVICE, "device", library, "tuple_concat_device", tuple_concat,
+                         _concat_cases, scratch=((1,),), description="the same with the flat buffers array"),
+        CustomCallTarget("echo_opaque", "Host", "host-unified", library, "echo_opaque_host", echo_opaque, _echo_cases,
+                         description="writes opaque's length and bytes to its output"),
+        CustomCallTarget("echo_opaque", DEVICE, "device", library, "echo_opaque_device", echo_opaque, _echo_cases,
+                         description="writes opaque's length and bytes to its output"),
+        CustomCallTarget("fail_with_status", "Host", "host-unified", library, "fail_with_status_host",
+                         cases=_failing_cases, error=failure_message, description="always fails through the status"),
+        CustomCallTarget("fail_with_status", DEVICE, "device-status", library, "fail_with_status_device",
+                         cases=_failing_cases, error=failure_message, description="always fails through the status"),
+    ]

@@ -1,0 +1,1 @@
+"""SPEC §5 custom calls (CC-1..6): XLA calling conventions, fuzzed, with red zones."""

@@ -1,0 +1,28 @@
+"""CC-4: opaque arrives byte-exact and length-delimited: empty, with NULs, large."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.custom_calls import CallCase, Leaf
+from harness.custom_calls.check import assert_call_conforms, run_case
+
+from ._calls import call_and_check
+
+
+@pytest.mark.requirement("CC-4", "CC-5")
+@pytest.mark.targets(names=("echo_opaque",))
+@given(data=st.data())
+def test_opaque_bytes_arrive_exactly(custom_calls, target, data) -> None:
+    call_and_check(data, custom_calls, target, "CC-4")
+
+
+@pytest.mark.requirement("CC-4")
+@pytest.mark.parametrize("opaque", [b"", b"\0", b"a\0b", b"\0" * 4096, bytes(range(256)) * 1024],
+                         ids=["empty", "one NUL", "embedded NUL", "4 KiB of NULs", "256 KiB"])
+@pytest.mark.targets(names=("echo_opaque",))
+def test_opaque_edge_cases(custom_calls, target, opaque) -> None:
+    case = CallCase((), Leaf("uint8", (8 + len(opaque),)), opaque)
+    assert_call_conforms("CC-4", target, case, (), run_case(custom_calls, target, case, ()))
