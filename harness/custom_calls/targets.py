@@ -32,7 +32,7 @@ class CustomCallTarget:
 
     ``library`` and ``symbol`` locate the function (``library`` may be a zero-argument
     callable that builds the library and returns its path, run where the target is
-    called).  ``reference(operands, opaque)`` computes the same output with numpy (None
+    called); ``xla_library`` and ``xla_symbol`` likewise locate a typed-FFI handler.  ``reference(operands, opaque)`` computes the same output with numpy (None
     for scratch leaves); ``cases()`` is a hypothesis strategy of the `CallCase`s the target
     accepts.  A target that always fails has ``error(opaque)`` give the exact message.
     """
@@ -47,6 +47,12 @@ class CustomCallTarget:
     error: Callable[[bytes], str] | None = None
     description: str = ""
     scratch: tuple[tuple[int, ...], ...] = field(default=())
+    # The same computation written against XLA's typed FFI (optional; run under jax):
+    # operand leaves become arguments in pre-order, output leaves results, and opaque a
+    # uint8 array attribute named "opaque" when xla_opaque is set.
+    xla_library: Any = None
+    xla_symbol: str = ""
+    xla_opaque: bool = False
 
     @property
     def key(self) -> tuple[str, str]:

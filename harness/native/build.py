@@ -34,11 +34,15 @@ def cache_directory() -> Path:
     return Path(base) / "native"
 
 
-def find_compiler() -> str:
-    for candidate in (os.environ.get("CC"), "cc", "gcc", "clang"):
+def find_compiler(language: str = "c") -> str:
+    if language == "c++":
+        candidates, what = (os.environ.get("CXX"), "c++", "g++", "clang++"), "C++ compiler (set CXX, or install g++ or clang++)"
+    else:
+        candidates, what = (os.environ.get("CC"), "cc", "gcc", "clang"), "C compiler (set CC, or install gcc or clang)"
+    for candidate in candidates:
         if candidate and shutil.which(candidate):
             return shutil.which(candidate)  # type: ignore[return-value]
-    raise CompilerMissing("no C compiler found (set CC, or install gcc or clang) to build native custom-call targets")
+    raise CompilerMissing(f"no {what} found to build native targets")
 
 
 def _compiler_identity(compiler: str) -> bytes:
@@ -52,7 +56,7 @@ def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequen
                          include_dirs: Sequence[str | Path] = (), compiler: str | None = None,
                          language: str = "c") -> Path:
     """The path of ``name``'s shared library built from ``sources`` with ``flags``."""
-    compiler = compiler or find_compiler()
+    compiler = compiler or find_compiler(language)
     sources = [Path(s).resolve() for s in sources]
     include_dirs = [Path(d).resolve() for d in include_dirs]
     digest = hashlib.sha256()
@@ -70,8 +74,9 @@ def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequen
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, partial = tempfile.mkstemp(prefix=f".{name}-", suffix=".so", dir=target.parent)
     os.close(descriptor)
-    command = [compiler, "-x", language, "-O2", "-g", "-shared", "-fPIC", "-Wall", "-Werror=implicit-function-declaration",
-               *flags, *map(str, sources), "-o", partial]
+    # C++ builds include headers (XLA's) whose warnings are not ours to fix.
+    dialect = ["-std=c++17"] if language == "c++" else ["-Wall", "-Werror=implicit-function-declaration"]
+    command = [compiler, "-x", language, *dialect, "-O2", "-g", "-shared", "-fPIC", *flags, *map(str, sources), "-o", partial]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:

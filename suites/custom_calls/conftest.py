@@ -30,10 +30,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     chosen = [t for t in _declared_targets(metafunc.config)
               if t.convention in wanted.get("conventions", (t.convention,))
               and (wanted.get("failing") is None or (t.error is not None) == wanted["failing"])
-              and t.name in wanted.get("names", (t.name,))]
+              and t.name in wanted.get("names", (t.name,))
+              and (not wanted.get("xla") or bool(t.xla_symbol))]
     metafunc.parametrize("target", chosen, ids=[f"{t.name}@{t.platform}" for t in chosen])
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "targets(conventions=(), failing=None, names=()): which custom-call targets a "
-                                       "test runs on")
+    config.addinivalue_line("markers", "targets(conventions=(), failing=None, names=(), xla=False): which custom-call "
+                                       "targets a test runs on (xla: those with a typed-FFI handler)")

@@ -24,7 +24,7 @@ def test_no_compiler_is_one_clear_error(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("CC", raising=False)
     source = tmp_path / "x.c"
     source.write_text("int x;\n")
-    with pytest.raises(CompilerMissing, match="no C compiler found"):
+    with pytest.raises(CompilerMissing, match="no C compiler .*found"):
         build_shared_library("x", [source])
 
 

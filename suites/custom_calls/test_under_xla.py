@@ -1,0 +1,38 @@
+"""The same targets under real XLA: typed-FFI handlers registered with jax.ffi and run under
+jax.jit on the CPU, compared with the same numpy references (optional extra: xla)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, event, given, note
+from hypothesis import strategies as st
+
+from harness.custom_calls.check import compare_outputs, describe_case
+from harness.custom_calls.xla import call_target, unavailable
+from harness.strategies.custom_calls import operand_values
+
+WHY_NOT = unavailable()
+pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "jax is available")
+
+
+@pytest.mark.requirement("CC-2", "CC-4")
+@pytest.mark.targets(failing=False, xla=True)
+@given(data=st.data())
+def test_outputs_match_the_reference_under_jit(custom_call_targets, target, data) -> None:
+    case = data.draw(target.cases(), label="case")
+    values = data.draw(operand_values(case.operands), label="operand values")
+    note(describe_case(target, case))
+    event(f"{target.name} under XLA")
+    compare_outputs("CC-2", target, case, values, call_target(target, case, values))
+
+
+@pytest.mark.requirement("CC-6")
+@pytest.mark.targets(failing=True, xla=True)
+@given(data=st.data())
+def test_status_errors_become_exceptions_with_the_message(custom_call_targets, target, data) -> None:
+    case = data.draw(target.cases(), label="case")
+    assume(b"\0" not in case.opaque)  # XLA carries error messages as C strings: a NUL ends them
+    expected = target.error(case.opaque)
+    with pytest.raises(Exception) as raised:
+        call_target(target, case, data.draw(operand_values(case.operands), label="operand values"))
+    assert expected in str(raised.value), f"[CC-6] XLA raised {raised.value!r}; expected the message {expected!r}"
