@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N")
     fuzz.add_argument("--out", default="fuzz", metavar="DIR")
     fuzz.add_argument("--suites", default=None, metavar="NAME,...",
-                      help="only these suites, comma-separated: memory_pools, requests, numerics, memory_domains, custom_calls "
+                      help="only these suites, comma-separated: memory_pools, requests, numerics, memory_domains, custom_calls, packed_functions "
                            "(default: all)")
     replay = commands.add_parser("replay", help="re-run only the failing examples stored in the database")
     replay.add_argument("--driver", required=True)

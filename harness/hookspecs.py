@@ -34,3 +34,9 @@ def harness_custom_call_targets(driver_name: str) -> list:  # list[harness.custo
     """Return the custom-call targets ``driver_name`` provides (SPEC section 5), as a list of
     `harness.custom_calls.CustomCallTarget`: name, platform, calling convention, library
     and symbol, a numpy reference function and the cases it accepts."""
+
+
+@hookspec
+def harness_packed_functions(driver_name: str) -> list:  # list[harness.native.packed.PackedFunctionLibrary]
+    """Return the tvm-ffi libraries ``driver_name`` exports packed functions from (SPEC section 6),
+    each registering the probe functions of `harness.native.packed` under its prefix."""

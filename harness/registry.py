@@ -104,6 +104,18 @@ class DriverRegistry:
         return targets
 
 
+    def packed_function_libraries(self, name: str) -> list:
+        """The tvm-ffi libraries plugins declare for driver ``name``."""
+        libraries = []
+        for impl in self.manager.hook.harness_packed_functions.get_hookimpls():
+            try:
+                libraries += impl.function(driver_name=name) or []
+            except Exception as error:
+                raise DriverLoadError(f"plugin {impl.plugin_name}: harness_packed_functions raised "
+                                      f"{type(error).__name__}: {error}") from None
+        return libraries
+
+
 def load_registry(extra_plugins: Iterable[object] = (), *, entry_points: bool = True, repo_plugins: bool = True) -> DriverRegistry:
     manager = pluggy.PluginManager("harness")
     manager.add_hookspecs(hookspecs)

@@ -44,7 +44,7 @@ REQUIREMENTS: Final[dict[str, str]] = {
 }
 
 #: The sections the conformance suites must cover completely (SPEC §2–4).
-CORE_PREFIXES: Final = ("POOL-", "DOM-", "REQ-", "CC-")  # FFI is checked once a driver exports packed functions
+CORE_PREFIXES: Final = ("POOL-", "DOM-", "REQ-", "CC-", "FFI-")  # SVC is checked by tests/, not suites
 
 
 def core_requirements() -> list[str]:

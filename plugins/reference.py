@@ -18,3 +18,12 @@ def harness_custom_call_targets(driver_name: str) -> list:
     from reference_driver.custom_calls import reference_targets
 
     return reference_targets()
+
+
+@hookimpl
+def harness_packed_functions(driver_name: str) -> list:
+    if driver_name != "reference":
+        return []
+    from reference_driver.packed_functions import packed_library
+
+    return [packed_library("reference")]

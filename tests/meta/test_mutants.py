@@ -14,7 +14,7 @@ def test_there_are_enough_mutants_covering_every_family() -> None:
     mutants = {name: spec for name, spec in registry.drivers.items() if spec.breaks}
     assert len(mutants) >= 30
     families = {spec.breaks.rsplit("-", 1)[0] for spec in mutants.values()}
-    assert {"POOL", "REQ", "DOM-ALLOC", "DOM-STATE", "DOM-COPY", "DOM-ROLE", "DOM-DYN", "DOM-CONC", "CC"} <= families
+    assert {"POOL", "REQ", "DOM-ALLOC", "DOM-STATE", "DOM-COPY", "DOM-ROLE", "DOM-DYN", "DOM-CONC", "CC", "FFI"} <= families
     assert all(name.startswith("mutant-") and spec.description for name, spec in mutants.items())
 
 

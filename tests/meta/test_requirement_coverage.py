@@ -1,4 +1,4 @@
-"""Every requirement of SPEC §2–5 is checked by at least one suite test (by marker)."""
+"""Every requirement of SPEC §2–6 is checked by at least one suite test (by marker)."""
 
 from __future__ import annotations
 

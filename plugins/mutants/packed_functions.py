@@ -1,0 +1,33 @@
+"""Packed-function mutants: the reference's tvm-ffi probe library built with one seeded bug."""
+
+from __future__ import annotations
+
+from harness import hookimpl
+from reference_driver import ReferenceDevice
+
+from ._registry import mutant
+
+FLAGS: dict[str, str] = {}
+
+
+def _packed_function_mutant(name: str, requirement: str, description: str, flag: str) -> None:
+    FLAGS[f"mutant-{name}"] = flag
+    mutant(name, requirement, description)(ReferenceDevice)
+
+
+_packed_function_mutant("ffi-int-truncated", "FFI-2", "carries integers across the boundary as 32 bits",
+                        "FFI_MUTANT_INT_TRUNCATED")
+_packed_function_mutant("ffi-error-kind-lost", "FFI-3", "turns every error into a RuntimeError",
+                        "FFI_MUTANT_ERROR_KIND_LOST")
+_packed_function_mutant("ffi-strides-assumed-compact", "FFI-4", "reports compact strides for every tensor it receives",
+                        "FFI_MUTANT_STRIDES_ASSUMED_COMPACT")
+
+
+@hookimpl
+def harness_packed_functions(driver_name: str) -> list:
+    flag = FLAGS.get(driver_name)
+    if flag is None:
+        return []
+    from reference_driver.packed_functions import packed_library
+
+    return [packed_library(driver_name, (f"-D{flag}",))]

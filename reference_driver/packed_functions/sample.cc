@@ -1,0 +1,86 @@
+// The reference driver's packed-function layer: the probe functions every driver that exports
+// functions through tvm-ffi provides (README, "Packed functions"), registered in tvm-ffi's
+// global registry under DRIVER_HARNESS_PREFIX ("driver_harness.<driver>.").
+//
+// Seeded bugs (plugins/mutants) are this file built with one FFI_MUTANT_* flag.
+#include <tvm/ffi/any.h>
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/shape.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/reflection/registry.h>
+#include <tvm/ffi/string.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// The prefix arrives as bare tokens (-DDRIVER_HARNESS_PREFIX_TOKENS=driver_harness.x.): quotes
+// would not survive the build tool's shell.
+#define DRIVER_HARNESS_STRING_(tokens) #tokens
+#define DRIVER_HARNESS_STRING(tokens) DRIVER_HARNESS_STRING_(tokens)
+#ifdef DRIVER_HARNESS_PREFIX_TOKENS
+#define DRIVER_HARNESS_PREFIX DRIVER_HARNESS_STRING(DRIVER_HARNESS_PREFIX_TOKENS)
+#else
+#define DRIVER_HARNESS_PREFIX "driver_harness.reference."
+#endif
+
+namespace ffi = tvm::ffi;
+
+namespace {
+
+ffi::Any Echo(ffi::Any value) { return value; }
+
+int64_t AddInt(int64_t a, int64_t b) {
+  uint64_t sum = static_cast<uint64_t>(a) + static_cast<uint64_t>(b);  // wraps like two's complement
+#ifdef FFI_MUTANT_INT_TRUNCATED
+  return static_cast<int32_t>(sum);  // a binding that carries integers as 32 bits
+#else
+  return static_cast<int64_t>(sum);
+#endif
+}
+
+ffi::Any CallBack(ffi::Function callback, ffi::Any value) { return callback(value); }
+
+void RaiseError(ffi::String kind, ffi::String message) {
+#ifdef FFI_MUTANT_ERROR_KIND_LOST
+  throw ffi::Error("RuntimeError", std::string(message), "");  // every error becomes a RuntimeError
+#else
+  throw ffi::Error(std::string(kind), std::string(message), "");
+#endif
+}
+
+// [data pointer, shape, strides, dtype code, dtype bits, dtype lanes, device type, device id]
+ffi::Array<ffi::Any> TensorInfo(ffi::Tensor tensor) {
+  std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
+  std::vector<int64_t> strides(tensor.strides().begin(), tensor.strides().end());
+#ifdef FFI_MUTANT_STRIDES_ASSUMED_COMPACT
+  int64_t step = 1;  // a binding that assumes every tensor is compact
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= shape[i];
+  }
+#endif
+  DLDataType dtype = tensor.dtype();
+  DLDevice device = tensor.device();
+  return ffi::Array<ffi::Any>{static_cast<int64_t>(reinterpret_cast<uintptr_t>(tensor.data_ptr())),
+                              ffi::Shape(shape), ffi::Shape(strides), static_cast<int64_t>(dtype.code),
+                              static_cast<int64_t>(dtype.bits), static_cast<int64_t>(dtype.lanes),
+                              static_cast<int64_t>(device.device_type), static_cast<int64_t>(device.device_id)};
+}
+
+ffi::Tensor TensorEcho(ffi::Tensor tensor) { return tensor; }
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  namespace refl = tvm::ffi::reflection;
+  refl::GlobalDef()
+      .def(DRIVER_HARNESS_PREFIX "echo", Echo)
+      .def(DRIVER_HARNESS_PREFIX "add_int", AddInt)
+      .def(DRIVER_HARNESS_PREFIX "call_back", CallBack)
+      .def(DRIVER_HARNESS_PREFIX "raise_error", RaiseError)
+      .def(DRIVER_HARNESS_PREFIX "tensor_info", TensorInfo)
+      .def(DRIVER_HARNESS_PREFIX "tensor_echo", TensorEcho);
+}

@@ -1,0 +1,33 @@
+"""FFI-3: errors cross with their kind and message; a wrong argument count or type is a TypeError
+naming the function, never a crash."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+KINDS = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": RuntimeError,
+         "IndexError": IndexError, "KeyError": KeyError, "AttributeError": AttributeError}
+
+
+@pytest.mark.requirement("FFI-3")
+@given(kind=st.sampled_from(sorted(KINDS)), message=st.text(st.characters(blacklist_categories=("Cs",)), max_size=80))
+def test_errors_cross_with_kind_and_message(probes, kind, message) -> None:
+    with pytest.raises(Exception) as raised:
+        probes.raise_error(kind, message)
+    assert isinstance(raised.value, KINDS[kind]), f"[FFI-3] raised {type(raised.value).__name__}, expected {kind}"
+    text = str(raised.value.args[0]) if raised.value.args else str(raised.value)  # KeyError: str() is a repr
+    assert message in text, f"[FFI-3] message {message!r} lost: {text!r}"
+
+
+@pytest.mark.requirement("FFI-3")
+@pytest.mark.parametrize("arguments, problem", [((1,), "number of arguments"), ((1, 2, 3), "number of arguments"),
+                                                (("a", 1), "type"), ((1.5, 1), "type")],
+                         ids=["too few", "too many", "str for int", "float for int"])
+def test_wrong_arguments_are_a_type_error_naming_the_function(probes, arguments, problem) -> None:
+    with pytest.raises(TypeError) as raised:
+        probes.add_int(*arguments)
+    text = str(raised.value)
+    assert problem in text.lower() and "add_int" in text, f"[FFI-3] {text!r}"
+    assert probes.add_int(1, 2) == 3  # and the callee keeps working

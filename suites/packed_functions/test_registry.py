@@ -1,0 +1,45 @@
+"""FFI-1: the global registry: a missing name gives none, a duplicate registration fails unless
+override is asked, and an override replaces the function."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+@pytest.mark.requirement("FFI-1")
+def test_every_probe_is_registered_under_the_prefix(probes) -> None:
+    import tvm_ffi
+
+    for name, function in probes.functions.items():
+        assert tvm_ffi.get_global_func(probes.library.prefix + name) is not None, f"[FFI-1] {name} is not registered"
+        assert callable(function)
+
+
+@pytest.mark.requirement("FFI-1")
+@given(suffix=st.text(min_size=1, max_size=30))
+def test_missing_name_gives_none_and_raises_only_when_asked(probes, suffix) -> None:
+    import tvm_ffi
+
+    name = probes.library.prefix + "missing." + suffix
+    assert tvm_ffi.get_global_func(name, allow_missing=True) is None, f"[FFI-1] {name!r} looked up as present"
+    with pytest.raises(Exception, match="missing"):
+        tvm_ffi.get_global_func(name)
+
+
+@pytest.mark.requirement("FFI-1")
+def test_duplicate_registration_fails_and_override_replaces(probes) -> None:
+    import tvm_ffi
+
+    name = probes.library.prefix + "echo"
+    original = tvm_ffi.get_global_func(name)
+    with pytest.raises(Exception, match="already registered"):
+        tvm_ffi.register_global_func(name, lambda value: "replacement")
+    assert tvm_ffi.get_global_func(name)(7) == 7, "[FFI-1] a failed registration changed the registry"
+    try:
+        tvm_ffi.register_global_func(name, lambda value: "replacement", override=True)
+        assert tvm_ffi.get_global_func(name)(7) == "replacement", "[FFI-1] override did not replace the function"
+    finally:
+        tvm_ffi.register_global_func(name, original, override=True)
+    assert tvm_ffi.get_global_func(name)(7) == 7

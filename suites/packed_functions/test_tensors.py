@@ -1,0 +1,44 @@
+"""FFI-4: tensors cross by DLPack without copying: same data pointer, shape, dtype, strides, device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+DTYPES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "int64": (0, 64), "uint8": (1, 8)}
+
+
+@st.composite
+def arrays(draw):
+    dtype = draw(st.sampled_from(sorted(DTYPES)), label="dtype")
+    base = draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6)), label="array")
+    steps = tuple(draw(st.integers(1, 2), label="step") for _ in range(base.ndim))
+    return base[tuple(slice(None, None, s) for s in steps)]  # strided views too
+
+
+@pytest.mark.requirement("FFI-4")
+@given(array=arrays())
+def test_tensors_cross_without_copying(probes, array) -> None:
+    import tvm_ffi
+
+    pointer, shape, strides, code, bits, lanes, device_type, device_id = probes.tensor_info(tvm_ffi.from_dlpack(array))
+    item = array.itemsize
+    assert pointer == array.ctypes.data, "[FFI-4] the callee saw another data pointer: the tensor was copied"
+    assert tuple(shape) == array.shape, f"[FFI-4] shape {tuple(shape)} != {array.shape}"
+    assert tuple(strides) == tuple(s // item for s in array.strides), \
+        f"[FFI-4] strides {tuple(strides)} != {tuple(s // item for s in array.strides)} (in elements)"
+    assert (code, bits, lanes) == (*DTYPES[array.dtype.name], 1), f"[FFI-4] dtype {(code, bits, lanes)} for {array.dtype}"
+    assert (device_type, device_id) == (1, 0), "[FFI-4] a CPU tensor arrived on another device"
+
+
+@pytest.mark.requirement("FFI-4")
+@given(array=arrays())
+def test_a_returned_tensor_is_the_same_memory(probes, array) -> None:
+    import tvm_ffi
+
+    back = np.from_dlpack(probes.tensor_echo(tvm_ffi.from_dlpack(array)))
+    assert back.ctypes.data == array.ctypes.data and back.shape == array.shape and back.strides == array.strides
+    assert np.shares_memory(back, array) and np.array_equal(back, array)
