@@ -31,5 +31,8 @@ def test_failure_kind_is_reported_and_the_run_completes(pytester: pytest.Pyteste
     assert outcomes.get("failed", 0) >= 1 and outcomes.get("passed", 0) >= 1  # the run went on after the fault
     for phrase in expected:
         assert phrase in text, f"{phrase!r} missing from the report"
-    assert "Falsifying example" in text  # hypothesis shrank the faulting example and shows it
+    # Hypothesis shrank the faulting example and shows it; a deadlock depends on thread timing,
+    # so hypothesis may instead report that the example failed only on some of its runs.
+    racy = driver == "mutant-deadlock-concurrent-writes"
+    assert "Falsifying example" in text or (racy and "FlakyFailure" in text), text[-3000:]
     assert "INTERNALERROR" not in text
