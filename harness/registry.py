@@ -78,6 +78,8 @@ class DriverRegistry:
         """A registered name, ``package.module:factory`` or ``path/to/file.py:factory``."""
         if name in self.drivers:
             return self.drivers[name]
+        if name.startswith("native:"):
+            return _native_spec(name)
         if ":" in name:
             return _spec_from_reference(name)
         lines = [f"unknown driver {name!r}.", f"Available drivers: {', '.join(self.names()) or '(none)'}."]
@@ -181,6 +183,20 @@ def _collect_drivers(manager: pluggy.PluginManager) -> dict[str, DriverSpec]:
                 )
             drivers[spec.name] = dataclasses.replace(spec, plugin=plugin)
     return drivers
+
+
+def _native_spec(reference: str) -> DriverSpec:
+    """``native:path/to/libdriver.so``: a shared library that exports the native ABI (tvm-ffi)."""
+    path = Path(reference.split(":", 1)[1]).expanduser()
+    if not path.is_file():
+        raise UsageError(f"--driver={reference}: no such library {str(path)!r}")
+
+    def factory() -> Device:
+        from harness.native.driver import NativeDevice
+
+        return NativeDevice(str(path.resolve()))
+
+    return DriverSpec(reference, factory, f"native driver {path.name} (tvm-ffi)", plugin="native")
 
 
 def _spec_from_reference(reference: str) -> DriverSpec:

@@ -188,6 +188,7 @@ class DriverService(_Endpoint):
         self._stderr = None
         self._killed_for: str = ""
         self._hang_stacks = ""
+        self._closed = False
         self._start()
 
     def _start(self) -> None:
@@ -222,6 +223,8 @@ class DriverService(_Endpoint):
         if connection is not None and (generation is None or generation == self.generation) and self.running:
             return connection
         with self._lock:
+            if self._closed:  # a straggler thread must not start a service nobody will stop
+                raise DriverCrash(f"[SVC-1] {description}: the driver service was closed")
             if not self.running:
                 self._stop_process()
                 self._start()
@@ -282,6 +285,7 @@ class DriverService(_Endpoint):
     def close(self) -> None:
         """Stop the service and its zygote: no process or descriptor of theirs is left behind."""
         with self._lock:
+            self._closed = True
             self._stop_process()
             if self._zygote is not None:
                 self._zygote.close()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.hal import BufferDesc, BufferRole, OperandType
+from harness.hal import BufferDesc, BufferRole, OperandType, OperationType
 from harness.lockstep import Lockstep
 from harness.strategies.domains import TokenUse, binary_model, nbytes, request, reshape_model
 
@@ -19,16 +19,26 @@ F32 = OperandType.TENSOR_FLOAT32
 shapes_2d = st.tuples(st.integers(1, 4), st.integers(1, 4))
 
 
+def _producer(capabilities):
+    """A model whose output shape is decided at execution: RESHAPE where the driver declares it,
+    otherwise ADD on inputs of unknown shape (the request gives the shape)."""
+    if OperationType.RESHAPE in capabilities.operations:
+        return reshape_model(F32)
+    return binary_model(F32, (0, 0))
+
+
 def _producer_request(producer, shape, output):
     values = np.arange(math.prod(shape), dtype=np.float32)
-    return request(producer, [values, np.asarray(shape, np.int32)], [output], label=f"RESHAPE to {shape}")
+    if producer.notes[0].startswith("RESHAPE"):
+        return request(producer, [values, np.asarray(shape, np.int32)], [output], label=f"RESHAPE to {shape}")
+    return request(producer, [values.reshape(shape), np.zeros(shape, np.float32)], [output], label=f"ADD of {shape}")
 
 
 @pytest.mark.requirement("DOM-DYN-1")
 @given(data=st.data())
-def test_buffer_follows_the_latest_output_shape(driver, reference, data) -> None:
+def test_buffer_follows_the_latest_output_shape(driver, reference, capabilities, data) -> None:
     step = Lockstep(driver, reference)
-    producer = reshape_model(F32)
+    producer = _producer(capabilities)
     consumer = binary_model(F32, (0, 0))
     pairs = step.prepare(producer), step.prepare(consumer)
     desc = BufferDesc(data.draw(st.sampled_from([(), (0, 0)]), label="descriptor dims"))
@@ -45,10 +55,10 @@ def test_buffer_follows_the_latest_output_shape(driver, reference, data) -> None
 
 @pytest.mark.requirement("DOM-DYN-2", "DOM-STATE-1")
 @given(shape=shapes_2d, fixed=shapes_2d)
-def test_output_the_buffer_cannot_hold(driver, reference, shape, fixed) -> None:
+def test_output_the_buffer_cannot_hold(driver, reference, capabilities, shape, fixed) -> None:
     """A buffer allocated as (r, c) receiving another shape: GENERAL_FAILURE, then uninitialized."""
     step = Lockstep(driver, reference)
-    producer = reshape_model(F32)
+    producer = _producer(capabilities)
     pair = step.prepare(producer)
     if step.allocate("buffer", BufferDesc(fixed), [pair], [], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
         return
@@ -60,9 +70,9 @@ def test_output_the_buffer_cannot_hold(driver, reference, shape, fixed) -> None:
 
 @pytest.mark.requirement("DOM-DYN-2")
 @given(shape=shapes_2d, missing=st.integers(1, 16))
-def test_too_small_memory_output(driver, reference, shape, missing) -> None:
+def test_too_small_memory_output(driver, reference, capabilities, shape, missing) -> None:
     step = Lockstep(driver, reference)
-    producer = reshape_model(F32)
+    producer = _producer(capabilities)
     pair = step.prepare(producer)
     capacity = max(nbytes(F32, shape) - 4 * missing, 0)
     step.execute(pair, _producer_request(producer, shape, capacity), "DOM-DYN-2")
@@ -70,9 +80,9 @@ def test_too_small_memory_output(driver, reference, shape, missing) -> None:
 
 @pytest.mark.requirement("DOM-DYN-2")
 @given(written=shapes_2d, claimed=shapes_2d)
-def test_request_dimensions_conflicting_with_the_buffer(driver, reference, written, claimed) -> None:
+def test_request_dimensions_conflicting_with_the_buffer(driver, reference, capabilities, written, claimed) -> None:
     step = Lockstep(driver, reference)
-    producer, consumer = reshape_model(F32), binary_model(F32, (0, 0))
+    producer, consumer = _producer(capabilities), binary_model(F32, (0, 0))
     pairs = step.prepare(producer), step.prepare(consumer)
     if step.allocate("buffer", BufferDesc(), list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
         return

@@ -1,0 +1,62 @@
+"""A C++ driver through tvm-ffi: the sample passes the suites for what it declares, bad libraries
+are one clear error."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.errors import DriverLoadError
+from harness.native.packed import unavailable
+
+WHY_NOT = unavailable()
+pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "tvm-ffi is available")
+
+
+@pytest.fixture(scope="module")
+def sample_library() -> str:
+    from plugins.native_sample import build_sample
+
+    return build_sample()
+
+
+def test_the_sample_declares_what_it_implements(sample_library) -> None:
+    from harness.hal import OperandType, OperationType
+    from harness.native.driver import NativeDevice
+
+    capabilities = NativeDevice(sample_library).capabilities()
+    assert capabilities.operations == {OperationType.ADD, OperationType.MUL} and capabilities.memory_domains
+    assert {OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32} <= capabilities.operand_types
+
+
+def test_native_path_passes_the_suites_for_its_operations(sample_library, tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "suites.memory_pools",
+         "suites.requests", "suites.numerics", "suites.memory_domains", f"--driver=native:{sample_library}",
+         "--harness-profile=ci", "--harness-seed=0", "-rs"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    summary = run.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary
+    # Only what the sample does not declare is skipped: other operations, quantized types.
+    skips = [line for line in run.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert skips and all("declares no" in line or "does not declare" in line for line in skips), skips
+
+
+def test_a_library_without_the_abi_names_what_it_lacks(tmp_path: Path) -> None:
+    from harness.native.driver import NativeDevice
+    from reference_driver.packed_functions import packed_library
+
+    probes = packed_library("reference").build()  # a tvm-ffi library, but not a driver
+    with pytest.raises(DriverLoadError, match="does not export harness_capabilities"):
+        NativeDevice(probes)
+
+
+def test_a_missing_library_is_one_clear_line(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--driver", "native:no/such/libdriver.so"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "no such library 'no/such/libdriver.so'" in run.stderr + run.stdout
+    assert "Traceback" not in run.stderr
