@@ -268,6 +268,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from hypothesis import seed as hypothesis_seed
 
     state = state_of(config)
+    stop_on = config.getoption("harness_stop_on")
+    if stop_on:  # tests naming that requirement first: a run that stops there need not run the rest
+        items.sort(key=lambda item: not any(stop_on in m.args for m in item.iter_markers("requirement")))
     for item in items:
         function = getattr(item, "obj", None)
         if state.seeded and getattr(function, "is_hypothesis_test", False):

@@ -15,7 +15,8 @@ The library exports module functions (``TVM_FFI_DLL_EXPORT_TYPED_FUNC``):
     harness_copy_to(buffer id, memory)
     harness_release_buffer(buffer id)
 
-A model is ``[operands, operations, input indexes, output indexes, operand values, pools]``;
+A model is ``[operands, operations, input indexes, output indexes, operand values, pools]``
+(operand values: a 1-d uint8 tensor, by DLPack);
 an operand ``[type, dims, scale, zero point, lifetime, pool, offset, length, padding]``; an
 operation ``[type, inputs, outputs]``; a request ``[inputs, outputs, pools]``; an argument
 ``[has no value, pool, offset, length, padding, dims]``; a memory ``[kind, fd, offset, size,
@@ -99,8 +100,17 @@ def encode_model(model: Model) -> list:
     operands = [[int(o.type), _shape(o.dimensions), float(o.scale), int(o.zero_point), int(o.lifetime),
                  o.location.pool_index, o.location.offset, o.location.length, o.location.padding] for o in main.operands]
     operations = [[int(op.type), _shape(op.inputs), _shape(op.outputs)] for op in main.operations]
-    return [operands, operations, _shape(main.input_indexes), _shape(main.output_indexes), bytes(model.operand_values),
-            [encode_memory(p) for p in model.pools]]
+    return [operands, operations, _shape(main.input_indexes), _shape(main.output_indexes),
+            _values_tensor(model.operand_values), [encode_memory(p) for p in model.pools]]
+
+
+def _values_tensor(values: bytes) -> Any:
+    """CONSTANT_COPY bytes as a 1-d uint8 DLPack tensor (DLPack cannot carry read-only memory,
+    so immutable bytes are copied once into a writable array first)."""
+    import numpy as np
+    import tvm_ffi
+
+    return tvm_ffi.from_dlpack(np.frombuffer(bytearray(values), dtype=np.uint8))
 
 
 def _encode_argument(argument: RequestArgument) -> list:

@@ -10,6 +10,7 @@
 #include <tvm/ffi/any.h>
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/shape.h>
+#include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/string.h>
@@ -193,7 +194,21 @@ std::shared_ptr<Model> Decode(const ffi::Array<ffi::Any>& encoded) {
   return model;
 }
 
-void Validate(Model& m, const ffi::Bytes& values, const std::vector<Memory>& pools) {
+// The model's CONSTANT_COPY bytes, which cross as a DLPack tensor (no copy on the way in).
+struct Values {
+  const uint8_t* data;
+  int64_t size;
+};
+
+Values ValuesOf(const ffi::Tensor& tensor) {
+  DLDataType dtype = tensor.dtype();
+  Require(tensor.ndim() == 1 && dtype.code == kDLUInt && dtype.bits == 8 && dtype.lanes == 1 && tensor.IsContiguous()
+              && tensor.device().device_type == kDLCPU,
+          INVALID_ARGUMENT, "MODEL", "operand values must be a contiguous 1-d uint8 CPU tensor");
+  return Values{static_cast<const uint8_t*>(tensor.data_ptr()) + tensor.byte_offset(), tensor.shape()[0]};
+}
+
+void Validate(Model& m, const Values& values, const std::vector<Memory>& pools) {
   int64_t count = static_cast<int64_t>(m.operands.size());
   auto in_range = [&](int64_t i) { return 0 <= i && i < count; };
   for (int64_t i : m.inputs) Require(in_range(i), INVALID_ARGUMENT, "MODEL", "input index out of range");
@@ -231,7 +246,7 @@ void Validate(Model& m, const ffi::Bytes& values, const std::vector<Memory>& poo
     const Operand& o = m.operands[i];
     const Location& loc = o.loc;
     if (o.lifetime == CONSTANT_COPY || o.lifetime == CONSTANT_REFERENCE) {
-      int64_t capacity = o.lifetime == CONSTANT_COPY ? (loc.pool == 0 ? static_cast<int64_t>(values.size()) : -1)
+      int64_t capacity = o.lifetime == CONSTANT_COPY ? (loc.pool == 0 ? values.size : -1)
                          : (0 <= loc.pool && loc.pool < static_cast<int64_t>(pools.size()) ? pools[loc.pool].size : -1);
       Require(capacity >= 0 && FullySpecified(o.type, o.dims) && loc.offset >= 0 && loc.length == ByteSize(o.type, o.dims)
                   && loc.offset + loc.length <= capacity,
@@ -248,13 +263,13 @@ void Validate(Model& m, const ffi::Bytes& values, const std::vector<Memory>& poo
   }
 }
 
-void LoadConstants(Model& m, const ffi::Bytes& values, const std::vector<Memory>& pools) {
+void LoadConstants(Model& m, const Values& values, const std::vector<Memory>& pools) {
   for (size_t i = 0; i < m.operands.size(); ++i) {
     const Operand& o = m.operands[i];
     if (o.lifetime != CONSTANT_COPY && o.lifetime != CONSTANT_REFERENCE) continue;
     Tensor t{o.dims, std::vector<uint8_t>(o.loc.length)};
     if (o.lifetime == CONSTANT_COPY) {
-      std::memcpy(t.bytes.data(), values.data() + o.loc.offset, o.loc.length);
+      std::memcpy(t.bytes.data(), values.data + o.loc.offset, o.loc.length);
     } else {
       // Copied out now: a pool shrunk or closed later cannot make execution fault (SVC-3).
       Require(Transfer(pools[o.loc.pool], o.loc.offset, t.bytes.data(), o.loc.length, false), GENERAL_FAILURE, "POOL-4",
@@ -407,7 +422,8 @@ ffi::Array<bool> SupportedOperations(ffi::Array<ffi::Any> encoded) {
 
 int64_t Prepare(ffi::Array<ffi::Any> encoded) {
   auto model = Decode(encoded);
-  ffi::Bytes values = encoded[4].cast<ffi::Bytes>();
+  ffi::Tensor tensor = encoded[4].cast<ffi::Tensor>();
+  Values values = ValuesOf(tensor);
   std::vector<Memory> pools = Pools(encoded[5]);
   Validate(*model, values, pools);
   LoadConstants(*model, values, pools);
