@@ -79,7 +79,9 @@ def test_out_of_tree_driver_with_a_role_bug_fails_naming_dom_role_2(pytester: py
 
 
 def test_reference_passes_the_suites_under_xdist(pytester: pytest.Pytester) -> None:
-    result = run(pytester, "--pyargs", "suites", "--driver=reference", "-n", "2", "-q")
+    # The suites whose state lives in the service (pools, domains) and the native-code ones.
+    result = run(pytester, "--pyargs", "suites.memory_pools", "suites.memory_domains", "suites.custom_calls",
+                 "--driver=reference", "-n", "2", "-q")
     assert result.ret == pytest.ExitCode.OK, output(result)[-3000:]
 
 
@@ -177,7 +179,7 @@ def test_driver_without_memory_domains_skips_them_with_a_reason(pytester: pytest
 
 def test_driver_refusing_every_allocation_fails_dom_alloc_3(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(refuses=REFUSES_ALL)
-    result = run(pytester, "--pyargs", "suites.memory_domains", "--driver=refuses.py:factory", "-rfs", "-k", "not state_machine and not copy_sequences")
+    result = run(pytester, "--pyargs", "suites.memory_domains.test_allocation", "--driver=refuses.py:factory", "-rfs")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = output(result)
     assert "FAILED" in text and "test_simple_fully_specified_buffer_is_served" in text and "[DOM-ALLOC-3]" in text

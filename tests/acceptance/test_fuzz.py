@@ -24,8 +24,8 @@ def failed_tests(summary_path: Path) -> set[str]:
 
 
 def test_fuzz_keeps_failures_and_replay_finds_them(tmp_path: Path) -> None:
-    fuzzed = harness(tmp_path, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.6", "--workers", "2",
-                     "--db", "db", "--out", "fz")
+    fuzzed = harness(tmp_path, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.45", "--workers", "2",
+                     "--suites", "memory_pools,requests", "--db", "db", "--out", "fz")
     assert fuzzed.returncode == 1, fuzzed.stderr
     assert "distinct failures" in fuzzed.stdout and "round 1" in fuzzed.stdout
     summary = json.loads((tmp_path / "fz" / "fuzz-summary.json").read_text())
