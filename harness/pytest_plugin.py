@@ -219,6 +219,24 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.close()
 
 
+def declared_for_driver(config: pytest.Config, what: str) -> list:
+    """What the driver's plugins declare through ``DriverRegistry.<what>(name)`` (custom-call
+    targets, packed-function libraries), once per run; empty when the driver does not resolve
+    (the ``driver`` fixture reports that)."""
+    cache = config.stash.setdefault(_DECLARED, {})
+    if what not in cache:
+        state = state_of(config)
+        try:
+            spec = state.resolve()
+            cache[what] = getattr(state.registry, what)(spec.name) if state.registry is not None else []
+        except HarnessError:
+            cache[what] = []
+    return cache[what]
+
+
+_DECLARED = pytest.StashKey[dict]()
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     state = state_of(config)
     seed = (f"hypothesis seed {state.seed} (rerun with --harness-seed={state.seed})" if state.seeded

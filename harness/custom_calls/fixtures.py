@@ -7,23 +7,17 @@ from typing import Any
 import pytest
 
 from harness.custom_calls.targets import CustomCallTarget
-from harness.errors import HarnessError
 
 
 @pytest.fixture(scope="session")
 def custom_call_targets(pytestconfig: pytest.Config, driver: Any) -> list[CustomCallTarget]:
     """The targets the driver's plugins declare; the custom-call suites skip without any."""
     from harness.native import CompilerMissing
-    from harness.pytest_plugin import state_of
+    from harness.pytest_plugin import declared_for_driver
 
-    state = state_of(pytestconfig)
-    spec = state.resolve()
-    try:
-        targets = state.registry.custom_call_targets(spec.name) if state.registry is not None else []
-    except HarnessError as error:
-        pytest.exit(str(error), returncode=pytest.ExitCode.USAGE_ERROR)
+    targets = declared_for_driver(pytestconfig, "custom_call_targets")
     if not targets:
-        pytest.skip(f"driver {spec.name!r} declares no custom-call targets (hook harness_custom_call_targets)")
+        pytest.skip(f"driver {driver.name!r} declares no custom-call targets (hook harness_custom_call_targets)")
     try:
         for target in targets:
             target.library_path()  # built here once, so a missing compiler is one clear skip

@@ -55,3 +55,11 @@ def with_parts(**parts) -> ReferenceDevice:
             raise AttributeError(f"the reference device has no part {name!r}")
         setattr(device, name, part)
     return device
+
+
+def flagged_mutant(flags: dict[str, str], name: str, requirement: str, description: str, flag: str) -> None:
+    """A mutant whose bug is in native code the reference ships, built with ``-D<flag>``:
+    the device is the reference, and ``flags`` (driver name -> flag) tells the plugin's hook
+    which build to declare."""
+    flags[f"mutant-{name}"] = flag
+    mutant(name, requirement, description)(ReferenceDevice)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from harness import hookimpl
-from reference_driver import ReferenceDevice
+import functools
 
-from ._registry import mutant
+from harness import hookimpl
+
+from ._registry import flagged_mutant
 
 # mutant name -> the compile-time flag that seeds its bug into reference_driver/custom_calls/targets.c
 FLAGS: dict[str, str] = {}
-
-
-def _custom_call_mutant(name: str, requirement: str, description: str, flag: str) -> None:
-    FLAGS[f"mutant-{name}"] = flag
-    mutant(name, requirement, description)(ReferenceDevice)
+_custom_call_mutant = functools.partial(flagged_mutant, FLAGS)
 
 
 _custom_call_mutant("cc-leaf-order", "CC-3", "the device-style add target takes its two operand leaves in the wrong order",

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+
 from harness import hookimpl
-from reference_driver import ReferenceDevice
 
-from ._registry import mutant
+from ._registry import flagged_mutant
 
+# mutant name -> the compile-time flag that seeds its bug into reference_driver/packed_functions/sample.cc
 FLAGS: dict[str, str] = {}
-
-
-def _packed_function_mutant(name: str, requirement: str, description: str, flag: str) -> None:
-    FLAGS[f"mutant-{name}"] = flag
-    mutant(name, requirement, description)(ReferenceDevice)
+_packed_function_mutant = functools.partial(flagged_mutant, FLAGS)
 
 
 _packed_function_mutant("ffi-int-truncated", "FFI-2", "carries integers across the boundary as 32 bits",

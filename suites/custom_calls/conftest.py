@@ -5,21 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-
-def _declared_targets(config: pytest.Config) -> list:
-    cached = getattr(config, "_harness_custom_call_targets", None)
-    if cached is None:
-        from harness.errors import HarnessError
-        from harness.pytest_plugin import state_of
-
-        state = state_of(config)
-        try:
-            spec = state.resolve()
-            cached = state.registry.custom_call_targets(spec.name) if state.registry is not None else []
-        except HarnessError:
-            cached = []  # the driver fixture reports a bad --driver; here it only means no targets
-        config._harness_custom_call_targets = cached
-    return cached
+from harness.pytest_plugin import declared_for_driver
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -27,7 +13,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     marker = metafunc.definition.get_closest_marker("targets")
     wanted = marker.kwargs if marker else {}
-    chosen = [t for t in _declared_targets(metafunc.config)
+    chosen = [t for t in declared_for_driver(metafunc.config, "custom_call_targets")
               if t.convention in wanted.get("conventions", (t.convention,))
               and (wanted.get("failing") is None or (t.error is not None) == wanted["failing"])
               and t.name in wanted.get("names", (t.name,))

@@ -5,27 +5,12 @@ from __future__ import annotations
 import pytest
 
 from harness.native.packed import LoadedLibrary, PackedFunctionLibrary, load, unavailable
-
-
-def _declared(config: pytest.Config) -> list[PackedFunctionLibrary]:
-    cached = getattr(config, "_harness_packed_libraries", None)
-    if cached is None:
-        from harness.errors import HarnessError
-        from harness.pytest_plugin import state_of
-
-        state = state_of(config)
-        try:
-            spec = state.resolve()
-            cached = state.registry.packed_function_libraries(spec.name) if state.registry is not None else []
-        except HarnessError:
-            cached = []  # the driver fixture reports a bad --driver
-        config._harness_packed_libraries = cached
-    return cached
+from harness.pytest_plugin import declared_for_driver
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "packed_library" in metafunc.fixturenames:
-        chosen = _declared(metafunc.config)
+        chosen = declared_for_driver(metafunc.config, "packed_function_libraries")
         metafunc.parametrize("packed_library", chosen, ids=[library.prefix for library in chosen])
 
 
