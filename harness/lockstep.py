@@ -229,8 +229,7 @@ def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep
     for recorded in steps:
         method, args = recorded.method, recorded.args
         if method == "prepare":
-            name = f"model-{step._models + 1}"  # the name prepare() gives it
-            models[name] = step.prepare(*args)
+            models[f"model-{len(models) + 1}"] = step.prepare(*args)  # prepare() numbers models the same way
         elif method == "allocate":
             name, desc, model_names, input_roles, output_roles, requirement = args
             step.allocate(name, desc, [models[m] for m in model_names], input_roles, output_roles, requirement)
