@@ -13,7 +13,9 @@ import os
 import signal
 import sys
 import tempfile
+import time
 
+from harness._own_config import own_pytest_options
 from harness.report import certificate, html
 from harness.report.files import write_atomically
 
@@ -52,13 +54,13 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
     for stale in (record,):
         if os.path.exists(stale):
             os.unlink(stale)
-    args = ["--pyargs", "suites", f"--driver={driver}", "--harness-profile=certify", f"--harness-record={record}",
-            f"--harness-reproducers={reproducers}", f"--junitxml={junit_partial}", "-p", "no:cacheprovider", "-q"]
+    args = [*own_pytest_options(), "--pyargs", "suites", f"--driver={driver}", "--harness-profile=certify",
+            f"--harness-record={record}", f"--harness-reproducers={reproducers}", f"--junitxml={junit_partial}", "-q"]
     if expectations:
         args.append(f"--expectations={expectations}")
     args.append(f"--harness-seed={0 if seed is None else seed}")  # derandomized: the same run every time
     args += extra or []
-    started = _now()
+    started, clock = _now(), time.monotonic()
     previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         code = int(pytest.main(args))
@@ -74,14 +76,15 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
             records = [json.loads(line) for line in f if line.strip()]
     session = next((r["session"] for r in records if "session" in r), {"driver": driver})
     complete = code in (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED))
-    document = certificate.build(records, session, started, _now(), complete)
+    document = certificate.build(records, session, started, _now(), complete, round(time.monotonic() - clock, 1))
     write_atomically(os.path.join(out, "certificate.json"), json.dumps(document, indent=2))
     write_atomically(os.path.join(out, "report.html"), html.render(document))
     if os.path.exists(junit_partial):
         os.replace(junit_partial, os.path.join(out, "junit.xml"))
-    counts = {}
-    for entry in document["requirements"].values():
-        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
-    print(f"harness certify: {driver}: {document['verdict']} "
-          f"({', '.join(f'{n} {status}' for status, n in sorted(counts.items()))}); reports in {out}")
+    counts = ", ".join(f"{n} {status}" for status, n in document["counts"].items() if n)
+    print(f"harness certify: {driver}: {document['verdict']} ({counts}); reports in {out}")
+    if document["not_run"]:
+        print(f"harness certify: not run: {', '.join(document['not_run'])}. To run them:", file=sys.stderr)
+        for fix in document["fixes"]:
+            print(f"    {fix}", file=sys.stderr)
     return 0 if document["verdict"] in ("PASS", "PASS-WITH-WAIVERS") else 1

@@ -2,7 +2,8 @@
 
     HarnessError
     ├── UsageError            bad input to the harness: unknown driver, malformed file
-    │   └── ExpectationsError malformed expectations file (names the line)
+    │   ├── ExpectationsError malformed expectations file (names the line)
+    │   └── DeclarationError  a plugin declared something invalid (names plugin, field, allowed values)
     ├── DriverLoadError       a plugin failed to import, lacks something, or its factory raised
     └── ConformanceError      a driver broke a SPEC requirement (raised by assertion helpers)
         └── DriverFault       the driver service failed a call instead of answering it
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConformanceError",
+    "DeclarationError",
     "DriverCrash",
     "DriverFault",
     "DriverHang",
@@ -34,6 +36,21 @@ class UsageError(HarnessError):
 
 class ExpectationsError(UsageError):
     """An expectations file is malformed; the message names the file and the line."""
+
+
+class DeclarationError(UsageError):
+    """A plugin's declaration (capabilities, custom-call target, packed-function library) is invalid.
+
+    One line, from its fields: the plugin, what it declared, the field, the value and what is allowed.
+    """
+
+    def __init__(self, plugin: str, declared: str, field: str, value: object, allowed: str) -> None:
+        super().__init__(f"plugin {plugin}: {declared}: field {field!r} is {value!r}; allowed: {allowed}")
+        self.plugin = plugin
+        self.declared = declared
+        self.field = field
+        self.value = value
+        self.allowed = allowed
 
 
 class DriverLoadError(HarnessError):

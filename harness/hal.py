@@ -287,6 +287,10 @@ class Capabilities:
     memory_domains: bool
     operations: frozenset[OperationType]
     operand_types: frozenset[OperandType]
+    # Whether the driver serves buffers of unknown shape (DOM-DYN).  DOM-ALLOC-3 lets a driver
+    # refuse them; one that always does declares False, and the DOM-DYN-1 tests are then
+    # not applicable instead of not run.
+    dynamic_buffers: bool = True
 
 
 # --------------------------------------------------------------------------- errors

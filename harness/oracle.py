@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from harness.errors import ConformanceError
+from harness.errors import ConformanceError, DriverFault, DriverHang
 from harness.hal import (
     Device,
     DriverError,
@@ -81,6 +81,12 @@ def run_scenario(device: Device, scenario: Scenario, tokens: Mapping[str, int] |
         except DriverError as error:
             return Outcome("prepare", error.status, error.message)
         return execute_scenario(prepared, scenario, tokens)
+    except DriverFault as fault:
+        # A crash or hang is a failure of this scenario: carry it, so a reproducer is written.
+        if getattr(fault, "scenario", None) is None:
+            fault.scenario = scenario
+            fault.requirement = "SVC-2" if isinstance(fault, DriverHang) else "SVC-1"
+        raise
     finally:
         for pool in model.pools:
             pool.close()

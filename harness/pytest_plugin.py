@@ -15,7 +15,9 @@ import harness
 from harness.errors import HarnessError
 from harness.expectations import Expectation, load_expectations
 from harness.hal import Capabilities, Device
-from harness.registry import DriverRegistry, DriverSpec, load_registry
+from harness.recording import EXPECTATION
+from harness.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
+from harness.skips import not_applicable, not_run
 from harness.service import DriverService
 
 PROFILES = ("dev", "ci", "certify", "nightly")
@@ -109,13 +111,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _register_profiles() -> None:
-    from hypothesis import HealthCheck, settings
+    from hypothesis import HealthCheck, Phase, settings
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     from harness.database import LOCAL_DIRECTORY
 
-    common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                        HealthCheck.function_scoped_fixture])
+    # No explain phase: it re-runs the shrunk example many times to report which lines only
+    # failing runs reach, and against a driver that crashes or hangs each re-run costs a service
+    # restart or a whole deadline (minutes per test with hypothesis >= 6.1xx), for a report about
+    # the harness's own lines that a vendor cannot use.
+    phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
+    common = dict(deadline=None, phases=phases,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
     settings.register_profile("harness-dev", max_examples=20, database=DirectoryBasedExampleDatabase(LOCAL_DIRECTORY), **common)
     settings.register_profile("harness-ci", max_examples=12, database=None, print_blob=True, **common)
     settings.register_profile("harness-certify", max_examples=50, database=None, print_blob=True, **common)
@@ -161,13 +168,6 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = config.getoption("harness_profile")
     settings.load_profile(f"harness-{profile}")
     _apply_run_settings(config, profile)
-    if config.getoption("harness_record"):
-        from harness.recording import Recorder
-
-        config.pluginmanager.register(
-            Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
-                     config.getoption("driver"), config.getoption("harness_reproducers")),
-            "harness-recorder")
     seed = config.getoption("harness_seed")
     if seed is None:
         worker_seed = getattr(config, "workerinput", {}).get("harness_seed")
@@ -179,14 +179,24 @@ def pytest_configure(config: pytest.Config) -> None:
         state.seeded = config.getoption("harness_seed") is not None and not config.getoption("harness_replay")
     config.stash[STATE_KEY] = state
     try:
-        if state.driver_name != "reference" or config.getoption("expectations"):
-            state.resolve()  # an unknown driver or broken plugin stops the run here, with a usage error
-            state.create()  # and so does a factory that raises
+        spec = state.resolve()  # an unknown driver or broken plugin stops the run here, with a usage error
+        assert state.registry is not None
+        state.registry.check_declarations(spec)  # and so does an invalid declaration, in one line
+        if state.driver_name != "reference":  # the reference starts lazily: it is trusted, and often unused
+            state.create()  # a factory that raises stops the run here too
+            check_capabilities(state.capabilities(), spec.plugin or "?", f"driver {spec.name!r}")
         if config.getoption("expectations"):
             state.expectations = load_expectations(config.getoption("expectations"))
         state.expectations += _plugin_expectations(state)
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from None
+    if config.getoption("harness_record"):  # after the checks: a refused run leaves no records file behind
+        from harness.recording import Recorder
+
+        config.pluginmanager.register(
+            Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
+                     config.getoption("driver"), config.getoption("harness_reproducers")),
+            "harness-recorder")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeedSharing(seed), "harness-xdist-seed")
 
@@ -221,16 +231,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def declared_for_driver(config: pytest.Config, what: str) -> list:
     """What the driver's plugins declare through ``DriverRegistry.<what>(name)`` (custom-call
-    targets, packed-function libraries), once per run; empty when the driver does not resolve
-    (the ``driver`` fixture reports that)."""
+    targets, packed-function libraries), once per run."""
     cache = config.stash.setdefault(_DECLARED, {})
     if what not in cache:
         state = state_of(config)
-        try:
-            spec = state.resolve()
-            cache[what] = getattr(state.registry, what)(spec.name) if state.registry is not None else []
-        except HarnessError:
-            cache[what] = []
+        spec = state.resolve()  # checked at start-up (pytest_configure): this does not fail
+        cache[what] = getattr(state.registry, what)(spec.name) if state.registry is not None else []
     return cache[what]
 
 
@@ -286,6 +292,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from hypothesis import seed as hypothesis_seed
 
     state = state_of(config)
+    # The harness's own guarantees (SPEC §7, canary drivers) are proved first: a run whose
+    # service cannot report a crash or a hang has nothing trustworthy to say after them.
+    items.sort(key=lambda item: not canonical_id(item).startswith("suites/service/"))
     stop_on = config.getoption("harness_stop_on")
     if stop_on:  # tests naming that requirement first: a run that stops there need not run the rest
         items.sort(key=lambda item: not any(stop_on in m.args for m in item.iter_markers("requirement")))
@@ -297,6 +306,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for number, expectation in enumerate(state.expectations):
             if expectation.applies_to(state.driver_name) and any(expectation.matches(n) for n in names):
                 state.used_expectations.add(number)
+                item.stash[EXPECTATION] = expectation
                 reason = f"{expectation.reason} [expectation {expectation.source}]"
                 if expectation.action == "skip":
                     item.add_marker(pytest.mark.skip(reason=reason))
@@ -359,12 +369,12 @@ def driver_service(driver: Device, pytestconfig: pytest.Config) -> DriverService
     """The service hosting the driver; tests of process isolation skip when running inline."""
     service = state_of(pytestconfig).service
     if service is None:
-        pytest.skip("the driver runs inline (--driver-isolation=inline)")
+        not_run("the driver runs inline (--driver-isolation=inline)", "run without --driver-isolation=inline")
     return service
 
 
 @pytest.fixture
 def memory_domains(capabilities: Capabilities) -> None:
-    """Skips the test when the driver declares no memory-domain support (SPEC §3 is optional)."""
+    """The test is not applicable when the driver declares no memory-domain support (SPEC §3 is optional)."""
     if not capabilities.memory_domains:
-        pytest.skip("the driver declares no memory-domain support (SPEC §3 is optional for drivers)")
+        not_applicable("memory_domains", "the driver declares no memory-domain support (SPEC §3 is optional for drivers)")

@@ -16,6 +16,12 @@ import time
 
 import pytest
 
+from harness.expectations import Expectation
+from harness.skips import NotApplicable, NotRun
+
+#: The expectations-file entry that applies to a test (set at collection): its skip or xfail is a waiver.
+EXPECTATION = pytest.StashKey[Expectation]()
+
 
 def requirements_of(item: pytest.Item) -> list[str]:
     return [r for marker in item.iter_markers("requirement") for r in marker.args]
@@ -62,7 +68,7 @@ class Recorder:
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
             reproducer = self._write_reproducer(item, call) if report.failed else ""
-            self._record(item, report, reproducer)
+            self._record(item, report, call, reproducer)
 
     def _write_reproducer(self, item: pytest.Item, call) -> str:
         """The failing scenario or call sequence as a script, written before anything else can go wrong."""
@@ -85,8 +91,9 @@ class Recorder:
         write_atomically(path, script)
         return path
 
-    def _record(self, item: pytest.Item, report, reproducer: str = "") -> None:
+    def _record(self, item: pytest.Item, report, call, reproducer: str = "") -> None:
         message = ""
+        skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
         if report.failed:
             text = str(report.longrepr)
             lines = [line.lstrip("E| +").strip() for line in text.splitlines()]
@@ -102,6 +109,10 @@ class Recorder:
             "requirements": requirements,
             "outcome": "xfailed" if waived is not None and report.skipped else "xpassed" if waived is not None else report.outcome,
             "waiver": waived or "",
+            "skip": skip,
+            # What failed, as data: the exception's type and the requirement it carries (when it does).
+            "error_type": call.excinfo.typename if report.failed and call.excinfo is not None else "",
+            "rule": getattr(call.excinfo.value, "requirement", "") or "" if report.failed and call.excinfo is not None else "",
             "duration": round(report.duration, 4),
             "elapsed": round(time.monotonic() - self.started, 3),
             "examples": (self.examples_run - self._examples_at_start)
@@ -121,3 +132,19 @@ class Recorder:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def _why_skipped(item: pytest.Item, call) -> dict:
+    """What kind of skip this was, from the exception's type and fields (never its text)."""
+    expectation = item.stash.get(EXPECTATION, None)
+    if expectation is not None and expectation.action == "skip":
+        return {"kind": "waived", "reason": expectation.reason, "source": expectation.source}
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, NotApplicable):
+        return {"kind": "not-applicable", "capability": error.capability, "reason": error.reason}
+    if isinstance(error, NotRun):
+        return {"kind": "not-run", "reason": error.reason, "fix": error.fix}
+    # A skip the harness did not raise (a skipif marker, a conftest's pytest.skip, an empty
+    # parametrization): the test did not run, and nothing says the driver excludes it.
+    reason = str(getattr(error, "msg", "") or error or "skipped")
+    return {"kind": "not-run", "reason": reason, "fix": "remove whatever skips it (it is not one of the harness's own skips)"}

@@ -17,10 +17,10 @@ from types import ModuleType
 import pluggy
 
 from harness import hookspecs
-from harness.errors import DriverLoadError, UsageError
+from harness.errors import DeclarationError, DriverLoadError, UsageError
 from harness.hal import Capabilities, Device
 
-__all__ = ["DriverRegistry", "DriverSpec", "load_registry"]
+__all__ = ["DriverRegistry", "DriverSpec", "check_capabilities", "load_registry"]
 
 ENTRY_POINT_GROUP = "harness.plugins"
 _REPO_PLUGIN_PACKAGE = "plugins"
@@ -81,7 +81,9 @@ class DriverRegistry:
         if name.startswith("native:"):
             return _native_spec(name)
         if ":" in name:
-            return _spec_from_reference(name)
+            spec, module = _spec_from_reference(name)
+            self._register_hooks_of(module, spec.plugin)
+            return spec
         lines = [f"unknown driver {name!r}.", f"Available drivers: {', '.join(self.names()) or '(none)'}."]
         for plugin, error in sorted(self.broken.items()):
             lines.append(f"Plugin {plugin} failed to load and may have provided it: {error}")
@@ -89,33 +91,87 @@ class DriverRegistry:
         raise UsageError("\n".join(lines))
 
 
+    def _register_hooks_of(self, module: ModuleType, label: str) -> None:
+        """A ``module:factory`` or ``file.py:factory`` driver declares what a packaged plugin can:
+        the hook implementations in its module are registered (custom-call targets, packed
+        functions, expectations), and checked like any plugin's."""
+        if self.manager.is_registered(module):
+            return
+        try:
+            self.manager.register(module, name=label)
+            self.manager.check_pending()
+        except ValueError:  # already registered under this label (the same file loaded again)
+            return
+        except pluggy.PluginValidationError as error:
+            raise DriverLoadError(f"plugin {label}: {error}") from None
+
     def custom_call_targets(self, name: str) -> list:
         """The custom-call targets plugins declare for driver ``name``, checked early."""
         from harness.custom_calls.targets import check_target
 
         targets = []
-        for impl in self.manager.hook.harness_custom_call_targets.get_hookimpls():
-            try:
-                declared = impl.function(driver_name=name) or []
-            except Exception as error:
-                raise DriverLoadError(f"plugin {impl.plugin_name}: harness_custom_call_targets raised "
-                                      f"{type(error).__name__}: {error}") from None
+        for plugin, declared in self._declared("harness_custom_call_targets", name):
             for target in declared:
-                check_target(target, impl.plugin_name)
+                check_target(target, plugin)
                 targets.append(target)
         return targets
 
-
     def packed_function_libraries(self, name: str) -> list:
-        """The tvm-ffi libraries plugins declare for driver ``name``."""
+        """The tvm-ffi libraries plugins declare for driver ``name``, checked early."""
+        from harness.native.packed import check_library
+
         libraries = []
-        for impl in self.manager.hook.harness_packed_functions.get_hookimpls():
-            try:
-                libraries += impl.function(driver_name=name) or []
-            except Exception as error:
-                raise DriverLoadError(f"plugin {impl.plugin_name}: harness_packed_functions raised "
-                                      f"{type(error).__name__}: {error}") from None
+        for plugin, declared in self._declared("harness_packed_functions", name):
+            for library in declared:
+                check_library(library, plugin)
+                libraries.append(library)
         return libraries
+
+    def check_declarations(self, spec: DriverSpec) -> None:
+        """Everything the plugins declare for ``spec``, checked before anything runs: a broken
+        declaration is a `DeclarationError` (one line, exit 2), never a silent skip."""
+        if spec.capabilities is not None:
+            check_capabilities(spec.capabilities, spec.plugin or "?", f"driver {spec.name!r}")
+        self.custom_call_targets(spec.name)
+        self.packed_function_libraries(spec.name)
+
+    def _declared(self, hook: str, name: str) -> list[tuple[str, list]]:
+        found = []
+        for impl in getattr(self.manager.hook, hook).get_hookimpls():
+            try:
+                declared = impl.function(driver_name=name)
+            except Exception as error:
+                raise DriverLoadError(f"plugin {impl.plugin_name}: {hook} raised {type(error).__name__}: {error}") from None
+            if declared is None:
+                continue
+            if not isinstance(declared, (list, tuple)):
+                raise DeclarationError(impl.plugin_name, hook, "return value", type(declared).__name__, "a list")
+            found.append((impl.plugin_name, list(declared)))
+        return found
+
+
+def check_capabilities(capabilities: object, plugin: str, declared: str) -> None:
+    """A driver's declared capabilities: every field of the right type and within its closed set."""
+    from harness.hal import OperandType, OperationType
+    from harness.memory import MEMORY_KINDS
+
+    if not isinstance(capabilities, Capabilities):
+        raise DeclarationError(plugin, declared, "capabilities", type(capabilities).__name__, "a harness.Capabilities")
+    what = f"{declared} capabilities"
+    for field_name, members, allowed in (
+        ("memory_kinds", capabilities.memory_kinds, MEMORY_KINDS),
+        ("operations", capabilities.operations, tuple(OperationType)),
+        ("operand_types", capabilities.operand_types, tuple(OperandType)),
+    ):
+        if not isinstance(members, (set, frozenset)):
+            raise DeclarationError(plugin, what, field_name, members, "a frozenset")
+        for member in members:
+            if member not in allowed or (field_name != "memory_kinds" and not isinstance(member, type(allowed[0]))):
+                names = ", ".join(getattr(a, "name", a) for a in allowed)
+                raise DeclarationError(plugin, what, field_name, member, names)
+    for field_name in ("memory_domains", "dynamic_buffers"):
+        if not isinstance(getattr(capabilities, field_name), bool):
+            raise DeclarationError(plugin, what, field_name, getattr(capabilities, field_name), "True or False")
 
 
 def load_registry(extra_plugins: Iterable[object] = (), *, entry_points: bool = True, repo_plugins: bool = True) -> DriverRegistry:
@@ -199,7 +255,7 @@ def _native_spec(reference: str) -> DriverSpec:
     return DriverSpec(reference, factory, f"native driver {path.name} (tvm-ffi)", plugin="native")
 
 
-def _spec_from_reference(reference: str) -> DriverSpec:
+def _spec_from_reference(reference: str) -> tuple[DriverSpec, ModuleType]:
     target, _, attribute = reference.rpartition(":")
     if target.endswith(".py") or "/" in target:
         module = _import_file(Path(target))
@@ -213,7 +269,7 @@ def _spec_from_reference(reference: str) -> DriverSpec:
         found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
         raise DriverLoadError(f"--driver={reference}: {module.__name__} has no callable {attribute!r}; it has: {', '.join(found)}")
     description = (factory.__doc__ or "").strip().splitlines()[0] if factory.__doc__ else f"{attribute} from {target}"
-    return DriverSpec(reference, factory, description, plugin=target)
+    return DriverSpec(reference, factory, description, plugin=target), module
 
 
 def _import_file(path: Path) -> ModuleType:

@@ -7,23 +7,48 @@ from typing import Any
 import pytest
 
 from harness.custom_calls.targets import CustomCallTarget
+from harness.skips import not_applicable, not_run
+
+_NO_COMPILER_FIX = "install a C compiler (Debian: apt-get install gcc) or set CC to one"
 
 
 @pytest.fixture(scope="session")
 def custom_call_targets(pytestconfig: pytest.Config, driver: Any) -> list[CustomCallTarget]:
-    """The targets the driver's plugins declare; the custom-call suites skip without any."""
+    """The targets the driver's plugins declare; not applicable without any."""
     from harness.native import CompilerMissing
     from harness.pytest_plugin import declared_for_driver
 
     targets = declared_for_driver(pytestconfig, "custom_call_targets")
     if not targets:
-        pytest.skip(f"driver {driver.name!r} declares no custom-call targets (hook harness_custom_call_targets)")
+        not_applicable("custom_call_targets", f"driver {driver.name!r} declares no custom-call targets "
+                                              "(hook harness_custom_call_targets)")
     try:
         for target in targets:
-            target.library_path()  # built here once, so a missing compiler is one clear skip
+            target.library_path()  # built here once, so a missing compiler is one clear statement
     except CompilerMissing as error:
-        pytest.skip(f"custom-call targets cannot be built: {error}")
+        not_run(f"the custom-call targets cannot be built: {error}", _NO_COMPILER_FIX)
     return targets
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest, custom_call_targets: list[CustomCallTarget]) -> CustomCallTarget:
+    """One declared target that fits the test (parametrized by the suites' conftest); a test no
+    declared target fits is not applicable."""
+    if request.param is None:
+        marker = request.node.get_closest_marker("targets")
+        wanted = ", ".join(f"{k}={v}" for k, v in (marker.kwargs if marker else {}).items())
+        not_applicable("custom_call_targets", f"the driver declares no custom-call target of this kind ({wanted})")
+    return request.param
+
+
+@pytest.fixture
+def under_xla(target: CustomCallTarget) -> None:
+    """The tests that run targets under real XLA need jax (asked after ``target``: a driver with
+    no target of the kind is not applicable, whatever is installed)."""
+    from harness.custom_calls.xla import unavailable
+
+    if unavailable():
+        not_run("jax is not installed, so the targets were not run under XLA", "pip install 'driver-harness[xla]'")
 
 
 @pytest.fixture(scope="session")
@@ -43,5 +68,6 @@ def targets_where(targets: list[CustomCallTarget], *, conventions: tuple[str, ..
               and (failing is None or (t.error is not None) == failing)
               and (not names or t.name in names)]
     if not chosen:
-        pytest.skip("the driver declares no custom-call target of this kind")
+        not_applicable("custom_call_targets", "the driver declares no custom-call target of this kind "
+                                              f"(conventions {conventions or 'any'}, failing {failing})")
     return chosen

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.custom_calls.shapes import Shape
-from harness.errors import HarnessError
+from harness.errors import DeclarationError, HarnessError
 
 CONVENTIONS = ("host", "host-unified", "device", "device-status")
 STATUS_CONVENTIONS = ("host-unified", "device-status")
@@ -62,19 +62,33 @@ class CustomCallTarget:
         return str(self.library() if callable(self.library) else self.library)
 
 
-def check_target(target: CustomCallTarget, plugin: str = "?") -> None:
-    """Early validation of a declaration, so a plugin's typo is an error at start-up."""
-    problems = []
+def check_target(target: object, plugin: str = "?") -> None:
+    """Early validation of a declaration: a plugin's typo is a one-line error at start-up that
+    names the plugin, the field and what is allowed."""
+    if not isinstance(target, CustomCallTarget):
+        raise DeclarationError(plugin, "harness_custom_call_targets", "item", type(target).__name__,
+                               "harness.custom_calls.CustomCallTarget instances")
+    declared = f"custom-call target {target.name!r}"
+    for name in ("name", "platform", "symbol"):
+        value = getattr(target, name)
+        if not isinstance(value, str) or not value:
+            raise DeclarationError(plugin, declared, name, value, "a non-empty string")
     if target.convention not in CONVENTIONS:
-        problems.append(f"convention {target.convention!r} is not one of {', '.join(CONVENTIONS)}")
-    if not target.name or not target.platform or not target.symbol:
-        problems.append("name, platform and symbol are required")
-    if target.error is None and (target.reference is None or target.cases is None):
-        problems.append("a target needs reference and cases (or error, for a target that always fails)")
+        raise DeclarationError(plugin, declared, "convention", target.convention, ", ".join(CONVENTIONS))
     if target.error is not None and target.convention not in STATUS_CONVENTIONS:
-        problems.append(f"a failing target must use a status convention ({', '.join(STATUS_CONVENTIONS)})")
-    if problems:
-        raise HarnessError(f"custom-call target {target.name!r} of plugin {plugin}: {'; '.join(problems)}")
+        raise DeclarationError(plugin, declared, "convention", target.convention,
+                               f"{', '.join(STATUS_CONVENTIONS)} (a target with 'error' reports through a status)")
+    if target.error is None and (target.reference is None or target.cases is None):
+        missing = "reference" if target.reference is None else "cases"
+        raise DeclarationError(plugin, declared, missing, None,
+                               "a callable (reference and cases are required unless 'error' is set)")
+    for name in ("reference", "cases", "error"):
+        value = getattr(target, name)
+        if value is not None and not callable(value):
+            raise DeclarationError(plugin, declared, name, value, "a callable or None")
+    if target.library is None or target.library == "":
+        raise DeclarationError(plugin, declared, "library", target.library,
+                               "a path to a shared library, or a callable that builds one")
 
 
 class TargetRegistry:

@@ -32,6 +32,21 @@ class PackedFunctionLibrary:
     description: str = ""
 
 
+def check_library(library: object, plugin: str = "?") -> None:
+    """Early validation of a declared library: one line naming the plugin, the field and what is allowed."""
+    from harness.errors import DeclarationError
+
+    if not isinstance(library, PackedFunctionLibrary):
+        raise DeclarationError(plugin, "harness_packed_functions", "item", type(library).__name__,
+                               "harness.native.packed.PackedFunctionLibrary instances")
+    declared = f"packed-function library {library.prefix!r}"
+    if not isinstance(library.prefix, str) or not library.prefix:
+        raise DeclarationError(plugin, declared, "prefix", library.prefix, "a non-empty string (e.g. 'acme.')")
+    if not callable(library.build):
+        raise DeclarationError(plugin, declared, "build", library.build,
+                               "a zero-argument callable that returns the library's path")
+
+
 def unavailable() -> str:
     """Why packed functions cannot be checked here ('' when they can); looked up, not imported."""
     if importlib.util.find_spec("tvm_ffi") is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -12,7 +13,7 @@ import numpy as np
 
 from harness.requirements import REQUIREMENTS
 
-SCHEMA = "driver-harness/certificate/1"
+SCHEMA = "driver-harness/certificate/2"
 
 
 def _git_commit() -> str:
@@ -24,47 +25,94 @@ def _git_commit() -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
-def requirement_status(tests: list[dict]) -> str:
-    outcomes = {t["outcome"] for t in tests}
-    if not tests:
-        return "not-covered"
-    if "failed" in outcomes:
+#: Every status a requirement can have, in the order the report shows them.
+STATUSES = ("pass", "fail", "waived", "not-applicable", "not-run")
+_ALL_SUITES_FIX = "run every suite: harness certify without -k, --deselect or test paths"
+
+
+def _test_status(test: dict) -> str:
+    outcome = test["outcome"]
+    if outcome == "failed":
         return "fail"
-    if outcomes & {"xfailed", "xpassed"}:
+    if outcome in ("xfailed", "xpassed"):
         return "waived"  # an expectations-file xfail is never a pass in a certificate
-    if outcomes == {"skipped"}:
-        return "skipped"
+    if outcome == "skipped":
+        return (test.get("skip") or {}).get("kind", "not-run")
     return "pass"
 
 
-def build(records: Iterable[dict], session: dict, started: str, ended: str, complete: bool) -> dict:
+def requirement_status(tests: list[dict]) -> dict:
+    """The one status of a requirement from its tests, with the reasons behind it.
+
+    A failure anywhere fails it; a test that did not run for any reason but the driver's
+    declarations makes it not-run (so the certificate cannot pass over it); waived tests make
+    it waived; it is not-applicable only when every test is, and passes otherwise.
+    """
+    if not tests:
+        return {"status": "not-run", "reasons": ["no test covering it ran"], "fixes": [_ALL_SUITES_FIX], "capabilities": []}
+    statuses = [_test_status(t) for t in tests]
+    status = next((s for s in ("fail", "not-run", "waived") if s in statuses), None)
+    if status is None:
+        status = "not-applicable" if all(s == "not-applicable" for s in statuses) else "pass"
+    skips = [t.get("skip") or {} for t, s in zip(tests, statuses) if s == status]
+    reasons = [t["waiver"] for t in tests if t["waiver"]] if status == "waived" else []
+    reasons += [skip["reason"] for skip in skips if skip.get("reason")]
+    return {
+        "status": status,
+        "reasons": sorted(set(reasons)) if status != "pass" else [],
+        "fixes": sorted({skip["fix"] for skip in skips if skip.get("fix")}) if status == "not-run" else [],
+        "capabilities": sorted({skip["capability"] for skip in skips if skip.get("capability")})
+        if status == "not-applicable" else [],
+    }
+
+
+def verdict_of(statuses: Iterable[str], complete: bool) -> str:
+    """FAIL on any failure; INCOMPLETE when anything applicable did not run; else PASS(-WITH-WAIVERS)."""
+    statuses = set(statuses)
+    if "fail" in statuses:
+        return "FAIL"
+    if not complete or "not-run" in statuses:
+        return "INCOMPLETE"
+    return "PASS-WITH-WAIVERS" if "waived" in statuses else "PASS"
+
+
+def _versions() -> dict:
+    """The versions of what judged the driver, for the record."""
+    versions = {"python": sys.version.split()[0], "numpy": np.__version__}
+    for distribution in ("pytest", "hypothesis", "pluggy", "pytest-xdist", "jax", "jaxlib", "apache-tvm-ffi"):
+        try:
+            versions[distribution] = importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def build(records: Iterable[dict], session: dict, started: str, ended: str, complete: bool,
+          duration_s: float | None = None) -> dict:
     tests = [r for r in records if "id" in r]
     table = {}
     for requirement, summary in REQUIREMENTS.items():
         covering = [{"test": t["id"], "outcome": t["outcome"], "message": t.get("message", ""),
-                     "waiver": t.get("waiver", ""), "reproducer": t.get("reproducer", "")}
+                     "waiver": t.get("waiver", ""), "skip": t.get("skip"), "reproducer": t.get("reproducer", "")}
                     for t in tests if requirement in t["requirements"]]
-        table[requirement] = {"summary": summary, "status": requirement_status(covering), "tests": covering}
-    statuses = [entry["status"] for entry in table.values()]
-    if not complete:
-        verdict = "INCOMPLETE"
-    elif "fail" in statuses:
-        verdict = "FAIL"
-    elif "waived" in statuses:
-        verdict = "PASS-WITH-WAIVERS"
-    else:
-        verdict = "PASS"
+        table[requirement] = {"summary": summary, **requirement_status(covering), "tests": covering}
+    verdict = verdict_of((entry["status"] for entry in table.values()), complete)
+    counts = {status: sum(entry["status"] == status for entry in table.values()) for status in STATUSES}
     return {
         "schema": SCHEMA,
         "verdict": verdict,
+        "counts": counts,
         "waived": sorted(r for r, e in table.items() if e["status"] == "waived"),
-        "not_covered": sorted(r for r, e in table.items() if e["status"] == "not-covered"),
+        "not_applicable": sorted(r for r, e in table.items() if e["status"] == "not-applicable"),
+        "not_run": sorted(r for r, e in table.items() if e["status"] == "not-run"),
+        "fixes": sorted({fix for entry in table.values() for fix in entry["fixes"]}),
+        "interrupted": not complete,
         "harness": {"version": session.get("harness_version", ""), "git_commit": _git_commit()},
         "driver": {k: session.get(k) for k in ("driver", "device_name", "device_version", "plugin", "description",
                                                "capabilities", "isolation")},
         "run": {"profile": session.get("profile"), "seed": session.get("seed"), "started": started, "ended": ended,
-                "tests": len(tests), "failed": sum(t["outcome"] == "failed" for t in tests)},
-        "platform": {"system": platform.platform(), "python": sys.version.split()[0], "numpy": np.__version__},
+                "duration_s": duration_s, "tests": len(tests), "failed": sum(t["outcome"] == "failed" for t in tests)},
+        "platform": {"system": platform.platform(), "machine": platform.machine(), **_versions()},
         "requirements": table,
         "failures": [t for t in tests if t["outcome"] == "failed"],
     }

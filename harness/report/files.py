@@ -7,11 +7,30 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it (Linux reports it in /proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    current = os.umask(0o022)  # elsewhere: read it by setting it, and put it straight back
+    os.umask(current)
+    return current
+
+
 def write_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
+    """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``.
+
+    The file gets the mode an ordinary ``open()`` would give it (0666 less the umask), not the
+    0600 of a temporary file: a report is meant to be read by others.
+    """
     target = Path(path)
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

@@ -1,33 +1,96 @@
-"""report.html: one self-contained page (no network, no external assets)."""
+"""report.html: one self-contained page (no network, no external assets).
+
+It opens with a picture: the requirement × status matrix in colour, the count per status and
+the run time, so the verdict and where it comes from are seen before anything is read.
+"""
 
 from __future__ import annotations
 
 import html
 import os
 
+from harness.report.certificate import STATUSES
+
+COLOURS = {"pass": "#2a8c2a", "fail": "#c62828", "waived": "#c99a00", "not-applicable": "#8a8a8a", "not-run": "#e06c00"}
+
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}
 h1 span{padding:.1em .5em;border-radius:4px;color:#fff}
-.PASS{background:#2a7d2a}.FAIL{background:#b22}.INCOMPLETE{background:#b67a00}.PASS-WITH-WAIVERS{background:#5a6d2a}
+.PASS{background:#2a8c2a}.FAIL{background:#c62828}.INCOMPLETE{background:#e06c00}.PASS-WITH-WAIVERS{background:#6d8c2a}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
-td.pass{background:#e6f4e6}td.fail{background:#fbe3e3}td.waived{background:#f5f0d8}td.skipped,td.not-covered{background:#eee}
+td.status{color:#fff;font-weight:600;white-space:nowrap}
+.counts span{display:inline-block;margin-right:1.2em}.counts b{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-1px}
 pre{background:#f6f6f6;padding:.6em;overflow:auto;max-height:30em}
-"""
+""" + "".join(f"td.{status}{{background:{colour}}}" for status, colour in COLOURS.items())
 
 
 def _e(value: object) -> str:
     return html.escape(str(value))
 
 
+def _matrix(certificate: dict) -> str:
+    """An inline SVG: one column per requirement, one row per status, the requirement's status filled in."""
+    requirements = certificate["requirements"]
+    cell, left, top = 22, 130, 92
+    width, height = left + cell * len(requirements) + 10, top + cell * len(STATUSES) + 10
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+             f'aria-label="requirement by status matrix">']
+    for row, status in enumerate(STATUSES):
+        y = top + row * cell
+        parts.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" font-size="12">{_e(status)} '
+                     f'({certificate["counts"][status]})</text>')
+        for column, (requirement, entry) in enumerate(requirements.items()):
+            x = left + column * cell
+            filled = entry["status"] == status
+            fill = COLOURS[status] if filled else "#f4f4f4"
+            parts.append(f'<rect x="{x + 1}" y="{y + 1}" width="{cell - 2}" height="{cell - 2}" fill="{fill}">'
+                         f'<title>{_e(requirement)}: {_e(entry["status"])}</title></rect>')
+    for column, requirement in enumerate(requirements):
+        x = left + column * cell + cell / 2 + 4
+        parts.append(f'<text transform="translate({x},{top - 6}) rotate(-60)" font-size="11">{_e(requirement)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _platform(certificate: dict) -> str:
+    platform = dict(certificate["platform"])
+    system = platform.pop("system", "")
+    machine = platform.pop("machine", "")
+    versions = ", ".join(f"{name} {version}" for name, version in platform.items())
+    return f"{system} ({machine}); {versions}" if machine else f"{system}; {versions}"
+
+
+def _why(entry: dict) -> str:
+    """The reasons shown beside a requirement that is not a plain pass or fail."""
+    if entry["status"] == "not-applicable":
+        return (f"the driver's declared {', '.join(entry['capabilities'])} exclude it: "
+                + "; ".join(entry["reasons"]))
+    if entry["status"] == "not-run":
+        return "; ".join(entry["reasons"]) + ". To run it: " + "; ".join(entry["fixes"])
+    if entry["status"] == "waived":
+        return "waived: " + "; ".join(entry["reasons"])
+    return ""
+
+
+def _duration(run: dict) -> str:
+    seconds = run.get("duration_s")
+    if seconds is None:
+        return "unknown"
+    minutes, seconds = divmod(float(seconds), 60)
+    return f"{int(minutes)} min {seconds:.0f} s" if minutes else f"{seconds:.1f} s"
+
+
 def render(certificate: dict) -> str:
     verdict = certificate["verdict"]
     driver, run = certificate["driver"], certificate["run"]
+    counts = "".join(f'<span><b style="background:{COLOURS[status]}"></b>{_e(status)}: {n}</span>'
+                     for status, n in certificate["counts"].items())
     rows = []
     for requirement, entry in certificate["requirements"].items():
-        tests = "<br>".join(f"{_e(t['test'])}: {_e(t['outcome'])}" + (f" (waived: {_e(t['waiver'])})" if t["waiver"] else "")
-                            for t in entry["tests"]) or "—"
+        tests = "<br>".join(f"{_e(t['test'])}: {_e(t['outcome'])}" for t in entry["tests"]) or "—"
         rows.append(f"<tr><td>{_e(requirement)}</td><td>{_e(entry['summary'])}</td>"
-                    f"<td class=\"{_e(entry['status'])}\">{_e(entry['status'])}</td><td>{tests}</td></tr>")
+                    f"<td class=\"status {_e(entry['status'])}\">{_e(entry['status'])}</td>"
+                    f"<td>{_e(_why(entry))}</td><td>{tests}</td></tr>")
     failures = []
     for failure in certificate["failures"]:
         reproducer = ""
@@ -38,21 +101,24 @@ def render(certificate: dict) -> str:
         failures.append(f"<h3>{_e(failure['id'])}</h3><p>{_e(failure['message'])}</p>"
                         f"<details open><summary>minimal example and details</summary><pre>{_e(failure.get('details', ''))}</pre></details>"
                         f"{reproducer}")
+    fixes = "".join(f"<li><code>{_e(fix)}</code></li>" for fix in certificate["fixes"])
+    to_complete = f"<h2>To complete the certificate</h2><ul>{fixes}</ul>" if fixes else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Certificate: {_e(driver['driver'])} — {_e(verdict)}</title>
 <style>{_STYLE}</style></head><body>
 <h1>{_e(driver['driver'])}: <span class="{_e(verdict)}">{_e(verdict)}</span></h1>
+{_matrix(certificate)}
+<p class="counts">{counts}<span>run time: {_e(_duration(run))}</span></p>
+{to_complete}
 <table>
 <tr><th>driver</th><td>{_e(driver.get('device_name'))} {_e(driver.get('device_version'))} ({_e(driver.get('description'))})</td></tr>
 <tr><th>harness</th><td>{_e(certificate['harness']['version'])} at {_e(certificate['harness']['git_commit'])}</td></tr>
 <tr><th>run</th><td>profile {_e(run['profile'])}, seed {_e(run['seed'])}, {_e(run['tests'])} tests, {_e(run['failed'])} failed,
  {_e(run['started'])} to {_e(run['ended'])}</td></tr>
-<tr><th>platform</th><td>{_e(certificate['platform'])}</td></tr>
-<tr><th>waived</th><td>{_e(', '.join(certificate['waived']) or 'none')}</td></tr>
-<tr><th>not covered</th><td>{_e(', '.join(certificate['not_covered']) or 'none')}</td></tr>
+<tr><th>platform</th><td>{_e(_platform(certificate))}</td></tr>
 </table>
 <h2>Requirements</h2>
-<table><tr><th>requirement</th><th>what it asks</th><th>status</th><th>tests</th></tr>
+<table><tr><th>requirement</th><th>what it asks</th><th>status</th><th>why</th><th>tests</th></tr>
 {''.join(rows)}
 </table>
 <h2>Failures</h2>

@@ -8,12 +8,11 @@ from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
 from harness.custom_calls.check import compare_outputs, describe_case
-from harness.custom_calls.xla import call_target, unavailable
+from harness.custom_calls.xla import call_target
 from harness.errors import ConformanceError
 from harness.strategies.custom_calls import operand_values
 
-WHY_NOT = unavailable()
-pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "jax is available")
+pytestmark = pytest.mark.usefixtures("under_xla")
 
 
 @pytest.mark.requirement("CC-2", "CC-4")

@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 from harness.hal import BufferDesc, BufferRole, OperandType, OperationType
 from harness.lockstep import Lockstep
 from harness.strategies.domains import TokenUse, binary_model, nbytes, request, reshape_model
+from harness.skips import REFUSED_ALLOCATION_FIX, not_applicable, not_run
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
 F32 = OperandType.TENSOR_FLOAT32
+DYNAMIC_REFUSAL_FIX = "serve buffers of unknown shape, or declare Capabilities(dynamic_buffers=False)"
 shapes_2d = st.tuples(st.integers(1, 4), st.integers(1, 4))
 
 
@@ -37,13 +39,16 @@ def _producer_request(producer, shape, output):
 @pytest.mark.requirement("DOM-DYN-1")
 @given(data=st.data())
 def test_buffer_follows_the_latest_output_shape(driver, reference, capabilities, data) -> None:
+    if not capabilities.dynamic_buffers:
+        not_applicable("dynamic_buffers", "the driver declares that it refuses buffers of unknown shape")
     step = Lockstep(driver, reference)
     producer = _producer(capabilities)
     consumer = binary_model(F32, (0, 0))
     pairs = step.prepare(producer), step.prepare(consumer)
     desc = BufferDesc(data.draw(st.sampled_from([(), (0, 0)]), label="descriptor dims"))
     if step.allocate("buffer", desc, list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-1") is None:
-        pytest.skip("the driver refuses buffers of unknown shape with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
+        not_run("the driver refused a buffer of unknown shape with GENERAL_FAILURE, though it declares dynamic_buffers",
+                DYNAMIC_REFUSAL_FIX)
     for shape in data.draw(st.lists(shapes_2d, min_size=1, max_size=4), label="output shapes"):
         step.execute(pairs[0], _producer_request(producer, shape, TokenUse("buffer")), "DOM-DYN-1")
         contents = step.copy_to("buffer", nbytes(F32, shape), requirement="DOM-DYN-1")
@@ -61,7 +66,8 @@ def test_output_the_buffer_cannot_hold(driver, reference, capabilities, shape, f
     producer = _producer(capabilities)
     pair = step.prepare(producer)
     if step.allocate("buffer", BufferDesc(fixed), [pair], [], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
-        return
+        not_run("the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked)",
+                REFUSED_ALLOCATION_FIX)
     step.execute(pair, _producer_request(producer, fixed, TokenUse("buffer")), "DOM-DYN-2")
     step.execute(pair, _producer_request(producer, shape, TokenUse("buffer")), "DOM-DYN-2")
     step.copy_to("buffer", nbytes(F32, fixed), requirement="DOM-STATE-1")
@@ -81,11 +87,14 @@ def test_too_small_memory_output(driver, reference, capabilities, shape, missing
 @pytest.mark.requirement("DOM-DYN-2")
 @given(written=shapes_2d, claimed=shapes_2d)
 def test_request_dimensions_conflicting_with_the_buffer(driver, reference, capabilities, written, claimed) -> None:
+    if not capabilities.dynamic_buffers:
+        not_applicable("dynamic_buffers", "the driver declares that it refuses buffers of unknown shape")
     step = Lockstep(driver, reference)
     producer, consumer = _producer(capabilities), binary_model(F32, (0, 0))
     pairs = step.prepare(producer), step.prepare(consumer)
     if step.allocate("buffer", BufferDesc(), list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
-        return
+        not_run("the driver refused a buffer of unknown shape with GENERAL_FAILURE, though it declares dynamic_buffers",
+                DYNAMIC_REFUSAL_FIX)
     step.execute(pairs[0], _producer_request(producer, written, TokenUse("buffer")), "DOM-DYN-1")
     ones = np.ones(claimed, np.float32)
     use = TokenUse("buffer", dimensions=claimed)

@@ -12,6 +12,7 @@ from harness.hal import OperationType
 from harness.oracle import assert_conforms, run_scenario
 from harness.strategies import scenarios
 from harness.strategies.models import FAMILIES, elementwise_models
+from harness.skips import not_applicable
 
 REQUIRED_KINDS = ("ashmem", "mmap_fd", "hardware_buffer_blob")
 
@@ -32,7 +33,7 @@ def test_every_memory_kind_serves_execution(driver, reference, capabilities, kin
     """ashmem, mmap_fd and BLOB hardware buffers are required; non-BLOB hardware buffers
     only when declared, and then only for execution I/O."""
     if kind not in REQUIRED_KINDS and kind not in capabilities.memory_kinds:
-        pytest.skip(f"{kind} is optional (SPEC POOL-3) and the driver does not declare it")
+        not_applicable("memory_kinds", f"{kind} is optional (SPEC POOL-3) and the driver does not declare it")
     only_this_kind = replace(capabilities, memory_kinds=frozenset({kind}))
     scenario = data.draw(scenarios(only_this_kind, allow_insufficient=False), label="scenario")
     assert_conforms("POOL-3", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
@@ -44,7 +45,7 @@ def test_every_memory_kind_serves_execution(driver, reference, capabilities, kin
 def test_each_operation_family(driver, reference, capabilities, family, data) -> None:
     """Every operation family the driver declares gets its own examples in every run."""
     if not any(op in capabilities.operations for op in FAMILIES[family]):
-        pytest.skip(f"the driver declares no {family} operation")
+        not_applicable("operations", f"the driver declares no {family} operation")
     scenario = data.draw(scenarios(capabilities, family=family), label="scenario")
     assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
 
@@ -54,7 +55,7 @@ def test_each_operation_family(driver, reference, capabilities, family, data) ->
 @given(data=st.data())
 def test_each_fused_activation(driver, reference, capabilities, activation, data) -> None:
     if not any(op in capabilities.operations for op in FAMILIES["elementwise"]):
-        pytest.skip("the driver declares no element-wise arithmetic")
+        not_applicable("operations", "the driver declares no element-wise arithmetic")
     models = elementwise_models(capabilities, activation=activation)
     scenario = data.draw(scenarios(capabilities, models=models), label="scenario")
     assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
@@ -70,7 +71,7 @@ RANK_PAIRS = [(2, 1), (3, 1), (4, 2), (1, 3)]
 def test_broadcasting(driver, reference, capabilities, op, ranks, data) -> None:
     """numpy broadcasting between operands of different ranks, for each arithmetic operation."""
     if op not in capabilities.operations:
-        pytest.skip(f"the driver does not declare {op.name}")
+        not_applicable("operations", f"the driver does not declare {op.name}")
     models = elementwise_models(capabilities, op=op, ranks=ranks)
     scenario = data.draw(scenarios(capabilities, models=models), label="scenario")
     assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))

@@ -6,12 +6,26 @@ import pytest
 
 from harness.native.packed import LoadedLibrary, PackedFunctionLibrary, load, unavailable
 from harness.pytest_plugin import declared_for_driver
+from harness.skips import not_applicable, not_run
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "packed_library" in metafunc.fixturenames:
         chosen = declared_for_driver(metafunc.config, "packed_function_libraries")
-        metafunc.parametrize("packed_library", chosen, ids=[library.prefix for library in chosen])
+        # Indirect: a driver that declares no library runs each test once as "none-declared",
+        # which says it is not applicable, instead of pytest's silent skip of an empty set.
+        if chosen:
+            metafunc.parametrize("packed_library", chosen, ids=[library.prefix for library in chosen], indirect=True)
+        else:
+            metafunc.parametrize("packed_library", [None], ids=["none-declared"], indirect=True)
+
+
+@pytest.fixture
+def packed_library(request: pytest.FixtureRequest, driver) -> PackedFunctionLibrary:
+    if request.param is None:
+        not_applicable("packed_functions", f"driver {driver.name!r} declares no packed-function library "
+                                           "(hook harness_packed_functions)")
+    return request.param
 
 
 @pytest.fixture
@@ -19,10 +33,11 @@ def probes(packed_library: PackedFunctionLibrary, driver) -> LoadedLibrary:
     """The library's probe functions, loaded into this process (tvm-ffi calls are in-process)."""
     reason = unavailable()
     if reason:
-        pytest.skip(reason)
+        not_run(reason, "pip install 'driver-harness[native]'")
     from harness.native import CompilerMissing
 
     try:
         return load(packed_library)
     except CompilerMissing as error:
-        pytest.skip(f"the packed-function library cannot be built: {error}")
+        not_run(f"the packed-function library cannot be built: {error}",
+                "install a C++ compiler (Debian: apt-get install g++) or set CXX to one")

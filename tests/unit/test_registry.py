@@ -73,3 +73,74 @@ def test_public_surface_is_exactly_all() -> None:
 
     exported = {name for name in vars(harness) if not name.startswith("_") and not isinstance(getattr(harness, name), types.ModuleType)}
     assert exported == set(harness.__all__) - {"__version__"}
+
+
+def _declaring(**hooks) -> tuple:
+    from harness import Capabilities
+
+    caps = hooks.pop("capabilities", None)
+    vendor = plugin("vendor_plugin", harness_register_drivers=lambda: [DriverSpec("npu", ReferenceDevice, capabilities=caps)],
+                    **hooks)
+    registry = load_registry([vendor], entry_points=False, repo_plugins=False)
+    return registry, registry.resolve("npu"), Capabilities
+
+
+def _valid_target(**changes):
+    import dataclasses
+
+    from harness.custom_calls.targets import CustomCallTarget
+
+    target = CustomCallTarget("t", "Host", "host", "/lib.so", "sym", reference=lambda o, b: None, cases=lambda: None)
+    return dataclasses.replace(target, **changes)
+
+
+@pytest.mark.parametrize("target, field, allowed", [
+    (_valid_target(convention="hots"), "convention", "host, host-unified, device, device-status"),
+    (_valid_target(name=""), "name", "a non-empty string"),
+    (_valid_target(reference=None), "reference", "a callable"),
+    (_valid_target(error=lambda b: "x"), "convention", "host-unified, device-status"),
+    ("not a target", "item", "CustomCallTarget"),
+])
+def test_an_invalid_custom_call_target_names_plugin_field_and_allowed_values(target, field, allowed) -> None:
+    from harness.errors import DeclarationError
+
+    registry, spec, _ = _declaring(harness_custom_call_targets=lambda driver_name: [target])
+    with pytest.raises(DeclarationError) as error:
+        registry.check_declarations(spec)
+    message = str(error.value)
+    assert error.value.plugin == "vendor_plugin" and error.value.field == field and "\n" not in message
+    assert "plugin vendor_plugin" in message and repr(field) in message and allowed in message
+
+
+def test_invalid_capabilities_and_libraries_name_the_field() -> None:
+    from harness.errors import DeclarationError
+    from harness.hal import OperationType
+    from harness.native.packed import PackedFunctionLibrary
+
+    _, _, Capabilities = _declaring()
+    wrong_kind = Capabilities(frozenset({"ashmem", "dmabuf"}), True, frozenset({OperationType.ADD}), frozenset())
+    registry, spec, _ = _declaring(capabilities=wrong_kind)
+    with pytest.raises(DeclarationError, match="field 'memory_kinds' is 'dmabuf'; allowed: ashmem, mmap_fd"):
+        registry.check_declarations(spec)
+    not_an_op = Capabilities(frozenset({"ashmem"}), True, frozenset({"ADD"}), frozenset())
+    registry, spec, _ = _declaring(capabilities=not_an_op)
+    with pytest.raises(DeclarationError, match="field 'operations' is 'ADD'; allowed: ADD, "):
+        registry.check_declarations(spec)
+    registry, spec, _ = _declaring(harness_packed_functions=lambda driver_name: [PackedFunctionLibrary("", lambda: "x")])
+    with pytest.raises(DeclarationError, match="field 'prefix' is ''"):
+        registry.check_declarations(spec)
+    registry, spec, _ = _declaring(harness_packed_functions=lambda driver_name: {"not": "a list"})
+    with pytest.raises(DeclarationError, match="'return value' is 'dict'; allowed: a list"):
+        registry.check_declarations(spec)
+
+
+def test_hooks_in_a_driver_file_are_registered(tmp_path) -> None:
+    (tmp_path / "vendor.py").write_text(
+        "from harness import hookimpl\nfrom reference_driver import ReferenceDevice\n"
+        "from harness.native.packed import PackedFunctionLibrary\n"
+        "def factory():\n    return ReferenceDevice()\n"
+        "@hookimpl\ndef harness_packed_functions(driver_name):\n"
+        "    return [PackedFunctionLibrary('vendor.', lambda: 'lib.so')]\n")
+    registry = load_registry(entry_points=False, repo_plugins=False)
+    spec = registry.resolve(f"{tmp_path / 'vendor.py'}:factory")
+    assert [library.prefix for library in registry.packed_function_libraries(spec.name)] == ["vendor."]

@@ -1,0 +1,70 @@
+"""Why a test did not run, as data: the certificate's *not-applicable* and *not-run* statuses.
+
+A skip is a statement.  The suites skip only through these two functions, and the
+recorder reads the exception's fields (never its text) to fill the certificate:
+
+- `not_applicable(capability, reason)`: the driver's declared capabilities exclude what the
+  test checks.  ``capability`` is one of `CAPABILITIES`; a requirement whose every test is
+  not applicable is *not-applicable* in the certificate, naming the capability.
+- `not_run(reason, fix)`: anything else stopped the test (a missing extra or compiler, an
+  option of the run, a driver that refused what the test needed).  A requirement with a
+  not-run test is *not-run*, the certificate is INCOMPLETE, and ``fix`` is the command or
+  step that makes it run.
+
+Any other skip (a plain ``pytest.skip`` in a vendor's conftest, an empty parametrization)
+is counted as not-run: what the harness cannot explain, it never counts as passed.
+"""
+
+from __future__ import annotations
+
+from typing import Final, NoReturn
+
+import pytest
+
+__all__ = ["CAPABILITIES", "REFUSED_ALLOCATION_FIX", "NotApplicable", "NotRun", "not_applicable", "not_run"]
+
+#: What a driver declares, and so what may make a test not applicable.
+CAPABILITIES: Final = (
+    "memory_kinds",          # Capabilities.memory_kinds
+    "memory_domains",        # Capabilities.memory_domains
+    "operations",            # Capabilities.operations
+    "operand_types",         # Capabilities.operand_types
+    "dynamic_buffers",       # Capabilities.dynamic_buffers: buffers of unknown shape (DOM-DYN)
+    "custom_call_targets",   # hook harness_custom_call_targets
+    "packed_functions",      # hook harness_packed_functions
+)
+
+
+class NotApplicable(pytest.skip.Exception):  # type: ignore[name-defined,misc]
+    """The driver's declared ``capability`` excludes what the test checks."""
+
+    def __init__(self, capability: str, reason: str) -> None:
+        if capability not in CAPABILITIES:
+            raise ValueError(f"capability {capability!r} is not one of {', '.join(CAPABILITIES)}")
+        super().__init__(f"not applicable ({capability}): {reason}")
+        self.capability = capability
+        self.reason = reason
+
+
+class NotRun(pytest.skip.Exception):  # type: ignore[name-defined,misc]
+    """Something other than the driver's declarations stopped the test; ``fix`` makes it run."""
+
+    def __init__(self, reason: str, fix: str) -> None:
+        super().__init__(f"not run: {reason} (to run it: {fix})")
+        self.reason = reason
+        self.fix = fix
+
+
+def not_applicable(capability: str, reason: str) -> NoReturn:
+    __tracebackhide__ = True
+    raise NotApplicable(capability, reason)
+
+
+def not_run(reason: str, fix: str) -> NoReturn:
+    __tracebackhide__ = True
+    raise NotRun(reason, fix)
+
+
+#: What makes a test run that a driver's refusal of a valid allocation stopped (DOM-ALLOC-3).
+REFUSED_ALLOCATION_FIX: Final = ("serve this valid allocation (or, for a driver without memory domains, "
+                                 "declare Capabilities(memory_domains=False))")

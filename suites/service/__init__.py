@@ -1,0 +1,1 @@
+"""SPEC §7: the harness's own guarantees, proved on every run with canary drivers."""

@@ -1,0 +1,94 @@
+"""Verdict semantics: one status per requirement, and PASS only when everything applicable ran."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from harness.report import certificate, html
+from harness.report.files import write_atomically
+from harness.requirements import REQUIREMENTS
+
+
+def record(test: str, requirement: str, outcome: str, skip: dict | None = None, waiver: str = "") -> dict:
+    return {"id": test, "requirements": [requirement], "outcome": outcome, "skip": skip, "waiver": waiver}
+
+
+NOT_APPLICABLE = {"kind": "not-applicable", "capability": "memory_domains", "reason": "no memory domains"}
+NOT_RUN = {"kind": "not-run", "reason": "jax is not installed", "fix": "pip install 'driver-harness[xla]'"}
+WAIVED_SKIP = {"kind": "waived", "reason": "lands in 2.1", "source": "expect.toml:1"}
+
+
+def every_requirement_passing() -> list[dict]:
+    return [record(f"t::{r}", r, "passed") for r in REQUIREMENTS]
+
+
+@pytest.mark.parametrize("outcomes, status", [
+    ([("passed", None)], "pass"),
+    ([("passed", None), ("skipped", NOT_APPLICABLE)], "pass"),
+    ([("skipped", NOT_APPLICABLE), ("skipped", NOT_APPLICABLE)], "not-applicable"),
+    ([("passed", None), ("skipped", NOT_RUN)], "not-run"),
+    ([("skipped", NOT_APPLICABLE), ("skipped", None)], "not-run"),  # a skip the harness did not explain
+    ([("passed", None), ("xfailed", None)], "waived"),
+    ([("passed", None), ("skipped", WAIVED_SKIP)], "waived"),
+    ([("xfailed", None), ("skipped", NOT_RUN)], "not-run"),
+    ([("failed", None), ("skipped", NOT_RUN), ("xfailed", None)], "fail"),
+])
+def test_one_status_per_requirement(outcomes, status) -> None:
+    tests = [record(f"t{i}", "POOL-1", outcome, skip) for i, (outcome, skip) in enumerate(outcomes)]
+    assert certificate.requirement_status(tests)["status"] == status
+
+
+def test_a_requirement_no_test_ran_is_not_run_with_the_fix() -> None:
+    entry = certificate.requirement_status([])
+    assert entry["status"] == "not-run" and entry["fixes"]
+
+
+def test_reasons_capabilities_and_fixes_are_kept() -> None:
+    applicable = certificate.requirement_status([record("a", "DOM-ROLE-1", "skipped", NOT_APPLICABLE)])
+    assert applicable["capabilities"] == ["memory_domains"] and applicable["reasons"] == ["no memory domains"]
+    missing = certificate.requirement_status([record("a", "CC-2", "passed"), record("b", "CC-2", "skipped", NOT_RUN)])
+    assert missing["reasons"] == ["jax is not installed"] and missing["fixes"] == ["pip install 'driver-harness[xla]'"]
+    waived = certificate.requirement_status([record("a", "CC-2", "xfailed", waiver="fixed in 2.1 [expect.toml:3]")])
+    assert waived["reasons"] == ["fixed in 2.1 [expect.toml:3]"]
+
+
+@pytest.mark.parametrize("statuses, complete, verdict", [
+    (["pass", "pass"], True, "PASS"),
+    (["pass", "not-applicable"], True, "PASS"),
+    (["pass", "waived"], True, "PASS-WITH-WAIVERS"),
+    (["pass", "not-run"], True, "INCOMPLETE"),
+    (["pass", "waived", "not-run"], True, "INCOMPLETE"),
+    (["pass"], False, "INCOMPLETE"),
+    (["pass", "not-run", "fail"], True, "FAIL"),
+    (["fail"], False, "FAIL"),
+])
+def test_verdict(statuses, complete, verdict) -> None:
+    assert certificate.verdict_of(statuses, complete) == verdict
+
+
+def test_certificate_and_report_state_every_reason() -> None:
+    records = every_requirement_passing()
+    records[0] = record("t::POOL-1", "POOL-1", "skipped", NOT_RUN)
+    records[1] = record("t::POOL-2", "POOL-2", "skipped", NOT_APPLICABLE)
+    document = certificate.build(records, {"driver": "d"}, "start", "end", True, 61.0)
+    assert document["verdict"] == "INCOMPLETE" and document["not_run"] == ["POOL-1"]
+    assert document["not_applicable"] == ["POOL-2"] and document["fixes"] == [NOT_RUN["fix"]]
+    assert sum(document["counts"].values()) == len(REQUIREMENTS) and document["counts"]["pass"] == len(REQUIREMENTS) - 2
+    page = html.render(document)
+    assert NOT_RUN["reason"] in page and NOT_RUN["fix"].replace("'", "&#x27;") in page and "no memory domains" in page
+    assert "1 min 1 s" in page and "<svg" in page.split("<table>")[0]
+    assert "{" not in page.split("platform</th><td>")[1].split("</td>")[0]  # platform as text, not a dict
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_reports_get_the_users_umask(tmp_path, umask, mode) -> None:
+    previous = os.umask(umask)
+    try:
+        write_atomically(tmp_path / "report.html", "text")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == mode
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
