@@ -9,22 +9,26 @@ requirement, the scenario, and both outcomes.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 
+from harness import bounds
 from harness.errors import ConformanceError, DriverFault, DriverHang
 from harness.hal import (
     Device,
     DriverError,
     ErrorStatus,
+    OperandLifeTime,
     OperandType,
     OutputShape,
     PreparedModel,
+    is_fully_specified,
     is_quantized_type,
     numpy_dtype,
     operand_byte_size,
@@ -35,9 +39,9 @@ __all__ = ["Outcome", "assert_conforms", "describe_scenario", "execute_scenario"
 
 _RULE_TAG = re.compile(r"\[([A-Z]+(?:-[A-Z]+)?-\d+)\]")
 
-#: Rules for which SPEC accepts any error status, not one exact status.
+#: Rules for which SPEC accepts any error status, not one exact status: handle defects (CHOICE-1).
 _ANY_ERROR_RULES = {"POOL-4", "POOL-5", "POOL-3"}
-_ANY_ERROR = frozenset({ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE})
+_ANY_ERROR = frozenset(status for status in ErrorStatus if status != ErrorStatus.NONE)
 
 
 @dataclass
@@ -50,6 +54,10 @@ class Outcome:
     output_shapes: tuple[OutputShape, ...] = ()
     outputs: tuple[bytes | None, ...] = ()
     pools_after: tuple[bytes, ...] = field(default=(), repr=False)
+    shape_problem: str = ""  # a success whose outputShapes SPEC does not allow (CHOICE-4)
+    # For the reference's successes: the outputs of the same model run on magnitudes, computed
+    # only when a float comparison needs them (harness.bounds, CHOICE-7).
+    magnitudes: Callable[[], tuple[bytes | None, ...] | None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -80,7 +88,10 @@ def run_scenario(device: Device, scenario: Scenario, tokens: Mapping[str, int] |
             prepared = device.prepare_model(model)
         except DriverError as error:
             return Outcome("prepare", error.status, error.message)
-        return execute_scenario(prepared, scenario, tokens)
+        outcome = execute_scenario(prepared, scenario, tokens)
+        if outcome.ok and tokens is None:
+            outcome.magnitudes = functools.partial(_magnitude_outputs, device, scenario)
+        return outcome
     except DriverFault as fault:
         # A crash or hang is a failure of this scenario: carry it, so a reproducer is written.
         if getattr(fault, "scenario", None) is None:
@@ -106,14 +117,48 @@ def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
         for memory in memories:
             if memory is not None:
                 memory.close()
+    shapes = tuple(result.output_shapes)
+    if not shapes and scenario.outputs:
+        # CHOICE-4: empty outputShapes on success means "every output is as specified"; that is
+        # only possible when every output's dimensions are fully known at execution.
+        shapes = _specified_output_shapes(scenario)
+        if shapes is None:
+            return Outcome("execute", ErrorStatus.NONE, "", (), (), pools_after,
+                           shape_problem="outputShapes is empty although an output's dimensions are not fully "
+                                         "specified at execution (CHOICE-4 allows it only when they all are)")
+    elif len(shapes) != len(scenario.outputs):
+        return Outcome("execute", ErrorStatus.NONE, "", shapes, (), pools_after,
+                       shape_problem=f"outputShapes has {len(shapes)} entries for {len(scenario.outputs)} outputs")
     outputs = []
-    for argument, shape, index in zip(scenario.outputs, result.output_shapes, scenario.subgraph.output_indexes):
+    for argument, shape, index in zip(scenario.outputs, shapes, scenario.subgraph.output_indexes):
         operand = scenario.subgraph.operands[index]
         loc = argument.location
         nbytes = operand_byte_size(operand.type, tuple(shape.dimensions))
         is_memory = not argument.has_no_value and isinstance(scenario.request_pools[loc.pool_index], MemorySpec)
         outputs.append(pools_after[loc.pool_index][loc.offset : loc.offset + nbytes] if is_memory else None)
-    return Outcome("execute", ErrorStatus.NONE, "", tuple(result.output_shapes), tuple(outputs), pools_after)
+    return Outcome("execute", ErrorStatus.NONE, "", shapes, tuple(outputs), pools_after)
+
+
+def _magnitude_outputs(device: Device, scenario: Scenario) -> tuple[bytes | None, ...] | None:
+    magnitudes = bounds.magnitude_scenario(scenario)
+    if magnitudes is None:
+        return None
+    outcome = run_scenario(device, magnitudes)
+    return outcome.outputs if outcome.ok else None
+
+
+def _specified_output_shapes(scenario: Scenario) -> tuple[OutputShape, ...] | None:
+    """Each output's dimensions from the model and the request, when all are fully specified."""
+    shapes = []
+    for argument, index in zip(scenario.outputs, scenario.subgraph.output_indexes):
+        operand = scenario.subgraph.operands[index]
+        dims = tuple(argument.dimensions) or tuple(operand.dimensions)
+        if operand.dimensions and argument.dimensions:
+            dims = tuple(a or b for a, b in zip(argument.dimensions, operand.dimensions))
+        if not is_fully_specified(operand.type, dims):
+            return None
+        shapes.append(OutputShape(dims, True))
+    return tuple(shapes)
 
 
 def _read_pools(scenario: Scenario, memories) -> tuple[bytes, ...]:
@@ -160,29 +205,49 @@ def _fail(requirement: str, what: str, scenario: Scenario, expected: Outcome, ac
     raise error
 
 
-def _tolerance(operand_type: OperandType) -> tuple[float, float]:
-    return {OperandType.TENSOR_FLOAT32: (1e-4, 1e-4), OperandType.TENSOR_FLOAT16: (1e-2, 1e-2)}.get(operand_type, (0.0, 0.0))
-
-
-def _compare_values(operand_type: OperandType, expected: bytes, actual: bytes) -> str:
-    """Empty when equal within the type's tolerance; otherwise the first differing element."""
+def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *, steps: int = 1, terms: int = 1,
+                   magnitudes: Callable[[], bytes | None] | None = None) -> str:
+    """Empty when ``actual`` is within what CHOICE-7 allows of ``expected``; otherwise the first
+    element outside it and why.  ``steps``: quantized tolerance; ``terms`` and ``magnitudes``
+    (the sum of |terms| per element, computed on demand): the float error bound."""
     dtype = np.dtype(numpy_dtype(operand_type))
     want = np.frombuffer(expected, dtype)
     got = np.frombuffer(actual, dtype)
     if want.shape != got.shape:
         return f"{got.size} elements written, {want.size} expected"
     if is_quantized_type(operand_type):
-        bad = np.abs(want.astype(np.int64) - got.astype(np.int64)) > 1
-    else:
-        rtol, atol = _tolerance(operand_type)
+        error = got.astype(np.int64) - want.astype(np.int64)
+        bad = np.abs(error) > steps
+        info = np.iinfo(dtype)
+        rounded = (want != info.min) & (want != info.max)  # saturated elements say nothing about rounding
+        if not bad.any() and int(rounded.sum()) >= bounds.BIAS_MIN_ELEMENTS:
+            bias = float(np.clip(error[rounded], -1, 1).mean())
+            if abs(bias) > bounds.BIAS_LIMIT:
+                return (f"systematic rounding error: the mean signed error over {int(rounded.sum())} unsaturated elements "
+                        f"is {bias:+.3f} steps (at most {bounds.BIAS_LIMIT} allowed); {int((error != 0).sum())} elements differ")
+        allowed = f"{steps} step{'s' if steps > 1 else ''}"
+    elif operand_type in bounds.FLOAT_TYPES:
         w, g = want.astype(np.float64), got.astype(np.float64)
+        same = (w == g) | (np.isnan(w) & np.isnan(g))
+        if same.all():
+            return ""
+        eps, tiny = float(np.finfo(dtype).eps), float(np.finfo(dtype).tiny)
+        magnitude_bytes = magnitudes() if magnitudes is not None else None
+        if magnitude_bytes is not None and len(magnitude_bytes) == len(expected):
+            magnitude = np.abs(np.frombuffer(magnitude_bytes, dtype).astype(np.float64))
+        else:  # the terms are not known (a driver-managed input): bound by the result, generously
+            magnitude, terms = np.abs(w), 4 * terms
+        bound = terms * eps * magnitude + eps * np.abs(w) + tiny
         with np.errstate(invalid="ignore"):
-            close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True) | (np.isinf(w) & (w == g))
-        bad = ~close
+            bad = ~(same | (np.abs(g - w) <= bound))
+        allowed = f"{terms} terms x eps x sum of |terms|"
+    else:
+        bad = want != got
+        allowed = "exact"
     if not bad.any():
         return ""
     i = int(np.flatnonzero(bad)[0])
-    return f"element {i}: driver wrote {got[i]!r}, reference {want[i]!r} ({int(bad.sum())} elements differ)"
+    return f"element {i}: driver wrote {got[i]!r}, reference {want[i]!r} ({int(bad.sum())} elements outside {allowed})"
 
 
 def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, actual: Outcome) -> None:
@@ -204,24 +269,50 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
                           f"{want.dimensions} with isSufficient=false, got {got}", scenario, expected, actual)
             if len(actual.output_shapes) != len(expected.output_shapes):
                 _fail("DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE must carry one output shape per output", scenario, expected, actual)
+        if actual.stage == "execute" and actual.pools_after:
+            assert_outside_outputs_untouched(scenario, actual)  # a failed execution writes nothing outside its outputs
         return
     if not actual.ok:
+        if _unused_defective_pool_explains(scenario, actual):
+            return  # CHOICE-2: a driver may validate a pool nothing uses, and then fail as POOL-4 says
         _fail(requirement, "the driver failed a valid request", scenario, expected, actual)
+    if actual.shape_problem:
+        _fail(requirement, actual.shape_problem, scenario, expected, actual)
     want_shapes = [s.dimensions for s in expected.output_shapes]
     got_shapes = [tuple(s.dimensions) for s in actual.output_shapes]
     if want_shapes != got_shapes:
         _fail(requirement, f"output shapes {got_shapes}, reference {want_shapes}", scenario, expected, actual)
+    steps = bounds.quantized_tolerances(scenario)
+    terms = bounds.terms_in_model(scenario)
+    magnitudes = functools.cache(expected.magnitudes) if expected.magnitudes is not None else None
     for i, (want, got, index) in enumerate(zip(expected.outputs, actual.outputs, scenario.subgraph.output_indexes)):
         if want is None:
             continue
-        difference = _compare_values(scenario.subgraph.operands[index].type, want, got or b"")
+        of_output = (lambda i=i: (magnitudes() or ())[i] if magnitudes is not None and i < len(magnitudes() or ()) else None)
+        difference = compare_values(scenario.subgraph.operands[index].type, want, got or b"", steps=steps.get(index, 1),
+                                    terms=terms, magnitudes=of_output)
         if difference:
             _fail(requirement, f"output {i} differs: {difference}", scenario, expected, actual)
     assert_outside_outputs_untouched(scenario, actual)
 
 
+def _unused_defective_pool_explains(scenario: Scenario, actual: Outcome) -> bool:
+    """Whether an unusable pool that nothing references explains the failure: a constant pool
+    at preparation, a request pool at execution (CHOICE-2)."""
+    if actual.stage == "prepare":
+        used = {o.location.pool_index for o in scenario.subgraph.operands if o.lifetime == OperandLifeTime.CONSTANT_REFERENCE}
+        pools = scenario.constant_pools
+    else:
+        used = {a.location.pool_index for a in (*scenario.inputs, *scenario.outputs) if not a.has_no_value}
+        pools = scenario.request_pools  # type: ignore[assignment]
+    return any(isinstance(pool, MemorySpec) and pool.defect and index not in used for index, pool in enumerate(pools))
+
+
 def assert_outside_outputs_untouched(scenario: Scenario, actual: Outcome) -> None:
-    """POOL-2: every byte of every request pool outside output regions is as it was."""
+    """POOL-2: every byte of every request pool outside output regions is as it was.
+
+    An output's region is [offset, offset + length + padding): the padding is there for a device
+    that accesses memory in chunks, and a driver may overwrite it (CHOICE-3)."""
     __tracebackhide__ = True
     for index, (spec, after) in enumerate(zip(scenario.request_pools, actual.pools_after)):
         if not isinstance(spec, MemorySpec) or spec.defect or len(after) != spec.size:
@@ -231,7 +322,7 @@ def assert_outside_outputs_untouched(scenario: Scenario, actual: Outcome) -> Non
         changed = before != now
         for arg in scenario.outputs:
             if arg.location.pool_index == index and not arg.has_no_value:
-                changed[arg.location.offset : arg.location.offset + arg.location.length] = False
+                changed[arg.location.offset : arg.location.offset + arg.location.length + arg.location.padding] = False
         if changed.any():
             at = int(np.flatnonzero(changed)[0])
             error = ConformanceError(

@@ -120,7 +120,7 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
         binding = Binding(direction, io_index, operand_index, operand, argument, dimensions)
         if isinstance(pool, ManagedBuffer):
             _bind_token(prepared, binding, pool, where)
-            token_uses.append((argument.location.pool_index, direction.value))
+            token_uses.append((pool.token, direction.value))  # per buffer, whatever pool slots name it
         else:
             binding.memory = pool
             rules.enforce(rules.region_within_memory(argument.location, pool), "REQ-2", lambda: f"{where}: region {argument.location} beyond {pool.size} bytes")

@@ -226,14 +226,15 @@ def role_allowed(roles: Iterable[object], prepared_model: object, direction: obj
     return INVALID
 
 
-def token_output_exclusive(pool_uses: Iterable[tuple[int, str]]) -> ErrorStatus:
-    """DOM-ROLE-3: a token pool used as an output is used nowhere else in the request.
+def token_output_exclusive(token_uses: Iterable[tuple[int, str]]) -> ErrorStatus:
+    """DOM-ROLE-3: a buffer used as an output is used nowhere else in the request.
 
-    ``pool_uses`` lists (pool index, "input" | "output") for every token argument.
+    ``token_uses`` lists (token, "input" | "output") for every token argument: the same buffer
+    named in two pool slots is still the same buffer.
     """
     uses: dict[int, list[str]] = {}
-    for pool_index, direction in pool_uses:
-        uses.setdefault(pool_index, []).append(direction)
+    for token, direction in token_uses:
+        uses.setdefault(token, []).append(direction)
     for directions in uses.values():
         if "output" in directions and len(directions) > 1:
             return INVALID

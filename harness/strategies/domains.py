@@ -27,6 +27,42 @@ from harness.scenario import MemorySpec, Scenario, TokenRef
 from .values import FLOAT_TYPES, QUANT_TYPES, operand_types, quantization
 
 DOMAIN_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_QUANT8_ASYMM)
+#: The operations the memory-domain models are made of, in order of preference.
+BINARY_OPS = (OperationType.ADD, OperationType.MUL, OperationType.SUB)
+#: The quantization of a quantized flavour picked without drawing.
+FIXED_QUANT = (0.5, 10)
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """What the memory-domain models of a test are made of: one binary operation and one
+    operand type the driver declares (SPEC CHOICE-5: scenarios stay inside the declarations)."""
+
+    op: OperationType
+    type: OperandType
+    quant: tuple[float, int] = (0.0, 0)
+
+    def model(self, dims: Sequence[int], *, outputs: int = 1, scalar_input: bool = False,
+              type: OperandType | None = None, quant: tuple[float, int] | None = None) -> Scenario:
+        return binary_model(type or self.type, dims, self.quant if quant is None else quant, self.op,
+                            outputs=outputs, scalar_input=scalar_input)
+
+
+def identity_operand(flavor: Flavor, shape: Sequence[int]) -> np.ndarray:
+    """The second operand that leaves the first unchanged under ``flavor``'s operation (0 for ADD
+    and SUB, 1 for MUL), stored in the flavour's type."""
+    real = 1.0 if flavor.op == OperationType.MUL else 0.0
+    scale, zero_point = flavor.quant
+    return np.full(tuple(shape), real / scale + zero_point if scale else real, numpy_dtype(flavor.type))
+
+
+def declared_flavor(caps: Capabilities, types: Sequence[OperandType] = DOMAIN_TYPES) -> Flavor | None:
+    """The first declared binary operation and operand type, or None when nothing fits."""
+    op = next((o for o in BINARY_OPS if o in caps.operations), None)
+    type = next((t for t in types if t in caps.operand_types), None)
+    if op is None or type is None:
+        return None
+    return Flavor(op, type, FIXED_QUANT if type in QUANT_TYPES else (0.0, 0))
 
 
 @dataclass(frozen=True)
@@ -46,18 +82,18 @@ def binary_model(type: OperandType, dims: Sequence[int], quant=(0.0, 0), op=Oper
     y = b.input(type, dims, *quant)
     act = b.input(OperandType.INT32) if scalar_input else b.scalar(0)
     b.operation(op, [x, y, act], type, dims, *quant)
-    if outputs == 2:
-        b.operation(OperationType.MUL, [x, y, b.scalar(0)], type, dims, *quant)
+    if outputs == 2:  # the same operation again: a second output of the declared operation
+        b.operation(op, [y, x, b.scalar(0)], type, dims, *quant)
     label = f"{op.name} {type.name} {tuple(dims)}{' scale=%g zp=%d' % quant if quant[0] else ''}"
     return Scenario(b.subgraph(), bytes(b.values), notes=(label,))
 
 
-def reshape_model(type: OperandType = OperandType.TENSOR_FLOAT32) -> Scenario:
+def reshape_model(type: OperandType = OperandType.TENSOR_FLOAT32, quant: tuple[float, int] = (0.0, 0)) -> Scenario:
     """``out = RESHAPE(data, shape)``: its output shape comes from the shape input's values."""
     b = ModelBuilder()
-    data = b.input(type, (0,))
+    data = b.input(type, (0,), *quant)
     shape = b.input(OperandType.TENSOR_INT32, (0,))
-    b.operation(OperationType.RESHAPE, [data, shape], type, ())
+    b.operation(OperationType.RESHAPE, [data, shape], type, (), *quant)
     return Scenario(b.subgraph(), bytes(b.values), notes=(f"RESHAPE {type.name}",))
 
 
@@ -118,31 +154,35 @@ def nbytes(type: OperandType, shape: Sequence[int]) -> int:
 
 
 @st.composite
-def domain_flavors(draw, caps: Capabilities, quantized: bool = False) -> tuple[OperandType, tuple[float, int]]:
+def domain_flavors(draw, caps: Capabilities, quantized: bool = False) -> Flavor:
+    """A declared binary operation and a declared memory-domain operand type (with its quantization)."""
     types = [t for t in DOMAIN_TYPES if t in QUANT_TYPES] if quantized else DOMAIN_TYPES
     type = draw(operand_types(types, caps.operand_types), label="role operand type")
-    return type, draw(quantization(type), label="quantization")
+    ops = [o for o in BINARY_OPS if o in caps.operations]
+    op = draw(st.sampled_from(ops), label="operation") if ops else OperationType.ADD
+    return Flavor(op, type, draw(quantization(type), label="quantization"))
 
 
 @st.composite
 def role_models(draw, caps: Capabilities) -> list[Scenario]:
     """A handful of models to allocate for: the same flavour at various shapes, and sometimes
     one that differs in type, scale or zeroPoint (conflicting roles) or has a scalar input."""
-    type, quant = draw(domain_flavors(caps))
+    flavor = draw(domain_flavors(caps))
+    type, quant = flavor.type, flavor.quant
     shapes = [(2, 2), (2, 3), (0, 2), (), (2, 2, 1), (4,)]
-    models = [binary_model(type, draw(st.sampled_from(shapes), label=f"model {i} dims"), quant)
+    models = [flavor.model(draw(st.sampled_from(shapes), label=f"model {i} dims"))
               for i in range(draw(st.integers(1, 3), label="model count"))]
     variant = draw(st.sampled_from(["none", "other-type", "other-scale", "other-zero-point", "scalar-input"]), label="odd model")
     event(f"odd model: {variant}")
     if variant == "other-type":
-        other = OperandType.TENSOR_FLOAT32 if type != OperandType.TENSOR_FLOAT32 else OperandType.TENSOR_FLOAT16
-        if other in caps.operand_types:
-            models.append(binary_model(other, (2, 2)))
+        other = next((t for t in DOMAIN_TYPES if t != type and t in caps.operand_types), None)
+        if other is not None:
+            models.append(flavor.model((2, 2), type=other, quant=FIXED_QUANT if other in QUANT_TYPES else (0.0, 0)))
     elif variant in ("other-scale", "other-zero-point") and type in QUANT_TYPES:
         scale, zero_point = quant
-        models.append(binary_model(type, (2, 2), (scale * 2, zero_point) if variant == "other-scale" else (scale, (zero_point + 1) % 128)))
+        models.append(flavor.model((2, 2), quant=(scale * 2, zero_point) if variant == "other-scale" else (scale, (zero_point + 1) % 128)))
     elif variant == "scalar-input":
-        models.append(binary_model(type, (2, 2), quant, scalar_input=True))
+        models.append(flavor.model((2, 2), scalar_input=True))
     return models
 
 

@@ -12,6 +12,10 @@ from harness.hal import Operand, OperandType, is_quantized_type, is_scalar_type
 from ._numeric import KernelError, from_real, scalar, to_real
 
 
+#: NNAPI (NeuralNetworks.h, ANEURALNETWORKS_CONCATENATION): "Supported tensor rank: up to 4" (CHOICE-8).
+MAX_CONCATENATION_RANK = 4
+
+
 def validate_reshape(ins: Sequence[Operand], outs: Sequence[Operand]) -> bool:
     if len(ins) != 2 or len(outs) != 1:
         return False
@@ -27,6 +31,8 @@ def validate_reshape(ins: Sequence[Operand], outs: Sequence[Operand]) -> bool:
 def run_reshape(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Operand, out: np.ndarray | None) -> np.ndarray:
     """The output shape comes from the shape tensor's values: one -1 takes what is left."""
     data, shape_value = values
+    if np.ndim(shape_value) != 1:  # NNAPI: the shape is a 1-D tensor (CHOICE-8)
+        raise KernelError(f"RESHAPE: the shape input must be 1-D, got dimensions {np.shape(shape_value)}")
     shape = [int(v) for v in np.asarray(shape_value).reshape(-1)]
     if shape.count(-1) > 1 or any(d < -1 for d in shape):
         raise KernelError(f"RESHAPE: invalid target shape {shape}")
@@ -47,6 +53,8 @@ def validate_concatenation(ins: Sequence[Operand], outs: Sequence[Operand]) -> b
     first = tensors[0]
     if axis.type != OperandType.INT32 or is_scalar_type(first.type):
         return False
+    if any(len(t.dimensions) > MAX_CONCATENATION_RANK for t in (*tensors, outs[0])):
+        return False
     return all(t.type == first.type for t in tensors) and outs[0].type == first.type
 
 
@@ -54,6 +62,8 @@ def run_concatenation(values: Sequence[np.ndarray], ins: Sequence[Operand], out_
     *arrays, axis_value = values
     operands = ins[:-1]
     rank = arrays[0].ndim
+    if rank > MAX_CONCATENATION_RANK:
+        raise KernelError(f"CONCATENATION: rank {rank} above NNAPI's limit of {MAX_CONCATENATION_RANK}")
     axis = scalar(axis_value)
     if not -rank <= axis < rank:
         raise KernelError(f"CONCATENATION: axis {axis} out of range for rank {rank}")

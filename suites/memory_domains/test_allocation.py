@@ -7,9 +7,17 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from harness.errors import ConformanceError
-from harness.hal import BufferDesc, BufferRole, DriverError, OperandType
+from harness.hal import BufferDesc, BufferRole, DriverError, OperandType, OperationType
 from harness.lockstep import Lockstep
-from harness.strategies.domains import binary_model, domain_flavors, role_models, role_sets
+from harness.strategies.domains import (
+    DOMAIN_TYPES,
+    FIXED_QUANT,
+    Flavor,
+    domain_flavors,
+    role_models,
+    role_sets,
+)
+from harness.strategies.values import QUANT_TYPES
 from harness.skips import not_applicable, not_run
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -17,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("memory_domains")
 
 @pytest.mark.requirement("DOM-ALLOC-1", "DOM-ALLOC-2")
 @given(data=st.data())
-def test_generated_role_sets(driver, reference, capabilities, data) -> None:
+def test_generated_role_sets(driver, reference, capabilities, flavor, data) -> None:
     models = data.draw(role_models(capabilities), label="models")
     step = Lockstep(driver, reference)
     prepared = [step.prepare(model) for model in models]
@@ -29,13 +37,11 @@ def test_generated_role_sets(driver, reference, capabilities, data) -> None:
 
 
 @pytest.mark.requirement("DOM-ALLOC-3")
-def test_simple_fully_specified_buffer_is_served(driver, capabilities) -> None:
+def test_simple_fully_specified_buffer_is_served(driver, flavor) -> None:
     """A driver that declares memory domains must serve at least a plain, fully specified buffer,
     with positive tokens that are unique among live buffers."""
-    type = next(t for t in (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_QUANT8_ASYMM)
-                if t in capabilities.operand_types)
-    quant = (0.5, 3) if type == OperandType.TENSOR_QUANT8_ASYMM else (0.0, 0)
-    prepared = driver.prepare_model(binary_model(type, (2, 2), quant).build_model())
+    type = flavor.type
+    prepared = driver.prepare_model(flavor.model((2, 2)).build_model())
     buffers = []
     try:
         for io_index in (0, 1, 0, 1):
@@ -52,10 +58,15 @@ def test_simple_fully_specified_buffer_is_served(driver, capabilities) -> None:
         buffer.release()
 
 
-def _mistakes(type, quant):
-    """name -> (requirement, models to prepare, listed model indexes, desc dims, input roles, output roles)."""
+def _mistakes(flavor: Flavor, other_type: OperandType | None = OperandType.TENSOR_INT32):
+    """name -> (requirement, models to prepare, listed model indexes, desc dims, input roles, output roles).
+    ``other_type``: a second declared type for the type conflict (None: the driver has none)."""
+    type, quant = flavor.type, flavor.quant
+
+    def binary_model(type, dims, quant=(0.0, 0), *, scalar_input=False):
+        return flavor.model(dims, type=type, quant=quant, scalar_input=scalar_input)
+
     same = binary_model(type, (2, 2), quant)
-    other_type = OperandType.TENSOR_INT32 if type != OperandType.TENSOR_INT32 else OperandType.TENSOR_FLOAT32
     scalar = binary_model(type, (2, 2), quant, scalar_input=True)
     quantized = quant[0] != 0
     cases = {
@@ -69,7 +80,6 @@ def _mistakes(type, quant):
         "probability 10": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, 10.0)], []),
         "same role twice": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0), BufferRole(0, 0)], []),
         "same model listed twice": ("DOM-ALLOC-1", [same], [0, 0], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
-        "type conflict": ("DOM-ALLOC-2", [same, binary_model(other_type, (2, 2))], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
         "rank conflict between roles": ("DOM-ALLOC-2", [same, binary_model(type, (2, 2, 1), quant)], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
         "dimension conflict between roles": ("DOM-ALLOC-2", [same, binary_model(type, (2, 3), quant)], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
         "rank conflict with descriptor": ("DOM-ALLOC-2", [same], [0], (2, 2, 1), [BufferRole(0, 0)], []),
@@ -77,6 +87,10 @@ def _mistakes(type, quant):
         "scalar role with dimensions": ("DOM-ALLOC-2", [scalar], [0], (1,), [BufferRole(0, 2)], []),
         "valid roles": ("DOM-ALLOC-1", [same, binary_model(type, (0, 2), quant)], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 1)], [BufferRole(0, 0)]),
     }
+    if other_type is not None:
+        other_quant = FIXED_QUANT if other_type in QUANT_TYPES else (0.0, 0)
+        cases["type conflict"] = ("DOM-ALLOC-2", [same, binary_model(other_type, (2, 2), other_quant)], [0, 1], (),
+                                  [BufferRole(0, 0), BufferRole(1, 0)], [])
     if quantized:
         cases["scale conflict"] = ("DOM-ALLOC-2", [same, binary_model(type, (2, 2), (quant[0] * 2, quant[1]))], [0, 1], (),
                                    [BufferRole(0, 0), BufferRole(1, 0)], [])
@@ -85,19 +99,23 @@ def _mistakes(type, quant):
     return cases
 
 
-MISTAKES = list(_mistakes(OperandType.TENSOR_QUANT8_ASYMM, (0.5, 3)))
-_REQUIREMENTS = {name: spec[0] for name, spec in _mistakes(OperandType.TENSOR_QUANT8_ASYMM, (0.5, 3)).items()}
+_EVERY_MISTAKE = _mistakes(Flavor(OperationType.ADD, OperandType.TENSOR_QUANT8_ASYMM, (0.5, 3)))
+MISTAKES = list(_EVERY_MISTAKE)
+_REQUIREMENTS = {name: spec[0] for name, spec in _EVERY_MISTAKE.items()}
 
 
 @pytest.mark.parametrize("mistake", [pytest.param(m, marks=pytest.mark.requirement(_REQUIREMENTS[m]), id=m) for m in MISTAKES])
 @given(data=st.data())
-def test_each_allocation_mistake(driver, reference, capabilities, mistake, data) -> None:
+def test_each_allocation_mistake(driver, reference, capabilities, flavor, mistake, data) -> None:
     """Every DOM-ALLOC-1/2 mistake of the vendor test suite, tried in every run."""
     needs_quantized = mistake in ("scale conflict", "zero point conflict")
     if needs_quantized and OperandType.TENSOR_QUANT8_ASYMM not in capabilities.operand_types:
         not_applicable("operand_types", f"{mistake} needs quantized role operands (TENSOR_QUANT8_ASYMM), which the driver does not declare")
-    type, quant = data.draw(domain_flavors(capabilities, quantized=needs_quantized), label="flavor")
-    cases = _mistakes(type, quant)
+    drawn = data.draw(domain_flavors(capabilities, quantized=needs_quantized), label="flavor")
+    others = [t for t in (*DOMAIN_TYPES, OperandType.TENSOR_INT32) if t != drawn.type and t in capabilities.operand_types]
+    if mistake == "type conflict" and not others:
+        not_applicable("operand_types", "a type conflict between roles needs two declared operand types")
+    cases = _mistakes(drawn, others[0] if others else None)
     requirement, models, listed, desc, inputs, outputs = cases[mistake]
     step = Lockstep(driver, reference)
     prepared = [step.prepare(model) for model in models]

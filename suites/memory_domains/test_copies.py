@@ -13,7 +13,7 @@ from harness.errors import ConformanceError
 from harness.hal import BufferDesc, BufferRole, OperandType, element_size
 from harness.lockstep import Lockstep
 from harness.scenario import MemorySpec, make_memory
-from harness.strategies.domains import binary_model, domain_flavors, nbytes
+from harness.strategies.domains import domain_flavors, nbytes, values_for
 from harness.skips import REFUSED_ALLOCATION_FIX, not_run
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -24,11 +24,12 @@ DIMS = [(), (2, 2), (2, 3), (3, 2), (1, 2), (0, 2), (2, 0), (4,), (2, 2, 1)]
 
 @pytest.mark.requirement("DOM-COPY-1", "DOM-COPY-2", "DOM-STATE-1", "DOM-STATE-2")
 @given(data=st.data())
-def test_copy_sequences(driver, reference, capabilities, data) -> None:
-    type, quant = data.draw(domain_flavors(capabilities), label="flavor")
+def test_copy_sequences(driver, reference, capabilities, flavor, data) -> None:
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    type = drawn.type
     model_dims = data.draw(st.sampled_from([(2, 2), (0, 2), (3,), ()]), label="model dims")
     step = Lockstep(driver, reference)
-    prepared = step.prepare(binary_model(type, model_dims, quant))
+    prepared = step.prepare(drawn.model(model_dims))
     desc = BufferDesc(data.draw(st.sampled_from([(), (2, 2), (3, 2), (0, 2)]), label="descriptor dims"))
     if step.allocate("buffer", desc, [prepared], [BufferRole(0, 0)], [], requirement="DOM-ALLOC-2") is None:
         event("allocation rejected")
@@ -55,36 +56,47 @@ def _open_descriptors(pid: int) -> int:
 
 
 @pytest.mark.requirement("DOM-COPY-1")
-def test_copies_do_not_leak_descriptors(driver, pytestconfig) -> None:
-    """Thousands of copies in a nightly run must not exhaust the service's descriptors."""
+def test_copies_do_not_leak_descriptors(driver, flavor, pytestconfig) -> None:
+    """Thousands of copies in a nightly run must not exhaust the service's descriptors.
+
+    A driver may cache mappings or descriptors as long as the cache is bounded (CHOICE-6): the
+    count may grow while the first rounds warm it up, never from one later round to the next."""
     from harness.pytest_plugin import state_of
 
     service = state_of(pytestconfig).service
     pid = service.pid if service is not None else os.getpid()
-    type = OperandType.TENSOR_FLOAT32
-    prepared = driver.prepare_model(binary_model(type, (2, 2)).build_model())
+    prepared = driver.prepare_model(flavor.model((2, 2)).build_model())
     buffer, _ = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
-    memory = MemorySpec("ashmem", np.ones((2, 2), np.float32).tobytes())
-    before = _open_descriptors(pid)
-    for _ in range(64):
-        source = make_memory(memory)
-        try:
-            buffer.copy_from(source, ())
-        finally:
-            source.close()
-    grown = _open_descriptors(pid) - before
+    memory = MemorySpec("ashmem", values_for(flavor.type, (2, 2)).tobytes())
+    counts = [_open_descriptors(pid)]
+    for _ in range(COPY_ROUNDS):
+        for _ in range(COPIES_PER_ROUND):
+            source = make_memory(memory)
+            try:
+                buffer.copy_from(source, ())
+            finally:
+                source.close()
+        counts.append(_open_descriptors(pid))
     buffer.release()
-    if grown > 8:
-        raise ConformanceError(f"[DOM-COPY-1] the driver service holds {grown} more descriptors after 64 copies")
+    late_growth = counts[-1] - counts[-2]
+    if late_growth > 0 and counts[-1] - counts[0] > COPIES_PER_ROUND // 2:
+        raise ConformanceError(f"[DOM-COPY-1] the driver service's descriptors keep growing: {counts} after rounds "
+                               f"of {COPIES_PER_ROUND} copies (a bounded cache levels off; this does not)")
+
+
+#: Rounds of copies in the descriptor test: the first two may warm a bounded cache.
+COPY_ROUNDS = 4
+COPIES_PER_ROUND = 64
 
 
 @pytest.mark.requirement("DOM-STATE-1")
 @given(data=st.data())
-def test_failed_copy_uninitializes(driver, reference, capabilities, data) -> None:
+def test_failed_copy_uninitializes(driver, reference, capabilities, flavor, data) -> None:
     """A failed copy_from leaves the buffer uninitialized, whatever it held before."""
-    type, quant = data.draw(domain_flavors(capabilities), label="flavor")
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    type = drawn.type
     step = Lockstep(driver, reference)
-    prepared = step.prepare(binary_model(type, (2, 2), quant))
+    prepared = step.prepare(drawn.model((2, 2)))
     if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
         not_run("the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked)",
                 REFUSED_ALLOCATION_FIX)
@@ -103,12 +115,13 @@ def test_failed_copy_uninitializes(driver, reference, capabilities, data) -> Non
 @pytest.mark.parametrize("direction", ["copy_from", "copy_to"])
 @pytest.mark.parametrize("elements_off", [-1, 1], ids=["one-element-short", "one-element-long"])
 @given(data=st.data())
-def test_memory_size_must_match(driver, reference, capabilities, direction, elements_off, data) -> None:
+def test_memory_size_must_match(driver, reference, capabilities, flavor, direction, elements_off, data) -> None:
     """A memory one element shorter or longer than the buffer is INVALID_ARGUMENT both ways."""
-    type, quant = data.draw(domain_flavors(capabilities), label="flavor")
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    type = drawn.type
     kind = data.draw(st.sampled_from(COPY_KINDS), label="memory kind")
     step = Lockstep(driver, reference)
-    prepared = step.prepare(binary_model(type, (2, 2), quant))
+    prepared = step.prepare(drawn.model((2, 2)))
     if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
         not_run("the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked)",
                 REFUSED_ALLOCATION_FIX)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from harness.hal import BufferDesc, BufferRole, DataLocation
 from harness.lockstep import Lockstep
 from harness.scenario import MemorySpec, TokenRef
-from harness.strategies.domains import TokenUse, binary_model, domain_flavors, nbytes, request, values_for
+from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
 from harness.skips import REFUSED_ALLOCATION_FIX, not_run
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -31,9 +31,10 @@ NEVER_ALLOCATED = 2**31 - 7
 
 @pytest.mark.requirement("DOM-ROLE-1", "DOM-ROLE-2", "DOM-ROLE-3", "DOM-ROLE-4")
 @given(data=st.data())
-def test_token_uses(driver, reference, capabilities, data) -> None:
-    type, quant = data.draw(domain_flavors(capabilities), label="flavor")
-    model = binary_model(type, DIMS, quant, outputs=2)
+def test_token_uses(driver, reference, capabilities, flavor, data) -> None:
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    type = drawn.type
+    model = drawn.model(DIMS, outputs=2)
     step = Lockstep(driver, reference)
     original = step.prepare(model)
     again = step.prepare(model)  # the same graph prepared again is another model (DOM-ROLE-2)
@@ -93,11 +94,12 @@ _RAW_TOKENS = {"zero": 0, "negative": -1, "never allocated": NEVER_ALLOCATED}
     "misuse", [pytest.param(name, marks=pytest.mark.requirement(spec[0]), id=name) for name, spec in MISUSES.items()]
 )
 @given(data=st.data())
-def test_each_misuse(driver, reference, capabilities, misuse, data) -> None:
+def test_each_misuse(driver, reference, capabilities, flavor, misuse, data) -> None:
     """Every way of using a token outside its roles, tried in every run for a generated flavour."""
     requirement, in_roles, out_roles, slots, which, token, location = MISUSES[misuse]
-    type, quant = data.draw(domain_flavors(capabilities), label="flavor")
-    model = binary_model(type, DIMS, quant, outputs=2)
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    type = drawn.type
+    model = drawn.model(DIMS, outputs=2)
     step = Lockstep(driver, reference)
     original, again = step.prepare(model), step.prepare(model)
     allocated = step.allocate("buffer", BufferDesc(), [original], [BufferRole(0, i) for i in in_roles],

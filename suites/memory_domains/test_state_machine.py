@@ -14,11 +14,10 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, multipl
 from harness.hal import BufferDesc, BufferRole, OperandType
 from harness.lockstep import Lockstep, Pair
 from harness.scenario import MemorySpec, Scenario
-from harness.strategies.domains import TokenUse, binary_model, nbytes, request, values_for
+from harness.strategies.domains import Flavor, TokenUse, nbytes, request, values_for
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
-F32 = OperandType.TENSOR_FLOAT32
 MODEL_DIMS = [(2, 2), (0, 2), (3,)]
 
 
@@ -36,6 +35,7 @@ def concrete(dims: tuple[int, ...], rows: int) -> tuple[int, ...]:
 class MemoryDomainMachine(RuleBasedStateMachine):
     driver = None
     reference = None
+    flavor: Flavor  # set per run: a declared operation and type (CHOICE-5)
     prepared = Bundle("prepared")
     buffers = Bundle("buffers")
 
@@ -46,7 +46,7 @@ class MemoryDomainMachine(RuleBasedStateMachine):
 
     @rule(target=prepared, dims=st.sampled_from(MODEL_DIMS))
     def prepare(self, dims):
-        model = binary_model(F32, dims)
+        model = self.flavor.model(dims)
         pair = self.step.prepare(model)
         return Prepared(model, pair, dims) if pair else multiple()
 
@@ -66,28 +66,28 @@ class MemoryDomainMachine(RuleBasedStateMachine):
     def copy_from(self, buffer, rows, dims_given, seed):
         name, models = buffer
         shape = concrete(models[0].dims, rows)
-        self.step.copy_from(name, MemorySpec("ashmem", values_for(F32, shape, seed).tobytes()), shape if dims_given else (),
+        self.step.copy_from(name, MemorySpec("ashmem", values_for(self.flavor.type, shape, seed).tobytes()), shape if dims_given else (),
                             requirement="DOM-COPY-2")
 
     @rule(buffer=buffers, rows=st.integers(1, 3))
     def copy_to(self, buffer, rows):
         name, models = buffer
-        self.step.copy_to(name, nbytes(F32, concrete(models[0].dims, rows)), requirement="DOM-STATE-2")
+        self.step.copy_to(name, nbytes(self.flavor.type, concrete(models[0].dims, rows)), requirement="DOM-STATE-2")
 
     @rule(buffer=buffers, model=prepared, io=st.integers(0, 1), rows=st.integers(1, 3))
     def execute_reading(self, buffer, model, io, rows):
         target = model
         name, _ = buffer
         shape = concrete(target.dims, rows)
-        inputs = [TokenUse(name) if i == io else values_for(F32, shape, i) for i in range(2)]
-        self.step.execute(target.pair, request(target.model, inputs, [nbytes(F32, shape)], label=f"read {name}"), "DOM-ROLE-2")
+        inputs = [TokenUse(name) if i == io else values_for(self.flavor.type, shape, i) for i in range(2)]
+        self.step.execute(target.pair, request(target.model, inputs, [nbytes(self.flavor.type, shape)], label=f"read {name}"), "DOM-ROLE-2")
 
     @rule(buffer=buffers, model=prepared, rows=st.integers(1, 3))
     def execute_writing(self, buffer, model, rows):
         target = model
         name, _ = buffer
         shape = concrete(target.dims, rows)
-        inputs = [values_for(F32, shape, 0), values_for(F32, shape, 1)]
+        inputs = [values_for(self.flavor.type, shape, 0), values_for(self.flavor.type, shape, 1)]
         self.step.execute(target.pair, request(target.model, inputs, [TokenUse(name)], label=f"write {name}"), "DOM-STATE-1")
 
     @rule(buffer=consumes(buffers))
@@ -102,9 +102,9 @@ class MemoryDomainMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.requirement("DOM-STATE-1", "DOM-STATE-2", "DOM-ROLE-1", "DOM-ROLE-2", "DOM-COPY-1", "DOM-COPY-2", "DOM-ALLOC-1")
-def test_memory_domain_state_machine(driver, reference, pytestconfig) -> None:
+def test_memory_domain_state_machine(driver, reference, flavor, pytestconfig) -> None:
     from harness.pytest_plugin import state_of
 
-    machine = type("Machine", (MemoryDomainMachine,), {"driver": driver, "reference": reference})
+    machine = type("Machine", (MemoryDomainMachine,), {"driver": driver, "reference": reference, "flavor": flavor})
     # Seeded runs (ci, certify) must be repeatable; a state machine takes no @seed, so derandomize it.
     run_state_machine_as_test(machine, settings=settings(settings.default, derandomize=state_of(pytestconfig).seeded))

@@ -133,6 +133,22 @@ def test_reshape_with_shape_as_input_and_as_constant() -> None:
     assert np.frombuffer(out.read(), np.float32).tolist() == list(range(12))
 
 
+def test_nnapi_limits_refused_as_nnapi_does() -> None:
+    """CHOICE-8: RESHAPE's shape is a 1-D tensor; CONCATENATION takes tensors of rank at most 4."""
+    from harness.hal import DriverError, ErrorStatus
+
+    x = np.arange(6, dtype=np.float32)
+    with pytest.raises(DriverError) as refused:
+        run(OperationType.RESHAPE, [(F32, x), (I32, np.int32([[6], [1]]))], [], F32)
+    assert refused.value.status == ErrorStatus.INVALID_ARGUMENT  # refused at preparation: the operand is 2-D
+    rank5 = np.zeros((1, 1, 1, 1, 2), np.float32)
+    with pytest.raises(DriverError) as refused:
+        run(OperationType.CONCATENATION, [(F32, rank5), (F32, rank5)], [0], F32)
+    assert refused.value.status == ErrorStatus.INVALID_ARGUMENT
+    rank4 = np.zeros((1, 1, 1, 2), np.float32)
+    assert run(OperationType.CONCATENATION, [(F32, rank4), (F32, rank4)], [3], F32).shape == (1, 1, 1, 4)
+
+
 def test_concatenation_along_each_axis() -> None:
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.arange(100, 106, dtype=np.float32).reshape(2, 3)

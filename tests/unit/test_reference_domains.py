@@ -114,6 +114,19 @@ def test_same_token_as_two_inputs_is_fine(device) -> None:
     assert out.read() == np.float32([6, 8]).tobytes()
 
 
+@pytest.mark.requirement("DOM-ROLE-3")
+def test_one_buffer_in_two_pool_slots_as_input_and_output_is_refused(device) -> None:
+    """The same token listed twice in ``pools`` is still one buffer: as output and input, INVALID_ARGUMENT."""
+    pm = device.prepare_model(binary_model(dims=(2,)))
+    buffer, token = device.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [BufferRole(0, 0)])
+    buffer.copy_from(f32_memory([3, 4]), ())
+    other = create_ashmem(8)
+    other.write(np.float32([1, 1]).tobytes())
+    first, second = RequestArgument(False, DataLocation(0, 0, 0)), RequestArgument(False, DataLocation(2, 0, 0))
+    with expect_status(INVALID, rule="DOM-ROLE-3"):
+        pm.execute(Request((first, RequestArgument(False, DataLocation(1, 0, 8))), (second,), (token, other, token)))
+
+
 @pytest.mark.requirement("DOM-ROLE-4")
 @pytest.mark.parametrize("location", [DataLocation(0, 4, 0), DataLocation(0, 0, 8), DataLocation(0, 0, 0, 4)],
                          ids=["offset", "length", "padding"])
