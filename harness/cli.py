@@ -21,7 +21,7 @@ def _list(options: argparse.Namespace) -> int:
     registry = load_registry()
     for name in registry.names():
         spec = registry.drivers[name]
-        if spec.breaks and not options.all:
+        if (spec.breaks or spec.exercises) and not options.all:
             continue
         print(f"{name}: {spec.description} [plugin {spec.plugin}]")
         try:
@@ -30,9 +30,9 @@ def _list(options: argparse.Namespace) -> int:
             print(f"    capabilities unavailable: {type(error).__name__}: {error}")
             continue
         print(f"    {describe_capabilities(capabilities)}")
-    hidden = sum(1 for spec in registry.drivers.values() if spec.breaks)
+    hidden = sum(1 for spec in registry.drivers.values() if spec.breaks or spec.exercises)
     if hidden and not options.all:
-        print(f"({hidden} seeded-bug drivers not shown; harness list --all shows them)")
+        print(f"({hidden} seeded-bug and correct-variant drivers not shown; harness list --all shows them)")
     for plugin, error in sorted(registry.broken.items()):
         print(f"plugin {plugin} failed to load: {error}", file=sys.stderr)
     return 0

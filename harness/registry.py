@@ -31,6 +31,8 @@ class DriverSpec:
     """A named driver a plugin provides.
 
     ``breaks`` is set by seeded-bug drivers: the SPEC requirement their bug violates.
+    ``exercises`` is set by correct variant drivers: the SPEC §8 CHOICE they differ from the
+    reference by (they must pass everything).
     """
 
     name: str
@@ -38,6 +40,7 @@ class DriverSpec:
     description: str = ""
     capabilities: Capabilities | None = None
     breaks: str = ""
+    exercises: str = ""
     plugin: str = field(default="", compare=False)
 
     def create(self) -> Device:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.registry import load_registry
-from harness.score import format_table, run_suites, score_all, summary
+from harness.score import format_table, format_variants, run_suites, score_all, score_variants, specificity, summary
 
 
 def test_there_are_enough_mutants_covering_every_family() -> None:
@@ -28,3 +28,21 @@ def test_every_mutant_is_caught_and_the_reference_passes() -> None:
     failed = [r["id"] for r in records if r["outcome"] == "failed"]
     assert records and not failed, f"the reference fails the run that scores the mutants: {failed}"
     print(report)
+
+
+def test_there_are_enough_correct_variants_covering_every_choice() -> None:
+    registry = load_registry()
+    variants = {name: spec for name, spec in registry.drivers.items() if spec.exercises}
+    assert len(variants) >= 12
+    assert {spec.exercises for spec in variants.values()} >= {f"CHOICE-{n}" for n in range(1, 8)}
+    for name, spec in variants.items():
+        assert name.startswith("variant-") and spec.exercises in spec.description, f"{name} does not cite {spec.exercises}"
+
+
+@pytest.mark.timeout(1500)
+def test_every_correct_variant_passes() -> None:
+    """Specificity: a driver that differs from the reference only as SPEC §8 allows gets no failure."""
+    scores = score_variants(jobs=2)
+    false_alarms = [s for s in scores if s.caught]
+    assert not false_alarms, f"false alarms on correct drivers:\n{format_variants(scores)}\n{specificity(scores)}"
+    print(format_variants(scores))

@@ -1,0 +1,46 @@
+"""Correct variant drivers (``variant-<name>``): the suites' specificity, SPEC §8.
+
+Each differs from the reference only in a way a CHOICE of SPEC §8 allows, so each must pass
+every suite in every profile: `harness score` fails on any variant that does not.
+"""
+
+from __future__ import annotations
+
+from harness import DriverSpec, hookimpl
+
+from . import drivers
+
+#: name -> (factory, the CHOICE it exercises)
+VARIANTS = {
+    "handle-defects-invalid-argument": (drivers.handle_defects_invalid_argument, "CHOICE-1"),
+    "handle-defects-device-unavailable": (drivers.handle_defects_device_unavailable, "CHOICE-1"),
+    "validates-unused-pools": (drivers.validates_unused_pools, "CHOICE-2"),
+    "chunked-padding-writes": (drivers.chunked_padding_writes, "CHOICE-3"),
+    "empty-output-shapes": (drivers.empty_output_shapes, "CHOICE-4"),
+    "add-only": (drivers.add_only, "CHOICE-5"),
+    "quantized-only": (drivers.quantized_only, "CHOICE-5"),
+    "no-memory-domains": (drivers.no_memory_domains, "CHOICE-5"),
+    "refuses-dynamic-buffers": (drivers.refuses_dynamic_buffers, "CHOICE-5"),
+    "random-reused-tokens": (drivers.random_reused_tokens, "CHOICE-6"),
+    "bounded-mapping-cache": (drivers.bounded_mapping_cache, "CHOICE-6"),
+    "threaded-slow": (drivers.threaded_slow, "CHOICE-6"),
+    "float32-fma-reordered": (drivers.float32_fma_reordered, "CHOICE-7"),
+    "float16-in-float16": (drivers.float16_in_float16, "CHOICE-7"),
+}
+
+
+def _named(name: str, factory):
+    def create():
+        device = factory()
+        device.name = f"variant-{name}"
+        return device
+    return create
+
+
+@hookimpl
+def harness_register_drivers() -> list[DriverSpec]:
+    specs = []
+    for name, (factory, choice) in VARIANTS.items():
+        summary = (factory.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        specs.append(DriverSpec(f"variant-{name}", _named(name, factory), summary, exercises=choice))
+    return specs

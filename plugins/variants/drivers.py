@@ -1,0 +1,453 @@
+"""Correct drivers that differ from the reference only where SPEC §8 lets them.
+
+Each is the reference with one allowed difference, named after what it does; its docstring
+cites the CHOICE it exercises.  They prove the suites' specificity: `harness score` requires
+every one of them to pass.  A failure here is a false alarm of the harness, never a driver bug.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from harness.hal import (
+    Capabilities,
+    DriverError,
+    ErrorStatus,
+    ExecutionResult,
+    Model,
+    OperandType,
+    OperationType,
+    Request,
+    is_fully_specified,
+)
+from reference_driver import ReferenceDevice, ReferencePreparedModel
+from reference_driver import executor, validation
+from reference_driver.buffers import TokenTable
+from reference_driver.device import ReferenceBuffer
+from reference_driver.ops import KERNELS, Kernel, nn
+from reference_driver.ops._numeric import FLOAT_TENSORS, activate, from_real, scalar
+
+F32, F16 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16
+_HANDLE_RULE = re.compile(r"^\[POOL-[345]\]")
+
+
+# --------------------------------------------------------------------------- CHOICE-1
+
+
+def _restatus(status: ErrorStatus):
+    """Run a call; a handle defect (POOL-3/4/5) it reports comes out with ``status`` instead."""
+
+    def call(function, *args):
+        try:
+            return function(*args)
+        except DriverError as error:
+            if _HANDLE_RULE.match(error.message) and error.status != status:
+                raise DriverError(status, error.message, error.output_shapes) from None
+            raise
+
+    return call
+
+
+def handle_defects_as(status: ErrorStatus) -> ReferenceDevice:
+    restatus = _restatus(status)
+
+    class Prepared(ReferencePreparedModel):
+        def execute(self, request: Request) -> ExecutionResult:
+            return restatus(super().execute, request)
+
+    class Device(ReferenceDevice):
+        prepared_model_class = Prepared
+
+        def prepare_model(self, model: Model) -> ReferencePreparedModel:
+            return restatus(super().prepare_model, model)
+
+    return Device()
+
+
+def handle_defects_invalid_argument() -> ReferenceDevice:
+    """CHOICE-1: unusable handles (closed, pipe, short, unknown kind, read-only output) fail with
+    INVALID_ARGUMENT instead of the recommended GENERAL_FAILURE, at the same stage."""
+    return handle_defects_as(ErrorStatus.INVALID_ARGUMENT)
+
+
+def handle_defects_device_unavailable() -> ReferenceDevice:
+    """CHOICE-1: unusable handles fail with DEVICE_UNAVAILABLE: any error status is allowed."""
+    return handle_defects_as(ErrorStatus.DEVICE_UNAVAILABLE)
+
+
+# --------------------------------------------------------------------------- CHOICE-2
+
+
+class _ValidatesEveryPoolModel(ReferencePreparedModel):
+    def execute(self, request: Request) -> ExecutionResult:
+        executor.bind_request(self, request, self.device.tokens)  # the request's own rules first
+        for index, pool in enumerate(request.pools):
+            if not isinstance(pool, int):  # every memory pool, used or not
+                executor.map_memory(self.device.rules, pool, writable=False, rule="POOL-4")
+        return super().execute(request)
+
+
+class _ValidatesEveryPool(ReferenceDevice):
+    prepared_model_class = _ValidatesEveryPoolModel
+
+    def prepare_model(self, model: Model) -> ReferencePreparedModel:
+        prepared = super().prepare_model(model)
+        for pool in model.pools:  # every constant pool, referenced or not
+            executor.map_memory(self.rules, pool, writable=False, rule="POOL-4")
+        return prepared
+
+
+def validates_unused_pools() -> ReferenceDevice:
+    """CHOICE-2: maps every model pool at preparation and every request memory at execution,
+    including pools nothing references, so an unusable unused pool fails the call."""
+    return _ValidatesEveryPool()
+
+
+# --------------------------------------------------------------------------- CHOICE-3
+
+CHUNK = 16
+
+
+def chunked_padding_writes() -> ReferenceDevice:
+    """CHOICE-3: writes outputs in 16-byte chunks and so scribbles over each output's padding
+    (bytes between the data and length + padding), never past it."""
+    device = ReferenceDevice()
+
+    def write_outputs(rules, outputs, values, views):
+        executor.write_outputs(rules, outputs, values, views)
+        for binding in outputs:
+            if binding.memory is None:
+                continue
+            loc = binding.argument.location
+            end = loc.offset + loc.length + loc.padding
+            written = values[binding.operand_index].nbytes
+            chunk_end = min(end, loc.offset + -(-max(written, 1) // CHUNK) * CHUNK)
+            if chunk_end > loc.offset + loc.length:  # the tail of the last chunk lands in the padding
+                views[loc.pool_index][loc.offset + loc.length: chunk_end] = 0xCD
+
+    device.write_outputs = write_outputs
+    return device
+
+
+# --------------------------------------------------------------------------- CHOICE-4
+
+
+class _EmptyShapesModel(ReferencePreparedModel):
+    def execute(self, request: Request) -> ExecutionResult:
+        result = super().execute(request)
+        subgraph = self.model.main
+        for argument, index in zip(request.outputs, subgraph.output_indexes):
+            operand = subgraph.operands[index]
+            dims = validation.argument_dimensions(argument, operand)
+            if dims is None or not is_fully_specified(operand.type, dims):
+                return result
+        return dataclasses.replace(result, output_shapes=())
+
+
+def empty_output_shapes() -> ReferenceDevice:
+    """CHOICE-4: returns empty outputShapes on success whenever every output is fully specified."""
+    device = ReferenceDevice()
+    device.prepared_model_class = _EmptyShapesModel
+    return device
+
+
+# --------------------------------------------------------------------------- CHOICE-5
+
+
+class _Declaring(ReferenceDevice):
+    """The reference limited to a declared subset: anything else is refused at preparation."""
+
+    operations: frozenset[OperationType] = frozenset()
+    operand_types: frozenset[OperandType] = frozenset()
+    memory_domains = True
+    dynamic_buffers = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        declared = self.operand_types
+
+        def only_declared(kernel: Kernel) -> Kernel:
+            def validate(ins, outs) -> bool:
+                return all(o.type in declared for o in (*ins, *outs)) and kernel.validate(ins, outs)
+            return Kernel(validate, kernel.run)
+
+        self.kernels = {op: only_declared(kernel) for op, kernel in KERNELS.items() if op in self.operations}
+
+    def capabilities(self) -> Capabilities:
+        return dataclasses.replace(super().capabilities(), operations=self.operations, operand_types=self.operand_types,
+                                   memory_domains=self.memory_domains, dynamic_buffers=self.dynamic_buffers)
+
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        if not self.memory_domains:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "this driver has no memory domains")
+        return super().allocate(desc, prepared_models, input_roles, output_roles)
+
+
+class _AddOnly(_Declaring):
+    operations = frozenset({OperationType.ADD})
+    operand_types = frozenset({F32, OperandType.INT32})
+
+
+def add_only() -> ReferenceDevice:
+    """CHOICE-5: declares ADD on TENSOR_FLOAT32 only (and the INT32 scalar of its activation)."""
+    return _AddOnly()
+
+
+class _QuantizedOnly(_Declaring):
+    operations = frozenset(KERNELS) - {OperationType.DIV}
+    operand_types = frozenset({OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_INT32, OperandType.INT32})
+
+
+def quantized_only() -> ReferenceDevice:
+    """CHOICE-5: no float type at all: TENSOR_QUANT8_ASYMM data (with TENSOR_INT32 biases and
+    shapes, INT32 scalars) for every operation but DIV."""
+    return _QuantizedOnly()
+
+
+class _NoDomains(_Declaring):
+    operations = frozenset(KERNELS)
+    operand_types = ReferenceDevice().capabilities().operand_types
+    memory_domains = False
+
+
+def no_memory_domains() -> ReferenceDevice:
+    """CHOICE-5: declares no memory-domain support (SPEC §3 is optional) and refuses allocate."""
+    return _NoDomains()
+
+
+class _StaticBuffersOnly(_Declaring):
+    operations = frozenset(KERNELS)
+    operand_types = ReferenceDevice().capabilities().operand_types
+    dynamic_buffers = False
+
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
+        state = buffer._state
+        if not is_fully_specified(state.operand_type, state.initial_dimensions):
+            buffer.release()
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "buffers of unknown shape are not supported (DOM-ALLOC-3)")
+        return buffer, token
+
+
+def refuses_dynamic_buffers() -> ReferenceDevice:
+    """DOM-ALLOC-3 with CHOICE-5: refuses every buffer whose shape is not fully known at allocation
+    with GENERAL_FAILURE, and declares so (Capabilities.dynamic_buffers=False)."""
+    return _StaticBuffersOnly()
+
+
+# --------------------------------------------------------------------------- CHOICE-6
+
+
+class _RandomTokens(TokenTable):
+    """Random positive tokens, and a released token handed out again half the time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._random = random.Random()
+        self._released: list[int] = []
+
+    def add(self, make):
+        with self._lock:
+            if self._released and self._random.random() < 0.5:
+                token = self._released.pop(self._random.randrange(len(self._released)))
+            else:
+                token = self._random.randrange(1, 2**31)
+                while token in self._live or token in self._released:
+                    token = self._random.randrange(1, 2**31)
+            buffer = make(token)
+            self._live[token] = buffer
+            return buffer
+
+    def remove(self, token: int) -> None:
+        super().remove(token)
+        with self._lock:
+            if token not in self._live and token not in self._released:
+                self._released.append(token)
+
+
+def random_reused_tokens() -> ReferenceDevice:
+    """CHOICE-6: tokens are random positive numbers, and released tokens are reused."""
+    device = ReferenceDevice()
+    device.tokens = _RandomTokens()
+    return device
+
+
+CACHE_SIZE = 32
+
+
+class _DescriptorCache:
+    """Keeps a duplicate of the last ``CACHE_SIZE`` descriptors it saw, as a mapping cache would."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: collections.deque[int] = collections.deque()
+
+    def keep(self, fd: int) -> None:
+        if fd < 0:
+            return
+        try:
+            duplicate = os.dup(fd)
+        except OSError:
+            return
+        with self._lock:
+            self._kept.append(duplicate)
+            while len(self._kept) > CACHE_SIZE:
+                os.close(self._kept.popleft())
+
+
+def bounded_mapping_cache() -> ReferenceDevice:
+    """CHOICE-6: caches up to 32 descriptors of the memories it maps (executions and copies)."""
+    cache = _DescriptorCache()
+
+    class Buffer(ReferenceBuffer):
+        def copy_from(self, memory, dimensions=()):
+            cache.keep(memory.fd)
+            return super().copy_from(memory, dimensions)
+
+        def copy_to(self, memory):
+            cache.keep(memory.fd)
+            return super().copy_to(memory)
+
+    def map_memory(rules, memory, *, writable, rule):
+        cache.keep(memory.fd)
+        return executor.map_memory(rules, memory, writable=writable, rule=rule)
+
+    device = ReferenceDevice()
+    device.buffer_class = Buffer
+    device.map_memory = map_memory
+    return device
+
+
+_WORKERS = ThreadPoolExecutor(4, thread_name_prefix="variant-worker")
+DELAY_S = 0.004
+
+
+def threaded_slow() -> ReferenceDevice:
+    """CHOICE-6: every execution and copy runs on a pool of worker threads, a few milliseconds
+    late, in whatever order the pool picks."""
+
+    def later(function, *args):
+        def run():
+            time.sleep(DELAY_S * random.random() * 2)
+            return function(*args)
+        return _WORKERS.submit(run).result()
+
+    class Prepared(ReferencePreparedModel):
+        def execute(self, request: Request) -> ExecutionResult:
+            return later(super().execute, request)
+
+    class Buffer(ReferenceBuffer):
+        def copy_from(self, memory, dimensions=()):
+            return later(super().copy_from, memory, dimensions)
+
+        def copy_to(self, memory):
+            return later(super().copy_to, memory)
+
+    device = ReferenceDevice()
+    device.prepared_model_class = Prepared
+    device.buffer_class = Buffer
+    return device
+
+
+# --------------------------------------------------------------------------- CHOICE-7
+
+
+def _accumulate(products: Sequence[tuple[np.ndarray, np.ndarray]], start: np.ndarray, dtype) -> np.ndarray:
+    """acc = fma(a, b, acc) over ``products`` in reverse order, rounding to ``dtype`` at each step."""
+    acc = start.astype(dtype)
+    for a, b in reversed(products):
+        acc = (acc.astype(np.float64) + a.astype(np.float64) * b.astype(np.float64)).astype(dtype)
+    return acc
+
+
+def _fully_connected_in(dtype):
+    def run(values, ins, out_op, out):
+        if ins[0].type not in FLOAT_TENSORS:
+            return nn.run_fully_connected(values, ins, out_op, out)
+        data, weights, bias = (np.asarray(v) for v in values[:3])
+        if weights.ndim != 2 or data.ndim < 2 or data.size % weights.shape[1]:
+            return nn.run_fully_connected(values, ins, out_op, out)  # the reference's error
+        x = data.reshape(-1, weights.shape[1])
+        start = np.broadcast_to(bias, (x.shape[0], weights.shape[0]))
+        products = [(x[:, k:k + 1], weights[None, :, k]) for k in range(weights.shape[1])]
+        result = _accumulate(products, start, dtype)
+        return from_real(activate(result.astype(np.float64), scalar(values[3])), out_op)
+    return run
+
+
+def _conv_in(dtype):
+    def run(values, ins, out_op, out):
+        if ins[0].type not in FLOAT_TENSORS:
+            return nn.run_conv_2d(values, ins, out_op, out)
+        data, filt, bias = (np.asarray(v) for v in values[:3])
+        pad_left, pad_right, pad_top, pad_bottom, stride_w, stride_h, activation = (scalar(v) for v in values[3:])
+        shapes_ok = data.ndim == 4 and filt.ndim == 4 and filt.shape[3] == data.shape[3] and min(stride_w, stride_h) >= 1
+        if not shapes_ok or min(pad_left, pad_right, pad_top, pad_bottom) < 0:
+            return nn.run_conv_2d(values, ins, out_op, out)
+        x = np.pad(data, ((0, 0), (pad_top, pad_bottom), (pad_left, pad_right), (0, 0)))
+        kh, kw = filt.shape[1:3]
+        if x.shape[1] < kh or x.shape[2] < kw:
+            return nn.run_conv_2d(values, ins, out_op, out)
+        rows = (x.shape[1] - kh) // stride_h + 1
+        cols = (x.shape[2] - kw) // stride_w + 1
+        products = []
+        for i in range(kh):
+            for j in range(kw):
+                window = x[:, i: i + (rows - 1) * stride_h + 1: stride_h, j: j + (cols - 1) * stride_w + 1: stride_w, :]
+                for c in range(filt.shape[3]):
+                    products.append((window[..., c:c + 1], filt[:, i, j, c]))
+        start = np.broadcast_to(bias, (x.shape[0], rows, cols, filt.shape[0]))
+        result = _accumulate(products, start, dtype)
+        return from_real(activate(result.astype(np.float64), activation), out_op)
+    return run
+
+
+def float32_fma_reordered() -> ReferenceDevice:
+    """CHOICE-7: FULLY_CONNECTED and CONV_2D accumulate in float32, last term first, one fused
+    multiply-add at a time (the reference sums in float64 and rounds once)."""
+    device = ReferenceDevice()
+    device.kernels[OperationType.FULLY_CONNECTED] = Kernel(KERNELS[OperationType.FULLY_CONNECTED].validate,
+                                                           _fully_connected_in(np.float32))
+    device.kernels[OperationType.CONV_2D] = Kernel(KERNELS[OperationType.CONV_2D].validate, _conv_in(np.float32))
+    return device
+
+
+def _float16_elementwise(ufunc, kernel: Kernel) -> Kernel:
+    def run(values, ins, out_op, out):
+        checked = kernel.run(values, ins, out_op, None)  # the reference's shape and activation errors
+        if ins[0].type != F16:
+            return checked
+        with np.errstate(all="ignore"):
+            result = ufunc(np.asarray(values[0], np.float16), np.asarray(values[1], np.float16))
+        return from_real(activate(np.asarray(result, np.float16).astype(np.float64), scalar(values[2])), out_op)
+    return Kernel(kernel.validate, run)
+
+
+def float16_in_float16() -> ReferenceDevice:
+    """CHOICE-7: FLOAT16 arithmetic in float16: element-wise operations rounded to float16, and
+    FULLY_CONNECTED and CONV_2D accumulating in float16 (float32 stays as the reference does it)."""
+    device = ReferenceDevice()
+    for op, ufunc in ((OperationType.ADD, np.add), (OperationType.SUB, np.subtract), (OperationType.MUL, np.multiply),
+                      (OperationType.DIV, np.divide)):
+        device.kernels[op] = _float16_elementwise(ufunc, KERNELS[op])
+
+    def only_f16(run16, reference_run):
+        def run(values, ins, out_op, out):
+            return run16(values, ins, out_op, out) if ins[0].type == F16 else reference_run(values, ins, out_op, out)
+        return run
+
+    device.kernels[OperationType.FULLY_CONNECTED] = Kernel(
+        KERNELS[OperationType.FULLY_CONNECTED].validate, only_f16(_fully_connected_in(np.float16), nn.run_fully_connected))
+    device.kernels[OperationType.CONV_2D] = Kernel(
+        KERNELS[OperationType.CONV_2D].validate, only_f16(_conv_in(np.float16), nn.run_conv_2d))
+    return device

@@ -1,0 +1,83 @@
+"""getSupportedOperations: one answer per operation, consistent with preparation (POOL-4, CHOICE-5).
+
+For a model inside the driver's declarations every operation is supported and the model
+prepares.  For a model built on an operation the driver does not declare, SPEC lets the driver
+report it unsupported or refuse it at preparation; what it may not do is report everything
+supported and then refuse to prepare it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from harness.errors import ConformanceError
+from harness.hal import Capabilities, Device, DriverError, Model, OperandType, OperationType
+from harness.skips import not_applicable
+from harness.strategies import scenarios
+from harness.strategies.models import FAMILIES
+
+#: Every operand type the harness builds models of.
+BUILDABLE_TYPES = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32,
+                             OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.INT32})
+
+
+def _answers(driver: Device, model: Model) -> list[bool]:
+    supported = driver.get_supported_operations(model)
+    count = len(model.main.operations)
+    if not isinstance(supported, (list, tuple)) or len(supported) != count or not all(isinstance(s, bool) for s in supported):
+        raise ConformanceError(f"[POOL-4] get_supported_operations returned {supported!r}; "
+                               f"SPEC requires one bool per operation ({count})")
+    return list(supported)
+
+
+def _prepares(driver: Device, model: Model) -> DriverError | None:
+    try:
+        driver.prepare_model(model)
+    except DriverError as error:
+        return error
+    return None
+
+
+@pytest.mark.requirement("POOL-4")
+@given(data=st.data())
+def test_declared_operations_are_supported_and_prepare(driver, capabilities, data) -> None:
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
+    model = scenario.build_model()
+    try:
+        supported = _answers(driver, model)
+        refused = _prepares(driver, model)
+    finally:
+        for pool in model.pools:
+            pool.close()
+    if not all(supported):
+        raise ConformanceError(f"[POOL-4] {', '.join(scenario.notes)}: get_supported_operations says {supported} for a "
+                               f"model made only of declared operations and types")
+    if refused is not None:
+        raise ConformanceError(f"[POOL-4] {', '.join(scenario.notes)}: every operation is reported supported, but "
+                               f"prepare_model refused the model: {refused}")
+
+
+@pytest.mark.requirement("POOL-4")
+@given(data=st.data())
+def test_undeclared_operations_are_reported_or_refused(driver, capabilities, data) -> None:
+    undeclared = [op for op in OperationType if op not in capabilities.operations]
+    if not undeclared:
+        not_applicable("operations", "the driver declares every operation the harness can build")
+    op = data.draw(st.sampled_from(undeclared), label="undeclared operation")
+    family = next(name for name, ops in FAMILIES.items() if op in ops)
+    only_it = Capabilities(frozenset({"ashmem"}), False, frozenset({op}), BUILDABLE_TYPES)
+    scenario = data.draw(scenarios(only_it, family=family, allow_insufficient=False), label="scenario")
+    model = scenario.build_model()
+    try:
+        supported = _answers(driver, model)
+        refused = _prepares(driver, model)
+    finally:
+        for pool in model.pools:
+            pool.close()
+    event(f"{op.name}: {'reported unsupported' if not all(supported) else 'reported supported'}, "
+          f"{'refused' if refused else 'prepared'}")
+    if all(supported) and refused is not None:
+        raise ConformanceError(f"[POOL-4] {', '.join(scenario.notes)} (not declared): get_supported_operations "
+                               f"reports it supported, but prepare_model refused it: {refused}")
