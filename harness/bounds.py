@@ -61,7 +61,7 @@ def _location_of(scenario: Scenario, index: int) -> tuple[str, int, int, int] | 
         if argument is None or argument.has_no_value:
             return None
         pool = argument.location.pool_index
-        if pool >= len(scenario.request_pools) or not isinstance(scenario.request_pools[pool], MemorySpec):
+        if not 0 <= pool < len(scenario.request_pools) or not isinstance(scenario.request_pools[pool], MemorySpec):
             return None  # a driver-managed buffer: its bytes are not in the scenario
         return ("request", pool, argument.location.offset, argument.location.length)
     return None

@@ -20,7 +20,7 @@ from typing import Any
 from harness.errors import ConformanceError, DriverFault
 from harness.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType
 from harness.oracle import Outcome, assert_conforms, compare_values, execute_scenario
-from harness.scenario import MemorySpec, Scenario, TokenRef, make_memory
+from harness.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
 
 __all__ = ["Lockstep", "Pair", "Step", "replay"]
 
@@ -94,6 +94,7 @@ class Lockstep:
         # read-back is judged within CHOICE-7's bound; a copied value must come back exact).
         self._types: dict[str, OperandType] = {}
         self._computed: dict[str, bool] = {}
+        self._served: dict[tuple, int] = {}  # allocation signature -> live buffers when the driver first served it
 
     # ----------------------------------------------------------------- comparison
 
@@ -155,10 +156,17 @@ class Lockstep:
                                             tuple(output_roles), requirement)))
         expected = _call(lambda: self.reference.allocate(desc, [p.reference for p in prepared], list(input_roles), list(output_roles)))
         actual = _call(lambda: self.driver.allocate(desc, [p.driver for p in prepared], list(input_roles), list(output_roles)))
+        # What the allocation asks for, whatever the buffer is called: the same request later is the same.
+        signature = (tuple(desc.dimensions), tuple(p.name for p in prepared), tuple(input_roles), tuple(output_roles))
         if expected.ok and actual.status == ErrorStatus.GENERAL_FAILURE:
             self.log.append(f"{call} -> driver refused a valid allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
             expected.value[0].release()
             self.refused_allocations += 1
+            served_with = self._served.get(signature)
+            if served_with is not None and len(self.buffers) <= served_with:
+                raise self._failure("DOM-ALLOC-3", (
+                    f"[DOM-ALLOC-3] {call}: the driver refused an allocation it served earlier in this sequence with "
+                    f"as many buffers live ({served_with}); releasing a buffer must free what it held"))
             return None
         self._compare(requirement, call, expected, actual)
         if not expected.ok:
@@ -169,6 +177,7 @@ class Lockstep:
         live = {p.driver for n, p in self.tokens.items() if n in self.buffers}
         if dut_token in live:
             raise self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] {call}: token {dut_token} is already held by a live buffer")
+        self._served.setdefault(signature, len(self.buffers))  # buffers live besides this one when it was served
         self.buffers[name] = Pair(ref_buffer, dut_buffer)
         self.tokens[name] = Pair(ref_token, dut_token)
         direction, role = (("input", input_roles[0]) if input_roles else ("output", output_roles[0]))
@@ -191,14 +200,23 @@ class Lockstep:
         return expected.ok
 
     @_keeps_steps
-    def copy_to(self, name: str, size: int, kind: str = "ashmem", requirement: str = "DOM-COPY-1") -> bytes | None:
+    def copy_to(self, name: str, size: int, kind: str = "ashmem", requirement: str = "DOM-COPY-1",
+                file_offset: int = 0) -> bytes | None:
+        """Copy the buffer out on both; an ``mmap_fd`` memory is a region at ``file_offset`` of a
+        larger file with guard bytes around it, which must come back untouched."""
         pair = self.buffers[name]
-        call = f"copy_to({name!r}, {kind} of {size} bytes)"
-        self.steps.append(Step("copy_to", (name, size, kind, requirement)))
-        spec = MemorySpec(kind, b"\xee" * size)
+        where = f" at file offset {file_offset}" if kind == "mmap_fd" else ""
+        call = f"copy_to({name!r}, {kind} of {size} bytes{where})"
+        self.steps.append(Step("copy_to", (name, size, kind, requirement, file_offset)))
+        spec = MemorySpec(kind, b"\xee" * size, file_offset if kind == "mmap_fd" else 0, guard=16 if kind == "mmap_fd" else 0)
         expected = _with_memory(spec, lambda m: (pair.reference.copy_to(m), m.read())[1])
-        actual = _with_memory(spec, lambda m: (pair.driver.copy_to(m), m.read())[1])
+        around: list[bytes] = []
+        actual = _with_memory(spec, lambda m: (pair.driver.copy_to(m), around.append(outside_region(m, spec)), m.read())[2])
         self._compare(requirement, call, expected, actual)
+        if around and around[0] != GUARD_BYTE * len(around[0]):
+            self.log.append(f"{call}: wrote outside the memory's region")
+            raise self._failure("DOM-COPY-1", f"[DOM-COPY-1] {call}: the driver wrote outside the memory's region "
+                                              f"(the file around it changed: {around[0].hex()})")
         if expected.ok and expected.value != actual.value and not self._within_bound(name, expected.value, actual.value):
             self.log.append(f"{call}: contents differ")
             raise self._failure(requirement, (

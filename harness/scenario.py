@@ -24,7 +24,20 @@ from harness.memory import (
     create_mmap_fd,
 )
 
-__all__ = ["DEFECTS", "MemorySpec", "Scenario", "TokenRef", "make_memory", "with_constants"]
+__all__ = ["DEFECTS", "GUARD_BYTE", "MemorySpec", "Scenario", "TokenRef", "make_memory", "outside_region", "with_constants"]
+
+#: What fills an ``mmap_fd`` file around a guarded region (`MemorySpec.guard`).
+GUARD_BYTE = b"\xee"
+
+
+def outside_region(memory: Memory, spec: MemorySpec) -> bytes:
+    """The bytes of a guarded ``mmap_fd`` file outside the memory's region, as they are now."""
+    if spec.kind != "mmap_fd" or not spec.guard or memory.closed:
+        return b""
+    before = os.pread(memory.fd, spec.file_offset, 0)
+    after = os.pread(memory.fd, spec.guard + 64, spec.file_offset + spec.size)  # and anything that grew the file
+    return before + after
+
 
 #: Ways to make a handle unusable (POOL-4, POOL-5), applied when the memory is created.
 DEFECTS = ("closed", "pipe", "short", "unknown-kind", "read-only")
@@ -39,6 +52,9 @@ class MemorySpec:
     content: bytes
     file_offset: int = 0
     defect: str = ""
+    # ``mmap_fd`` only: bytes of GUARD_BYTE before the region (the file offset) and ``guard``
+    # after it in the same file, so that a write outside the region shows.
+    guard: int = 0
 
     @property
     def size(self) -> int:
@@ -85,6 +101,10 @@ def _create(spec: MemorySpec) -> Memory:
         memory = create_ashmem(size)
     elif spec.kind == "mmap_fd":
         memory = create_mmap_fd(size, spec.file_offset)
+        if spec.guard:
+            os.ftruncate(memory.fd, spec.file_offset + size + spec.guard)
+            os.pwrite(memory.fd, GUARD_BYTE * spec.file_offset, 0)
+            os.pwrite(memory.fd, GUARD_BYTE * spec.guard, spec.file_offset + size)
     elif spec.kind == "hardware_buffer_blob":
         memory = create_hardware_buffer_blob(size)
     elif spec.kind == "hardware_buffer":
@@ -150,9 +170,10 @@ def constant_bytes(scenario: Scenario, index: int) -> bytes:
     return source[loc.offset : loc.offset + loc.length]
 
 
-def with_constants(scenario: Scenario, how: str, pool_kind: str = "ashmem") -> Scenario:
+def with_constants(scenario: Scenario, how: str, pool_kind: str = "ashmem", file_offset: int = 0) -> Scenario:
     """The same scenario with every tensor constant moved to operandValues (``how="copy"``)
-    or to one constant pool of ``pool_kind`` (``how="reference"``).  Scalars stay copies."""
+    or to one constant pool of ``pool_kind`` (``how="reference"``; an ``mmap_fd`` pool's region
+    starts at ``file_offset`` of its file).  Scalars stay copies."""
     operands = list(scenario.subgraph.operands)
     values, pool = bytearray(), bytearray()
     for index, operand in enumerate(operands):
@@ -166,6 +187,6 @@ def with_constants(scenario: Scenario, how: str, pool_kind: str = "ashmem") -> S
         store.extend(raw)
         lifetime = OperandLifeTime.CONSTANT_REFERENCE if to_pool else OperandLifeTime.CONSTANT_COPY
         operands[index] = replace(operand, lifetime=lifetime, location=location)
-    pools = (MemorySpec(pool_kind, bytes(pool)),) if pool else ()
+    pools = (MemorySpec(pool_kind, bytes(pool), file_offset if pool_kind == "mmap_fd" else 0),) if pool else ()
     return replace(scenario, subgraph=replace(scenario.subgraph, operands=tuple(operands)),
                    operand_values=bytes(values), constant_pools=pools)

@@ -63,8 +63,8 @@ def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed
         return [r for r in records if "id" in r]  # test records, without the session header
 
 
-def score_mutant(driver: str, requirement: str) -> Score:
-    records = run_suites(driver, stop_on=requirement)
+def score_mutant(driver: str, requirement: str, seed: int = SEED) -> Score:
+    records = run_suites(driver, stop_on=requirement, seed=seed)
     score = Score(driver, requirement, caught=False)
     for record in records:
         if record["outcome"] != "failed":
@@ -102,11 +102,11 @@ def _selected(names: list[str] | None, kind: str) -> list[DriverSpec]:
     return chosen
 
 
-def score_all(names: list[str] | None = None, jobs: int = 2) -> list[Score]:
+def score_all(names: list[str] | None = None, jobs: int = 2, seed: int = SEED) -> list[Score]:
     """Sensitivity: every seeded-bug driver, each until its requirement's first failure."""
     mutants = _selected(names, "breaks")
     with ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks), mutants))
+        return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed), mutants))
 
 
 def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SEED) -> list[Score]:
@@ -156,13 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="harness score", description="Score the suites against every seeded-bug driver.")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     parser.add_argument("--only", nargs="*", default=None, metavar="NAME", help="score only these mutants and variants")
-    parser.add_argument("--seed", type=int, default=SEED, help=f"the seed of the variants' runs (default {SEED})")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"the seed of every run (default {SEED})")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the scores as JSON")
     options = parser.parse_args(argv)
     if options.jobs < 1:
         parser.error("--jobs must be at least 1")
     started = time.monotonic()
-    scores = score_all(options.only, options.jobs)
+    scores = score_all(options.only, options.jobs, options.seed)
     variants = score_variants(options.only, options.jobs, options.seed)
     if scores:
         print(format_table(scores))
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if variants:
         print(format_variants(variants))
         print()
-    print(f"{summary(scores)}; {specificity(variants)} (scored in {time.monotonic() - started:.0f} s with {options.jobs} jobs)")
+    print(f"{summary(scores)}; {specificity(variants)} (seed {options.seed}; scored in {time.monotonic() - started:.0f} s with {options.jobs} jobs)")
     if options.json:
         from harness.report.files import write_atomically
 

@@ -7,7 +7,7 @@ layouts can size output regions without running any driver).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from hypothesis import event, note
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from harness.builders import ModelBuilder
-from harness.hal import Capabilities, OperandType, OperationType, Subgraph
+from harness.hal import Capabilities, OperandLifeTime, OperandType, OperationType, Subgraph
 
 from .values import FLOAT_TYPES, QUANT_TYPES, arrays, declared_dimensions, operand_types, quantization, shapes
 
@@ -95,7 +95,11 @@ def elementwise_models(draw, caps: Capabilities, activation: int | None = None,
         type = draw(operand_types([t for t in allowed if t != I32], caps.operand_types), label="non-integer type")
     chain = type != I32 and OperationType.RELU in caps.operations and draw(st.booleans(), label="chain RELU")
     out_quant = draw(quantization(type), label="output quantization")
-    result = case.output(op, [a, b, case.b.scalar(activation)], type, pair.result_shape, out_quant, final=not chain)
+    if draw(st.booleans(), label="activation as a request input"):
+        code = case.operand(OperandType.INT32, np.asarray(activation, np.int32), how="input", label="activation")
+    else:
+        code = case.b.scalar(activation)
+    result = case.output(op, [a, b, code], type, pair.result_shape, out_quant, final=not chain)
     if chain:
         case.output(OperationType.RELU, [result], type, pair.result_shape, draw(quantization(type)))
     return case.done([pair.result_shape], f"{op.name}{'+RELU' if chain else ''} {type.name}")
@@ -161,17 +165,21 @@ def concatenation_models(draw, caps: Capabilities) -> ModelCase:
 
 def _bias(draw, type, in_quant, w_quant, units):
     if type in QUANT_TYPES:
-        return I32, draw(arrays(I32, (units,)), label="bias"), (in_quant[0] * w_quant[0], 0)
+        small = hnp.arrays(np.int32, (units,), elements=st.integers(-1000, 1000))
+        return I32, draw(small, label="bias"), (in_quant[0] * w_quant[0], 0)
     return type, draw(arrays(type, (units,)), label="bias"), (0.0, 0)
 
 
 @st.composite
 def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
     type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
-    batch, size, units = draw(st.integers(1, 3)), draw(st.integers(1, 5)), draw(st.integers(1, 4))
+    size, units = draw(st.integers(1, 5), label="input size"), draw(st.integers(1, 4), label="units")
+    # NNAPI flattens an input of rank above 2 to [batch, input size]: the leading axes are the batch.
+    leading = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=3), label="batch axes"))
+    batch = int(np.prod(leading))
     case = _Case(draw)
     in_quant, w_quant = draw(quantization(type)), draw(quantization(type))
-    x = case.operand(type, draw(arrays(type, (batch, size)), label="input"), in_quant)
+    x = case.operand(type, draw(arrays(type, leading + (size,)), label="input"), in_quant)
     w = case.operand(type, draw(arrays(type, (units, size)), label="weights"), w_quant, draw(st.sampled_from(_HOW[1:])))
     bias_type, bias, bias_quant = _bias(draw, type, in_quant, w_quant, units)
     bias_operand = case.operand(bias_type, bias, bias_quant, draw(st.sampled_from(_HOW[1:])))
@@ -221,13 +229,54 @@ _FAMILIES = [
 
 
 def model_cases(caps: Capabilities, family: str = "") -> st.SearchStrategy[ModelCase]:
-    """Any model the driver's declared operations and types allow (of one ``family`` if given)."""
+    """Any model the driver's declared operations and types allow (of one ``family`` if given);
+    without a family, sometimes two of them side by side in one model with two outputs."""
+    single = _single_cases(caps, family)
+    if single is None:
+        return st.nothing()
+    if family:
+        return single.map(_noted)
+    return st.one_of(single, two_output_models(single)).map(_noted)
+
+
+def _single_cases(caps: Capabilities, family: str) -> st.SearchStrategy[ModelCase] | None:
     wanted = FAMILIES.get(family, ())
     families = [make(caps) for ops, make in _FAMILIES if any(op in caps.operations for op in ops)
                 and (not family or ops == wanted)]
-    if not families:
-        return st.nothing()
-    return st.one_of(families).map(_noted)
+    return st.one_of(families) if families else None
+
+
+@st.composite
+def two_output_models(draw, cases: st.SearchStrategy[ModelCase]) -> ModelCase:
+    """Two independent models side by side: one model with the inputs and outputs of both, so
+    outputs of different shapes and types come back from one execution."""
+    first, second = draw(cases, label="first model"), draw(cases, label="second model")
+    event("two models side by side")
+    return _side_by_side(first, second)
+
+
+def _side_by_side(first: ModelCase, second: ModelCase) -> ModelCase:
+    shift = len(first.subgraph.operands)
+    values_at = len(first.operand_values) + (-len(first.operand_values) % 8)
+    pool_at = len(first.pool_data) + (-len(first.pool_data) % 8)
+    operands = list(first.subgraph.operands)
+    for operand in second.subgraph.operands:
+        loc = operand.location
+        if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
+            loc = replace(loc, offset=loc.offset + values_at)
+        elif operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+            loc = replace(loc, offset=loc.offset + pool_at)
+        operands.append(replace(operand, location=loc))
+    operations = (*first.subgraph.operations,
+                  *(replace(o, inputs=tuple(i + shift for i in o.inputs), outputs=tuple(i + shift for i in o.outputs))
+                    for o in second.subgraph.operations))
+    subgraph = Subgraph(tuple(operands), operations,
+                        first.subgraph.input_indexes + tuple(i + shift for i in second.subgraph.input_indexes),
+                        first.subgraph.output_indexes + tuple(i + shift for i in second.subgraph.output_indexes))
+    values = first.operand_values + b"\0" * (values_at - len(first.operand_values)) + second.operand_values
+    pool = first.pool_data + b"\0" * (pool_at - len(first.pool_data)) + second.pool_data if second.pool_data else first.pool_data
+    return ModelCase(subgraph, values, pool, first.inputs + second.inputs, first.output_shapes + second.output_shapes,
+                     f"{first.label} | {second.label}")
 
 
 def _noted(case: ModelCase) -> ModelCase:

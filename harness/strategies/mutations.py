@@ -61,7 +61,12 @@ def request_mutations(draw, scenario: Scenario, names: tuple[str, ...] = ()) -> 
     past = draw(st.integers(1, 32), label="bytes past")
     match name:
         case "pool-index-out-of-range":
-            argument = replace(argument, location=replace(loc, pool_index=len(scenario.request_pools) + draw(st.integers(0, 3))))
+            count = len(scenario.request_pools)
+            # Past the end, or negative: a driver that indexes with the number as given counts from the end.
+            # (the same pool counted from the end: a driver that indexes with it as given finds the right data)
+            bad = draw(st.sampled_from([count, count + 3, loc.pool_index - count, loc.pool_index - count, -2**31]),
+                       label="pool index")
+            argument = replace(argument, location=replace(loc, pool_index=bad))
         case "offset-past-end":
             argument = replace(argument, location=replace(loc, offset=pool_size - loc.length - loc.padding + past))
         case "length-past-end":

@@ -43,7 +43,8 @@ def elements(operand_type: OperandType, *, nonzero: bool = False) -> st.SearchSt
             base = st.floats(-8, 8, width=width, allow_subnormal=False)
             return base.filter(lambda v: abs(v) >= 0.25) if nonzero else base
         case OperandType.TENSOR_INT32:
-            return st.integers(-1000, 1000)
+            # Small values, and the full range: products and sums must wrap around at 32 bits.
+            return st.one_of(st.integers(-1000, 1000), st.integers(-2**31, 2**31 - 1))
         case OperandType.TENSOR_QUANT8_ASYMM:
             return st.integers(0, 255)
         case OperandType.TENSOR_QUANT8_ASYMM_SIGNED:

@@ -28,6 +28,11 @@ _custom_call_mutant("cc-status-swallowed", "CC-6", "the failing target reports s
 _custom_call_mutant("cc-segfault-on-empty-message", "CC-6", "the failing target dereferences a bad pointer when its "
                     "message would be empty", "CC_MUTANT_SEGFAULT")
 
+_custom_call_mutant("cc-message-cut-at-200", "CC-6", "the failing target keeps its message in a 200-byte buffer",
+                    "CC_MUTANT_MESSAGE_CUT")
+_custom_call_mutant("cc-count-16-bit", "CC-3", "the device-style add target keeps its element count in 16 bits "
+                    "(wraps above 65535 elements)", "CC_MUTANT_SHORT_COUNT")
+
 
 @hookimpl
 def harness_custom_call_targets(driver_name: str) -> list:

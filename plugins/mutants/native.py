@@ -22,3 +22,5 @@ _native_mutant("native-region-off-by-one", "REQ-2", "the native sample accepts a
                "NATIVE_MUTANT_REGION_OFF_BY_ONE")
 _native_mutant("native-crash-on-zero-size", "DOM-COPY-1", "the native sample dereferences NULL when a copy is given "
                "a memory of 0 bytes", "NATIVE_MUTANT_CRASH_ON_ZERO_SIZE")
+_native_mutant("native-copy-ignores-file-offset", "DOM-COPY-1", "the native sample reads an mmap_fd memory from the "
+               "start of its file, not from its offset", "NATIVE_MUTANT_COPY_IGNORES_FILE_OFFSET")

@@ -668,7 +668,14 @@ void CopyFrom(int64_t token, ffi::Array<ffi::Any> memory, ffi::Shape given) {
             "DOM-COPY-2", "copy_from: dimensions not acceptable for this buffer");
     Require(m.size == ByteSize(buffer->type, dims), INVALID_ARGUMENT, "DOM-COPY-1", "copy_from: memory size differs");
     std::vector<uint8_t> data(m.size);
+#ifdef NATIVE_MUTANT_COPY_IGNORES_FILE_OFFSET
+    Memory from_file_start = m;  // copy_from forgets where an mmap_fd region starts in its file
+    if (m.kind == "mmap_fd") from_file_start.offset = 0;
+    Require(Transfer(from_file_start, 0, data.data(), m.size, false), GENERAL_FAILURE, "DOM-COPY-1",
+            "copy_from: memory cannot be read");
+#else
     Require(Transfer(m, 0, data.data(), m.size, false), GENERAL_FAILURE, "DOM-COPY-1", "copy_from: memory cannot be read");
+#endif
     buffer->data = std::move(data);
     buffer->dims = dims;
     buffer->initialized = true;

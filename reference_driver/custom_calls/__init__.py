@@ -46,7 +46,8 @@ def _add_host_cases() -> st.SearchStrategy[CallCase]:
 @st.composite
 def _add_device_cases(draw) -> CallCase:
     dtype = draw(st.sampled_from(sorted(ADD_DTYPES)), label="dtype")
-    n = draw(st.one_of(st.integers(0, 300), st.just(2048)), label="n")
+    # Small, the seed's 2048, and past 65535 (a count kept in 16 bits wraps there).
+    n = draw(st.one_of(st.integers(0, 300), st.just(2048), st.integers(65536, 65700)), label="n")
     return CallCase((Leaf(dtype, (128,)), Leaf(dtype, (n,))), Leaf(dtype, (n,)), struct.pack("<qq", n, ADD_DTYPES[dtype]))
 
 
@@ -90,7 +91,9 @@ def failure_message(opaque: bytes) -> str:
 
 
 def _failing_cases() -> st.SearchStrategy[CallCase]:
-    return st.text(max_size=200).map(lambda t: CallCase((), Leaf("float32", (1,)), t.encode("utf-8")))
+    # Short messages and long ones (past the 200 or 256 bytes a fixed message buffer would hold).
+    messages = st.one_of(st.text(max_size=200), st.text(min_size=201, max_size=900))
+    return messages.map(lambda t: CallCase((), Leaf("float32", (1,)), t.encode("utf-8")))
 
 
 @functools.lru_cache(maxsize=None)

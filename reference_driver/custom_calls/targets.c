@@ -18,9 +18,15 @@ void add_mod128_host(void *out, const void **ins) {
     for (int i = 0; i < 2048; ++i) a[i] = b[i % 128] + c[i];
 }
 
+#ifdef CC_MUTANT_SHORT_COUNT
+#define ADD_MOD128_COUNT(n) ((int64_t)(uint16_t)(n)) /* a 16-bit element count */
+#else
+#define ADD_MOD128_COUNT(n) (n)
+#endif
+
 #define ADD_MOD128(T)                                                     \
     static void add_mod128_##T(T *a, const T *b, T *c, int64_t n) {       \
-        int64_t end = n;                                                  \
+        int64_t end = ADD_MOD128_COUNT(n);                                \
         ADD_MOD128_END                                                    \
         for (int64_t i = 0; i < end; ++i) a[i] = b[i % 128] + c[i];      \
         ADD_MOD128_IN_PLACE                                               \
@@ -204,6 +210,9 @@ static void fail(XlaCustomCallStatus *status, float *out, const char *opaque, si
     static const char prefix[] = "fail_with_status: ";
     char message[4096];
     size_t kept = opaque_len < sizeof message - sizeof prefix ? opaque_len : sizeof message - sizeof prefix;
+#ifdef CC_MUTANT_MESSAGE_CUT
+    if (kept > 200 - (sizeof prefix - 1)) kept = 200 - (sizeof prefix - 1); /* a 200-byte message buffer */
+#endif
     memcpy(message, prefix, sizeof prefix - 1);
     memcpy(message + sizeof prefix - 1, opaque, kept);
     (void)out;

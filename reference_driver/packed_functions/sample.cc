@@ -41,11 +41,20 @@ int64_t AddInt(int64_t a, int64_t b) {
 #endif
 }
 
-ffi::Any CallBack(ffi::Function callback, ffi::Any value) { return callback(value); }
+ffi::Any CallBack(ffi::Function callback, ffi::Any value) {
+#ifdef FFI_MUTANT_CALLBACK_RESULT_DROPPED
+  callback(value);  // a binding that calls back but hands the caller its own argument
+  return value;
+#else
+  return callback(value);
+#endif
+}
 
 void RaiseError(ffi::String kind, ffi::String message) {
 #ifdef FFI_MUTANT_ERROR_KIND_LOST
   throw ffi::Error("RuntimeError", std::string(message), "");  // every error becomes a RuntimeError
+#elif defined(FFI_MUTANT_MESSAGE_CUT)
+  throw ffi::Error(std::string(kind), std::string(message).substr(0, 200), "");  // a fixed 200-byte message buffer
 #else
   throw ffi::Error(std::string(kind), std::string(message), "");
 #endif

@@ -123,3 +123,26 @@ def test_each_allocation_mistake(driver, reference, capabilities, flavor, mistak
         not_run("the reference refused a model this case needs (a harness defect)", "report it to the harness's maintainers")
     step.allocate("buffer", BufferDesc(desc), [prepared[i] for i in listed], inputs, outputs, requirement=requirement)
     step.close()
+
+
+@pytest.mark.requirement("DOM-ALLOC-3")
+@pytest.mark.parametrize("live", [1, 3], ids=["one-at-a-time", "three-live"])
+def test_released_buffers_free_what_they_held(driver, flavor, live) -> None:
+    """A driver that served an allocation serves it again after any number of allocate/release
+    cycles: a refusal that grows with history is a leak (DOM-ALLOC-3)."""
+    prepared = driver.prepare_model(flavor.model((2, 2)).build_model())
+    cycles = 24
+    for cycle in range(cycles):
+        held = []
+        try:
+            for _ in range(live):
+                held.append(driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], []))
+        except DriverError as error:
+            # The plain, fully specified buffer every memory-domain driver serves (as in the test
+            # above): refused now, after earlier tests allocated and released, it is a leak too.
+            raise ConformanceError(
+                f"[DOM-ALLOC-3] cycle {cycle + 1} of {cycles} (allocate {live}, then release them): the driver refused a "
+                f"plain fully specified buffer after earlier allocations were released: {error}") from None
+        finally:
+            for buffer, _ in held:
+                buffer.release()

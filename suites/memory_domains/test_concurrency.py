@@ -119,3 +119,79 @@ def test_concurrent_writes_and_reads_return(driver, reference, flavor, schedule)
     if _read_by_copy(fresh, flavor) != values_for(type, SHAPE, 5).tobytes():
         raise ConformanceError("[DOM-CONC-2] after concurrent use the driver no longer serves a simple copy correctly")
     fresh.release()
+
+
+@pytest.mark.requirement("DOM-CONC-1", "DOM-CONC-2")
+@pytest.mark.parametrize("readers", [2, 4])
+def test_one_buffer_as_both_inputs_while_it_is_written(driver, flavor, readers) -> None:
+    """Readers use the same buffer as both inputs of an execution while a writer keeps copying
+    into it: every call returns (a lock taken per argument deadlocks against the waiting writer)."""
+    model = flavor.model(SHAPE)
+    prepared = driver.prepare_model(model.build_model())
+    try:
+        buffer, token = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0), BufferRole(0, 1)], [])
+    except DriverError as error:
+        if error.status != ErrorStatus.GENERAL_FAILURE:
+            raise
+        not_run(f"the driver refused a valid allocation: {error}", REFUSED_ALLOCATION_FIX)
+    source = MemorySpec("ashmem", values_for(flavor.type, SHAPE, 5).tobytes())
+    memory = make_memory(source)
+    buffer.copy_from(memory, ())
+    memory.close()
+    both = request(model, [TokenUse("b"), TokenUse("b")], [nbytes(flavor.type, SHAPE)], label="op(b, b)")
+    expected = execute_scenario(prepared, both, {"b": token})
+
+    def read(_: int) -> str:
+        outcome = execute_scenario(prepared, both, {"b": token})
+        return outcome.status.name
+
+    def write(_: int) -> str:
+        copy = make_memory(source)
+        try:
+            buffer.copy_from(copy, ())
+        except DriverError as error:
+            return error.status.name
+        finally:
+            copy.close()
+        return "NONE"
+
+    calls = [read if i % (readers + 1) else write for i in range((readers + 1) * 6)]
+    with concurrent.futures.ThreadPoolExecutor(readers + 1) as pool:
+        statuses = _bounded(pool, [lambda c=c, i=i: c(i) for i, c in enumerate(calls)])
+    buffer.release()
+    if not expected.ok:
+        raise ConformanceError(f"[DOM-CONC-1] the same buffer as both inputs failed even alone: {expected.summary()}")
+    failed = [s for s, c in zip(statuses, calls) if c is read and s != "NONE"]
+    if failed:
+        raise ConformanceError(f"[DOM-CONC-1] {len(failed)} reads of the buffer as both inputs failed while it was "
+                               f"written: {failed[:3]}")
+
+
+@pytest.mark.requirement("DOM-CONC-1")
+@pytest.mark.parametrize("buffers", [2, 3])
+def test_concurrent_reads_of_different_buffers(driver, flavor, buffers) -> None:
+    """Threads copy several buffers out at once: each read gets its own buffer's bytes."""
+    prepared = driver.prepare_model(flavor.model(SHAPE).build_model())
+    held = []
+    try:
+        for i in range(buffers):
+            try:
+                buffer, _ = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
+            except DriverError as error:
+                if error.status != ErrorStatus.GENERAL_FAILURE:
+                    raise
+                not_run(f"the driver refused a valid allocation: {error}", REFUSED_ALLOCATION_FIX)
+            memory = make_memory(MemorySpec("ashmem", values_for(flavor.type, SHAPE, 10 + i).tobytes()))
+            buffer.copy_from(memory, ())
+            memory.close()
+            held.append(buffer)
+        jobs = [i % buffers for i in range(buffers * 12)]
+        with concurrent.futures.ThreadPoolExecutor(buffers * 2) as pool:
+            results = _bounded(pool, [lambda i=i: _read_by_copy(held[i], flavor) for i in jobs])
+        wrong = [i for i, got in zip(jobs, results) if got != values_for(flavor.type, SHAPE, 10 + i).tobytes()]
+        if wrong:
+            raise ConformanceError(f"[DOM-CONC-1] {len(wrong)} of {len(jobs)} concurrent copies of {buffers} different "
+                                   f"buffers returned another buffer's bytes (buffers {sorted(set(wrong))})")
+    finally:
+        for buffer in held:
+            buffer.release()

@@ -13,8 +13,8 @@ from harness.errors import ConformanceError
 from harness.hal import BufferDesc, BufferRole, OperandType, element_size
 from harness.lockstep import Lockstep
 from harness.scenario import MemorySpec, make_memory
-from harness.strategies.domains import domain_flavors, nbytes, values_for
-from harness.skips import REFUSED_ALLOCATION_FIX, not_run
+from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
+from harness.skips import REFUSED_ALLOCATION_FIX, not_applicable, not_run
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
@@ -41,12 +41,15 @@ def test_copy_sequences(driver, reference, capabilities, flavor, data) -> None:
         size = max(nbytes(type, tuple(d or 1 for d in dims) or (2, 2)) + item * data.draw(st.sampled_from([0, 0, 0, -1, 1])), 0)
         if data.draw(st.integers(0, 9), label="empty memory") == 0:
             size = 0  # a memory of 0 bytes: must be rejected (size mismatch), never hang
+        # An mmap_fd memory is a region of a larger file: at an offset, with other bytes around it.
+        file_offset = data.draw(st.sampled_from([0, 24, 4096]), label="file offset") if kind == "mmap_fd" else 0
         if data.draw(st.booleans(), label="copy_from"):
             content = np.random.default_rng(number).integers(0, 100, size, dtype=np.uint8).tobytes()
-            ok = step.copy_from("buffer", MemorySpec(kind, content), dims, requirement="DOM-COPY-2")
+            memory = MemorySpec(kind, content, file_offset, guard=16 if kind == "mmap_fd" else 0)
+            ok = step.copy_from("buffer", memory, dims, requirement="DOM-COPY-2")
             event(f"copy_from {'accepted' if ok else 'rejected'}")
         else:
-            ok = step.copy_to("buffer", size, kind, requirement="DOM-COPY-1") is not None
+            ok = step.copy_to("buffer", size, kind, requirement="DOM-COPY-1", file_offset=file_offset) is not None
             event(f"copy_to {'accepted' if ok else 'rejected'}")
     step.close()
 
@@ -132,4 +135,102 @@ def test_memory_size_must_match(driver, reference, capabilities, flavor, directi
         step.copy_from("buffer", MemorySpec(kind, bytes(wrong)), (), requirement="DOM-COPY-1")
     else:
         step.copy_to("buffer", wrong, kind, requirement="DOM-COPY-1")
+    step.close()
+
+
+def _allocated(step: Lockstep, name: str, pair, inputs, outputs, desc=BufferDesc()) -> None:
+    if step.allocate(name, desc, [pair], inputs, outputs) is None:
+        not_run("the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked)",
+                REFUSED_ALLOCATION_FIX)
+
+
+@pytest.mark.requirement("DOM-COPY-1", "DOM-ROLE-1")
+@given(data=st.data())
+def test_live_buffers_keep_their_own_contents(driver, reference, capabilities, flavor, data) -> None:
+    """Several live buffers, some for the very same roles, each holding its own bytes; releasing
+    one (the oldest, or any) frees that one only."""
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    step = Lockstep(driver, reference)
+    pair = step.prepare(drawn.model((2, 2)))
+    count = data.draw(st.integers(2, 4), label="live buffers")
+    for i in range(count):
+        _allocated(step, f"b{i}", pair, [BufferRole(0, 0)], [])
+        step.copy_from(f"b{i}", MemorySpec("ashmem", values_for(drawn.type, (2, 2), i).tobytes()), ())
+    released = data.draw(st.sampled_from(range(count)), label="released buffer")
+    event(f"{count} live buffers, buffer {released} released")
+    step.release(f"b{released}")
+    size = nbytes(drawn.type, (2, 2))
+    for i in range(count):
+        if i != released:
+            step.copy_to(f"b{i}", size, requirement="DOM-COPY-1")
+    scenario = request(drawn.model((2, 2)), [TokenUse(f"b{released}"), values_for(drawn.type, (2, 2))], [size],
+                       label=f"released buffer b{released} as input")
+    step.execute(pair, scenario, "DOM-ROLE-1")
+    step.close()
+
+
+@pytest.mark.requirement("DOM-COPY-1", "DOM-STATE-1")
+@given(data=st.data())
+def test_writes_by_execution_and_by_copy_alternate(driver, reference, capabilities, flavor, data) -> None:
+    """A buffer written by executions and by copies in any order: every read (by copy or by an
+    execution taking it as input) sees the latest write."""
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    step = Lockstep(driver, reference)
+    pair = step.prepare(drawn.model((2, 2)))
+    _allocated(step, "b", pair, [BufferRole(0, 0)], [BufferRole(0, 0)])
+    size = nbytes(drawn.type, (2, 2))
+    step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, (2, 2), 0).tobytes()), ())
+    for number, action in enumerate(data.draw(st.lists(st.sampled_from(["execute writes", "copy_from", "execute reads",
+                                                                         "copy_to"]), min_size=3, max_size=8), label="actions")):
+        seed = number + 1
+        if action == "execute writes":
+            scenario = request(drawn.model((2, 2)), [TokenUse("b"), values_for(drawn.type, (2, 2), seed)], [TokenUse("b")],
+                               label=f"b = op(b, values {seed})")
+            step.execute(pair, scenario, "DOM-STATE-1")
+        elif action == "copy_from":
+            step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, (2, 2), seed).tobytes()), ())
+        elif action == "execute reads":
+            scenario = request(drawn.model((2, 2)), [TokenUse("b"), values_for(drawn.type, (2, 2), seed)], [size],
+                               label=f"op(b, values {seed})")
+            step.execute(pair, scenario, "DOM-COPY-1")
+        else:
+            step.copy_to("b", size, requirement="DOM-COPY-1")
+    step.copy_to("b", size, requirement="DOM-COPY-1")
+    step.close()
+
+
+@pytest.mark.requirement("DOM-COPY-2", "DOM-DYN-1")
+@given(data=st.data())
+def test_a_new_shape_of_the_same_size_is_taken(driver, reference, capabilities, flavor, data) -> None:
+    """copy_from with other dimensions of the same byte size gives the buffer those dimensions:
+    used as an input, it has the new shape."""
+    if not capabilities.dynamic_buffers:
+        not_applicable("dynamic_buffers", "the driver declares that it refuses buffers of unknown shape")
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    first, second = data.draw(st.sampled_from([((2, 3), (3, 2)), ((1, 4), (4, 1)), ((2, 2), (1, 4)), ((6, 1), (2, 3))]),
+                              label="shapes")
+    step = Lockstep(driver, reference)
+    pair = step.prepare(drawn.model((0, 0)))
+    _allocated(step, "b", pair, [BufferRole(0, 0)], [])
+    step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, first, 1).tobytes()), first, requirement="DOM-COPY-2")
+    step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, second, 2).tobytes()), second, requirement="DOM-COPY-2")
+    scenario = request(drawn.model((0, 0)), [TokenUse("b"), values_for(drawn.type, second, 3)], [nbytes(drawn.type, second)],
+                       label=f"op(b as {second}, {second})")
+    step.execute(pair, scenario, "DOM-COPY-2")
+    step.close()
+
+
+@pytest.mark.requirement("DOM-COPY-1")
+@pytest.mark.parametrize("file_offset", [24, 4096], ids=["offset-24", "offset-4096"])
+@given(data=st.data())
+def test_mmap_fd_regions_inside_larger_files(driver, reference, capabilities, flavor, file_offset, data) -> None:
+    """An mmap_fd memory is a region of a file: copies read and write exactly that region, at its
+    offset, and not one byte around it."""
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    step = Lockstep(driver, reference)
+    pair = step.prepare(drawn.model((2, 2)))
+    _allocated(step, "b", pair, [BufferRole(0, 0)], [])
+    content = values_for(drawn.type, (2, 2), data.draw(st.integers(0, 99), label="values")).tobytes()
+    step.copy_from("b", MemorySpec("mmap_fd", content, file_offset, guard=16), ())
+    step.copy_to("b", len(content), "mmap_fd", requirement="DOM-COPY-1", file_offset=file_offset)
     step.close()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import assume, event, given
+from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
 from harness.errors import ConformanceError
 from harness.hal import OperandLifeTime
-from harness.oracle import assert_conforms, run_scenario
+from harness.oracle import assert_conforms, execute_scenario, run_scenario
 from harness.scenario import with_constants
 from harness.strategies import scenarios
 from harness.strategies.layouts import CONSTANT_POOL_KINDS
@@ -26,9 +26,10 @@ def test_copy_and_reference_constants_agree(driver, reference, capabilities, dat
     assume(_has_tensor_constant(scenario))
     kind = data.draw(st.sampled_from([k for k in CONSTANT_POOL_KINDS if k in capabilities.memory_kinds] or ["ashmem"]),
                      label="constant pool kind")
-    event(f"constant pool kind: {kind}")
+    file_offset = data.draw(st.sampled_from([0, 8, 4096, 4100]), label="constant pool file offset") if kind == "mmap_fd" else 0
+    event(f"constant pool kind: {kind}{' at file offset %d' % file_offset if file_offset else ''}")
     by_copy = with_constants(scenario, "copy")
-    by_reference = with_constants(scenario, "reference", kind)
+    by_reference = with_constants(scenario, "reference", kind, file_offset)
     expected = run_scenario(reference, by_copy)
     copy_outcome = run_scenario(driver, by_copy)
     reference_outcome = run_scenario(driver, by_reference)
@@ -39,3 +40,26 @@ def test_copy_and_reference_constants_agree(driver, reference, capabilities, dat
             f"[POOL-1] the same constants gave different outputs by copy and by reference "
             f"({copy_outcome.summary()} vs {reference_outcome.summary()})"
         )
+
+
+@pytest.mark.requirement("POOL-1", "POOL-2")
+@given(data=st.data())
+def test_a_prepared_model_runs_again_and_again(driver, reference, capabilities, data) -> None:
+    """Constants are the model's, not one execution's: every run of one prepared model computes
+    with the same weights (a driver that converts them in place on a run fails the next one)."""
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
+    assume(_has_tensor_constant(scenario))
+    how = data.draw(st.sampled_from(["copy", "reference"]), label="constants")
+    scenario = with_constants(scenario, how)
+    model = scenario.build_model()
+    try:
+        expected = run_scenario(reference, scenario)
+        prepared = driver.prepare_model(model)
+        runs = data.draw(st.integers(2, 4), label="executions")
+        event(f"{runs} executions of one prepared model")
+        for run in range(runs):
+            note(f"execution {run + 1} of {runs}")
+            assert_conforms("POOL-1", scenario, expected, execute_scenario(prepared, scenario))
+    finally:
+        for pool in model.pools:
+            pool.close()

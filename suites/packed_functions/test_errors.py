@@ -12,7 +12,9 @@ KINDS = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": Runti
 
 
 @pytest.mark.requirement("FFI-3")
-@given(kind=st.sampled_from(sorted(KINDS)), message=st.text(st.characters(blacklist_categories=("Cs",)), max_size=80))
+@given(kind=st.sampled_from(sorted(KINDS)),
+       message=st.one_of(st.text(st.characters(blacklist_categories=("Cs",)), max_size=80),
+                         st.text(st.characters(blacklist_categories=("Cs",)), min_size=201, max_size=1200)))
 def test_errors_cross_with_kind_and_message(probes, kind, message) -> None:
     with pytest.raises(Exception) as raised:
         probes.raise_error(kind, message)

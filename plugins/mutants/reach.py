@@ -1,0 +1,416 @@
+"""Seeded bugs written after the suites, to find where they do not reach (issue 14).
+
+Each is a bug real drivers have: a failure that still scribbles, an allocator that leaks
+slots, a kernel that is only wrong for shapes or values the generators rarely made, state that
+goes stale on the second run, locks and staging memory that only break under concurrency.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections import Counter
+
+import numpy as np
+
+from harness.hal import (
+    DriverError,
+    ErrorStatus,
+    Model,
+    OperandLifeTime,
+    OperandType,
+    OperationType,
+    Request,
+)
+from harness.memory import Memory
+from reference_driver import ReferenceDevice, ReferencePreparedModel, executor
+from reference_driver.buffers import ManagedBuffer
+from reference_driver.device import ReferenceBuffer
+from reference_driver.ops import KERNELS, Kernel, nn
+from reference_driver.validation import INVALID, OK
+
+from ._registry import mutant, with_parts, with_rule
+
+I32 = OperandType.TENSOR_INT32
+
+
+def _memory_outputs(request: Request):
+    for argument in request.outputs:
+        pool = request.pools[argument.location.pool_index] if not argument.has_no_value else None
+        if isinstance(pool, Memory):
+            yield argument, pool
+
+
+# --------------------------------------------------------------------------- failures that still write
+
+
+class _ScribblesModel(ReferencePreparedModel):
+    def execute(self, request: Request):
+        try:
+            return super().execute(request)
+        except DriverError as error:
+            if error.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+                for argument, pool in _memory_outputs(request):
+                    loc = argument.location
+                    end = loc.offset + loc.length + loc.padding
+                    view = pool.map(writable=True)
+                    view[end: min(end + 4, pool.size)] = 0xEE  # the partial result, written on past the region
+            raise
+
+
+@mutant("scribbles-then-insufficient", "POOL-2", "writes the start of a too-large output past its region, then reports "
+        "OUTPUT_INSUFFICIENT_SIZE")
+def scribbles_then_insufficient():
+    return with_parts(prepared_model_class=_ScribblesModel)
+
+
+class _ClobbersInputsModel(ReferencePreparedModel):
+    def execute(self, request: Request):
+        try:
+            return super().execute(request)
+        except DriverError as error:
+            if error.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+                for argument in request.inputs:
+                    pool = request.pools[argument.location.pool_index] if not argument.has_no_value else None
+                    if isinstance(pool, Memory) and argument.location.length:
+                        loc = argument.location
+                        pool.map(writable=True)[loc.offset: loc.offset + loc.length] = 0  # inputs used as scratch
+            raise
+
+
+@mutant("insufficient-clobbers-inputs", "POOL-2", "uses its input regions as scratch and leaves them zeroed when an "
+        "output turns out too small")
+def insufficient_clobbers_inputs():
+    return with_parts(prepared_model_class=_ClobbersInputsModel)
+
+
+# --------------------------------------------------------------------------- refusals that grow
+
+
+class _LeakingAllocator(ReferenceDevice):
+    SLOTS = 6
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.allocations = 0
+
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        if self.allocations >= self.SLOTS:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of buffer slots")
+        result = super().allocate(desc, prepared_models, input_roles, output_roles)
+        self.allocations += 1  # release never gives a slot back
+        return result
+
+
+@mutant("allocation-slots-leak", "DOM-ALLOC-3", "never frees a buffer slot, so after six allocations every allocation is "
+        "refused with GENERAL_FAILURE")
+def allocation_slots_leak():
+    return _LeakingAllocator()
+
+
+class _RefusesAfterRelease(ReferenceDevice):
+    def __init__(self) -> None:
+        super().__init__()
+        self.released_one = False
+        device = self
+
+        class Buffer(ReferenceBuffer):
+            def release(self) -> None:
+                device.released_one = True
+                super().release()
+
+        self.buffer_class = Buffer
+
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        if self.released_one:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "allocator state corrupted by a release")
+        return super().allocate(desc, prepared_models, input_roles, output_roles)
+
+
+@mutant("refuses-after-release", "DOM-ALLOC-3", "refuses every allocation with GENERAL_FAILURE once any buffer was released")
+def refuses_after_release():
+    return _RefusesAfterRelease()
+
+
+# --------------------------------------------------------------------------- shapes and values rarely made
+
+
+@mutant("later-outputs-cut-to-first", "POOL-2", "writes every output after the first with at most the first output's "
+        "byte count")
+def later_outputs_cut_to_first():
+    device = ReferenceDevice()
+
+    def write_outputs(rules, outputs, values, views):
+        executor.write_outputs(rules, outputs, values, views)
+        if len(outputs) < 2:
+            return
+        first = values[outputs[0].operand_index].nbytes
+        for binding in outputs[1:]:
+            if binding.memory is None:
+                continue
+            value = values[binding.operand_index]
+            if value.nbytes > first:
+                loc = binding.argument.location
+                views[loc.pool_index][loc.offset + first: loc.offset + value.nbytes] = 0  # never copied
+    device.write_outputs = write_outputs
+    return device
+
+
+class _ShapesReversedModel(ReferencePreparedModel):
+    def execute(self, request: Request):
+        result = super().execute(request)
+        return dataclasses.replace(result, output_shapes=tuple(reversed(result.output_shapes)))
+
+
+@mutant("output-shapes-reversed", "POOL-2", "lists outputShapes in reverse order")
+def output_shapes_reversed():
+    return with_parts(prepared_model_class=_ShapesReversedModel)
+
+
+def _with_kernel(op: OperationType, run) -> ReferenceDevice:
+    device = ReferenceDevice()
+    device.kernels[op] = Kernel(device.kernels[op].validate, run)
+    return device
+
+
+@mutant("fully-connected-batch-from-first-axis", "POOL-2", "FULLY_CONNECTED takes the batch from the input's first axis "
+        "and fails inputs of rank above 2")
+def fully_connected_batch_from_first_axis():
+    def run(values, ins, out_op, out):
+        data, weights = np.asarray(values[0]), np.asarray(values[1])
+        if data.ndim > 2 and weights.ndim == 2 and data.size // data.shape[0] != weights.shape[1]:
+            from reference_driver.ops import KernelError
+            raise KernelError(f"FULLY_CONNECTED: input {data.shape} does not match weights {weights.shape}")
+        return nn.run_fully_connected(values, ins, out_op, out)
+    return _with_kernel(OperationType.FULLY_CONNECTED, run)
+
+
+def _int32_kernel(op: OperationType, compute) -> ReferenceDevice:
+    reference = KERNELS[op]
+
+    def run(values, ins, out_op, out):
+        if out_op.type != I32:
+            return reference.run(values, ins, out_op, out)
+        checked = reference.run(values, ins, out_op, None)  # shape errors as the reference reports them
+        a, b = np.broadcast_arrays(np.asarray(values[0], np.int64), np.asarray(values[1], np.int64))
+        return compute(a, b).reshape(checked.shape)
+    return _with_kernel(op, run)
+
+
+@mutant("int32-saturates", "POOL-2", "TENSOR_INT32 MUL saturates at the int32 range instead of wrapping around")
+def int32_saturates():
+    return _int32_kernel(OperationType.MUL, lambda a, b: np.clip(a * b, -2**31, 2**31 - 1).astype(np.int32))
+
+
+@mutant("int32-products-through-float", "POOL-2", "TENSOR_INT32 MUL goes through float64 and loses the low bits of "
+        "large products")
+def int32_products_through_float():
+    def compute(a, b):
+        product = a.astype(np.float64) * b.astype(np.float64)
+        return (np.round(product).astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    return _int32_kernel(OperationType.MUL, compute)
+
+
+@mutant("activation-input-ignored", "POOL-2", "a fused activation given as a request input (not a constant) is taken as NONE")
+def activation_input_ignored():
+    device = ReferenceDevice()
+    for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
+        reference = KERNELS[op]
+
+        def run(values, ins, out_op, out, reference=reference):
+            if ins[2].lifetime == OperandLifeTime.SUBGRAPH_INPUT:
+                values = [*values[:2], np.asarray(0, np.int32)]
+            return reference.run(values, ins, out_op, out)
+        device.kernels[op] = Kernel(reference.validate, run)
+    return device
+
+
+@mutant("negative-pool-index-accepted", "REQ-2", "accepts a negative pool index (counting pools from the end)")
+def negative_pool_index_accepted():
+    def pool_index_in_range(argument, pool_count):
+        return OK if -pool_count <= argument.location.pool_index < pool_count else INVALID
+    return with_rule("pool_index_in_range", pool_index_in_range)
+
+
+def _from_file_start(memory: Memory) -> Memory:
+    return Memory(memory.kind, memory.fd, 0, memory.size, memory.hardware_desc, owns_fd=False)
+
+
+class _CopyFromFileStart(ReferenceBuffer):
+    def copy_from(self, memory, dimensions=()):
+        if memory.kind == "mmap_fd" and memory.offset:
+            memory = _from_file_start(memory)  # the region's offset in its file is forgotten
+        return super().copy_from(memory, dimensions)
+
+
+@mutant("copy-from-file-start", "DOM-COPY-1", "copy_from reads an mmap_fd memory from the start of its file, not from "
+        "its offset")
+def copy_from_file_start():
+    return with_parts(buffer_class=_CopyFromFileStart)
+
+
+class _ConstantsFromFileStart(ReferenceDevice):
+    def prepare_model(self, model: Model) -> ReferencePreparedModel:
+        pools = tuple(_from_file_start(p) if p.kind == "mmap_fd" and p.offset else p for p in model.pools)
+        return super().prepare_model(dataclasses.replace(model, pools=pools))
+
+
+@mutant("constant-pool-from-file-start", "POOL-1", "reads an mmap_fd constant pool from the start of its file, not from "
+        "its offset")
+def constant_pool_from_file_start():
+    return _ConstantsFromFileStart()
+
+
+# --------------------------------------------------------------------------- the second run
+
+
+class _NegatesConstantsModel(ReferencePreparedModel):
+    def execute(self, request: Request):
+        result = super().execute(request)
+        with self.device.constants_lock:
+            for index, value in list(self.constants.items()):
+                if value.ndim and value.dtype.kind == "f":
+                    self.constants[index] = -value  # an in-place layout conversion applied on every run
+        return result
+
+
+class _NegatesConstants(ReferenceDevice):
+    prepared_model_class = _NegatesConstantsModel
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.constants_lock = threading.Lock()
+
+
+@mutant("constants-corrupted-by-execution", "POOL-1", "each execution converts float tensor constants in place, so "
+        "every second run of a prepared model computes with negated weights")
+def constants_corrupted_by_execution():
+    return _NegatesConstants()
+
+
+class _FirstValueCached(ManagedBuffer):
+    def value(self) -> np.ndarray:
+        cached = getattr(self, "_device_copy", None)
+        if cached is None or cached.shape != tuple(self.dimensions):
+            cached = self._device_copy = self.data.reshape(self.dimensions).copy()
+        return cached  # a device-side copy that later writes of the same shape never refresh
+
+
+@mutant("stale-device-copy", "DOM-COPY-1", "executions read a buffer through a device-side copy that a later write of "
+        "the same shape does not refresh")
+def stale_device_copy():
+    return with_parts(managed_buffer_class=_FirstValueCached)
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+class _LockPerArgumentModel(ReferencePreparedModel):
+    def execute(self, request: Request):
+        uses = Counter(pool for argument in request.inputs if not argument.has_no_value
+                       for pool in [request.pools[argument.location.pool_index]] if isinstance(pool, int)
+                       if 0 <= argument.location.pool_index < len(request.pools))
+        held = []
+        try:
+            for token, count in uses.items():
+                buffer = self.device.tokens.get(token)
+                for _ in range(count - 1 if buffer is not None else 0):  # one read lock per argument, not per buffer
+                    lock = buffer.lock.reading()
+                    lock.__enter__()
+                    held.append(lock)
+            if held:
+                time.sleep(0.002)  # staging the arguments takes a moment
+            return super().execute(request)
+        finally:
+            for lock in reversed(held):
+                lock.__exit__(None, None, None)
+
+
+@mutant("read-lock-per-argument", "DOM-CONC-1", "takes a read lock per input argument, so the same buffer as two inputs "
+        "deadlocks against a waiting writer")
+def read_lock_per_argument():
+    return with_parts(prepared_model_class=_LockPerArgumentModel)
+
+
+_STAGING = np.zeros(1 << 16, np.uint8)
+
+
+class _StagedCopyTo(ReferenceBuffer):
+    def copy_to(self, memory):
+        state = self._state
+        if not state.initialized or state.byte_size is None or state.byte_size > _STAGING.size or memory.size != state.byte_size:
+            return super().copy_to(memory)
+        raw = state.data.reshape(-1).view(np.uint8)
+        _STAGING[: raw.size] = raw  # one staging area for every buffer, and no lock around it
+        time.sleep(0.001)
+        target = memory.map(writable=True)
+        target[:] = _STAGING[: raw.size]
+
+
+@mutant("shared-staging-copy-to", "DOM-CONC-1", "copy_to goes through one staging area shared by every buffer, unlocked")
+def shared_staging_copy_to():
+    return with_parts(buffer_class=_StagedCopyTo)
+
+
+# --------------------------------------------------------------------------- copies
+
+
+class _KeepsDimensions(ReferenceBuffer):
+    def copy_from(self, memory, dimensions=()):
+        state = self._state
+        before = (state.initialized, state.dimensions, state.byte_size)
+        super().copy_from(memory, dimensions)
+        if before[0] and before[2] == state.byte_size and before[1] != state.dimensions:
+            state.dimensions = before[1]  # same byte size: the shape is assumed unchanged
+
+
+@mutant("copy-keeps-old-dimensions", "DOM-COPY-2", "a copy_from of another shape with the same byte size keeps the "
+        "buffer's previous dimensions")
+def copy_keeps_old_dimensions():
+    return with_parts(buffer_class=_KeepsDimensions)
+
+
+class _CopyToOnePast(ReferenceBuffer):
+    def copy_to(self, memory):
+        super().copy_to(memory)
+        if memory.kind == "mmap_fd" and not memory.closed:
+            os.pwrite(memory.fd, b"\xcd", memory.offset + memory.size)  # the DMA rounds the transfer up by a byte
+
+
+@mutant("copy-to-one-byte-past", "DOM-COPY-1", "copy_to into an mmap_fd region writes one byte past its end")
+def copy_to_one_byte_past():
+    return with_parts(buffer_class=_CopyToOnePast)
+
+
+# --------------------------------------------------------------------------- several live buffers
+
+
+class _ReleasesNewest(ReferenceBuffer):
+    def release(self) -> None:
+        live = sorted(self._device.tokens._live)
+        newest = max(live) if len(live) > 1 else self._state.token
+        self._device.tokens.remove(newest)  # the allocator frees its most recent slot
+
+
+@mutant("release-frees-newest", "DOM-ROLE-1", "release() frees the most recently allocated live buffer, not its own")
+def release_frees_newest():
+    return with_parts(buffer_class=_ReleasesNewest)
+
+
+class _SharedByRoles(ReferenceBuffer):
+    def copy_from(self, memory, dimensions=()):
+        super().copy_from(memory, dimensions)
+        state = self._state
+        for token in list(self._device.tokens._live):
+            other = self._device.tokens.get(token)
+            if other is not None and other is not state and other.roles == state.roles and other.initialized:
+                other.store(state.value())  # one storage slot per role set
+
+
+@mutant("buffers-with-same-roles-share-storage", "DOM-COPY-1", "two live buffers allocated for the same roles share "
+        "one storage slot once both were written")
+def buffers_with_same_roles_share_storage():
+    return with_parts(buffer_class=_SharedByRoles)
+
