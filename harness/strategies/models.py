@@ -239,6 +239,12 @@ def model_cases(caps: Capabilities, family: str = "") -> st.SearchStrategy[Model
     return st.one_of(single, two_output_models(single)).map(_noted)
 
 
+def several_output_cases(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
+    """Only models with two outputs (of any declared families, shapes and types)."""
+    single = _single_cases(caps, "")
+    return two_output_models(single).map(_noted) if single is not None else st.nothing()
+
+
 def _single_cases(caps: Capabilities, family: str) -> st.SearchStrategy[ModelCase] | None:
     wanted = FAMILIES.get(family, ())
     families = [make(caps) for ops, make in _FAMILIES if any(op in caps.operations for op in ops)

@@ -44,7 +44,8 @@ def elements(operand_type: OperandType, *, nonzero: bool = False) -> st.SearchSt
             return base.filter(lambda v: abs(v) >= 0.25) if nonzero else base
         case OperandType.TENSOR_INT32:
             # Small values, and the full range: products and sums must wrap around at 32 bits.
-            return st.one_of(st.integers(-1000, 1000), st.integers(-2**31, 2**31 - 1))
+            big = st.one_of(st.integers(-2**31, -2**24), st.integers(2**24, 2**31 - 1))  # products well past 2**53
+            return st.one_of(st.integers(-1000, 1000), big, st.integers(-2**31, 2**31 - 1))
         case OperandType.TENSOR_QUANT8_ASYMM:
             return st.integers(0, 255)
         case OperandType.TENSOR_QUANT8_ASYMM_SIGNED:

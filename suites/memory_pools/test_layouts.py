@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from harness.hal import OperationType
 from harness.oracle import assert_conforms, run_scenario
 from harness.strategies import scenarios
-from harness.strategies.models import FAMILIES, elementwise_models
+from harness.strategies.models import FAMILIES, elementwise_models, several_output_cases
 from harness.skips import not_applicable
 
 REQUIRED_KINDS = ("ashmem", "mmap_fd", "hardware_buffer_blob")
@@ -74,4 +74,14 @@ def test_broadcasting(driver, reference, capabilities, op, ranks, data) -> None:
         not_applicable("operations", f"the driver does not declare {op.name}")
     models = elementwise_models(capabilities, op=op, ranks=ranks)
     scenario = data.draw(scenarios(capabilities, models=models), label="scenario")
+    assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+
+
+@pytest.mark.requirement("POOL-2")
+@given(data=st.data())
+def test_several_outputs_of_different_shapes(driver, reference, capabilities, data) -> None:
+    """Two models side by side in one: every output written whole at its own region, and each
+    output's shape reported in its own place."""
+    scenario = data.draw(scenarios(capabilities, models=several_output_cases(capabilities), allow_insufficient=False),
+                         label="scenario")
     assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
