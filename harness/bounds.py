@@ -89,7 +89,7 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
     of its terms.  None when some float value is not in the scenario (a driver-managed buffer)."""
     values = bytearray(scenario.operand_values)
     constants = [bytearray(p.content) for p in scenario.constant_pools]
-    requests = [bytearray(p.content) if isinstance(p, MemorySpec) else None for p in scenario.request_pools]
+    requests = [bytearray(p.content) if isinstance(p, MemorySpec) else bytearray() for p in scenario.request_pools]
     stores = {"values": lambda pool: values, "constant": lambda pool: constants[pool], "request": lambda pool: requests[pool]}
 
     def rewrite(index: int, transform) -> bool:
@@ -120,7 +120,7 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
         subgraph=replace(scenario.subgraph, operations=tuple(operations)),
         operand_values=bytes(values),
         constant_pools=tuple(replace(p, content=bytes(c)) for p, c in zip(scenario.constant_pools, constants)),
-        request_pools=tuple(replace(p, content=bytes(c)) if c is not None else p  # type: ignore[type-var]
+        request_pools=tuple(replace(p, content=bytes(c)) if isinstance(p, MemorySpec) else p
                             for p, c in zip(scenario.request_pools, requests)),
     )
 

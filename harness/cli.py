@@ -33,8 +33,8 @@ def _list(options: argparse.Namespace) -> int:
     hidden = sum(1 for spec in registry.drivers.values() if spec.breaks or spec.exercises)
     if hidden and not options.all:
         print(f"({hidden} seeded-bug and correct-variant drivers not shown; harness list --all shows them)")
-    for plugin, error in sorted(registry.broken.items()):
-        print(f"plugin {plugin} failed to load: {error}", file=sys.stderr)
+    for plugin, reason in sorted(registry.broken.items()):
+        print(f"plugin {plugin} failed to load: {reason}", file=sys.stderr)
     return 0
 
 

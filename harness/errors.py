@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ConformanceError",
     "DeclarationError",
@@ -58,7 +60,24 @@ class DriverLoadError(HarnessError):
 
 
 class ConformanceError(AssertionError, HarnessError):
-    """A driver's behaviour differs from what SPEC requires."""
+    """A driver's behaviour differs from what SPEC requires.
+
+    Typed fields, so that what failed travels as data: ``requirement`` (the SPEC rule ID),
+    ``scenario`` (the failing `harness.scenario.Scenario`, which a reproducer prints) or
+    ``steps`` (the lockstep call sequence that led to it).
+    """
+
+    requirement: str = ""
+    scenario: Any = None
+    steps: tuple[Any, ...] = ()
+
+    def __init__(self, message: str = "", *, requirement: str = "", scenario: Any = None,
+                 steps: tuple[Any, ...] = ()) -> None:
+        super().__init__(message)
+        if requirement:  # otherwise the class's own (a crash is SVC-1, a hang SVC-2)
+            self.requirement = requirement
+        self.scenario = scenario
+        self.steps = tuple(steps)
 
 
 class DriverFault(ConformanceError):
@@ -68,6 +87,10 @@ class DriverFault(ConformanceError):
 class DriverCrash(DriverFault):
     """The service process exited or was killed by a signal during a call."""
 
+    requirement = "SVC-1"
+
 
 class DriverHang(DriverFault):
     """A call did not return within its deadline; the message carries the service's stacks."""
+
+    requirement = "SVC-2"

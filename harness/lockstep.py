@@ -12,13 +12,13 @@ Every call is also kept as a `Step` (plain data), and a failure carries the step
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ConformanceError, DriverFault
 from harness.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType
+from harness.memory import Memory
 from harness.oracle import Outcome, assert_conforms, compare_values, execute_scenario
 from harness.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
 
@@ -64,9 +64,8 @@ def _keeps_steps(method: Callable) -> Callable:
         try:
             return method(self, *args, **kwargs)
         except DriverFault as fault:
-            if not getattr(fault, "steps", None):
-                tag = re.search(r"\[(SVC-\d)\]", str(fault))
-                fault.steps, fault.requirement = tuple(self.steps), tag.group(1) if tag else "SVC-1"
+            if not fault.steps:
+                fault.steps = tuple(self.steps)  # its requirement (SVC-1 crash, SVC-2 hang) is its type's
             raise
 
     return call
@@ -103,9 +102,7 @@ class Lockstep:
 
     def _failure(self, requirement: str, message: str) -> ConformanceError:
         """The error for a mismatch, with the history shown and the steps attached."""
-        error = ConformanceError(f"{message}\n{self._history()}")
-        error.requirement, error.steps = requirement, tuple(self.steps)
-        return error
+        return ConformanceError(f"{message}\n{self._history()}", requirement=requirement, steps=tuple(self.steps))
 
     def _compare(self, requirement: str, call: str, expected: _Result, actual: _Result) -> None:
         __tracebackhide__ = True
@@ -211,7 +208,13 @@ class Lockstep:
         spec = MemorySpec(kind, b"\xee" * size, file_offset if kind == "mmap_fd" else 0, guard=16 if kind == "mmap_fd" else 0)
         expected = _with_memory(spec, lambda m: (pair.reference.copy_to(m), m.read())[1])
         around: list[bytes] = []
-        actual = _with_memory(spec, lambda m: (pair.driver.copy_to(m), around.append(outside_region(m, spec)), m.read())[2])
+
+        def copy_out(memory: Memory) -> bytes:
+            pair.driver.copy_to(memory)
+            around.append(outside_region(memory, spec))
+            return memory.read()
+
+        actual = _with_memory(spec, copy_out)
         self._compare(requirement, call, expected, actual)
         if around and around[0] != GUARD_BYTE * len(around[0]):
             self.log.append(f"{call}: wrote outside the memory's region")

@@ -146,7 +146,7 @@ def map_region(fd: int, offset: int, length: int, *, writable: bool) -> np.ndarr
     window = (ctypes.c_uint8 * length).from_address(address + delta)
     # The ctypes window is the numpy array's base; when it dies, the pages are unmapped.
     window._finalizer = weakref.finalize(window, _unmap, address, map_length)  # type: ignore[attr-defined]
-    array = np.frombuffer(window, dtype=np.uint8)
+    array = np.frombuffer(memoryview(window), dtype=np.uint8)
     if not writable:
         array.flags.writeable = False
     return array

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from harness import bounds
-from harness.errors import ConformanceError, DriverFault, DriverHang
+from harness.errors import ConformanceError, DriverFault
 from harness.hal import (
     Device,
     DriverError,
@@ -94,9 +94,8 @@ def run_scenario(device: Device, scenario: Scenario, tokens: Mapping[str, int] |
         return outcome
     except DriverFault as fault:
         # A crash or hang is a failure of this scenario: carry it, so a reproducer is written.
-        if getattr(fault, "scenario", None) is None:
-            fault.scenario = scenario
-            fault.requirement = "SVC-2" if isinstance(fault, DriverHang) else "SVC-1"
+        if fault.scenario is None:
+            fault.scenario = scenario  # the crash or hang is reproduced by this scenario
         raise
     finally:
         for pool in model.pools:
@@ -121,11 +120,12 @@ def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
     if not shapes and scenario.outputs:
         # CHOICE-4: empty outputShapes on success means "every output is as specified"; that is
         # only possible when every output's dimensions are fully known at execution.
-        shapes = _specified_output_shapes(scenario)
-        if shapes is None:
+        specified = _specified_output_shapes(scenario)
+        if specified is None:
             return Outcome("execute", ErrorStatus.NONE, "", (), (), pools_after,
                            shape_problem="outputShapes is empty although an output's dimensions are not fully "
                                          "specified at execution (CHOICE-4 allows it only when they all are)")
+        shapes = specified
     elif len(shapes) != len(scenario.outputs):
         return Outcome("execute", ErrorStatus.NONE, "", shapes, (), pools_after,
                        shape_problem=f"outputShapes has {len(shapes)} entries for {len(scenario.outputs)} outputs")
@@ -195,14 +195,13 @@ def describe_scenario(scenario: Scenario) -> str:
 
 def _fail(requirement: str, what: str, scenario: Scenario, expected: Outcome, actual: Outcome) -> None:
     __tracebackhide__ = True
-    error = ConformanceError(
+    raise ConformanceError(
         f"[{requirement}] {what}\n"
         f"  reference:          {expected.summary()}\n"
         f"  driver under test:  {actual.summary()}\n"
-        f"{describe_scenario(scenario)}"
+        f"{describe_scenario(scenario)}",
+        requirement=requirement, scenario=scenario,  # for the record and the reproducer printer
     )
-    error.scenario, error.requirement = scenario, requirement  # for the reproducer printer
-    raise error
 
 
 def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *, steps: int = 1, terms: int = 1,
@@ -263,10 +262,10 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
         if actual.stage != expected.stage:
             _fail(requirement, f"failed at {actual.stage}; SPEC requires failure at {expected.stage}", scenario, expected, actual)
         if expected.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
-            for i, (want, got) in enumerate(zip(expected.output_shapes, actual.output_shapes)):
-                if not want.is_sufficient and (got.dimensions, got.is_sufficient) != (want.dimensions, False):
+            for i, (needed, reported) in enumerate(zip(expected.output_shapes, actual.output_shapes)):
+                if not needed.is_sufficient and (reported.dimensions, reported.is_sufficient) != (needed.dimensions, False):
                     _fail("DOM-DYN-2", f"output {i}: insufficient output must report its needed dimensions "
-                          f"{want.dimensions} with isSufficient=false, got {got}", scenario, expected, actual)
+                          f"{needed.dimensions} with isSufficient=false, got {reported}", scenario, expected, actual)
             if len(actual.output_shapes) != len(expected.output_shapes):
                 _fail("DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE must carry one output shape per output", scenario, expected, actual)
         if actual.stage == "execute" and actual.pools_after:
@@ -325,12 +324,10 @@ def assert_outside_outputs_untouched(scenario: Scenario, actual: Outcome) -> Non
                 changed[arg.location.offset : arg.location.offset + arg.location.length + arg.location.padding] = False
         if changed.any():
             at = int(np.flatnonzero(changed)[0])
-            error = ConformanceError(
+            raise ConformanceError(
                 f"[POOL-2] request pool {index} ({spec.kind}) byte {at} outside every output region changed "
-                f"from {before[at]:#04x} to {now[at]:#04x} ({int(changed.sum())} bytes changed)\n{describe_scenario(scenario)}"
-            )
-            error.scenario, error.requirement = scenario, "POOL-2"
-            raise error
+                f"from {before[at]:#04x} to {now[at]:#04x} ({int(changed.sum())} bytes changed)\n{describe_scenario(scenario)}",
+                requirement="POOL-2", scenario=scenario)
 
 
 @contextmanager

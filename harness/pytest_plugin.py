@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import cast
 
 import pytest
 
@@ -58,7 +59,7 @@ class HarnessState:
                 self.device = spec.create()
             else:
                 self.service = DriverService(self.driver_name, timeout=self.timeout)
-                self.device = self.service.device
+                self.device = cast(Device, self.service.device)  # a proxy presenting the Driver API
         return self.device
 
     def capabilities(self) -> Capabilities:
@@ -121,13 +122,13 @@ def _register_profiles() -> None:
     # restart or a whole deadline (minutes per test with hypothesis >= 6.1xx), for a report about
     # the harness's own lines that a vendor cannot use.
     phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
-    common = dict(deadline=None, phases=phases,
-                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
-    settings.register_profile("harness-dev", max_examples=20, database=DirectoryBasedExampleDatabase(LOCAL_DIRECTORY), **common)
-    settings.register_profile("harness-ci", max_examples=12, database=None, print_blob=True, **common)
-    settings.register_profile("harness-certify", max_examples=50, database=None, print_blob=True, **common)
-    settings.register_profile("harness-nightly", max_examples=1000, database=DirectoryBasedExampleDatabase(LOCAL_DIRECTORY),
-                              print_blob=True, **common)
+    common = settings(deadline=None, phases=phases,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+    settings.register_profile("harness-dev", common, max_examples=20, database=DirectoryBasedExampleDatabase(LOCAL_DIRECTORY))
+    settings.register_profile("harness-ci", common, max_examples=12, database=None, print_blob=True)
+    settings.register_profile("harness-certify", common, max_examples=50, database=None, print_blob=True)
+    settings.register_profile("harness-nightly", common, max_examples=1000, database=DirectoryBasedExampleDatabase(LOCAL_DIRECTORY),
+                              print_blob=True)
 
 
 def _apply_run_settings(config: pytest.Config, profile: str) -> None:
@@ -214,7 +215,7 @@ class _XdistSeedSharing:
 def _plugin_expectations(state: HarnessState) -> list[Expectation]:
     if state.registry is None:
         return []
-    found = []
+    found: list[Expectation] = []
     for result in state.registry.manager.hook.harness_expectations(driver_name=state.driver_name):
         found.extend(result or [])
     return found
@@ -300,7 +301,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda item: not any(stop_on in m.args for m in item.iter_markers("requirement")))
     for item in items:
         function = getattr(item, "obj", None)
-        if state.seeded and getattr(function, "is_hypothesis_test", False):
+        if function is not None and state.seeded and getattr(function, "is_hypothesis_test", False):
             hypothesis_seed(state.seed)(function)
         names = (item.nodeid, canonical_id(item))
         for number, expectation in enumerate(state.expectations):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -170,7 +171,7 @@ def check_capabilities(capabilities: object, plugin: str, declared: str) -> None
             raise DeclarationError(plugin, what, field_name, members, "a frozenset")
         for member in members:
             if member not in allowed or (field_name != "memory_kinds" and not isinstance(member, type(allowed[0]))):
-                names = ", ".join(getattr(a, "name", a) for a in allowed)
+                names = ", ".join(a if isinstance(a, str) else a.name for a in allowed)
                 raise DeclarationError(plugin, what, field_name, member, names)
     for field_name in ("memory_domains", "dynamic_buffers"):
         if not isinstance(getattr(capabilities, field_name), bool):
@@ -186,14 +187,18 @@ def load_registry(extra_plugins: Iterable[object] = (), *, entry_points: bool = 
             _register(manager, f"{entry_point.name} ({entry_point.value})", entry_point.load, broken)
     if repo_plugins:
         for module_name in _repo_plugin_modules():
-            _register(manager, module_name, lambda m=module_name: importlib.import_module(m), broken)
+            _register(manager, module_name, functools.partial(importlib.import_module, module_name), broken)
     for plugin in extra_plugins:
-        _register(manager, getattr(plugin, "__name__", repr(plugin)), lambda p=plugin: p, broken)
+        _register(manager, getattr(plugin, "__name__", repr(plugin)), functools.partial(_itself, plugin), broken)
     try:
         manager.check_pending()
     except pluggy.PluginValidationError as error:
         raise DriverLoadError(f"plugin {error.plugin!r} declares a hook the harness does not know: {error}") from None
     return DriverRegistry(manager, _collect_drivers(manager), broken)
+
+
+def _itself(plugin: object) -> object:
+    return plugin
 
 
 def _repo_plugin_modules() -> list[str]:

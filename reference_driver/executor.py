@@ -83,7 +83,7 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
     rules.enforce(rules.argument_counts_match(len(request.inputs), len(request.outputs), subgraph), "REQ-1",
                   f"{len(request.inputs)} inputs and {len(request.outputs)} outputs given, model has "
                   f"{len(subgraph.input_indexes)} and {len(subgraph.output_indexes)}")
-    pools: list[Memory | ManagedBuffer] = []
+    pools: list[Memory | ManagedBuffer] = []  # each request pool: a memory, or the buffer its token names
     for index, pool in enumerate(request.pools):
         if isinstance(pool, Memory):
             rules.enforce(rules.memory_kind_known(pool), "POOL-5", lambda: f"pool {index}: unknown memory kind {pool.kind!r}")
@@ -113,17 +113,17 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
             bindings.append(Binding(direction, io_index, operand_index, operand, argument, operand.dimensions))
             continue
         rules.enforce(rules.pool_index_in_range(argument, len(pools)), "REQ-2", lambda: f"{where}: pool index {argument.location.pool_index} of {len(pools)}")
-        pool = pools[argument.location.pool_index]
+        source = pools[argument.location.pool_index]
         dimensions = rules.argument_dimensions(argument, operand)
         if dimensions is None:
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-2] {where}: dimensions {argument.dimensions} conflict with the model's {operand.dimensions}")
         binding = Binding(direction, io_index, operand_index, operand, argument, dimensions)
-        if isinstance(pool, ManagedBuffer):
-            _bind_token(prepared, binding, pool, where)
-            token_uses.append((pool.token, direction.value))  # per buffer, whatever pool slots name it
+        if not isinstance(source, Memory):
+            _bind_token(prepared, binding, source, where)
+            token_uses.append((source.token, direction.value))  # per buffer, whatever pool slots name it
         else:
-            binding.memory = pool
-            rules.enforce(rules.region_within_memory(argument.location, pool), "REQ-2", lambda: f"{where}: region {argument.location} beyond {pool.size} bytes")
+            binding.memory = source
+            rules.enforce(rules.region_within_memory(argument.location, source), "REQ-2", lambda: f"{where}: region {argument.location} beyond {source.size} bytes")
             if direction is IODirection.INPUT:
                 rules.enforce(rules.input_fully_specified(operand.type, dimensions), "REQ-2", lambda: f"{where}: input dimensions {dimensions} not fully specified")
             rules.enforce(rules.length_matches_dimensions(argument.location, operand.type, dimensions), "REQ-2",
@@ -163,7 +163,7 @@ def execute(prepared: ReferencePreparedModel, request: Request, tokens: TokenTab
             outputs = [b for b in bindings if b.direction is IODirection.OUTPUT]
             shapes = _check_outputs(rules, outputs, values)
             if not all(s.is_sufficient for s in shapes):
-                raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "[DOM-DYN-2] an output region is too small", shapes)
+                raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "[DOM-DYN-2] an output region is too small", tuple(shapes))
             prepared.device.write_outputs(rules, outputs, values, views)
         except BaseException:
             for buffer in writes:

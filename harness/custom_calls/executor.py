@@ -67,7 +67,10 @@ class CustomCallExecutor:
         if library is None:
             library = self._libraries[path] = ctypes.CDLL(path)
         try:
-            return ctypes.cast(getattr(library, target.symbol), ctypes.c_void_p).value
+            address = ctypes.cast(getattr(library, target.symbol), ctypes.c_void_p).value
+            if address is None:
+                raise AttributeError(target.symbol)
+            return address
         except AttributeError:
             raise CustomCallError(f"custom-call target {target.name!r}: {path} has no symbol {target.symbol!r}") from None
 

@@ -57,15 +57,15 @@ def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequen
                          language: str = "c") -> Path:
     """The path of ``name``'s shared library built from ``sources`` with ``flags``."""
     compiler = compiler or find_compiler(language)
-    sources = [Path(s).resolve() for s in sources]
-    include_dirs = [Path(d).resolve() for d in include_dirs]
+    source_paths = [Path(s).resolve() for s in sources]
+    include_paths = [Path(d).resolve() for d in include_dirs]
     digest = hashlib.sha256()
-    for source in sources:
+    for source in source_paths:
         digest.update(source.read_bytes())
-    for directory in sorted({s.parent for s in sources} | set(include_dirs)):
+    for directory in sorted({s.parent for s in source_paths} | set(include_paths)):
         for header in sorted(directory.glob("*.h")):
             digest.update(header.read_bytes())
-    flags = [*flags, *(f"-I{d}" for d in include_dirs)]
+    flags = [*flags, *(f"-I{d}" for d in include_paths)]
     digest.update("\0".join(flags).encode())
     digest.update(_compiler_identity(compiler))
     target = cache_directory() / f"{name}-{digest.hexdigest()[:16]}.so"
@@ -76,7 +76,7 @@ def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequen
     os.close(descriptor)
     # C++ builds include headers (XLA's) whose warnings are not ours to fix.
     dialect = ["-std=c++17"] if language == "c++" else ["-Wall", "-Werror=implicit-function-declaration"]
-    command = [compiler, "-x", language, *dialect, "-O2", "-g", "-shared", "-fPIC", *flags, *map(str, sources), "-o", partial]
+    command = [compiler, "-x", language, *dialect, "-O2", "-g", "-shared", "-fPIC", *flags, *map(str, source_paths), "-o", partial]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:

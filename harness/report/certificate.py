@@ -51,9 +51,9 @@ def requirement_status(tests: list[dict]) -> dict:
     if not tests:
         return {"status": "not-run", "reasons": ["no test covering it ran"], "fixes": [_ALL_SUITES_FIX], "capabilities": []}
     statuses = [_test_status(t) for t in tests]
-    status = next((s for s in ("fail", "not-run", "waived") if s in statuses), None)
-    if status is None:
-        status = "not-applicable" if all(s == "not-applicable" for s in statuses) else "pass"
+    first = next((s for s in ("fail", "not-run", "waived") if s in statuses), None)
+    status: str = first if first is not None else (
+        "not-applicable" if all(s == "not-applicable" for s in statuses) else "pass")
     skips = [t.get("skip") or {} for t, s in zip(tests, statuses) if s == status]
     reasons = [t["waiver"] for t in tests if t["waiver"]] if status == "waived" else []
     reasons += [skip["reason"] for skip in skips if skip.get("reason")]

@@ -46,8 +46,8 @@ def _matrix(certificate: dict) -> str:
             parts.append(f'<rect x="{x + 1}" y="{y + 1}" width="{cell - 2}" height="{cell - 2}" fill="{fill}">'
                          f'<title>{_e(requirement)}: {_e(entry["status"])}</title></rect>')
     for column, requirement in enumerate(requirements):
-        x = left + column * cell + cell / 2 + 4
-        parts.append(f'<text transform="translate({x},{top - 6}) rotate(-60)" font-size="11">{_e(requirement)}</text>')
+        label_x = left + column * cell + cell // 2 + 4
+        parts.append(f'<text transform="translate({label_x},{top - 6}) rotate(-60)" font-size="11">{_e(requirement)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 

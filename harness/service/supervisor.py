@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, IO
 
 from harness.errors import DriverCrash, DriverHang, DriverLoadError
 from harness.hal import Capabilities
@@ -185,10 +186,12 @@ class DriverService(_Endpoint):
         self.address = ""
         self.starts = 0
         self._zygote: _Zygote | None = None
-        self._stderr = None
+        self._stderr: IO[bytes] | None = None
         self._killed_for: str = ""
         self._hang_stacks = ""
         self._closed = False
+        # The services' listening sockets live here: a directory only this user can enter (0700).
+        self._socket_directory = tempfile.mkdtemp(prefix="driver-harness-")
         self._start()
 
     def _start(self) -> None:
@@ -196,7 +199,7 @@ class DriverService(_Endpoint):
             if self._zygote is not None:
                 self._zygote.close()
             self._zygote = _Zygote(self.driver)
-        self.address = f"driver-harness-{os.getpid()}-{secrets.token_hex(6)}"
+        self.address = os.path.join(self._socket_directory, f"service-{secrets.token_hex(6)}.sock")
         self._stderr = tempfile.TemporaryFile()
         self._killed_for = ""
         try:
@@ -231,6 +234,7 @@ class DriverService(_Endpoint):
             if generation is not None and generation != self.generation:
                 raise DriverCrash(f"[SVC-1] {description}: the object belongs to a driver service that was replaced "
                                   f"after an earlier crash or hang; it no longer exists")
+            assert self.connection is not None  # just started
             return self.connection
 
     # ----------------------------------------------------------------- failures
@@ -281,6 +285,11 @@ class DriverService(_Endpoint):
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+        if self.address:
+            try:
+                os.unlink(self.address)  # the killed service could not remove its socket
+            except OSError:
+                pass
 
     def close(self) -> None:
         """Stop the service and its zygote: no process or descriptor of theirs is left behind."""
@@ -290,6 +299,7 @@ class DriverService(_Endpoint):
             if self._zygote is not None:
                 self._zygote.close()
                 self._zygote = None
+            shutil.rmtree(self._socket_directory, ignore_errors=True)
 
 
 class AttachedClient(_Endpoint):
@@ -298,7 +308,7 @@ class AttachedClient(_Endpoint):
     def __init__(self, address: str, timeout: float = 10.0) -> None:
         super().__init__(timeout)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        sock.connect("\0" + address)
+        sock.connect(address)
         self.generation = 1
         self.connection = Connection(sock, self._broken, self.references, self.load_object)
         self._handshake()

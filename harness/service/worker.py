@@ -20,6 +20,7 @@ import itertools
 import os
 import signal
 import socket
+import struct
 import sys
 import threading
 import traceback
@@ -174,26 +175,49 @@ class Service:
                 sock, _ = listener.accept()
             except OSError:
                 return
+            if not _same_user(sock):  # checked before a single byte is read, let alone decoded
+                sock.close()
+                continue
             _Connection(self, sock, primary=False).serve()
 
     def stop(self) -> None:
         self.stopped.set()
 
 
+def _same_user(sock: socket.socket) -> bool:
+    """Whether the peer of an accepted connection runs as this process's user (SO_PEERCRED)."""
+    try:
+        credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return False
+    _pid, uid, _gid = struct.unpack("3i", credentials)
+    return uid == os.getuid()
+
+
 def serve(device: Any, fd: int, listen: str, driver: str = "") -> int:
     """Serve ``device`` on the connected socket ``fd`` and on ``listen``; returns when the
-    primary client closes or asks for shutdown."""
+    primary client closes or asks for shutdown.
+
+    ``listen`` is a filesystem path in a directory only this user can enter (the harness made it
+    0700), never an abstract socket name, which any process on the machine could connect to; and
+    a connection whose peer is another user is closed before anything is read from it.
+    """
     faulthandler.enable(sys.stderr, all_threads=True)
     faulthandler.register(signal.SIGUSR1, sys.stderr, all_threads=True)
     primary = socket.socket(fileno=fd)
     service = Service(device, driver)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    listener.bind("\0" + listen)
+    listener.bind(listen)
+    os.chmod(listen, 0o600)
     listener.listen(16)
     threading.Thread(target=service.accept_forever, args=(listener,), daemon=True).start()
     _Connection(service, primary, primary=True).serve()
     service.stopped.wait()
     listener.close()
+    try:
+        os.unlink(listen)
+    except OSError:
+        pass
     sys.stderr.flush()
     return 0
 

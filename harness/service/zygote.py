@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     children: set[int] = set()
     while True:
-        ready, _, _ = select.select([control, wake_read], [], [], 1.0)
+        ready, _, _ = select.select([control.fileno(), wake_read], [], [], 1.0)
         if wake_read in ready:
             while True:
                 try:
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 except BlockingIOError:
                     break
         _reap(control)
-        if control not in ready:
+        if control.fileno() not in ready:
             continue
         received = wire.receive(control)
         if received is None:

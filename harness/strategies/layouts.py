@@ -80,7 +80,7 @@ def request_layouts(draw, case: ModelCase, caps: Capabilities, *, allow_insuffic
         MemorySpec(kind, bytes(data), draw(st.sampled_from([0, 8, 4096 + 16]), label="file offset") if kind == "mmap_fd" else 0)
         for kind, data in zip(pool_kinds, pools)
     )
-    constant_pools = ()
+    constant_pools: tuple[MemorySpec, ...] = ()
     if case.pool_data:
         usable = [k for k in CONSTANT_POOL_KINDS if k in caps.memory_kinds] or ["ashmem"]  # ashmem is required
         kind = draw(st.sampled_from(usable), label="constant pool kind")

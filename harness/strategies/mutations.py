@@ -36,7 +36,7 @@ def _arguments(scenario: Scenario) -> list[tuple[str, int]]:
 def _with(scenario: Scenario, field: str, index: int, argument: RequestArgument) -> Scenario:
     arguments = list(getattr(scenario, field))
     arguments[index] = argument
-    return replace(scenario, **{field: tuple(arguments)})
+    return replace(scenario, **{field: tuple(arguments)})  # type: ignore[arg-type]  # field is inputs or outputs
 
 
 @st.composite
@@ -52,7 +52,7 @@ def request_mutations(draw, scenario: Scenario, names: tuple[str, ...] = ()) -> 
             del arguments[draw(st.integers(0, len(arguments) - 1), label="removed")]
         else:
             arguments.append(arguments[draw(st.integers(0, len(arguments) - 1), label="duplicated")])
-        return name, MUTATIONS[name], replace(scenario, **{field: tuple(arguments)})
+        return name, MUTATIONS[name], replace(scenario, **{field: tuple(arguments)})  # type: ignore[arg-type]
     argument = getattr(scenario, field)[index]
     loc = argument.location
     operand_index = (scenario.subgraph.input_indexes if field == "inputs" else scenario.subgraph.output_indexes)[index]
@@ -82,8 +82,8 @@ def request_mutations(draw, scenario: Scenario, names: tuple[str, ...] = ()) -> 
             dims[axis] = (dims[axis] or 1) + draw(st.integers(1, 3))
             argument = replace(argument, dimensions=tuple(dims))
         case "rank-conflicts-with-model":
-            dims = tuple(argument.dimensions or operand.dimensions or (1,))
-            argument = replace(argument, dimensions=dims + (1,) if draw(st.booleans()) else dims[:-1] or (1, 1))
+            given = tuple(argument.dimensions or operand.dimensions or (1,))
+            argument = replace(argument, dimensions=given + (1,) if draw(st.booleans()) else given[:-1] or (1, 1))
         case "no-value-with-location":
             argument = RequestArgument(True, loc if loc != DataLocation() else DataLocation(0, 4, 4), ())
         case "no-value-with-dimensions":

@@ -39,8 +39,7 @@ def elements(operand_type: OperandType, *, nonzero: bool = False) -> st.SearchSt
     """Element values that keep float results exact enough to compare with tolerances."""
     match operand_type:
         case OperandType.TENSOR_FLOAT32 | OperandType.TENSOR_FLOAT16:
-            width = 32 if operand_type == OperandType.TENSOR_FLOAT32 else 16
-            base = st.floats(-8, 8, width=width, allow_subnormal=False)
+            base = st.floats(-8, 8, width=32 if operand_type == OperandType.TENSOR_FLOAT32 else 16, allow_subnormal=False)
             return base.filter(lambda v: abs(v) >= 0.25) if nonzero else base
         case OperandType.TENSOR_INT32:
             # Small values, and the full range: products and sums must wrap around at 32 bits.

@@ -109,27 +109,26 @@ def build_xla_targets() -> Path:
 
 def reference_targets(flags: tuple[str, ...] = ()) -> list[CustomCallTarget]:
     library = functools.partial(build_targets, tuple(flags))
-    xla = dict(xla_library=build_xla_targets)
     return [
         CustomCallTarget("add_mod128", "Host", "host", library, "add_mod128_host", add_mod128, _add_host_cases,
                          description="the seed's A[i] = B[i % 128] + C[i], F32[128] and F32[2048]",
-                         xla_symbol="HarnessAddMod128", **xla),
+                         xla_symbol="HarnessAddMod128", xla_library=build_xla_targets),
         CustomCallTarget("add_mod128", DEVICE, "device", library, "add_mod128_device", add_mod128, _add_device_cases,
                          description="A[i] = B[i % 128] + C[i] for any n and three dtypes; n and dtype in opaque"),
         CustomCallTarget("tuple_concat", "Host", "host-unified", library, "tuple_concat_host", tuple_concat,
                          _concat_cases, scratch=((1,),),
                          description="nested tuple operands concatenated through a scratch output leaf",
-                         xla_symbol="HarnessTupleConcat", **xla),
+                         xla_symbol="HarnessTupleConcat", xla_library=build_xla_targets),
         CustomCallTarget("tuple_concat", DEVICE, "device", library, "tuple_concat_device", tuple_concat,
                          _concat_cases, scratch=((1,),), description="the same with the flat buffers array"),
         CustomCallTarget("echo_opaque", "Host", "host-unified", library, "echo_opaque_host", echo_opaque, _echo_cases,
                          description="writes opaque's length and bytes to its output",
-                         xla_symbol="HarnessEchoOpaque", xla_opaque=True, **xla),
+                         xla_symbol="HarnessEchoOpaque", xla_opaque=True, xla_library=build_xla_targets),
         CustomCallTarget("echo_opaque", DEVICE, "device", library, "echo_opaque_device", echo_opaque, _echo_cases,
                          description="writes opaque's length and bytes to its output"),
         CustomCallTarget("fail_with_status", "Host", "host-unified", library, "fail_with_status_host",
                          cases=_failing_cases, error=failure_message, description="always fails through the status",
-                         xla_symbol="HarnessFailWithStatus", xla_opaque=True, **xla),
+                         xla_symbol="HarnessFailWithStatus", xla_opaque=True, xla_library=build_xla_targets),
         CustomCallTarget("fail_with_status", DEVICE, "device-status", library, "fail_with_status_device",
                          cases=_failing_cases, error=failure_message, description="always fails through the status"),
     ]
