@@ -46,8 +46,31 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
     return 2 if code == int(pytest.ExitCode.USAGE_ERROR) else code  # the harness's usage errors exit 2
 
 
+def _positive(kind: type[int] | type[float]):
+    """An argparse type: a number above zero (a bad value is one line and exit 2, from argparse)."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} is not above zero")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line (``harness fuzz: argument --minutes: -1 is not above zero``), exit 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="harness", description="Conformance and fuzz testing of accelerator drivers.")
+    parser = _Parser(prog="harness", description="Conformance and fuzz testing of accelerator drivers.")
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="list registered drivers")
     listing.add_argument("--all", action="store_true", help="include the seeded-bug drivers")
@@ -62,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     certify.add_argument("--seed", type=int, default=None, help="default: 0 (the certify profile's fixed seed)")
     fuzz = commands.add_parser("fuzz", help="generate for a time budget; keep every failure")
     fuzz.add_argument("--driver", required=True)
-    fuzz.add_argument("--minutes", type=float, default=10.0)
-    fuzz.add_argument("--workers", type=int, default=1)
+    fuzz.add_argument("--minutes", type=_positive(float), default=10.0)
+    fuzz.add_argument("--workers", type=_positive(int), default=1)
     fuzz.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N")
     fuzz.add_argument("--out", default="fuzz", metavar="DIR")
     fuzz.add_argument("--suites", default=None, metavar="NAME,...",

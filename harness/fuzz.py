@@ -152,8 +152,13 @@ def replay(driver: str, db: str, out: str) -> int:
     code = subprocess.run(command, stdin=subprocess.DEVNULL).returncode
     if code == 4:
         return 2
-    failures = _distinct_failures(_read(record))
+    records = _read(record)
+    replayed = sum(r.get("examples") or 0 for r in records if "id" in r)
+    if not replayed:
+        print(f"harness replay: {driver}: nothing is stored for this driver in {db} (0 examples replayed)")
+        return 0
+    failures = _distinct_failures(records)
     for record_ in failures.values():
         print(f"still failing: {record_['id']}: {record_['message']}")
-    print(f"harness replay: {driver}: {len(failures)} stored failures reproduce")
+    print(f"harness replay: {driver}: {replayed} stored examples replayed; {len(failures)} failures reproduce")
     return 1 if failures else 0

@@ -300,21 +300,24 @@ class DriverError(Exception):
     """How every driver reports a failed call: an ErrorStatus and a message.
 
     `output_shapes` is set with OUTPUT_INSUFFICIENT_SIZE: the shapes the outputs need.
+    `rule` (optional) is the SPEC requirement ID that decided the error, as data: the reference
+    sets it, and the judges read it, never the message, to know which statuses SPEC allows.
     """
 
     def __init__(
-        self, status: ErrorStatus, message: str = "", output_shapes: tuple[OutputShape, ...] = ()
+        self, status: ErrorStatus, message: str = "", output_shapes: tuple[OutputShape, ...] = (), rule: str = ""
     ) -> None:
         super().__init__(status, message)
         self.status = ErrorStatus(status)
         self.message = message
         self.output_shapes = tuple(output_shapes)
+        self.rule = rule
 
     def __str__(self) -> str:
         return f"{self.status.name}: {self.message}" if self.message else self.status.name
 
-    def __reduce__(self):  # keep status and shapes when pickled
-        return (type(self), (self.status, self.message, self.output_shapes))
+    def __reduce__(self):  # keep status, shapes and rule when pickled
+        return (type(self), (self.status, self.message, self.output_shapes, self.rule))
 
 
 # --------------------------------------------------------------------------- the driver API

@@ -47,6 +47,7 @@ class _Result:
     status: ErrorStatus
     message: str = ""
     value: Any = None
+    rule: str = ""  # DriverError.rule: which SPEC rule decided the error
 
     @property
     def ok(self) -> bool:
@@ -75,7 +76,7 @@ def _call(fn: Callable[[], Any]) -> _Result:
     try:
         return _Result(ErrorStatus.NONE, value=fn())
     except DriverError as error:
-        return _Result(error.status, error.message)
+        return _Result(error.status, error.message, rule=error.rule)
 
 
 class Lockstep:
@@ -107,7 +108,7 @@ class Lockstep:
     def _compare(self, requirement: str, call: str, expected: _Result, actual: _Result) -> None:
         __tracebackhide__ = True
         self.log.append(f"{call} -> reference {expected.describe()}; driver {actual.describe()}")
-        outcome = Outcome("call", expected.status, expected.message)
+        outcome = Outcome("call", expected.status, expected.message, rule=expected.rule)
         if expected.ok and actual.ok:
             return
         if expected.ok:

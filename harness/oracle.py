@@ -37,8 +37,6 @@ from harness.scenario import MemorySpec, Scenario
 
 __all__ = ["Outcome", "assert_conforms", "describe_scenario", "execute_scenario", "expect_status", "run_scenario"]
 
-_RULE_TAG = re.compile(r"\[([A-Z]+(?:-[A-Z]+)?-\d+)\]")
-
 #: Rules for which SPEC accepts any error status, not one exact status: handle defects (CHOICE-1).
 _ANY_ERROR_RULES = {"POOL-4", "POOL-5", "POOL-3"}
 _ANY_ERROR = frozenset(status for status in ErrorStatus if status != ErrorStatus.NONE)
@@ -55,6 +53,7 @@ class Outcome:
     outputs: tuple[bytes | None, ...] = ()
     pools_after: tuple[bytes, ...] = field(default=(), repr=False)
     shape_problem: str = ""  # a success whose outputShapes SPEC does not allow (CHOICE-4)
+    rule: str = ""  # the SPEC rule that decided a failure (DriverError.rule), when the driver says
     # For the reference's successes: the outputs of the same model run on magnitudes, computed
     # only when a float comparison needs them (harness.bounds, CHOICE-7).
     magnitudes: Callable[[], tuple[bytes | None, ...] | None] | None = field(default=None, repr=False, compare=False)
@@ -62,11 +61,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.status == ErrorStatus.NONE
-
-    @property
-    def rule(self) -> str:
-        match = _RULE_TAG.search(self.message)
-        return match.group(1) if match else ""
 
     def acceptable_statuses(self) -> frozenset[ErrorStatus]:
         if self.rule in _ANY_ERROR_RULES:
@@ -87,7 +81,7 @@ def run_scenario(device: Device, scenario: Scenario, tokens: Mapping[str, int] |
         try:
             prepared = device.prepare_model(model)
         except DriverError as error:
-            return Outcome("prepare", error.status, error.message)
+            return Outcome("prepare", error.status, error.message, rule=error.rule)
         outcome = execute_scenario(prepared, scenario, tokens)
         if outcome.ok and tokens is None:
             outcome.magnitudes = functools.partial(_magnitude_outputs, device, scenario)
@@ -110,7 +104,7 @@ def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
             result = prepared.execute(request)
         except DriverError as error:
             return Outcome("execute", error.status, error.message, error.output_shapes,
-                           pools_after=_read_pools(scenario, memories))
+                           pools_after=_read_pools(scenario, memories), rule=error.rule)
         pools_after = _read_pools(scenario, memories)
     finally:
         for memory in memories:

@@ -165,6 +165,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(custom_call_fixtures, "harness-custom-calls")
     from hypothesis import settings
 
+    for option, flag in (("driver_timeout", "--driver-timeout"), ("harness_examples", "--harness-examples")):
+        value = config.getoption(option)
+        if value is not None and value <= 0:
+            raise pytest.UsageError(f"{flag}={value:g}: must be above zero")
     _register_profiles()
     profile = config.getoption("harness_profile")
     settings.load_profile(f"harness-{profile}")

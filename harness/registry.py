@@ -51,7 +51,7 @@ class DriverSpec:
         except Exception as error:
             raise DriverLoadError(
                 f"driver {self.name!r} (plugin {self.plugin or '?'}): its factory raised "
-                f"{type(error).__name__}: {error}\n{_short_traceback(error)}"
+                f"{type(error).__name__}: {error} ({_where(error)})"
             ) from None
         missing = [m for m in ("capabilities", "prepare_model", "allocate", "get_supported_operations") if not hasattr(device, m)]
         if missing:
@@ -60,6 +60,12 @@ class DriverSpec:
                 f"which lacks {', '.join(missing)} of the Driver API (harness.hal.Device)"
             )
         return device
+
+
+def _where(error: BaseException) -> str:
+    """Where an exception was raised, as file:line of the innermost frame."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return f"at {frames[-1].filename}:{frames[-1].lineno}" if frames else "no traceback"
 
 
 def _short_traceback(error: BaseException, limit: int = 3) -> str:

@@ -71,7 +71,7 @@ class ReferenceBuffer:
 
     def _require_live(self) -> None:
         if self._state.released:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ROLE-1] buffer {self._state.token} was released")
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ROLE-1] buffer {self._state.token} was released", rule="DOM-ROLE-1")
 
     def copy_from(self, memory: Memory, dimensions: Sequence[int] = ()) -> None:
         state, rules = self._state, self._device.rules
@@ -82,7 +82,7 @@ class ReferenceBuffer:
                 dims = rules.copy_dimensions(state.operand_type, state.initial_dimensions, tuple(dimensions))
                 if dims is None:
                     raise DriverError(ErrorStatus.INVALID_ARGUMENT,
-                                      f"[DOM-COPY-2] dimensions {tuple(dimensions)} for a buffer of {state.initial_dimensions}")
+                                      f"[DOM-COPY-2] dimensions {tuple(dimensions)} for a buffer of {state.initial_dimensions}", rule="DOM-COPY-2")
                 expected = int(np.prod(dims, dtype=np.int64)) * np.dtype(numpy_dtype(state.operand_type)).itemsize
                 rules.enforce(rules.memory_size_matches(memory.size, expected), "DOM-COPY-1",
                               lambda: f"memory of {memory.size} bytes for {expected}")
@@ -109,7 +109,7 @@ class ReferenceBuffer:
                 try:
                     target.write_back(0, target.size)
                 except OSError as error:
-                    raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[DOM-COPY-1] {error}") from None
+                    raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[DOM-COPY-1] {error}", rule="DOM-COPY-1") from None
 
     def release(self) -> None:
         self._device.tokens.remove(self._state.token)
@@ -182,7 +182,7 @@ class ReferenceDevice:
             rules.enforce(rules.index_in_range(role.model_index, len(prepared_models)), "DOM-ALLOC-1", lambda: f"{where}: model index")
             prepared = prepared_models[role.model_index]
             if not (isinstance(prepared, ReferencePreparedModel) and prepared.device is self):
-                raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ALLOC-1] {where}: not a model prepared by this driver")
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ALLOC-1] {where}: not a model prepared by this driver", rule="DOM-ALLOC-1")
             subgraph = prepared.model.main
             indexes = subgraph.input_indexes if direction is IODirection.INPUT else subgraph.output_indexes
             rules.enforce(rules.index_in_range(role.io_index, len(indexes)), "DOM-ALLOC-1", lambda: f"{where}: io index")
@@ -198,7 +198,7 @@ class ReferenceDevice:
                       lambda: f"scalar role with dimensions {desc.dimensions}")
         dims = rules.role_dimensions(operands, tuple(desc.dimensions))
         if dims is None:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, "[DOM-ALLOC-2] role and descriptor dimensions conflict")
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, "[DOM-ALLOC-2] role and descriptor dimensions conflict", rule="DOM-ALLOC-2")
         state = self.tokens.add(
             lambda token: self.managed_buffer_class(token, first.type, first.scale, first.zero_point, dims, frozenset(allowed))
         )
@@ -230,7 +230,7 @@ def validate_model(rules, kernels, model: Model) -> None:
         kernel = kernels.get(operation.type)
         operands = subgraph.operands
         if kernel is None or not kernel.validate([operands[i] for i in operation.inputs], [operands[i] for i in operation.outputs]):
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[MODEL] operation {number} ({operation.type!r}) has invalid operands")
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[MODEL] operation {number} ({operation.type!r}) has invalid operands", rule="MODEL")
 
 
 def load_constants(rules, model: Model) -> dict[int, np.ndarray]:

@@ -71,7 +71,7 @@ def map_memory(rules, memory: Memory, *, writable: bool, rule: str) -> np.ndarra
             return read_detached(memory.fd if not memory.closed else -1, memory.offset, memory.size, writable=writable)
         return memory.map(writable=writable)
     except MemoryMapError as error:
-        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[{rule}] cannot use {memory!r}: {error.strerror}") from None
+        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[{rule}] cannot use {memory!r}: {error.strerror}", rule=rule) from None
 
 
 # --------------------------------------------------------------------------- phase 1
@@ -90,11 +90,11 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
             pools.append(pool)
             continue
         if isinstance(pool, bool) or not isinstance(pool, int):
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-2] pool {index} is neither a memory nor a token: {pool!r}")
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-2] pool {index} is neither a memory nor a token: {pool!r}", rule="REQ-2")
         rules.enforce(rules.token_positive(pool), "DOM-ROLE-1", lambda: f"pool {index}: token {pool}")
         buffer = tokens.get(pool)
         if buffer is None:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ROLE-1] pool {index}: token {pool} names no live buffer")
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ROLE-1] pool {index}: token {pool} names no live buffer", rule="DOM-ROLE-1")
         pools.append(buffer)
 
     bindings: list[Binding] = []
@@ -109,14 +109,14 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
         rules.enforce(rules.no_value_argument_empty(argument), "REQ-2", lambda: f"{where}: hasNoValue with a location or dimensions")
         if argument.has_no_value:
             if direction is IODirection.INPUT:
-                raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-1] {where}: a required input has no value")
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-1] {where}: a required input has no value", rule="REQ-1")
             bindings.append(Binding(direction, io_index, operand_index, operand, argument, operand.dimensions))
             continue
         rules.enforce(rules.pool_index_in_range(argument, len(pools)), "REQ-2", lambda: f"{where}: pool index {argument.location.pool_index} of {len(pools)}")
         source = pools[argument.location.pool_index]
         dimensions = rules.argument_dimensions(argument, operand)
         if dimensions is None:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-2] {where}: dimensions {argument.dimensions} conflict with the model's {operand.dimensions}")
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-2] {where}: dimensions {argument.dimensions} conflict with the model's {operand.dimensions}", rule="REQ-2")
         binding = Binding(direction, io_index, operand_index, operand, argument, dimensions)
         if not isinstance(source, Memory):
             _bind_token(prepared, binding, source, where)
@@ -141,7 +141,7 @@ def _bind_token(prepared: ReferencePreparedModel, binding: Binding, buffer: Mana
     combined = rules.combine_dimensions(buffer.initial_dimensions, binding.dimensions)
     if combined is None:
         raise DriverError(ErrorStatus.INVALID_ARGUMENT,
-                          f"[DOM-DYN-2] {where}: dimensions {binding.dimensions} conflict with buffer {buffer.initial_dimensions}")
+                          f"[DOM-DYN-2] {where}: dimensions {binding.dimensions} conflict with buffer {buffer.initial_dimensions}", rule="DOM-DYN-2")
     binding.dimensions = combined
     binding.buffer = buffer
 
@@ -163,7 +163,7 @@ def execute(prepared: ReferencePreparedModel, request: Request, tokens: TokenTab
             outputs = [b for b in bindings if b.direction is IODirection.OUTPUT]
             shapes = _check_outputs(rules, outputs, values)
             if not all(s.is_sufficient for s in shapes):
-                raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "[DOM-DYN-2] an output region is too small", tuple(shapes))
+                raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "[DOM-DYN-2] an output region is too small", tuple(shapes), rule="DOM-DYN-2")
             prepared.device.write_outputs(rules, outputs, values, views)
         except BaseException:
             for buffer in writes:
@@ -219,7 +219,7 @@ def _read_token(rules, binding: Binding) -> np.ndarray:
                   lambda: f"input {binding.io_index}: buffer {buffer.token} is uninitialized")
     if rules.combine_dimensions(binding.dimensions, buffer.dimensions) is None:
         raise DriverError(ErrorStatus.INVALID_ARGUMENT,
-                          f"[DOM-DYN-2] input {binding.io_index}: dimensions {binding.dimensions} conflict with the buffer's {buffer.dimensions}")
+                          f"[DOM-DYN-2] input {binding.io_index}: dimensions {binding.dimensions} conflict with the buffer's {buffer.dimensions}", rule="DOM-DYN-2")
     return buffer.value()
 
 
@@ -248,7 +248,7 @@ def _check_outputs(rules, outputs: Sequence[Binding], values: dict[int, np.ndarr
         if rules.combine_dimensions(b.dimensions, shape) is None:
             rule = "DOM-DYN-2" if b.buffer is not None else "REQ-2"
             raise DriverError(ErrorStatus.GENERAL_FAILURE,
-                              f"[{rule}] output {b.io_index}: produced shape {shape} cannot be stored as {b.dimensions}")
+                              f"[{rule}] output {b.io_index}: produced shape {shape} cannot be stored as {b.dimensions}", rule=rule)
         sufficient = b.memory is None or rules.output_sufficient(values[b.operand_index].nbytes, b.argument.location.length)
         shapes.append(OutputShape(shape, sufficient))
     return shapes
@@ -268,7 +268,7 @@ def write_outputs(rules, outputs: Sequence[Binding], values: dict[int, np.ndarra
                 try:
                     pool.write_back(b.argument.location.offset, value.nbytes)
                 except (MemoryMapError, OSError) as error:
-                    raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[POOL-4] output {b.io_index}: {error}") from None
+                    raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[POOL-4] output {b.io_index}: {error}", rule="POOL-4") from None
 
 
 def _is_same_memory(region: np.ndarray, value: np.ndarray) -> bool:

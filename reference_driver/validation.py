@@ -42,7 +42,7 @@ def enforce(status: ErrorStatus, rule: str, detail: str | Callable[[], str] = ""
     """
     if status != OK:
         text = detail() if callable(detail) else detail
-        raise DriverError(status, f"[{rule}] {text}".rstrip())
+        raise DriverError(status, f"[{rule}] {text}".rstrip(), rule=rule)
 
 
 # --------------------------------------------------------------------------- dimensions

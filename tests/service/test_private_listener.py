@@ -72,11 +72,9 @@ def test_no_abstract_listener_and_a_private_socket(service) -> None:
 
 
 def _as_nobody(program: Path, *args: str) -> str:
-    def drop() -> None:
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
-
-    done = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=60, preexec_fn=drop)
+    # user/group, not a preexec_fn: no Python runs between fork and exec (jax may have threads).
+    done = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=60,
+                          user=NOBODY, group=NOBODY, extra_groups=[])
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

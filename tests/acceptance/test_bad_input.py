@@ -1,0 +1,49 @@
+"""Bad input to the harness is one clear line and a usage exit code, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(tmp_path: Path, *args: str, module: str = "harness.cli") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+def error_lines(done: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("option", ["--driver-timeout=-1", "--driver-timeout=0", "--harness-examples=-1"])
+def test_nonpositive_options_are_refused(tmp_path: Path, option: str) -> None:
+    done = run(tmp_path, "-p", "no:cacheprovider", "--pyargs", "suites.requests", option, module="pytest")
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+    lines = error_lines(done)
+    assert len(lines) == 1 and option.split("=")[0] in lines[0] and "above zero" in lines[0], lines
+
+
+@pytest.mark.parametrize("args, phrase", [(["--minutes", "-1"], "--minutes"), (["--workers", "0"], "--workers"),
+                                          (["--minutes", "soon"], "--minutes")])
+def test_fuzz_budget_must_be_positive(tmp_path: Path, args: list[str], phrase: str) -> None:
+    done = run(tmp_path, "fuzz", "--driver", "reference", *args)
+    assert done.returncode == 2
+    lines = error_lines(done)
+    assert len(lines) == 1 and phrase in lines[0] and "Traceback" not in lines[0], lines
+    assert not (tmp_path / "fuzz").exists()
+
+
+def test_replaying_an_empty_database_says_nothing_was_stored(tmp_path: Path) -> None:
+    done = run(tmp_path, "replay", "--driver", "reference", "--db", str(tmp_path / "empty-db"), "--out", "replay")
+    assert done.returncode == 0, done.stderr
+    assert "nothing is stored for this driver" in done.stdout and "0 examples replayed" in done.stdout
+
+
+def test_a_factory_that_raises_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("def factory():\n    raise ValueError('no device found')\n")
+    done = run(tmp_path, "certify", "--driver", "broken.py:factory", "--out", "out")
+    assert done.returncode == 2
+    lines = error_lines(done)
+    assert len(lines) == 1 and "no device found" in lines[0] and "broken.py:2" in lines[0], lines
