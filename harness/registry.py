@@ -11,6 +11,7 @@ import pkgutil
 import sys
 import traceback
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +21,10 @@ import pluggy
 from harness import hookspecs
 from harness.errors import DeclarationError, DriverLoadError, UsageError
 from harness.hal import Capabilities, Device
+
+if TYPE_CHECKING:  # declaration types, for the signatures (their modules import this one's neighbours)
+    from harness.custom_calls.targets import CustomCallTarget
+    from harness.native.packed import PackedFunctionLibrary
 
 __all__ = ["DriverRegistry", "DriverSpec", "check_capabilities", "load_registry"]
 
@@ -115,27 +120,25 @@ class DriverRegistry:
         except pluggy.PluginValidationError as error:
             raise DriverLoadError(f"plugin {label}: {error}") from None
 
-    def custom_call_targets(self, name: str) -> list:
+    def custom_call_targets(self, name: str) -> list[CustomCallTarget]:
         """The custom-call targets plugins declare for driver ``name``, checked early."""
         from harness.custom_calls.targets import check_target
 
-        targets = []
-        for plugin, declared in self._declared("harness_custom_call_targets", name):
-            for target in declared:
-                check_target(target, plugin)
-                targets.append(target)
-        return targets
+        return self._checked("harness_custom_call_targets", name, check_target)
 
-    def packed_function_libraries(self, name: str) -> list:
+    def packed_function_libraries(self, name: str) -> list[PackedFunctionLibrary]:
         """The tvm-ffi libraries plugins declare for driver ``name``, checked early."""
         from harness.native.packed import check_library
 
-        libraries = []
-        for plugin, declared in self._declared("harness_packed_functions", name):
-            for library in declared:
-                check_library(library, plugin)
-                libraries.append(library)
-        return libraries
+        return self._checked("harness_packed_functions", name, check_library)
+
+    def _checked(self, hook: str, name: str, check: Callable[[Any, str], None]) -> list[Any]:
+        found = []
+        for plugin, declared in self._declared(hook, name):
+            for item in declared:
+                check(item, plugin)
+                found.append(item)
+        return found
 
     def check_declarations(self, spec: DriverSpec) -> None:
         """Everything the plugins declare for ``spec``, checked before anything runs: a broken

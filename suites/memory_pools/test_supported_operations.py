@@ -32,25 +32,26 @@ def _answers(driver: Device, model: Model) -> list[bool]:
     return list(supported)
 
 
-def _prepares(driver: Device, model: Model) -> DriverError | None:
+def _asked(driver: Device, scenario) -> tuple[list[bool], DriverError | None]:
+    """The driver's answers for the scenario's model, and the error preparing it gave (if any)."""
+    model = scenario.build_model()
     try:
-        driver.prepare_model(model)
-    except DriverError as error:
-        return error
-    return None
+        supported = _answers(driver, model)
+        try:
+            driver.prepare_model(model)
+        except DriverError as error:
+            return supported, error
+        return supported, None
+    finally:
+        for pool in model.pools:
+            pool.close()
 
 
 @pytest.mark.requirement("POOL-4")
 @given(data=st.data())
 def test_declared_operations_are_supported_and_prepare(driver, capabilities, data) -> None:
     scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
-    model = scenario.build_model()
-    try:
-        supported = _answers(driver, model)
-        refused = _prepares(driver, model)
-    finally:
-        for pool in model.pools:
-            pool.close()
+    supported, refused = _asked(driver, scenario)
     if not all(supported):
         raise ConformanceError(f"[POOL-4] {', '.join(scenario.notes)}: get_supported_operations says {supported} for a "
                                f"model made only of declared operations and types")
@@ -69,13 +70,7 @@ def test_undeclared_operations_are_reported_or_refused(driver, capabilities, dat
     family = next(name for name, ops in FAMILIES.items() if op in ops)
     only_it = Capabilities(frozenset({"ashmem"}), False, frozenset({op}), BUILDABLE_TYPES)
     scenario = data.draw(scenarios(only_it, family=family, allow_insufficient=False), label="scenario")
-    model = scenario.build_model()
-    try:
-        supported = _answers(driver, model)
-        refused = _prepares(driver, model)
-    finally:
-        for pool in model.pools:
-            pool.close()
+    supported, refused = _asked(driver, scenario)
     event(f"{op.name}: {'reported unsupported' if not all(supported) else 'reported supported'}, "
           f"{'refused' if refused else 'prepared'}")
     if all(supported) and refused is not None:
