@@ -169,6 +169,9 @@ class Lockstep:
         self._compare(requirement, call, expected, actual)
         if not expected.ok:
             return None
+        if not (isinstance(actual.value, tuple) and len(actual.value) == 2):
+            raise self._failure("DOM-ALLOC-1", f"[DOM-ALLOC-1] {call}: allocate returned {actual.value!r:.100}; SPEC "
+                                               f"requires a (buffer, token) pair")
         (ref_buffer, ref_token), (dut_buffer, dut_token) = expected.value, actual.value
         if not isinstance(dut_token, int) or dut_token <= 0:
             raise self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] {call}: token {dut_token!r} is not a positive integer")

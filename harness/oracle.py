@@ -24,6 +24,7 @@ from harness.hal import (
     Device,
     DriverError,
     ErrorStatus,
+    ExecutionResult,
     OperandLifeTime,
     OperandType,
     OutputShape,
@@ -106,6 +107,7 @@ def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
             return Outcome("execute", error.status, error.message, error.output_shapes,
                            pools_after=_read_pools(scenario, memories), rule=error.rule)
         pools_after = _read_pools(scenario, memories)
+        _check_result(result, scenario)
     finally:
         for memory in memories:
             if memory is not None:
@@ -131,6 +133,18 @@ def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
         is_memory = not argument.has_no_value and isinstance(scenario.request_pools[loc.pool_index], MemorySpec)
         outputs.append(pools_after[loc.pool_index][loc.offset : loc.offset + nbytes] if is_memory else None)
     return Outcome("execute", ErrorStatus.NONE, "", shapes, tuple(outputs), pools_after)
+
+
+def _check_result(result: object, scenario: Scenario) -> None:
+    """A success must be an ExecutionResult whose output shapes are OutputShapes: anything else
+    is a conformance failure naming the call and what came back, not a crash of the judge."""
+    if not isinstance(result, ExecutionResult):
+        raise ConformanceError(f"[POOL-2] PreparedModel.execute returned {type(result).__name__} ({result!r:.100}); "
+                               f"SPEC requires an ExecutionResult", requirement="POOL-2", scenario=scenario)
+    shapes = result.output_shapes
+    if not isinstance(shapes, (tuple, list)) or not all(isinstance(s, OutputShape) for s in shapes):
+        raise ConformanceError(f"[POOL-2] PreparedModel.execute returned outputShapes {shapes!r:.100}; SPEC requires "
+                               f"a sequence of OutputShape", requirement="POOL-2", scenario=scenario)
 
 
 def _magnitude_outputs(device: Device, scenario: Scenario) -> tuple[bytes | None, ...] | None:

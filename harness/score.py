@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     if variants:
         print(format_variants(variants))
         print()
-    print(f"{summary(scores)}; {specificity(variants)} (seed {options.seed}; scored in {time.monotonic() - started:.0f} s with {options.jobs} jobs)")
+    parts = ([summary(scores)] if scores else []) + ([specificity(variants)] if variants else [])
+    print(f"{'; '.join(parts) or 'nothing matched --only'} (seed {options.seed}; scored in {time.monotonic() - started:.0f} s with {options.jobs} jobs)")
     if options.json:
         from harness.report.files import write_atomically
 

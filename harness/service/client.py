@@ -169,7 +169,7 @@ class Connection:
                     raise TimeoutError
                 self._set_socket_timeout(remaining)
                 received = wire.receive(self.sock)
-                message = wire.decode(*received, self._load_object)[0] if received is not None else None
+                message = wire.decode(*received, self._load_object, trusted=False)[0] if received is not None else None
             except (TimeoutError, BlockingIOError):  # SO_RCVTIMEO expired: EAGAIN
                 self._socket_timeout = None
                 with self._cond:
@@ -177,6 +177,9 @@ class Connection:
                 pending.error = self._broken(pending.description, "timeout")
                 pending.done = True
                 return
+            except wire.UntrustedContent as error:
+                self._fail_pending(f"the driver service's reply was refused: {error}")
+                continue
             except (OSError, ValueError):
                 message = None
             if message is None:
@@ -191,6 +194,17 @@ class Connection:
                     self._reading = False  # hand the reader role on with the same lock
                 if entry is not None and (entry is not pending or self._pending):
                     self._cond.notify_all()
+
+    def _fail_pending(self, reason: str) -> None:
+        """A reply that could not be decoded belongs to one of the waiting calls: fail them all,
+        each naming its call and the reason (the connection itself is intact)."""
+        with self._cond:
+            pending, self._pending = self._pending, {}
+        for entry in pending.values():
+            entry.error = RemoteError(f"[SVC-1] {entry.description}: {reason}")
+            entry.done = True
+        with self._cond:
+            self._cond.notify_all()
 
     def _fail_all(self) -> None:
         """End of stream: the service is gone; every waiting call fails with the reason."""

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import array
 import copyreg
+import io
 import os
 import pickle
 import socket
 import stat
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -196,13 +198,48 @@ def messages(sock: socket.socket):
         yield received
 
 
-def decode(data: bytes, fds: list[int], load_object: Callable[[tuple], Any] | None = None) -> tuple[Any, list[Memory]]:
-    """The message, and the memories made from its descriptors (the caller closes them)."""
+class UntrustedContent(pickle.UnpicklingError):
+    """A message from the driver service refers to something the harness does not allow."""
+
+
+#: What a reply from the driver service may be made of, beyond plain data (str, bytes, numbers,
+#: tuples, lists, dicts, sets): the harness's data types, the wire's own rebuilders, and numpy
+#: arrays.  Nothing the driver sends can name another callable, so nothing it sends can run code
+#: in the harness (a pickle naming os._exit is refused, not called).
+_ALLOWED_MODULES = ("harness.hal", "harness.errors", "harness.custom_calls.shapes")
+_ALLOWED = {
+    ("harness.service.wire", "_rebuild_memory"), ("harness.service.wire", "_rebuild_object"),
+    ("harness.service.wire", "ObjectRef"), ("harness.service.wire", "Foreign"),
+    ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "bytearray"), ("builtins", "complex"),
+}
+
+
+class _AllowListUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        allowed = (module, name) in _ALLOWED or (module in _ALLOWED_MODULES and isinstance(
+            getattr(sys.modules.get(module), name, None), type))
+        if not allowed:
+            raise UntrustedContent(f"the message refers to {module}.{name}, which is not one of the harness's own types")
+        return super().find_class(module, name)
+
+
+def _loads(data: bytes, trusted: bool) -> Any:
+    return pickle.loads(data) if trusted else _AllowListUnpickler(io.BytesIO(data)).load()
+
+
+def decode(data: bytes, fds: list[int], load_object: Callable[[tuple], Any] | None = None, *,
+           trusted: bool = True) -> tuple[Any, list[Memory]]:
+    """The message, and the memories made from its descriptors (the caller closes them).
+
+    ``trusted=False`` for what the driver service sends: only the harness's own types decode."""
     if not fds and b"_rebuild_" not in data:  # plain data: no memory or object to resolve
-        return pickle.loads(data), []
+        return _loads(data, trusted), []
     _decoding.fds, _decoding.memories, _decoding.load_object = fds, [], load_object
     try:
-        message = pickle.loads(data)
+        message = _loads(data, trusted)
     except BaseException:
         for memory in _decoding.memories:
             memory.close()

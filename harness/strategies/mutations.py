@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hypothesis import event
+from hypothesis import assume, event
 from hypothesis import strategies as st
 
 from harness.hal import DataLocation, RequestArgument, element_size, is_fully_specified
@@ -93,4 +93,14 @@ def request_mutations(draw, scenario: Scenario, names: tuple[str, ...] = ()) -> 
                 argument = replace(argument, dimensions=())
             else:
                 argument = replace(argument, dimensions=tuple(0 for _ in (argument.dimensions or operand.dimensions or (1,))))
-    return name, MUTATIONS[name], _with(scenario, field, index, argument)
+    mutated = _with(scenario, field, index, argument)
+    # A longer region may now reach into another output (or its padding, which a driver may write,
+    # CHOICE-3): such a request asks two outputs to share bytes, and no answer about them is right.
+    assume(not _outputs_overlap(mutated))
+    return name, MUTATIONS[name], mutated
+
+
+def _outputs_overlap(scenario: Scenario) -> bool:
+    regions = sorted((a.location.pool_index, a.location.offset, a.location.offset + a.location.length + a.location.padding)
+                     for a in scenario.outputs if not a.has_no_value)
+    return any(p == q and start < end for (p, _, end), (q, start, _) in zip(regions, regions[1:]))

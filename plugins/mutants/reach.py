@@ -414,3 +414,14 @@ class _SharedByRoles(ReferenceBuffer):
 def buffers_with_same_roles_share_storage():
     return with_parts(buffer_class=_SharedByRoles)
 
+
+
+class _ReturnsNothingModel(ReferencePreparedModel):
+    def execute(self, request: Request):
+        super().execute(request)
+        return None  # the outputs are written, but the result is not an ExecutionResult
+
+
+@mutant("execute-returns-none", "POOL-2", "execute writes its outputs but returns None instead of an ExecutionResult")
+def execute_returns_none():
+    return with_parts(prepared_model_class=_ReturnsNothingModel)
