@@ -10,7 +10,6 @@ requirement, the scenario, and both outcomes.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -295,12 +294,17 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
     for i, (want, got, index) in enumerate(zip(expected.outputs, actual.outputs, scenario.subgraph.output_indexes)):
         if want is None:
             continue
-        of_output = (lambda i=i: (magnitudes() or ())[i] if magnitudes is not None and i < len(magnitudes() or ()) else None)
         difference = compare_values(scenario.subgraph.operands[index].type, want, got or b"", steps=steps.get(index, 1),
-                                    terms=terms, magnitudes=of_output)
+                                    terms=terms, magnitudes=functools.partial(_nth, magnitudes, i))
         if difference:
             _fail(requirement, f"output {i} differs: {difference}", scenario, expected, actual)
     assert_outside_outputs_untouched(scenario, actual)
+
+
+def _nth(outputs: Callable[[], tuple[bytes | None, ...] | None] | None, index: int) -> bytes | None:
+    """Output ``index`` of a lazily computed set of outputs (None when there is none)."""
+    computed = outputs() if outputs is not None else None
+    return computed[index] if computed is not None and index < len(computed) else None
 
 
 def _unused_defective_pool_explains(scenario: Scenario, actual: Outcome) -> bool:

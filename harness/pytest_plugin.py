@@ -248,6 +248,16 @@ def declared_for_driver(config: pytest.Config, what: str) -> list:
 _DECLARED = pytest.StashKey[dict]()
 
 
+def parametrize_declared(metafunc: pytest.Metafunc, argname: str, declared: list, ids: list[str]) -> None:
+    """One test per declared item, through the fixture ``argname`` (indirect).  With nothing
+    declared the test runs once as "none-declared" and its fixture says it is not applicable,
+    instead of pytest's silent skip of an empty parameter set."""
+    if declared:
+        metafunc.parametrize(argname, declared, ids=ids, indirect=True)
+    else:
+        metafunc.parametrize(argname, [None], ids=["none-declared"], indirect=True)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     state = state_of(config)
     seed = (f"hypothesis seed {state.seed} (rerun with --harness-seed={state.seed})" if state.seeded

@@ -21,7 +21,8 @@ from typing import Final, NoReturn
 
 import pytest
 
-__all__ = ["CAPABILITIES", "REFUSED_ALLOCATION_FIX", "NotApplicable", "NotRun", "not_applicable", "not_run"]
+__all__ = ["CAPABILITIES", "REFUSED_ALLOCATION_FIX", "NotApplicable", "NotRun", "not_applicable", "not_run",
+           "refused_allocation"]
 
 #: What a driver declares, and so what may make a test not applicable.
 CAPABILITIES: Final = (
@@ -68,3 +69,12 @@ def not_run(reason: str, fix: str) -> NoReturn:
 #: What makes a test run that a driver's refusal of a valid allocation stopped (DOM-ALLOC-3).
 REFUSED_ALLOCATION_FIX: Final = ("serve this valid allocation (or, for a driver without memory domains, "
                                  "declare Capabilities(memory_domains=False))")
+
+
+def refused_allocation(detail: object = "") -> NoReturn:
+    """The test could not run because the driver refused a valid allocation: DOM-ALLOC-3 allows
+    the refusal, but nothing was checked, so the test is not run (never a silent pass)."""
+    __tracebackhide__ = True
+    suffix = f": {detail}" if detail else ""
+    raise NotRun(f"the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was "
+                 f"checked){suffix}", REFUSED_ALLOCATION_FIX)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.pytest_plugin import declared_for_driver
+from harness.pytest_plugin import declared_for_driver, parametrize_declared
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -18,12 +18,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
               and (wanted.get("failing") is None or (t.error is not None) == wanted["failing"])
               and t.name in wanted.get("names", (t.name,))
               and (not wanted.get("xla") or bool(t.xla_symbol))]
-    # Indirect, through the ``target`` fixture: with no declared target that fits, the test runs
-    # once as "none-declared" and says it is not applicable, instead of pytest's silent skip.
-    if chosen:
-        metafunc.parametrize("target", chosen, ids=[f"{t.name}@{t.platform}" for t in chosen], indirect=True)
-    else:
-        metafunc.parametrize("target", [None], ids=["none-declared"], indirect=True)
+    parametrize_declared(metafunc, "target", chosen, [f"{t.name}@{t.platform}" for t in chosen])
 
 
 def pytest_configure(config: pytest.Config) -> None:

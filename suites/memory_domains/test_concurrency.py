@@ -15,7 +15,7 @@ from harness.hal import BufferDesc, BufferRole, DriverError, ErrorStatus
 from harness.oracle import execute_scenario
 from harness.scenario import MemorySpec, make_memory
 from harness.strategies.domains import Flavor, TokenUse, identity_operand, nbytes, request, values_for
-from harness.skips import REFUSED_ALLOCATION_FIX, not_run
+from harness.skips import refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
@@ -23,16 +23,21 @@ SHAPE = (16, 16)
 CALL_DEADLINE_S = 10.0
 
 
-def _setup(driver, flavor: Flavor):
-    model = flavor.model(SHAPE)
-    prepared = driver.prepare_model(model.build_model())
+def _allocate(driver, prepared, input_roles, output_roles):
+    """A buffer of unknown dimensions for ``prepared``'s roles; a GENERAL_FAILURE refusal means the
+    test cannot run (DOM-ALLOC-3), any other error is the driver's to answer for."""
     try:
-        buffer, token = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [BufferRole(0, 0)])
+        return driver.allocate(BufferDesc(), [prepared], input_roles, output_roles)
     except DriverError as error:
         if error.status != ErrorStatus.GENERAL_FAILURE:
             raise
-        not_run(f"the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked): {error}",
-                REFUSED_ALLOCATION_FIX)
+        refused_allocation(error)
+
+
+def _setup(driver, flavor: Flavor):
+    model = flavor.model(SHAPE)
+    prepared = driver.prepare_model(model.build_model())
+    buffer, token = _allocate(driver, prepared, [BufferRole(0, 0)], [BufferRole(0, 0)])
     source = make_memory(MemorySpec("ashmem", values_for(flavor.type, SHAPE, 5).tobytes()))
     buffer.copy_from(source, ())
     source.close()
@@ -128,12 +133,7 @@ def test_one_buffer_as_both_inputs_while_it_is_written(driver, flavor, readers) 
     into it: every call returns (a lock taken per argument deadlocks against the waiting writer)."""
     model = flavor.model(SHAPE)
     prepared = driver.prepare_model(model.build_model())
-    try:
-        buffer, token = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0), BufferRole(0, 1)], [])
-    except DriverError as error:
-        if error.status != ErrorStatus.GENERAL_FAILURE:
-            raise
-        not_run(f"the driver refused a valid allocation: {error}", REFUSED_ALLOCATION_FIX)
+    buffer, token = _allocate(driver, prepared, [BufferRole(0, 0), BufferRole(0, 1)], [])
     source = MemorySpec("ashmem", values_for(flavor.type, SHAPE, 5).tobytes())
     memory = make_memory(source)
     buffer.copy_from(memory, ())
@@ -175,12 +175,7 @@ def test_concurrent_reads_of_different_buffers(driver, flavor, buffers) -> None:
     held = []
     try:
         for i in range(buffers):
-            try:
-                buffer, _ = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
-            except DriverError as error:
-                if error.status != ErrorStatus.GENERAL_FAILURE:
-                    raise
-                not_run(f"the driver refused a valid allocation: {error}", REFUSED_ALLOCATION_FIX)
+            buffer, _ = _allocate(driver, prepared, [BufferRole(0, 0)], [])
             memory = make_memory(MemorySpec("ashmem", values_for(flavor.type, SHAPE, 10 + i).tobytes()))
             buffer.copy_from(memory, ())
             memory.close()

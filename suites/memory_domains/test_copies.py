@@ -14,7 +14,7 @@ from harness.hal import BufferDesc, BufferRole, OperandType, element_size
 from harness.lockstep import Lockstep
 from harness.scenario import MemorySpec, make_memory
 from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
-from harness.skips import REFUSED_ALLOCATION_FIX, not_applicable, not_run
+from harness.skips import not_applicable, refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
@@ -101,8 +101,7 @@ def test_failed_copy_uninitializes(driver, reference, capabilities, flavor, data
     step = Lockstep(driver, reference)
     prepared = step.prepare(drawn.model((2, 2)))
     if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
-        not_run("the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked)",
-                REFUSED_ALLOCATION_FIX)
+        refused_allocation()
     size = nbytes(type, (2, 2))
     step.copy_from("buffer", MemorySpec("ashmem", bytes(range(size))), (), requirement="DOM-COPY-1")
     wrong = data.draw(st.sampled_from(["size", "dimensions"]), label="how the copy fails")
@@ -126,8 +125,7 @@ def test_memory_size_must_match(driver, reference, capabilities, flavor, directi
     step = Lockstep(driver, reference)
     prepared = step.prepare(drawn.model((2, 2)))
     if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
-        not_run("the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked)",
-                REFUSED_ALLOCATION_FIX)
+        refused_allocation()
     size = nbytes(type, (2, 2))
     step.copy_from("buffer", MemorySpec(kind, bytes(range(size))), ())
     wrong = size + elements_off * element_size(type)
@@ -140,8 +138,7 @@ def test_memory_size_must_match(driver, reference, capabilities, flavor, directi
 
 def _allocated(step: Lockstep, name: str, pair, inputs, outputs, desc=BufferDesc()) -> None:
     if step.allocate(name, desc, [pair], inputs, outputs) is None:
-        not_run("the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked)",
-                REFUSED_ALLOCATION_FIX)
+        refused_allocation()
 
 
 @pytest.mark.requirement("DOM-COPY-1", "DOM-ROLE-1")

@@ -11,7 +11,7 @@ from harness.hal import BufferDesc, BufferRole, OperationType, element_size
 from harness.lockstep import Lockstep
 from harness.scenario import Scenario
 from harness.strategies.domains import Flavor, TokenUse, identity_operand, nbytes, request, reshape_model, values_for
-from harness.skips import REFUSED_ALLOCATION_FIX, not_applicable, not_run
+from harness.skips import not_applicable, not_run, refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
@@ -69,8 +69,7 @@ def test_output_the_buffer_cannot_hold(driver, reference, capabilities, flavor, 
     producer = _producer(capabilities, flavor)
     pair = step.prepare(producer)
     if step.allocate("buffer", BufferDesc(fixed), [pair], [], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
-        not_run("the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked)",
-                REFUSED_ALLOCATION_FIX)
+        refused_allocation()
     step.execute(pair, _producer_request(producer, flavor, fixed, TokenUse("buffer")), "DOM-DYN-2")
     step.execute(pair, _producer_request(producer, flavor, shape, TokenUse("buffer")), "DOM-DYN-2")
     step.copy_to("buffer", nbytes(flavor.type, fixed), requirement="DOM-STATE-1")

@@ -12,7 +12,7 @@ from harness.hal import BufferDesc, BufferRole, DataLocation
 from harness.lockstep import Lockstep
 from harness.scenario import MemorySpec, TokenRef
 from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
-from harness.skips import REFUSED_ALLOCATION_FIX, not_run
+from harness.skips import refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
@@ -41,8 +41,7 @@ def test_token_uses(driver, reference, capabilities, flavor, data) -> None:
     input_roles = [BufferRole(0, i) for i in data.draw(st.sets(st.integers(0, 1)), label="input roles")]
     output_roles = [BufferRole(0, i) for i in data.draw(st.sets(st.integers(0, 1), min_size=0 if input_roles else 1), label="output roles")]
     if step.allocate("buffer", BufferDesc(), [original], input_roles, output_roles) is None:
-        not_run("the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked)",
-                REFUSED_ALLOCATION_FIX)
+        refused_allocation()
     step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS).tobytes()), ())
     use = data.draw(st.sampled_from(sorted(USES)), label="use")
     target = data.draw(st.sampled_from(["allocated model", "same graph prepared again"]), label="model")
@@ -105,8 +104,7 @@ def test_each_misuse(driver, reference, capabilities, flavor, misuse, data) -> N
     allocated = step.allocate("buffer", BufferDesc(), [original], [BufferRole(0, i) for i in in_roles],
                               [BufferRole(0, i) for i in out_roles])
     if allocated is None:
-        not_run("the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was checked)",
-                REFUSED_ALLOCATION_FIX)
+        refused_allocation()
     if token != "uninitialized":
         step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS, 9).tobytes()), ())
     use = TokenUse("buffer", location=_LOCATIONS[location])

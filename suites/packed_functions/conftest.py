@@ -5,19 +5,14 @@ from __future__ import annotations
 import pytest
 
 from harness.native.packed import LoadedLibrary, PackedFunctionLibrary, load, unavailable
-from harness.pytest_plugin import declared_for_driver
+from harness.pytest_plugin import declared_for_driver, parametrize_declared
 from harness.skips import not_applicable, not_run
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "packed_library" in metafunc.fixturenames:
         chosen = declared_for_driver(metafunc.config, "packed_function_libraries")
-        # Indirect: a driver that declares no library runs each test once as "none-declared",
-        # which says it is not applicable, instead of pytest's silent skip of an empty set.
-        if chosen:
-            metafunc.parametrize("packed_library", chosen, ids=[library.prefix for library in chosen], indirect=True)
-        else:
-            metafunc.parametrize("packed_library", [None], ids=["none-declared"], indirect=True)
+        parametrize_declared(metafunc, "packed_library", chosen, [library.prefix for library in chosen])
 
 
 @pytest.fixture
