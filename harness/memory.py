@@ -26,6 +26,7 @@ import os
 import stat
 import threading
 import weakref
+from typing import NoReturn
 from dataclasses import dataclass
 
 import numpy as np
@@ -237,6 +238,12 @@ class Memory:
         # (offset, size, writable) -> (view, (st_dev, st_ino)); mapping once per handle keeps
         # the per-call cost at one fstat instead of mmap + page faults + munmap.
         self._views: dict[tuple[int, int, bool], tuple[np.ndarray, tuple[int, int]]] = {}
+
+    def __reduce__(self) -> NoReturn:
+        # The service wire's own pickler sends a Memory as a record plus its descriptor (it
+        # consults its dispatch table before this); pickled anywhere else, a descriptor number
+        # would arrive meaning nothing, or another file.
+        raise TypeError("a Memory crosses a process boundary only as a descriptor, through the driver service wire")
 
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""

@@ -20,6 +20,7 @@ from typing import Any
 from harness.errors import DriverFault
 from harness.hal import DriverError
 from harness.service import wire
+from harness.service.messages import FROM_SERVICE, Call, Drop, Failure, Reply, Shutdown, Target, UnknownMessage
 
 
 class RemoteError(DriverFault):
@@ -74,7 +75,7 @@ class Connection:
         while self._drops:
             numbers.append(self._drops.popleft())
         if numbers:
-            data, fds = wire.encode(("drop", 0, numbers))
+            data, fds = wire.encode(Drop(tuple(numbers)))
             wire.send(self.sock, data, fds)
 
     def _broken(self, description: Any, reason: str) -> BaseException:
@@ -82,14 +83,15 @@ class Connection:
 
     # ----------------------------------------------------------------- calls
 
-    def call(self, target: int, method: str, args: tuple, *, timeout: float, description: Any) -> Any:
-        """Call ``method`` of service object ``target``; ``description`` (anything with a
-        ``str``) names the call in errors and is formatted only when one is raised."""
+    def call(self, target: Target, method: str, args: tuple, *, timeout: float, description: Any) -> Any:
+        """Call ``method`` of service object ``target`` (a `ServiceObject` or a held object's
+        number); ``description`` (anything with a ``str``) names the call in errors and is
+        formatted only when one is raised."""
         if self._closed:
             raise self._broken(description, "closed")
         call_id = next(self._ids)
         pending = _Pending(description)
-        data, fds = self._encode(("call", call_id, target, method, args))
+        data, fds = self._encode(Call(call_id, target, method, args))
         self._set_socket_timeout(timeout)
         with self._cond:
             self._pending[call_id] = pending
@@ -115,7 +117,10 @@ class Connection:
             return pending.value
         if isinstance(pending.value, DriverError):
             raise pending.value
-        _, kind, message, trace = pending.value
+        if not isinstance(pending.value, Failure):
+            raise RemoteError(f"[SVC-1] {description} failed inside the driver service with {pending.value!r}, "
+                              "which is neither a DriverError nor a Failure")
+        kind, message, trace = pending.value
         raise RemoteError(f"[SVC-1] {description} raised {kind} inside the driver service: {message}\n{trace}".rstrip())
 
     def _await(self, call_id: int, pending: _Pending, deadline: float, leading: bool) -> None:
@@ -169,7 +174,8 @@ class Connection:
                     raise TimeoutError
                 self._set_socket_timeout(remaining)
                 received = wire.receive(self.sock)
-                message = wire.decode(*received, self._load_object, trusted=False)[0] if received is not None else None
+                message = (wire.decode(*received, FROM_SERVICE, self._load_object, trusted=False)[0]
+                           if received is not None else None)
             except (TimeoutError, BlockingIOError):  # SO_RCVTIMEO expired: EAGAIN
                 self._socket_timeout = None
                 with self._cond:
@@ -177,7 +183,7 @@ class Connection:
                 pending.error = self._broken(pending.description, "timeout")
                 pending.done = True
                 return
-            except wire.UntrustedContent as error:
+            except (wire.UntrustedContent, UnknownMessage) as error:
                 self._fail_pending(f"the driver service's reply was refused: {error}")
                 continue
             except (OSError, ValueError):
@@ -185,7 +191,8 @@ class Connection:
             if message is None:
                 self._fail_all()
                 return
-            _, reply_id, ok, value = message
+            assert isinstance(message, Reply)  # FROM_SERVICE is closed: a Reply is all that decodes
+            reply_id, ok, value = message
             with self._cond:
                 entry = self._pending.pop(reply_id, None)
                 if entry is not None:
@@ -222,7 +229,7 @@ class Connection:
     def shutdown(self) -> None:
         if not self._closed:
             try:
-                data, fds = wire.encode(("shutdown", 0))
+                data, fds = wire.encode(Shutdown())
                 wire.send(self.sock, data, fds)
             except OSError:
                 pass

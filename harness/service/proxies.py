@@ -13,6 +13,7 @@ from typing import Any
 from harness.hal import BufferDesc, BufferRole, Capabilities, ExecutionResult, Model, Request
 from harness.memory import Memory
 from harness.service import wire
+from harness.service.messages import HeldKind, ServiceObject
 
 
 def _summary(value: Any) -> str:
@@ -78,12 +79,12 @@ class BufferProxy(Remote):
         self._call("release")
 
 
-_KINDS = {"prepared_model": PreparedModelProxy, "buffer": BufferProxy}
+_KINDS = {HeldKind.PREPARED_MODEL: PreparedModelProxy, HeldKind.BUFFER: BufferProxy}
 PROXY_CLASSES = tuple(_KINDS.values())
 
 
 def make_proxy(endpoint: Any, number: int, generation: int, kind: str) -> Remote:
-    return _KINDS[kind](endpoint, number, generation)
+    return _KINDS[HeldKind(kind)](endpoint, number, generation)
 
 
 class DeviceProxy:
@@ -101,7 +102,7 @@ class DeviceProxy:
         return self._endpoint.version
 
     def _call(self, method: str, *args: Any) -> Any:
-        return self._endpoint.call(None, 0, method, args, CallDescription("Device", method, args))
+        return self._endpoint.call(None, ServiceObject.DEVICE.value, method, args, CallDescription("Device", method, args))
 
     def capabilities(self) -> Capabilities:
         return self._call("capabilities")
@@ -120,7 +121,7 @@ class DeviceProxy:
 
     def ping(self) -> None:
         """A round trip through the service that does not reach the driver (benchmarks)."""
-        self._call("ping")
+        self._endpoint.call(None, ServiceObject.SERVICE.value, "ping", (), CallDescription("Service", "ping", ()))
 
     def __repr__(self) -> str:
         return f"<DeviceProxy {self.name!r} in a driver service>"
@@ -133,7 +134,8 @@ class CustomCallsProxy:
         self._endpoint = endpoint
 
     def _call(self, method: str, *args: Any) -> Any:
-        return self._endpoint.call(None, -1, method, args, CallDescription("CustomCalls", method, args))
+        return self._endpoint.call(None, ServiceObject.CUSTOM_CALLS.value, method, args,
+                                   CallDescription("CustomCalls", method, args))
 
     def lookup(self, name: str, platform: str) -> tuple:
         return self._call("lookup", name, platform)

@@ -25,6 +25,7 @@ from typing import Any, IO
 from harness.errors import DriverCrash, DriverHang, DriverLoadError
 from harness.hal import Capabilities
 from harness.service import wire
+from harness.service.messages import FROM_ZYGOTE, Exited, ServiceObject, Spawn, Spawned, SpawnFailed, Target, UnknownMessage
 from harness.service.client import Connection
 from harness.service.proxies import PROXY_CLASSES, CustomCallsProxy, DeviceProxy, Remote, make_proxy
 
@@ -83,14 +84,15 @@ class _Endpoint:
     def _connection_for(self, generation: int | None, description: str) -> Connection:
         raise NotImplementedError
 
-    def call(self, generation: int | None, target: int, method: str, args: tuple, description: str) -> Any:
+    def call(self, generation: int | None, target: Target, method: str, args: tuple, description: str) -> Any:
         connection = self._connection_for(generation, description)
         return connection.call(target, method, args, timeout=self.timeout, description=description)
 
     def _handshake(self) -> None:
         assert self.connection is not None
         self.name, self.version, self.capabilities = self.connection.call(
-            0, "hello", (), timeout=max(self.timeout, _START_TIMEOUT_S), description="service start-up")
+            ServiceObject.SERVICE.value, "hello", (), timeout=max(self.timeout, _START_TIMEOUT_S),
+            description="service start-up")
 
 
 class _Zygote:
@@ -117,13 +119,18 @@ class _Zygote:
         return not self._closed and self.process.poll() is None
 
     def _read(self) -> None:
-        for received in wire.messages(self.sock):
-            message, _ = wire.decode(*received)
+        for data, fds in wire.messages(self.sock):
+            try:
+                message, _ = wire.decode(data, fds, FROM_ZYGOTE)
+            except UnknownMessage:
+                continue  # the zygote is the harness's own code; nothing else writes to this socket
             with self._cond:
-                if message[0] == "exited":
-                    self._exits[message[1]] = message[2]
-                else:
-                    self._spawned[message[1]] = (message[0] == "spawned", message[2])
+                if isinstance(message, Exited):
+                    self._exits[message.pid] = message.status
+                elif isinstance(message, Spawned):
+                    self._spawned[message.request] = (True, message.pid)
+                elif isinstance(message, SpawnFailed):
+                    self._spawned[message.request] = (False, message.reason)
                 self._cond.notify_all()
         with self._cond:
             self._closed = True
@@ -133,7 +140,7 @@ class _Zygote:
         parent, child = wire.socketpair()
         request = next(self._requests)
         try:
-            data, _ = wire.encode(("spawn", request, listen))
+            data, _ = wire.encode(Spawn(request, listen))
             wire.send(self.sock, data, [child.fileno(), stderr.fileno()])
         finally:
             child.close()

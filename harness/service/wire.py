@@ -1,6 +1,7 @@
 """The wire between harness and driver service: one message per SOCK_SEQPACKET datagram.
 
-A message is a pickled tuple.  Memories never travel as bytes: the pickler replaces each
+A message (one of the closed set in `harness.service.messages`) travels as the pickle of its
+plain-tuple form.  Memories never travel as bytes: the pickler replaces each
 `Memory` with a small record and the descriptor goes alongside in SCM_RIGHTS ancillary
 data, so the service maps the very same memfd.  Objects that live in the service
 (prepared models, buffers) travel as ids.  A message larger than `INLINE_LIMIT` (a model
@@ -12,7 +13,6 @@ Used by both sides; imports nothing from pytest or the harness plugin.
 from __future__ import annotations
 
 import array
-import copyreg
 import io
 import os
 import pickle
@@ -24,6 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.memory import Memory
+
+from harness.service.messages import TAGS, Message, UnknownMessage, from_wire
 
 INLINE_LIMIT = 60 * 1024
 MAX_FDS = 250  # below the kernel's SCM_MAX_FD (253)
@@ -76,13 +78,14 @@ def _rebuild_object(reference: tuple) -> Any:
     return _decoding.load_object(reference)
 
 
-# Encoding context.  The reducers are registered with copyreg, so `pickle.dumps` finds
-# them by type inside its C loop and everything else pickles at C speed; they read the
-# message's descriptor list and the connection's reference functions from here.
+# Encoding context: the descriptors of the message being pickled.  The reducers are in each
+# Encoder's own dispatch table (never registered with copyreg, which would change how every
+# pickle in the process is made), so `Pickler.dump` finds them by type inside its C loop and
+# everything else pickles at C speed.
 _encoding = threading.local()
 
 
-def _reduce_memory(memory: Memory):
+def _reduce_memory(memory: Memory) -> tuple:
     fds = getattr(_encoding, "fds", None)
     if fds is None:
         raise pickle.PicklingError("a Memory crosses a process boundary only as a descriptor, through the service wire")
@@ -93,15 +96,8 @@ def _reduce_memory(memory: Memory):
     return _rebuild_memory, (slot, memory.kind, memory.offset, memory.size, memory.hardware_desc)
 
 
-def _reduce_reference(obj: Any):
-    to_reference = (getattr(_encoding, "references", None) or {}).get(type(obj))
-    if to_reference is None:
-        raise pickle.PicklingError(f"{obj!r} lives in a driver service; it crosses only that service's connections")
-    return _rebuild_object, (to_reference(obj),)
-
-
-copyreg.pickle(Memory, _reduce_memory)
-copyreg.pickle(ObjectRef, lambda ref: (_rebuild_object, (tuple(ref),)))
+def _reduce_object_ref(ref: ObjectRef) -> tuple:
+    return _rebuild_object, (tuple(ref),)
 
 
 class Encoder:
@@ -111,27 +107,50 @@ class Encoder:
 
     def __init__(self, references: dict[type, Callable[[Any], tuple]] | None = None) -> None:
         self._references = dict(references or {})
-        for cls in self._references:
-            copyreg.pickle(cls, _reduce_reference)
+        self._table: dict[type, Callable[[Any], tuple]] = {Memory: _reduce_memory, ObjectRef: _reduce_object_ref}
+        self._table.update({cls: self._reduce_reference for cls in self._references})
+        self._local = threading.local()
 
-    def __call__(self, message: Any) -> tuple[bytes, list[int]]:
-        fds: list[int] = []
-        _encoding.fds, _encoding.references = fds, self._references
+    def _reduce_reference(self, obj: Any) -> tuple:
+        return _rebuild_object, (self._references[type(obj)](obj),)
+
+    def __call__(self, message: Message) -> tuple[bytes, list[int]]:
         try:
-            data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+            pickler, chunks = self._local.pickler
+        except AttributeError:  # one pickler per thread, kept: making one costs more than a small message
+            chunks = []
+            pickler = pickle.Pickler(_Sink(chunks.append), pickle.HIGHEST_PROTOCOL)
+            pickler.dispatch_table = self._table  # type: ignore[assignment]  # copyreg's table has the same shape
+            self._local.pickler = pickler, chunks
+        fds: list[int] = []
+        _encoding.fds = fds
+        try:
+            pickler.dump((TAGS[type(message)], *message))  # the plain-tuple form (messages.to_wire), inlined: calls are hot
+            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         finally:
-            _encoding.fds = _encoding.references = None
+            _encoding.fds = None
+            chunks.clear()
+            pickler.clear_memo()
         if len(fds) > MAX_FDS:
             raise WireError(f"a message may carry at most {MAX_FDS} memories, this one has {len(fds)}")
         return data, fds
 
 
+class _Sink:
+    """Where a pickler writes: the pickle arrives in one write (large buffers in a few)."""
+
+    __slots__ = ("write",)
+
+    def __init__(self, write: Callable[[bytes], Any]) -> None:
+        self.write = write
+
+
 _plain_encoder = Encoder()
 
 
-def encode(message: Any, references: dict[type, Callable[[Any], tuple]] | None = None) -> tuple[bytes, list[int]]:
-    """Pickle ``message`` once (see `Encoder`; a connection keeps one instead)."""
-    return (Encoder(references) if references else _plain_encoder)(message)
+def encode(message: Message) -> tuple[bytes, list[int]]:
+    """Pickle ``message`` with no object references (a connection keeps an `Encoder` instead)."""
+    return _plain_encoder(message)
 
 
 def send(sock: socket.socket, data: bytes, fds: list[int]) -> int:
@@ -206,7 +225,7 @@ class UntrustedContent(pickle.UnpicklingError):
 #: tuples, lists, dicts, sets): the harness's data types, the wire's own rebuilders, and numpy
 #: arrays.  Nothing the driver sends can name another callable, so nothing it sends can run code
 #: in the harness (a pickle naming os._exit is refused, not called).
-_ALLOWED_MODULES = ("harness.hal", "harness.errors", "harness.custom_calls.shapes")
+_ALLOWED_MODULES = ("harness.hal", "harness.errors", "harness.custom_calls.shapes", "harness.service.messages")
 _ALLOWED = {
     ("harness.service.wire", "_rebuild_memory"), ("harness.service.wire", "_rebuild_object"),
     ("harness.service.wire", "ObjectRef"), ("harness.service.wire", "Foreign"),
@@ -230,13 +249,14 @@ def _loads(data: bytes, trusted: bool) -> Any:
     return pickle.loads(data) if trusted else _AllowListUnpickler(io.BytesIO(data)).load()
 
 
-def decode(data: bytes, fds: list[int], load_object: Callable[[tuple], Any] | None = None, *,
-           trusted: bool = True) -> tuple[Any, list[Memory]]:
-    """The message, and the memories made from its descriptors (the caller closes them).
+def decode(data: bytes, fds: list[int], accepted: frozenset[type], load_object: Callable[[tuple], Any] | None = None,
+           *, trusted: bool = True) -> tuple[Message, list[Memory]]:
+    """The message, if it is one of ``accepted``, and the memories made from its descriptors
+    (the caller closes them).  Anything else raises `UnknownMessage` naming what came.
 
     ``trusted=False`` for what the driver service sends: only the harness's own types decode."""
     if not fds and b"_rebuild_" not in data:  # plain data: no memory or object to resolve
-        return _loads(data, trusted), []
+        return from_wire(_loads(data, trusted), accepted), []
     _decoding.fds, _decoding.memories, _decoding.load_object = fds, [], load_object
     try:
         message = _loads(data, trusted)
@@ -249,7 +269,12 @@ def decode(data: bytes, fds: list[int], load_object: Callable[[tuple], Any] | No
         memories = _decoding.memories
         _decoding.fds, _decoding.memories, _decoding.load_object = [], [], None
     _close_unclaimed(fds, memories)  # descriptors no record claimed are closed at once, never leaked
-    return message, memories
+    try:
+        return from_wire(message, accepted), memories
+    except UnknownMessage:
+        for memory in memories:
+            memory.close()
+        raise
 
 
 def _close_unclaimed(fds: list[int], memories: list[Memory]) -> None:

@@ -18,6 +18,7 @@ import argparse
 import faulthandler
 import itertools
 import os
+import pickle
 import signal
 import socket
 import struct
@@ -29,9 +30,11 @@ from typing import Any
 from harness.hal import DriverError
 from harness.memory import Memory
 from harness.service import wire
+from harness.service.messages import (
+    METHODS, TO_SERVICE, Call, Drop, Failure, HeldKind, Reply, ServiceObject, Shutdown, UnknownMessage, call_id_of,
+)
 
 _POOL_THREADS = 16
-CUSTOM_CALLS = -1  # the target id of the driver's custom-call executor
 
 
 class _Connection:
@@ -40,7 +43,7 @@ class _Connection:
         self.sock = sock
         self.primary = primary
         self._readers_lock = threading.Lock()
-        self.objects: dict[int, Any] = {}
+        self.objects: dict[int, tuple[HeldKind, Any]] = {}
         self.retained: dict[int, list[Memory]] = {}
         self.ids = itertools.count(1)
 
@@ -48,16 +51,16 @@ class _Connection:
 
     def _load_object(self, pid: tuple) -> Any:
         if pid[0] == "object":
-            obj = self.objects.get(pid[1])
-            return obj if obj is not None else wire.Foreign(f"id {pid[1]} unknown to this connection")
+            held = self.objects.get(pid[1])
+            return held[1] if held is not None else wire.Foreign(f"id {pid[1]} unknown to this connection")
         if pid[0] == "foreign":
             return wire.Foreign(pid[1])
         raise ValueError(f"unknown reference {pid!r}")
 
-    def _register(self, obj: Any, kind: str) -> wire.ObjectRef:
+    def _register(self, obj: Any, kind: HeldKind) -> wire.ObjectRef:
         number = next(self.ids)
-        self.objects[number] = obj
-        return wire.ObjectRef(("object", number, kind))
+        self.objects[number] = (kind, obj)
+        return wire.ObjectRef(("object", number, kind.value))
 
     # ----------------------------------------------------------------- serving
 
@@ -82,67 +85,88 @@ class _Connection:
     def _handle(self, data: bytes, fds: list[int]) -> None:
         call_id = None
         memories: list[Memory] = []
+        reply: Reply | None = None
         try:
-            message, memories = wire.decode(data, fds, self._load_object)
-            kind, call_id = message[0], message[1]
-            if kind == "shutdown":
-                self.service.stop()
-                return
-            if kind == "drop":  # the client let go of these objects
-                for number in message[2]:
+            message, memories = wire.decode(data, fds, TO_SERVICE, self._load_object)
+            if type(message) is Call:
+                call_id = message.call_id
+                reply = Reply(call_id, True, self._call(message, memories))
+            elif isinstance(message, Drop):  # the client let go of these objects
+                for number in message.numbers:
                     self._drop(number)
-                return
-            _, _, target, method, args = message
-            reply = ("reply", call_id, True, self._call(target, method, args, memories))
+            else:  # TO_SERVICE is closed: Shutdown is all that is left
+                assert isinstance(message, Shutdown)
+                self.service.stop()
         except DriverError as error:
-            reply = ("reply", call_id, False, error)
+            reply = Reply(call_id, False, error) if call_id is not None else None
+        except UnknownMessage as error:  # refused, naming what came; the sender learns why if it can
+            call_id = call_id if call_id is not None else _call_id_in(data)
+            reply = Reply(call_id, False, Failure(type(error).__name__, str(error), "")) if call_id is not None else None
+            if reply is None:
+                print(f"driver service: refused a message: {error}", file=sys.stderr)
         except BaseException as error:  # reported to the harness with its traceback, never swallowed
-            reply = ("reply", call_id, False, ("error", type(error).__name__, str(error), traceback.format_exc()))
+            if call_id is not None:
+                reply = Reply(call_id, False, Failure(type(error).__name__, str(error), traceback.format_exc()))
+            else:
+                traceback.print_exc()
         finally:
             for memory in memories:
                 if not any(memory in kept for kept in self.retained.values()):
                     memory.close()
-        if call_id is not None:
+        if reply is not None:
             self._reply(reply)
 
-    def _call(self, target: int, method: str, args: tuple, memories: list[Memory]) -> Any:
-        device = self.service.device
-        if method == "hello":
-            return (device.name, device.version, device.capabilities())
-        if method == "ping":  # the service's own round trip, without the driver (benchmarks)
-            return None
-        if target == CUSTOM_CALLS:
-            return getattr(self.service.custom_calls(), method)(*args)
-        obj = device if target == 0 else self.objects[target]
-        result = getattr(obj, method)(*args)
-        if method == "prepare_model":
-            ref = self._register(result, "prepared_model")
+    def _call(self, call: Call, memories: list[Memory]) -> Any:
+        kind, obj = self._target(call.target)
+        if call.method not in METHODS[kind]:
+            raise UnknownMessage(f"{kind} has no method {call.method!r}; it has "
+                                 + ", ".join(sorted(METHODS[kind])))
+        if kind == ServiceObject.SERVICE:
+            if call.method == "hello":
+                device = self.service.device
+                return (device.name, device.version, device.capabilities())
+            return None  # ping: the service's own round trip, without the driver (benchmarks)
+        result = getattr(obj, call.method)(*call.args)
+        if kind == ServiceObject.DEVICE and call.method == "prepare_model":
+            ref = self._register(result, HeldKind.PREPARED_MODEL)
             self.retained[ref[1]] = list(memories)  # a driver may keep using a model's pools
             return ref
-        if method == "allocate":
+        if kind == ServiceObject.DEVICE and call.method == "allocate":
             buffer, token = result
-            return (self._register(buffer, "buffer"), token)
+            return (self._register(buffer, HeldKind.BUFFER), token)
         return result
+
+    def _target(self, target: Any) -> tuple[str, Any]:
+        """The kind and object a call's target names; an unknown one is refused."""
+        held = self.objects.get(target) if type(target) is int else self.service.named.get(target)
+        if held is not None:
+            return held
+        if target == ServiceObject.CUSTOM_CALLS:
+            return ServiceObject.CUSTOM_CALLS, self.service.custom_calls()
+        if type(target) is int:
+            raise UnknownMessage(f"object {target} is not held for this connection (dropped, or never made)")
+        raise UnknownMessage(f"unknown call target {target!r}; targets are held object numbers and "
+                             + ", ".join(member.value for member in ServiceObject))
 
     def _drop(self, number: int) -> None:
         self.objects.pop(number, None)
         for memory in self.retained.pop(number, []):
             memory.close()
 
-    def _reply(self, reply: tuple) -> None:
+    def _reply(self, reply: Reply) -> None:
         try:
             data, fds = wire.encode(reply)
         except Exception as error:  # an unpicklable result is the driver's bug; report it as such
-            data, fds = wire.encode(("reply", reply[1], False, ("error", type(error).__name__,
-                                     f"the driver returned a value that cannot cross the service boundary: {error}", "")))
+            data, fds = wire.encode(Reply(reply.call_id, False, Failure(
+                type(error).__name__, f"the driver returned a value that cannot cross the service boundary: {error}", "")))
         try:  # no lock: a SOCK_SEQPACKET record is queued whole, so replies from threads never interleave
             wire.send(self.sock, data, fds)
         except OSError:
             pass  # the client is gone; its connection closes on the next receive
 
     def close(self) -> None:
-        for obj in list(self.objects.values()):
-            if hasattr(obj, "release") and hasattr(obj, "copy_to"):
+        for kind, obj in list(self.objects.values()):
+            if kind == HeldKind.BUFFER:
                 try:
                     obj.release()  # a client that goes away frees its buffers
                 except Exception:
@@ -162,6 +186,9 @@ class Service:
         self.device = device
         self.driver = driver
         self.stopped = threading.Event()
+        # The named objects every connection may call (custom calls are loaded at first use).
+        self.named: dict[str, tuple[str, Any]] = {ServiceObject.DEVICE: (ServiceObject.DEVICE, device),
+                                                  ServiceObject.SERVICE: (ServiceObject.SERVICE, None)}
 
     def custom_calls(self) -> Any:
         """The driver's custom-call targets, loaded (and built) at first use."""
@@ -182,6 +209,14 @@ class Service:
 
     def stop(self) -> None:
         self.stopped.set()
+
+
+def _call_id_in(data: bytes) -> int | None:
+    """The call id of a message that was refused, if it decodes to a tuple that has one."""
+    try:
+        return call_id_of(pickle.loads(data))
+    except Exception:
+        return None
 
 
 def _same_user(sock: socket.socket) -> bool:

@@ -26,6 +26,7 @@ import sys
 import traceback
 
 from harness.service import wire
+from harness.service.messages import TO_ZYGOTE, Exited, Message, Spawn, Spawned, SpawnFailed, UnknownMessage
 
 
 def _child(spec, service_fd: int, stderr_fd: int, listen: str) -> None:
@@ -62,10 +63,10 @@ def _reap(control: socket.socket) -> None:
             return
         if pid == 0:
             return
-        _send(control, ("exited", pid, status))
+        _send(control, Exited(pid, status))
 
 
-def _send(control: socket.socket, message: tuple) -> None:
+def _send(control: socket.socket, message: Message) -> None:
     data, fds = wire.encode(message)
     try:
         wire.send(control, data, fds)
@@ -110,19 +111,23 @@ def main(argv: list[str] | None = None) -> int:
         if received is None:
             break
         data, fds = received
-        message, _ = wire.decode(data, [])
-        if message[0] != "spawn" or len(fds) != 2:
+        try:
+            message, _ = wire.decode(data, [], TO_ZYGOTE)
+        except UnknownMessage as error:
+            print(f"driver zygote: refused a message: {error}", file=sys.stderr)
+            message = None
+        if not isinstance(message, Spawn) or len(fds) != 2:
             for fd in fds:
                 os.close(fd)
             continue
-        _, request_id, listen = message
+        request_id, listen = message
         service_fd, stderr_fd = fds
         sys.stdout.flush()
         sys.stderr.flush()
         try:
             pid = os.fork()
         except OSError as error:
-            _send(control, ("failed", request_id, f"fork failed: {error}"))
+            _send(control, SpawnFailed(request_id, f"fork failed: {error}"))
             os.close(service_fd)
             os.close(stderr_fd)
             continue
@@ -134,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         os.close(service_fd)
         os.close(stderr_fd)
         children.add(pid)
-        _send(control, ("spawned", request_id, pid))
+        _send(control, Spawned(request_id, pid))
     for pid in children:  # the harness went away: no service outlives it
         try:
             os.killpg(pid, signal.SIGKILL)
