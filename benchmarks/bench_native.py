@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling be
 
 from bench_reference import bench_large, bench_small  # noqa: E402
 
-from plugins.native_sample import sample_device  # noqa: E402
+from harness.plugins.native_sample import sample_device  # noqa: E402
 from reference_driver import ReferenceDevice  # noqa: E402
 
 

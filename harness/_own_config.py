@@ -15,6 +15,6 @@ _INI = Path(__file__).with_name("harness-pytest.ini")
 
 
 def own_pytest_options() -> list[str]:
-    suites = importlib.util.find_spec("suites")
+    suites = importlib.util.find_spec("harness.suites")
     root = Path(suites.origin).parent.parent if suites is not None and suites.origin else _INI.parent.parent
     return ["-c", str(_INI), f"--rootdir={root}", "-p", "no:cacheprovider"]

@@ -54,7 +54,7 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
     for stale in (record,):
         if os.path.exists(stale):
             os.unlink(stale)
-    args = [*own_pytest_options(), "--pyargs", "suites", f"--driver={driver}", "--harness-profile=certify",
+    args = [*own_pytest_options(), "--pyargs", "harness.suites", f"--driver={driver}", "--harness-profile=certify",
             f"--harness-record={record}", f"--harness-reproducers={reproducers}", f"--junitxml={junit_partial}", "-q"]
     if expectations:
         args.append(f"--expectations={expectations}")

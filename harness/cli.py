@@ -41,7 +41,7 @@ def _list(options: argparse.Namespace) -> int:
 def _run(options: argparse.Namespace, extra: list[str]) -> int:
     import pytest
 
-    code = int(pytest.main(["--pyargs", "suites", f"--driver={options.driver}",
+    code = int(pytest.main(["--pyargs", "harness.suites", f"--driver={options.driver}",
                             f"--harness-profile={options.profile}", *extra]))
     return 2 if code == int(pytest.ExitCode.USAGE_ERROR) else code  # the harness's usage errors exit 2
 

@@ -22,8 +22,8 @@ from harness.report.files import write_atomically
 
 ROUND_EXAMPLES = 25
 PROGRESS_EVERY_S = 10.0
-SUITES = ("suites.memory_pools", "suites.requests", "suites.numerics", "suites.memory_domains", "suites.custom_calls",
-          "suites.packed_functions")
+SUITES = ("harness.suites.memory_pools", "harness.suites.requests", "harness.suites.numerics", "harness.suites.memory_domains", "harness.suites.custom_calls",
+          "harness.suites.packed_functions")
 
 
 def select_suites(names: str | None) -> tuple[str, ...]:

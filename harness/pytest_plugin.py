@@ -1,7 +1,7 @@
 """pytest plugin (``pytest11`` entry point): ``--driver``, profiles, expectations, fixtures.
 
 With the package installed, ``pytest --driver=NAME`` works from any directory; the
-suites themselves are the ``suites`` package (``pytest --pyargs suites --driver=NAME``).
+suites themselves are the ``suites`` package (``pytest --pyargs harness.suites --driver=NAME``).
 """
 
 from __future__ import annotations
@@ -335,7 +335,9 @@ def canonical_id(item: pytest.Item) -> str:
     module = getattr(item, "module", None)
     if module is None or "::" not in item.nodeid:
         return item.nodeid
-    return f"{module.__name__.replace('.', '/')}.py::{item.nodeid.split('::', 1)[1]}"
+    # Installed, the suites are harness.suites; from a checkout pytest may name them suites.
+    name = module.__name__.removeprefix("harness.")
+    return f"{name.replace('.', '/')}.py::{item.nodeid.split('::', 1)[1]}"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -9,6 +9,7 @@ import importlib.metadata
 import importlib.util
 import pkgutil
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # declaration types, for the signatures (their modules import
 __all__ = ["DriverRegistry", "DriverSpec", "check_capabilities", "load_registry"]
 
 ENTRY_POINT_GROUP = "harness.plugins"
-_REPO_PLUGIN_PACKAGE = "plugins"
+_REPO_PLUGIN_PACKAGE = "harness.plugins"
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,9 @@ class DriverRegistry:
         self.manager = manager
         self.drivers = drivers
         self.broken = broken
+        # Modules of ``module:factory`` and ``file.py:factory`` drivers: their hooks declare for
+        # that driver only, although the (shared) manager holds them all.
+        self._driver_modules: set[str] = set()
 
     def names(self) -> list[str]:
         return sorted(self.drivers)
@@ -114,6 +118,7 @@ class DriverRegistry:
             return
         try:
             self.manager.register(module, name=label)
+            self._driver_modules.add(label)
             self.manager.check_pending()
         except ValueError:  # already registered under this label (the same file loaded again)
             return
@@ -151,6 +156,8 @@ class DriverRegistry:
     def _declared(self, hook: str, name: str) -> list[tuple[str, list]]:
         found = []
         for impl in getattr(self.manager.hook, hook).get_hookimpls():
+            if impl.plugin_name in self._driver_modules and not name.startswith(impl.plugin_name + ":"):
+                continue  # another module:factory driver's declarations
             try:
                 declared = impl.function(driver_name=name)
             except Exception as error:
@@ -187,7 +194,27 @@ def check_capabilities(capabilities: object, plugin: str, declared: str) -> None
             raise DeclarationError(plugin, what, field_name, getattr(capabilities, field_name), "True or False")
 
 
+_loaded: DriverRegistry | None = None
+_loading = threading.Lock()
+
+
 def load_registry(extra_plugins: Iterable[object] = (), *, entry_points: bool = True, repo_plugins: bool = True) -> DriverRegistry:
+    """The drivers of every plugin: entry points of group ``harness.plugins`` and the modules of
+    the harness's own ``harness.plugins`` package, plus ``extra_plugins``.
+
+    The default set is loaded once per process and shared (the harness, the zygote, and the
+    services forked from it, which inherit it); asking for extra plugins or fewer sources
+    builds a registry of its own."""
+    global _loaded
+    if extra_plugins or not entry_points or not repo_plugins:
+        return _build(extra_plugins, entry_points=entry_points, repo_plugins=repo_plugins)
+    with _loading:
+        if _loaded is None:
+            _loaded = _build((), entry_points=True, repo_plugins=True)
+        return _loaded
+
+
+def _build(extra_plugins: Iterable[object], *, entry_points: bool, repo_plugins: bool) -> DriverRegistry:
     manager = pluggy.PluginManager("harness")
     manager.add_hookspecs(hookspecs)
     broken: dict[str, str] = {}

@@ -49,7 +49,7 @@ def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed
     """Run every suite against ``driver``; the per-test records of that run."""
     with tempfile.TemporaryDirectory() as tmp:
         record = os.path.join(tmp, "record.jsonl")
-        command = [sys.executable, "-m", "pytest", *own_pytest_options(), "--pyargs", "suites", f"--driver={driver}",
+        command = [sys.executable, "-m", "pytest", *own_pytest_options(), "--pyargs", "harness.suites", f"--driver={driver}",
                    "--harness-profile=ci", f"--harness-seed={seed}", f"--driver-timeout={DRIVER_TIMEOUT_S}",
                    "--harness-no-shrink", f"--harness-record={record}", "-q", "-p", "no:randomly", *extra]
         if stop_on:

@@ -9,7 +9,7 @@ from ._registry import mutant
 
 def _native_mutant(name: str, requirement: str, description: str, flag: str) -> None:
     def factory():
-        from plugins.native_sample import sample_device
+        from harness.plugins.native_sample import sample_device
 
         return sample_device((f"-D{flag}",))
 

@@ -19,7 +19,7 @@ def error_lines(done: subprocess.CompletedProcess) -> list[str]:
 
 @pytest.mark.parametrize("option", ["--driver-timeout=-1", "--driver-timeout=0", "--harness-examples=-1"])
 def test_nonpositive_options_are_refused(tmp_path: Path, option: str) -> None:
-    done = run(tmp_path, "-p", "no:cacheprovider", "--pyargs", "suites.requests", option, module="pytest")
+    done = run(tmp_path, "-p", "no:cacheprovider", "--pyargs", "harness.suites.requests", option, module="pytest")
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
     lines = error_lines(done)
     assert len(lines) == 1 and option.split("=")[0] in lines[0] and "above zero" in lines[0], lines

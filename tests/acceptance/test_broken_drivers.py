@@ -10,14 +10,14 @@ import pytest
 
 CASES = {
     # driver: (what to run, what the report must say)
-    "mutant-segfault-zero-dimension": (["suites.requests.test_validation", "-k", "input-without-full-dimensions or remove-input"],
+    "mutant-segfault-zero-dimension": (["harness.suites.requests.test_validation", "-k", "input-without-full-dimensions or remove-input"],
                                        ["DriverCrash", "killed by signal SIGSEGV", "PreparedModel.execute"]),
-    "mutant-exit-on-output-padding": (["suites.memory_pools.test_layouts", "suites.memory_domains.test_allocation",
+    "mutant-exit-on-output-padding": (["harness.suites.memory_pools.test_layouts", "harness.suites.memory_domains.test_allocation",
                                        "-k", "generated or ashmem or allocation"],
                                       ["DriverCrash", "exited with code 7", "PreparedModel.execute"]),
-    "mutant-deadlock-concurrent-writes": (["suites.memory_domains.test_concurrency"],
+    "mutant-deadlock-concurrent-writes": (["harness.suites.memory_domains.test_concurrency"],
                                           ["DriverHang", "did not return within 2 s", "Service thread stacks", "copy_from"]),
-    "mutant-hang-zero-sized-memory": (["suites.memory_domains.test_copies", "suites.memory_domains.test_allocation"],
+    "mutant-hang-zero-sized-memory": (["harness.suites.memory_domains.test_copies", "harness.suites.memory_domains.test_allocation"],
                                       ["DriverHang", "of 0 bytes) did not return within 2 s", "_spin_if_empty"]),
 }
 

@@ -18,7 +18,7 @@ def output(result: pytest.RunResult) -> str:
 
 
 def test_unknown_driver_lists_the_drivers_that_exist(pytester: pytest.Pytester) -> None:
-    result = run(pytester, "--pyargs", "suites", "--driver=no-such-driver")
+    result = run(pytester, "--pyargs", "harness.suites", "--driver=no-such-driver")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = output(result)
     assert "unknown driver 'no-such-driver'" in text and "reference" in text
@@ -27,7 +27,7 @@ def test_unknown_driver_lists_the_drivers_that_exist(pytester: pytest.Pytester) 
 
 def test_plugin_that_fails_to_import_is_named(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(broken_driver="import module_that_does_not_exist\n\ndef factory():\n    pass\n")
-    result = run(pytester, "--pyargs", "suites", "--driver=broken_driver.py:factory")
+    result = run(pytester, "--pyargs", "harness.suites", "--driver=broken_driver.py:factory")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = output(result)
     assert "broken_driver.py" in text and "ModuleNotFoundError" in text and "module_that_does_not_exist" in text
@@ -35,7 +35,7 @@ def test_plugin_that_fails_to_import_is_named(pytester: pytest.Pytester) -> None
 
 def test_factory_that_raises_is_named(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(raising_driver="def factory():\n    raise RuntimeError('no device node /dev/npu0')\n")
-    result = run(pytester, "--pyargs", "suites", "--driver=raising_driver.py:factory")
+    result = run(pytester, "--pyargs", "harness.suites", "--driver=raising_driver.py:factory")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = output(result)
     assert "raising_driver.py:factory" in text and "RuntimeError: no device node /dev/npu0" in text
@@ -43,7 +43,7 @@ def test_factory_that_raises_is_named(pytester: pytest.Pytester) -> None:
 
 def test_missing_factory_lists_what_the_module_has(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(some_driver="def make_device():\n    pass\n")
-    result = run(pytester, "--pyargs", "suites", "--driver=some_driver.py:factory")
+    result = run(pytester, "--pyargs", "harness.suites", "--driver=some_driver.py:factory")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "no callable 'factory'" in output(result) and "make_device" in output(result)
 
@@ -71,7 +71,7 @@ IO_INDEX_BUG = textwrap.dedent(
 
 def test_out_of_tree_driver_with_a_role_bug_fails_naming_dom_role_2(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(buggy_driver=IO_INDEX_BUG)
-    result = run(pytester, "--pyargs", "suites.memory_domains", "--driver=buggy_driver.py:factory", "-q", "-x")
+    result = run(pytester, "--pyargs", "harness.suites.memory_domains", "--driver=buggy_driver.py:factory", "-q", "-x")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = output(result)
     assert "[DOM-ROLE-2]" in text
@@ -80,13 +80,13 @@ def test_out_of_tree_driver_with_a_role_bug_fails_naming_dom_role_2(pytester: py
 
 def test_reference_passes_the_suites_under_xdist(pytester: pytest.Pytester) -> None:
     # The suites whose state lives in the service (pools, domains) and the native-code ones.
-    result = run(pytester, "--pyargs", "suites.memory_pools", "suites.memory_domains", "suites.custom_calls",
+    result = run(pytester, "--pyargs", "harness.suites.memory_pools", "harness.suites.memory_domains", "harness.suites.custom_calls",
                  "--driver=reference", "-n", "2", "-q")
     assert result.ret == pytest.ExitCode.OK, output(result)[-3000:]
 
 
 def test_header_names_driver_profile_and_seed(pytester: pytest.Pytester) -> None:
-    result = run(pytester, "--pyargs", "suites.requests", "--driver=reference", "--harness-seed=1234")
+    result = run(pytester, "--pyargs", "harness.suites.requests", "--driver=reference", "--harness-seed=1234")
     text = output(result)
     assert result.ret == pytest.ExitCode.OK
     assert "driver 'reference', profile ci, hypothesis seed 1234" in text
@@ -110,7 +110,7 @@ EXPECTATIONS = textwrap.dedent(
 
 def test_expectations_apply_and_stale_entries_are_reported(pytester: pytest.Pytester) -> None:
     path = pytester.makefile(".toml", expectations=EXPECTATIONS)
-    result = run(pytester, "--pyargs", "suites.requests", f"--expectations={path}", "-rxX")
+    result = run(pytester, "--pyargs", "harness.suites.requests", f"--expectations={path}", "-rxX")
     text = output(result)
     assert result.ret == pytest.ExitCode.OK
     assert "known validation gap" in text
@@ -128,7 +128,7 @@ def test_expectations_apply_and_stale_entries_are_reported(pytester: pytest.Pyte
 )
 def test_malformed_expectations_name_the_line(pytester: pytest.Pytester, content: str, line: int) -> None:
     path = pytester.makefile(".toml", expectations=content)
-    result = run(pytester, "--pyargs", "suites.requests", f"--expectations={path}")
+    result = run(pytester, "--pyargs", "harness.suites.requests", f"--expectations={path}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = output(result)
     assert f"line {line}" in text or f"expectations.toml:{line}" in text, text
@@ -170,7 +170,7 @@ REFUSES_ALL = textwrap.dedent(
 
 def test_driver_without_memory_domains_skips_them_with_a_reason(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(no_domains=NO_DOMAINS)
-    result = run(pytester, "--pyargs", "suites.memory_domains", "--driver=no_domains.py:factory", "-rs")
+    result = run(pytester, "--pyargs", "harness.suites.memory_domains", "--driver=no_domains.py:factory", "-rs")
     assert result.ret == pytest.ExitCode.OK
     outcomes = result.parseoutcomes()
     assert outcomes.get("skipped", 0) > 0 and "passed" not in outcomes and "failed" not in outcomes
@@ -179,7 +179,7 @@ def test_driver_without_memory_domains_skips_them_with_a_reason(pytester: pytest
 
 def test_driver_refusing_every_allocation_fails_dom_alloc_3(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(refuses=REFUSES_ALL)
-    result = run(pytester, "--pyargs", "suites.memory_domains.test_allocation", "--driver=refuses.py:factory", "-rfs")
+    result = run(pytester, "--pyargs", "harness.suites.memory_domains.test_allocation", "--driver=refuses.py:factory", "-rfs")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = output(result)
     assert "FAILED" in text and "test_simple_fully_specified_buffer_is_served" in text and "[DOM-ALLOC-3]" in text

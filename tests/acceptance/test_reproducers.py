@@ -9,7 +9,7 @@ from pathlib import Path
 
 def test_call_sequence_failure_is_written_as_a_replayable_script(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "suites.memory_domains.test_roles",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "harness.suites.memory_domains.test_roles",
          "-k", "test_each_misuse and released", "--driver=mutant-released-token-usable", "--harness-profile=ci",
          f"--harness-record={tmp_path / 'records.jsonl'}", f"--harness-reproducers={tmp_path / 'reproducers'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)

@@ -13,7 +13,7 @@ SPEC = Path(__file__).resolve().parents[3] / "shared" / "SPEC.md"
 
 
 def collected_markers(pytester: pytest.Pytester) -> dict[str, list[str]]:
-    items, _ = pytester.inline_genitems("--pyargs", "suites", "-p", "no:cacheprovider")
+    items, _ = pytester.inline_genitems("--pyargs", "harness.suites", "-p", "no:cacheprovider")
     covered: dict[str, list[str]] = {}
     for item in items:
         for marker in item.iter_markers("requirement"):

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "tvm-ffi is ava
 
 @pytest.fixture(scope="module")
 def sample_library() -> str:
-    from plugins.native_sample import build_sample
+    from harness.plugins.native_sample import build_sample
 
     return build_sample()
 
@@ -34,8 +34,8 @@ def test_the_sample_declares_what_it_implements(sample_library) -> None:
 
 def test_native_path_passes_the_suites_for_its_operations(sample_library, tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "suites.memory_pools",
-         "suites.requests", "suites.numerics", "suites.memory_domains", f"--driver=native:{sample_library}",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "harness.suites.memory_pools",
+         "harness.suites.requests", "harness.suites.numerics", "harness.suites.memory_domains", f"--driver=native:{sample_library}",
          "--harness-profile=ci", "--harness-seed=0", "-rs"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]

@@ -38,7 +38,7 @@ def descriptors() -> dict[str, str]:
 def test_suite_run_leaves_nothing_behind(pytester: pytest.Pytester) -> None:
     processes_before = harness_processes()
     fds_before = descriptors()
-    result = pytester.inline_run("--pyargs", "suites.memory_pools", "suites.memory_domains.test_concurrency",
+    result = pytester.inline_run("--pyargs", "harness.suites.memory_pools", "harness.suites.memory_domains.test_concurrency",
                                  "--harness-profile=ci", "-p", "no:cacheprovider", "-q")
     passed, skipped, failed = result.countoutcomes()
     assert passed > 0 and not failed

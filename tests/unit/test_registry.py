@@ -144,3 +144,23 @@ def test_hooks_in_a_driver_file_are_registered(tmp_path) -> None:
     registry = load_registry(entry_points=False, repo_plugins=False)
     spec = registry.resolve(f"{tmp_path / 'vendor.py'}:factory")
     assert [library.prefix for library in registry.packed_function_libraries(spec.name)] == ["vendor."]
+    # The declarations are that driver's: another driver of the same registry does not inherit them.
+    assert registry.packed_function_libraries("reference") == []
+
+
+def test_plugins_are_loaded_once_per_process(monkeypatch) -> None:
+    """The harness, the zygote and the services forked from it share one registry per process
+    (before, the plugins were loaded three times: harness, zygote, and again for custom calls)."""
+    import harness.registry
+    from harness.custom_calls.executor import executor_for
+    from harness.service.worker import Service
+
+    registry = load_registry()
+    builds = []
+    build = harness.registry._build
+    monkeypatch.setattr(harness.registry, "_build", lambda *a, **k: builds.append(a) or build(*a, **k))
+    executor_for.cache_clear()
+    Service(ReferenceDevice(), "reference").custom_calls()  # what a service does at its first custom call
+    assert load_registry() is registry and builds == []
+    # Asking for a registry of other plugins builds its own and leaves the shared one alone.
+    assert load_registry(entry_points=False, repo_plugins=False) is not registry and len(builds) == 1
