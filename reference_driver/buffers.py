@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
@@ -119,9 +119,14 @@ class TokenTable:
         self._next = itertools.count(1)
         self._live: dict[int, ManagedBuffer] = {}
 
+    def new_token(self, live: Collection[int]) -> int:
+        """The token of the next buffer; called with the table locked (``live``: the tokens in
+        use).  A variant driver may override it: SPEC lets tokens be any positive numbers."""
+        return next(self._next)
+
     def add(self, make: Callable[[int], ManagedBuffer]) -> ManagedBuffer:
         with self._lock:
-            buffer = make(next(self._next))
+            buffer = make(self.new_token(self._live.keys()))
             self._live[buffer.token] = buffer
             return buffer
 
@@ -134,6 +139,11 @@ class TokenTable:
             buffer = self._live.pop(token, None)
             if buffer is not None:
                 buffer.released = True
+
+    def live_tokens(self) -> list[int]:
+        """The tokens of the buffers not yet released, oldest first."""
+        with self._lock:
+            return sorted(self._live)
 
     def __len__(self) -> int:
         with self._lock:

@@ -5,7 +5,7 @@ This code is the definition of correct behaviour: read it beside SPEC.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -21,15 +21,16 @@ from harness.hal import (
     Operand,
     OperandLifeTime,
     OperandType,
+    OperationType,
     Request,
     numpy_dtype,
 )
 from harness.memory import MEMORY_KINDS, DetachedRegion, Memory
 
 from . import executor
-from . import validation
 from .buffers import ManagedBuffer, Role, TokenTable
-from .ops import KERNELS
+from .ops import KERNELS, Kernel
+from .validation import OK, Rules, enforce
 
 __all__ = ["ReferenceBuffer", "ReferenceDevice", "ReferencePreparedModel"]
 
@@ -62,48 +63,48 @@ class ReferenceBuffer:
     """A driver-managed buffer; holds its state until `release`."""
 
     def __init__(self, state: ManagedBuffer, device: ReferenceDevice) -> None:
-        self._state = state
-        self._device = device
+        self.state = state  # the buffer's contents and roles (shared with the device's token table)
+        self.device = device
 
     @property
     def token(self) -> int:
-        return self._state.token
+        return self.state.token
 
     def _require_live(self) -> None:
-        if self._state.released:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ROLE-1] buffer {self._state.token} was released", rule="DOM-ROLE-1")
+        if self.state.released:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ROLE-1] buffer {self.state.token} was released", rule="DOM-ROLE-1")
 
     def copy_from(self, memory: Memory, dimensions: Sequence[int] = ()) -> None:
-        state, rules = self._state, self._device.rules
+        state, rules = self.state, self.device.rules
         with state.lock.writing():
             try:
                 self._require_live()
-                rules.enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
+                enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
                 dims = rules.copy_dimensions(state.operand_type, state.initial_dimensions, tuple(dimensions))
                 if dims is None:
                     raise DriverError(ErrorStatus.INVALID_ARGUMENT,
                                       f"[DOM-COPY-2] dimensions {tuple(dimensions)} for a buffer of {state.initial_dimensions}", rule="DOM-COPY-2")
                 expected = int(np.prod(dims, dtype=np.int64)) * np.dtype(numpy_dtype(state.operand_type)).itemsize
-                rules.enforce(rules.memory_size_matches(memory.size, expected), "DOM-COPY-1",
+                enforce(rules.memory_size_matches(memory.size, expected), "DOM-COPY-1",
                               lambda: f"memory of {memory.size} bytes for {expected}")
-                source = executor.map_memory(rules, memory, writable=False, rule="DOM-COPY-1")
+                source = self.device.map_memory(memory, writable=False, rule="DOM-COPY-1")
                 state.store(source.view(state.dtype).reshape(dims))
             except BaseException:
                 state.invalidate()  # DOM-STATE-1: a failed copyFrom leaves it uninitialized
                 raise
 
     def copy_to(self, memory: Memory) -> None:
-        state, rules = self._state, self._device.rules
+        state, rules = self.state, self.device.rules
         with state.lock.reading():
             self._require_live()
-            rules.enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
+            enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
             size = state.byte_size
             if size is not None:  # size is checked before initialization (DOM-COPY-1)
-                rules.enforce(rules.memory_size_matches(memory.size, size), "DOM-COPY-1",
+                enforce(rules.memory_size_matches(memory.size, size), "DOM-COPY-1",
                               lambda: f"memory of {memory.size} bytes for {size}")
-            rules.enforce(rules.buffer_initialized(state.initialized), "DOM-STATE-2",
+            enforce(rules.buffer_initialized(state.initialized), "DOM-STATE-2",
                           lambda: f"buffer {state.token} is uninitialized")
-            target = executor.map_memory(rules, memory, writable=True, rule="DOM-COPY-1")
+            target = self.device.map_memory(memory, writable=True, rule="DOM-COPY-1")
             target[:] = state.data.reshape(-1).view(np.uint8)
             if isinstance(target, DetachedRegion):
                 try:
@@ -112,27 +113,50 @@ class ReferenceBuffer:
                     raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[DOM-COPY-1] {error}", rule="DOM-COPY-1") from None
 
     def release(self) -> None:
-        self._device.tokens.remove(self._state.token)
+        self.device.tokens.remove(self.state.token)
 
 
 class ReferenceDevice:
-    """The numpy reference driver."""
+    """The numpy reference driver.
+
+    What a seeded-bug or variant driver may change, and nothing else (a small, documented set;
+    the reference never uses it to vary itself):
+
+    - constructor parameters: ``rules`` (a `Rules` subclass overriding one rule), ``tokens`` (a
+      `TokenTable` subclass), ``kernels`` (the operation table), and the classes it hands out,
+      ``prepared_model_class``, ``buffer_class`` and ``managed_buffer_class``;
+    - methods a subclass may override: `map_memory` (how a memory is mapped) and
+      `write_outputs` (how results reach the output regions), besides the Driver API itself.
+    """
 
     name = "reference"
     version = VERSION
-    # The classes it hands out; a seeded-bug driver substitutes one.
-    prepared_model_class: type[ReferencePreparedModel] = ReferencePreparedModel
-    buffer_class: type[ReferenceBuffer] = ReferenceBuffer
-    managed_buffer_class: type[ManagedBuffer] = ManagedBuffer
-    # How execution maps request pools and writes outputs (a seeded-bug driver wraps one).
-    map_memory = staticmethod(executor.map_memory)
-    write_outputs = staticmethod(executor.write_outputs)
 
-    def __init__(self) -> None:
-        self.tokens = TokenTable()
-        # The rules and kernels this device consults; a seeded-bug driver swaps one entry.
-        self.rules = validation.default_rules()
-        self.kernels = dict(KERNELS)
+    def __init__(
+        self,
+        *,
+        rules: Rules | None = None,
+        tokens: TokenTable | None = None,
+        kernels: Mapping[OperationType, Kernel] | None = None,
+        prepared_model_class: type[ReferencePreparedModel] = ReferencePreparedModel,
+        buffer_class: type[ReferenceBuffer] = ReferenceBuffer,
+        managed_buffer_class: type[ManagedBuffer] = ManagedBuffer,
+    ) -> None:
+        self.rules = rules if rules is not None else Rules()
+        self.tokens = tokens if tokens is not None else TokenTable()
+        self.kernels = dict(kernels if kernels is not None else KERNELS)
+        self.prepared_model_class = prepared_model_class
+        self.buffer_class = buffer_class
+        self.managed_buffer_class = managed_buffer_class
+
+    def map_memory(self, memory: Memory, *, writable: bool, rule: str) -> np.ndarray:
+        """A memory's region as bytes, checked against POOL-5 (``rule``: what a failure to map breaks)."""
+        return executor.map_memory(self.rules, memory, writable=writable, rule=rule)
+
+    def write_outputs(self, outputs: Sequence[executor.Binding], values: dict[int, np.ndarray],
+                      views: dict[int, np.ndarray]) -> None:
+        """Write each output's value into its region or its driver-managed buffer."""
+        executor.write_outputs(self.rules, outputs, values, views)
 
     def capabilities(self) -> Capabilities:
         return Capabilities(
@@ -146,7 +170,7 @@ class ReferenceDevice:
 
     def get_supported_operations(self, model: Model) -> list[bool]:
         rules = self.rules
-        rules.enforce(rules.operand_indexes_in_range(model.main), "MODEL", "operand index out of range")
+        enforce(rules.operand_indexes_in_range(model.main), "MODEL", "operand index out of range")
         operands = model.main.operands
         supported = []
         for operation in model.main.operations:
@@ -173,28 +197,28 @@ class ReferenceDevice:
     ) -> tuple[ReferenceBuffer, int]:
         rules = self.rules
         roles = [(IODirection.INPUT, r) for r in input_roles] + [(IODirection.OUTPUT, r) for r in output_roles]
-        rules.enforce(rules.allocation_has_models_and_roles(len(prepared_models), len(roles)), "DOM-ALLOC-1",
+        enforce(rules.allocation_has_models_and_roles(len(prepared_models), len(roles)), "DOM-ALLOC-1",
                       f"{len(prepared_models)} prepared models, {len(roles)} roles")
         allowed: list[Role] = []
         operands: list[Operand] = []
         for direction, role in roles:
             where = f"{direction.value} role {role}"
-            rules.enforce(rules.index_in_range(role.model_index, len(prepared_models)), "DOM-ALLOC-1", lambda: f"{where}: model index")
+            enforce(rules.index_in_range(role.model_index, len(prepared_models)), "DOM-ALLOC-1", lambda: f"{where}: model index")
             prepared = prepared_models[role.model_index]
             if not (isinstance(prepared, ReferencePreparedModel) and prepared.device is self):
                 raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ALLOC-1] {where}: not a model prepared by this driver", rule="DOM-ALLOC-1")
             subgraph = prepared.model.main
             indexes = subgraph.input_indexes if direction is IODirection.INPUT else subgraph.output_indexes
-            rules.enforce(rules.index_in_range(role.io_index, len(indexes)), "DOM-ALLOC-1", lambda: f"{where}: io index")
-            rules.enforce(rules.role_probability_in_range(role.probability), "DOM-ALLOC-1", lambda: f"{where}: probability")
+            enforce(rules.index_in_range(role.io_index, len(indexes)), "DOM-ALLOC-1", lambda: f"{where}: io index")
+            enforce(rules.role_probability_in_range(role.probability), "DOM-ALLOC-1", lambda: f"{where}: probability")
             allowed.append(Role(prepared, direction, role.io_index))
             operands.append(subgraph.operands[indexes[role.io_index]])
         keys = [rules.role_key(role.model_index, r.prepared_model, r.direction.value, r.io_index)
                 for r, (_, role) in zip(allowed, roles)]
-        rules.enforce(rules.roles_unique(keys), "DOM-ALLOC-1", "a role is given twice")
-        rules.enforce(rules.role_operands_agree(operands), "DOM-ALLOC-2", "role operands differ in type, scale or zeroPoint")
+        enforce(rules.roles_unique(keys), "DOM-ALLOC-1", "a role is given twice")
+        enforce(rules.role_operands_agree(operands), "DOM-ALLOC-2", "role operands differ in type, scale or zeroPoint")
         first = operands[0]
-        rules.enforce(rules.scalar_role_without_dimensions(first.type, tuple(desc.dimensions)), "DOM-ALLOC-2",
+        enforce(rules.scalar_role_without_dimensions(first.type, tuple(desc.dimensions)), "DOM-ALLOC-2",
                       lambda: f"scalar role with dimensions {desc.dimensions}")
         dims = rules.role_dimensions(operands, tuple(desc.dimensions))
         if dims is None:
@@ -208,24 +232,20 @@ class ReferenceDevice:
 # --------------------------------------------------------------------------- preparation
 
 
-def validate_model(rules, kernels, model: Model) -> None:
+def validate_model(rules: Rules, kernels: Mapping[OperationType, Kernel], model: Model) -> None:
     """Every static rule a model must meet; INVALID_ARGUMENT at the first broken one."""
     subgraph = model.main
-    rules.check_all(
-        [
-            (rules.operand_indexes_in_range, (subgraph,), "MODEL"),
-            (rules.io_lifetimes_match, (subgraph,), "MODEL"),
-            (rules.operations_in_dataflow_order, (subgraph,), "MODEL"),
-        ]
-    )
+    enforce(rules.operand_indexes_in_range(subgraph), "MODEL", "an operand index is out of range")
+    enforce(rules.io_lifetimes_match(subgraph), "MODEL", "model inputs and outputs do not have the SUBGRAPH_INPUT/OUTPUT lifetimes")
+    enforce(rules.operations_in_dataflow_order(subgraph), "MODEL", "an operation reads an operand no earlier operation wrote")
     for index, pool in enumerate(model.pools):
-        rules.enforce(rules.memory_kind_known(pool), "POOL-5", lambda: f"model pool {index}: unknown kind {pool.kind!r}")
-        rules.enforce(rules.constant_pool_kind_allowed(pool), "POOL-3", lambda: f"model pool {index}: non-BLOB hardware buffer")
+        enforce(rules.memory_kind_known(pool), "POOL-5", lambda: f"model pool {index}: unknown kind {pool.kind!r}")
+        enforce(rules.constant_pool_kind_allowed(pool), "POOL-3", lambda: f"model pool {index}: non-BLOB hardware buffer")
     for index, operand in enumerate(subgraph.operands):
         where = f"operand {index}"
-        rules.enforce(rules.operand_location_valid(operand, model), "POOL-1", lambda: f"{where}: location {operand.location}")
-        rules.enforce(rules.operand_quantization_valid(operand), "MODEL", lambda: f"{where}: scale {operand.scale}, zeroPoint {operand.zero_point}")
-        rules.enforce(rules.scalar_has_no_dimensions(operand), "MODEL", lambda: f"{where}: scalar with dimensions")
+        enforce(rules.operand_location_valid(operand, model), "POOL-1", lambda: f"{where}: location {operand.location}")
+        enforce(rules.operand_quantization_valid(operand), "MODEL", lambda: f"{where}: scale {operand.scale}, zeroPoint {operand.zero_point}")
+        enforce(rules.scalar_has_no_dimensions(operand), "MODEL", lambda: f"{where}: scalar with dimensions")
     for number, operation in enumerate(subgraph.operations):
         kernel = kernels.get(operation.type)
         operands = subgraph.operands
@@ -233,7 +253,7 @@ def validate_model(rules, kernels, model: Model) -> None:
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[MODEL] operation {number} ({operation.type!r}) has invalid operands", rule="MODEL")
 
 
-def load_constants(rules, model: Model) -> dict[int, np.ndarray]:
+def load_constants(rules: Rules, model: Model) -> dict[int, np.ndarray]:
     """Constant operand values.  Values from pools are copied out at preparation, so a client
     that later shrinks or closes the pool cannot make execution fault (SVC-3)."""
     views = {}
@@ -253,10 +273,10 @@ def load_constants(rules, model: Model) -> dict[int, np.ndarray]:
     return constants
 
 
-def _constant_pool_usable(rules, operand: Operand, model: Model) -> bool:
+def _constant_pool_usable(rules: Rules, operand: Operand, model: Model) -> bool:
     if operand.lifetime != OperandLifeTime.CONSTANT_REFERENCE:
         return True
     if not 0 <= operand.location.pool_index < len(model.pools):
         return False
     pool = model.pools[operand.location.pool_index]
-    return rules.memory_kind_known(pool) == rules.OK and rules.constant_pool_kind_allowed(pool) == rules.OK
+    return rules.memory_kind_known(pool) == OK and rules.constant_pool_kind_allowed(pool) == OK

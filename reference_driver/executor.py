@@ -37,6 +37,7 @@ from harness.memory import DetachedRegion, Memory, MemoryMapError, read_detached
 
 from .buffers import ManagedBuffer, TokenTable, locked
 from .ops import KernelError
+from .validation import Rules, enforce
 
 if TYPE_CHECKING:  # pragma: no cover
     from .device import ReferencePreparedModel
@@ -58,14 +59,14 @@ class Binding:
     buffer: ManagedBuffer | None = None
 
 
-def map_memory(rules, memory: Memory, *, writable: bool, rule: str) -> np.ndarray:
+def map_memory(rules: Rules, memory: Memory, *, writable: bool, rule: str) -> np.ndarray:
     """Map a memory for the driver's use; an unusable handle is GENERAL_FAILURE (POOL-4).
 
     Memory is mapped only once it is sealed against shrinking, so a client that shrinks
     it later cannot make the driver fault (SVC-3); memory that cannot be sealed (regular
     files, memfds without sealing) is copied in with pread and written back with pwrite.
     """
-    rules.enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
+    enforce(rules.memory_kind_known(memory), "POOL-5", lambda: f"unknown memory kind {memory.kind!r}")
     try:
         if memory.closed or not seal_against_shrinking(memory.fd):
             return read_detached(memory.fd if not memory.closed else -1, memory.offset, memory.size, writable=writable)
@@ -80,18 +81,18 @@ def map_memory(rules, memory: Memory, *, writable: bool, rule: str) -> np.ndarra
 def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: TokenTable) -> list[Binding]:
     rules = prepared.device.rules
     subgraph = prepared.model.main
-    rules.enforce(rules.argument_counts_match(len(request.inputs), len(request.outputs), subgraph), "REQ-1",
+    enforce(rules.argument_counts_match(len(request.inputs), len(request.outputs), subgraph), "REQ-1",
                   f"{len(request.inputs)} inputs and {len(request.outputs)} outputs given, model has "
                   f"{len(subgraph.input_indexes)} and {len(subgraph.output_indexes)}")
     pools: list[Memory | ManagedBuffer] = []  # each request pool: a memory, or the buffer its token names
     for index, pool in enumerate(request.pools):
         if isinstance(pool, Memory):
-            rules.enforce(rules.memory_kind_known(pool), "POOL-5", lambda: f"pool {index}: unknown memory kind {pool.kind!r}")
+            enforce(rules.memory_kind_known(pool), "POOL-5", lambda: f"pool {index}: unknown memory kind {pool.kind!r}")
             pools.append(pool)
             continue
         if isinstance(pool, bool) or not isinstance(pool, int):
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-2] pool {index} is neither a memory nor a token: {pool!r}", rule="REQ-2")
-        rules.enforce(rules.token_positive(pool), "DOM-ROLE-1", lambda: f"pool {index}: token {pool}")
+        enforce(rules.token_positive(pool), "DOM-ROLE-1", lambda: f"pool {index}: token {pool}")
         buffer = tokens.get(pool)
         if buffer is None:
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[DOM-ROLE-1] pool {index}: token {pool} names no live buffer", rule="DOM-ROLE-1")
@@ -106,13 +107,13 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
         indexes = subgraph.input_indexes if direction is IODirection.INPUT else subgraph.output_indexes
         operand_index = indexes[io_index]
         operand = subgraph.operands[operand_index]
-        rules.enforce(rules.no_value_argument_empty(argument), "REQ-2", lambda: f"{where}: hasNoValue with a location or dimensions")
+        enforce(rules.no_value_argument_empty(argument), "REQ-2", lambda: f"{where}: hasNoValue with a location or dimensions")
         if argument.has_no_value:
             if direction is IODirection.INPUT:
                 raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-1] {where}: a required input has no value", rule="REQ-1")
             bindings.append(Binding(direction, io_index, operand_index, operand, argument, operand.dimensions))
             continue
-        rules.enforce(rules.pool_index_in_range(argument, len(pools)), "REQ-2", lambda: f"{where}: pool index {argument.location.pool_index} of {len(pools)}")
+        enforce(rules.pool_index_in_range(argument, len(pools)), "REQ-2", lambda: f"{where}: pool index {argument.location.pool_index} of {len(pools)}")
         source = pools[argument.location.pool_index]
         dimensions = rules.argument_dimensions(argument, operand)
         if dimensions is None:
@@ -123,20 +124,20 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
             token_uses.append((source.token, direction.value))  # per buffer, whatever pool slots name it
         else:
             binding.memory = source
-            rules.enforce(rules.region_within_memory(argument.location, source), "REQ-2", lambda: f"{where}: region {argument.location} beyond {source.size} bytes")
+            enforce(rules.region_within_memory(argument.location, source), "REQ-2", lambda: f"{where}: region {argument.location} beyond {source.size} bytes")
             if direction is IODirection.INPUT:
-                rules.enforce(rules.input_fully_specified(operand.type, dimensions), "REQ-2", lambda: f"{where}: input dimensions {dimensions} not fully specified")
-            rules.enforce(rules.length_matches_dimensions(argument.location, operand.type, dimensions), "REQ-2",
+                enforce(rules.input_fully_specified(operand.type, dimensions), "REQ-2", lambda: f"{where}: input dimensions {dimensions} not fully specified")
+            enforce(rules.length_matches_dimensions(argument.location, operand.type, dimensions), "REQ-2",
                           lambda: f"{where}: length {argument.location.length} does not hold dimensions {dimensions}")
         bindings.append(binding)
-    rules.enforce(rules.token_output_exclusive(token_uses), "DOM-ROLE-3", "a token used as an output is used again")
+    enforce(rules.token_output_exclusive(token_uses), "DOM-ROLE-3", "a token used as an output is used again")
     return bindings
 
 
 def _bind_token(prepared: ReferencePreparedModel, binding: Binding, buffer: ManagedBuffer, where: str) -> None:
     rules = prepared.device.rules
-    rules.enforce(rules.token_location_zero(binding.argument), "DOM-ROLE-4", lambda: f"{where}: token pool with location {binding.argument.location}")
-    rules.enforce(rules.role_allowed(buffer.roles, prepared, binding.direction, binding.io_index), "DOM-ROLE-2",
+    enforce(rules.token_location_zero(binding.argument), "DOM-ROLE-4", lambda: f"{where}: token pool with location {binding.argument.location}")
+    enforce(rules.role_allowed(buffer.roles, prepared, binding.direction, binding.io_index), "DOM-ROLE-2",
                   lambda: f"{where}: buffer {buffer.token} was not allocated for this use")
     combined = rules.combine_dimensions(buffer.initial_dimensions, binding.dimensions)
     if combined is None:
@@ -164,7 +165,7 @@ def execute(prepared: ReferencePreparedModel, request: Request, tokens: TokenTab
             shapes = _check_outputs(rules, outputs, values)
             if not all(s.is_sufficient for s in shapes):
                 raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "[DOM-DYN-2] an output region is too small", tuple(shapes), rule="DOM-DYN-2")
-            prepared.device.write_outputs(rules, outputs, values, views)
+            prepared.device.write_outputs(outputs, values, views)
         except BaseException:
             for buffer in writes:
                 buffer.invalidate()
@@ -181,11 +182,11 @@ def _map_pools(device, request: Request, bindings: Sequence[Binding]) -> dict[in
             index = b.argument.location.pool_index
             writable[index] = writable.get(index, False) or b.direction is IODirection.OUTPUT
     rule = "POOL-4"
-    return {i: device.map_memory(device.rules, request.pools[i], writable=w, rule=rule)  # type: ignore[arg-type]
+    return {i: device.map_memory(request.pools[i], writable=w, rule=rule)  # type: ignore[arg-type]
             for i, w in writable.items()}
 
 
-def _region(rules, binding: Binding, views: dict[int, np.ndarray], nbytes: int) -> np.ndarray:
+def _region(rules: Rules, binding: Binding, views: dict[int, np.ndarray], nbytes: int) -> np.ndarray:
     loc = binding.argument.location
     start, end = rules.region_bounds(loc.offset, nbytes)
     return views[loc.pool_index][start:end]
@@ -212,10 +213,10 @@ def _read_inputs(
     return values, outs
 
 
-def _read_token(rules, binding: Binding) -> np.ndarray:
+def _read_token(rules: Rules, binding: Binding) -> np.ndarray:
     buffer = binding.buffer
     assert buffer is not None
-    rules.enforce(rules.input_buffer_initialized(buffer.initialized), "DOM-STATE-2",
+    enforce(rules.input_buffer_initialized(buffer.initialized), "DOM-STATE-2",
                   lambda: f"input {binding.io_index}: buffer {buffer.token} is uninitialized")
     if rules.combine_dimensions(binding.dimensions, buffer.dimensions) is None:
         raise DriverError(ErrorStatus.INVALID_ARGUMENT,
@@ -241,7 +242,7 @@ def _run_operations(prepared: ReferencePreparedModel, values: dict[int, np.ndarr
         values[output_index] = result
 
 
-def _check_outputs(rules, outputs: Sequence[Binding], values: dict[int, np.ndarray]) -> list[OutputShape]:
+def _check_outputs(rules: Rules, outputs: Sequence[Binding], values: dict[int, np.ndarray]) -> list[OutputShape]:
     shapes = []
     for b in outputs:
         shape = tuple(values[b.operand_index].shape)
@@ -254,7 +255,7 @@ def _check_outputs(rules, outputs: Sequence[Binding], values: dict[int, np.ndarr
     return shapes
 
 
-def write_outputs(rules, outputs: Sequence[Binding], values: dict[int, np.ndarray], views: dict[int, np.ndarray]) -> None:
+def write_outputs(rules: Rules, outputs: Sequence[Binding], values: dict[int, np.ndarray], views: dict[int, np.ndarray]) -> None:
     for b in outputs:
         value = values[b.operand_index]
         if b.buffer is not None:

@@ -8,7 +8,6 @@ memory contents or driver state beyond what they are given.
 
 from __future__ import annotations
 
-import types
 from collections.abc import Iterable, Sequence
 from typing import Callable
 
@@ -336,17 +335,50 @@ def memory_size_matches(memory_size: int, expected: int) -> ErrorStatus:
     return OK if memory_size == expected else INVALID
 
 
-def check_all(checks: Iterable[tuple[Callable[..., ErrorStatus], tuple, str]]) -> None:
-    """Run (rule, args, SPEC id) triples in order and raise at the first that fails."""
-    for rule, args, spec_id in checks:
-        enforce(rule(*args), spec_id, rule.__name__)
+# --------------------------------------------------------------------------- the device's rule book
 
 
-def default_rules() -> types.SimpleNamespace:
-    """Every rule of this module by name: what a device consults, and what a seeded-bug
-    driver replaces one entry of."""
-    return types.SimpleNamespace(
-        **{name: value for name, value in globals().items() if callable(value) and not name.startswith("_")
-           and getattr(value, "__module__", None) == __name__ and name != "default_rules"},
-        OK=OK,
-    )
+class Rules:
+    """The rules above, as the one object a `ReferenceDevice` consults.
+
+    Each attribute is the module function of the same name, unchanged: the reference calls
+    ``rules.region_within_memory(...)`` where it checks POOL-5, and reading this module is
+    reading what it checks.  A seeded-bug driver breaks one rule by giving the device an
+    instance of a subclass that overrides that method (``ReferenceDevice(rules=...)``); the
+    reference never replaces one itself.
+    """
+
+    combine_dimensions = staticmethod(combine_dimensions)
+    memory_kind_known = staticmethod(memory_kind_known)
+    constant_pool_kind_allowed = staticmethod(constant_pool_kind_allowed)
+    operand_indexes_in_range = staticmethod(operand_indexes_in_range)
+    io_lifetimes_match = staticmethod(io_lifetimes_match)
+    operations_in_dataflow_order = staticmethod(operations_in_dataflow_order)
+    operand_location_valid = staticmethod(operand_location_valid)
+    operand_quantization_valid = staticmethod(operand_quantization_valid)
+    scalar_has_no_dimensions = staticmethod(scalar_has_no_dimensions)
+    argument_counts_match = staticmethod(argument_counts_match)
+    no_value_argument_empty = staticmethod(no_value_argument_empty)
+    pool_index_in_range = staticmethod(pool_index_in_range)
+    region_within_memory = staticmethod(region_within_memory)
+    argument_dimensions = staticmethod(argument_dimensions)
+    input_fully_specified = staticmethod(input_fully_specified)
+    length_matches_dimensions = staticmethod(length_matches_dimensions)
+    token_location_zero = staticmethod(token_location_zero)
+    token_positive = staticmethod(token_positive)
+    role_allowed = staticmethod(role_allowed)
+    token_output_exclusive = staticmethod(token_output_exclusive)
+    allocation_has_models_and_roles = staticmethod(allocation_has_models_and_roles)
+    role_probability_in_range = staticmethod(role_probability_in_range)
+    index_in_range = staticmethod(index_in_range)
+    role_key = staticmethod(role_key)
+    roles_unique = staticmethod(roles_unique)
+    role_operands_agree = staticmethod(role_operands_agree)
+    role_dimensions = staticmethod(role_dimensions)
+    scalar_role_without_dimensions = staticmethod(scalar_role_without_dimensions)
+    copy_dimensions = staticmethod(copy_dimensions)
+    buffer_initialized = staticmethod(buffer_initialized)
+    input_buffer_initialized = staticmethod(input_buffer_initialized)
+    output_sufficient = staticmethod(output_sufficient)
+    region_bounds = staticmethod(region_bounds)
+    memory_size_matches = staticmethod(memory_size_matches)

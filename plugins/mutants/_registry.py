@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from harness.hal import Device
+from harness.hal import Device, OperationType
 from reference_driver import ReferenceDevice
+from reference_driver.ops import KERNELS, Kernel
+from reference_driver.validation import Rules
 
 
 @dataclass(frozen=True)
@@ -38,23 +41,23 @@ def mutant(name: str, requirement: str, description: str):
     return register
 
 
-def with_rule(name: str, replacement: Callable) -> ReferenceDevice:
-    """A reference device whose validation rule ``name`` is replaced."""
-    device = ReferenceDevice()
-    if not hasattr(device.rules, name):
+def broken_rules(name: str, replacement: Callable) -> Rules:
+    """The reference's rules with rule ``name`` (a method of `Rules`) replaced."""
+    if not callable(getattr(Rules, name, None)):
         raise AttributeError(f"the reference has no rule {name!r}")
-    setattr(device.rules, name, replacement)
-    return device
+    return type(f"Broken_{name}", (Rules,), {name: staticmethod(replacement)})()
 
 
-def with_parts(**parts) -> ReferenceDevice:
-    """A reference device with some of its parts (classes, hooks) replaced by buggy ones."""
-    device = ReferenceDevice()
-    for name, part in parts.items():
-        if not hasattr(device, name):
-            raise AttributeError(f"the reference device has no part {name!r}")
-        setattr(device, name, part)
-    return device
+def with_kernels(runs: Mapping[OperationType, Callable]) -> ReferenceDevice:
+    """A reference device whose kernels for these operations compute with ``runs`` (their
+    operand validation unchanged)."""
+    return ReferenceDevice(kernels={**KERNELS, **{op: Kernel(KERNELS[op].validate, run) for op, run in runs.items()}})
+
+
+def with_rule(name: str, replacement: Callable, **parts: Any) -> ReferenceDevice:
+    """A reference device whose validation rule ``name`` is replaced (and ``parts``, other
+    constructor parameters of `ReferenceDevice`, given)."""
+    return ReferenceDevice(rules=broken_rules(name, replacement), **parts)
 
 
 def flagged_mutant(flags: dict[str, str], name: str, requirement: str, description: str, flag: str) -> None:

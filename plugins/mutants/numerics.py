@@ -8,13 +8,8 @@ from harness.hal import OperationType
 from reference_driver import ReferenceDevice
 from reference_driver.ops import Kernel, _numeric, elementwise, nn
 
-from ._registry import mutant
+from ._registry import mutant, with_kernels
 
-
-def _with_kernel(op: OperationType, run) -> ReferenceDevice:
-    device = ReferenceDevice()
-    device.kernels[op] = Kernel(device.kernels[op].validate, run)
-    return device
 
 
 @mutant("broadcast-rank-1-wrong", "POOL-2", "ADD walks a broadcast rank-1 operand backwards")
@@ -27,12 +22,12 @@ def broadcast_rank_1_wrong():
             b = b[::-1]  # the stride of the broadcast axis taken with the wrong sign
         return add([a, b, act], ins, out_op, None)
 
-    return _with_kernel(OperationType.ADD, run)
+    return with_kernels({OperationType.ADD: run})
 
 
 @mutant("relu6-clamps-at-6.5", "POOL-2", "the fused RELU6 activation clamps at 6.5")
 def relu6_clamps_at_6_5():
-    device = ReferenceDevice()
+    runs = {}
     for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
         ufunc = {OperationType.ADD: np.add, OperationType.SUB: np.subtract, OperationType.MUL: np.multiply,
                  OperationType.DIV: np.divide}[op]
@@ -44,8 +39,8 @@ def relu6_clamps_at_6_5():
             real = ufunc(_numeric.to_real(values[0], ins[0]), _numeric.to_real(values[1], ins[1]))
             return _numeric.from_real(np.clip(real, 0, 6.5), out_op)
 
-        device.kernels[op] = Kernel(device.kernels[op].validate, run)
-    return device
+        runs[op] = run
+    return with_kernels(runs)
 
 
 @mutant("quantized-rounding-truncates", "POOL-2", "requantizes by truncating toward minus infinity (one step low for half the values)")
@@ -71,8 +66,8 @@ def quantized_rounding_truncates():
                                      _numeric.scalar(values[2]))
             return from_real(real, out_op)
 
-        device.kernels[op] = Kernel(device.kernels[op].validate, run)
-    return device
+        runs[op] = run
+    return with_kernels(runs)
 
 
 @mutant("conv-stride-2-ignored", "POOL-2", "CONV_2D computes stride 2 as stride 1 and writes the first rows")
@@ -84,4 +79,4 @@ def conv_stride_2_ignored():
                 values[i] = np.asarray(1, np.int32)
         return nn.run_conv_2d(values, ins, out_op, out)
 
-    return _with_kernel(OperationType.CONV_2D, run)
+    return with_kernels({OperationType.CONV_2D: run})

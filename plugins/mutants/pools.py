@@ -34,17 +34,16 @@ def bound_off_by_one():
 
 @mutant("writes-past-output", "POOL-2", "writes four bytes of scratch after every output region")
 def writes_past_output():
-    device = ReferenceDevice()
+    return _WritesPastOutput()
 
-    def write_outputs(rules, outputs, values, views):
-        executor.write_outputs(rules, outputs, values, views)
+
+class _WritesPastOutput(ReferenceDevice):
+    def write_outputs(self, outputs, values, views):
+        super().write_outputs(outputs, values, views)
         for b in outputs:
             if b.memory is not None:
                 end = b.argument.location.offset + b.argument.location.length
                 views[b.argument.location.pool_index][end : end + 4] = 0xEE
-
-    device.write_outputs = write_outputs
-    return device
 
 
 class _ConstantsFromOffsetZero(ReferenceDevice):
@@ -71,11 +70,13 @@ def unknown_memory_kind_accepted():
 @mutant("read-only-output-accepted", "POOL-5",
         "when an output memory cannot be mapped writable, writes to a private copy and reports success")
 def read_only_output_accepted():
-    device = ReferenceDevice()
+    return _PrivateCopyOfReadOnlyOutput()
 
-    def map_memory(rules, memory: Memory, *, writable: bool, rule: str):
+
+class _PrivateCopyOfReadOnlyOutput(ReferenceDevice):
+    def map_memory(self, memory: Memory, *, writable: bool, rule: str):
         try:
-            return executor.map_memory(rules, memory, writable=writable, rule=rule)
+            return super().map_memory(memory, writable=writable, rule=rule)
         except DriverError:
             if not writable or memory.closed:
                 raise
@@ -83,9 +84,6 @@ def read_only_output_accepted():
                 return np.array(read_detached(memory.fd, memory.offset, memory.size, writable=False))
             except MemoryMapError:
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, "unmappable") from None
-
-    device.map_memory = map_memory
-    return device
 
 
 @mutant("missing-input-accepted", "REQ-1", "checks the number of outputs but not the number of inputs")

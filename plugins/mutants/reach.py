@@ -31,7 +31,7 @@ from reference_driver.device import ReferenceBuffer
 from reference_driver.ops import KERNELS, Kernel, nn
 from reference_driver.validation import INVALID, OK
 
-from ._registry import mutant, with_parts, with_rule
+from ._registry import mutant, with_kernels, with_rule
 
 I32 = OperandType.TENSOR_INT32
 
@@ -63,7 +63,7 @@ class _ScribblesModel(ReferencePreparedModel):
 @mutant("scribbles-then-insufficient", "POOL-2", "writes the start of a too-large output past its region, then reports "
         "OUTPUT_INSUFFICIENT_SIZE")
 def scribbles_then_insufficient():
-    return with_parts(prepared_model_class=_ScribblesModel)
+    return ReferenceDevice(prepared_model_class=_ScribblesModel)
 
 
 class _ClobbersInputsModel(ReferencePreparedModel):
@@ -83,7 +83,7 @@ class _ClobbersInputsModel(ReferencePreparedModel):
 @mutant("insufficient-clobbers-inputs", "POOL-2", "uses its input regions as scratch and leaves them zeroed when an "
         "output turns out too small")
 def insufficient_clobbers_inputs():
-    return with_parts(prepared_model_class=_ClobbersInputsModel)
+    return ReferenceDevice(prepared_model_class=_ClobbersInputsModel)
 
 
 # --------------------------------------------------------------------------- refusals that grow
@@ -110,18 +110,16 @@ def allocation_slots_leak():
     return _LeakingAllocator()
 
 
+class _MarksRelease(ReferenceBuffer):
+    def release(self) -> None:
+        self.device.released_one = True
+        super().release()
+
+
 class _RefusesAfterRelease(ReferenceDevice):
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(buffer_class=_MarksRelease)
         self.released_one = False
-        device = self
-
-        class Buffer(ReferenceBuffer):
-            def release(self) -> None:
-                device.released_one = True
-                super().release()
-
-        self.buffer_class = Buffer
 
     def allocate(self, desc, prepared_models, input_roles, output_roles):
         if self.released_one:
@@ -140,10 +138,12 @@ def refuses_after_release():
 @mutant("later-outputs-cut-to-first", "POOL-2", "writes every output after the first with at most the first output's "
         "byte count")
 def later_outputs_cut_to_first():
-    device = ReferenceDevice()
+    return _LaterOutputsCut()
 
-    def write_outputs(rules, outputs, values, views):
-        executor.write_outputs(rules, outputs, values, views)
+
+class _LaterOutputsCut(ReferenceDevice):
+    def write_outputs(self, outputs, values, views):
+        super().write_outputs(outputs, values, views)
         if len(outputs) < 2:
             return
         first = values[outputs[0].operand_index].nbytes
@@ -154,8 +154,6 @@ def later_outputs_cut_to_first():
             if value.nbytes > first:
                 loc = binding.argument.location
                 views[loc.pool_index][loc.offset + first: loc.offset + value.nbytes] = 0  # never copied
-    device.write_outputs = write_outputs
-    return device
 
 
 class _ShapesReversedModel(ReferencePreparedModel):
@@ -166,13 +164,8 @@ class _ShapesReversedModel(ReferencePreparedModel):
 
 @mutant("output-shapes-reversed", "POOL-2", "lists outputShapes in reverse order")
 def output_shapes_reversed():
-    return with_parts(prepared_model_class=_ShapesReversedModel)
+    return ReferenceDevice(prepared_model_class=_ShapesReversedModel)
 
-
-def _with_kernel(op: OperationType, run) -> ReferenceDevice:
-    device = ReferenceDevice()
-    device.kernels[op] = Kernel(device.kernels[op].validate, run)
-    return device
 
 
 @mutant("fully-connected-batch-from-first-axis", "POOL-2", "FULLY_CONNECTED takes the batch from the input's first axis "
@@ -184,7 +177,7 @@ def fully_connected_batch_from_first_axis():
             from reference_driver.ops import KernelError
             raise KernelError(f"FULLY_CONNECTED: input {data.shape} does not match weights {weights.shape}")
         return nn.run_fully_connected(values, ins, out_op, out)
-    return _with_kernel(OperationType.FULLY_CONNECTED, run)
+    return with_kernels({OperationType.FULLY_CONNECTED: run})
 
 
 def _int32_kernel(op: OperationType, compute) -> ReferenceDevice:
@@ -196,7 +189,7 @@ def _int32_kernel(op: OperationType, compute) -> ReferenceDevice:
         checked = reference.run(values, ins, out_op, None)  # shape errors as the reference reports them
         a, b = np.broadcast_arrays(np.asarray(values[0], np.int64), np.asarray(values[1], np.int64))
         return compute(a, b).reshape(checked.shape)
-    return _with_kernel(op, run)
+    return with_kernels({op: run})
 
 
 @mutant("int32-saturates", "POOL-2", "TENSOR_INT32 MUL saturates at the int32 range instead of wrapping around")
@@ -215,7 +208,7 @@ def int32_products_through_float():
 
 @mutant("activation-input-ignored", "POOL-2", "a fused activation given as a request input (not a constant) is taken as NONE")
 def activation_input_ignored():
-    device = ReferenceDevice()
+    runs = {}
     for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
         reference = KERNELS[op]
 
@@ -223,8 +216,8 @@ def activation_input_ignored():
             if ins[2].lifetime == OperandLifeTime.SUBGRAPH_INPUT:
                 values = [*values[:2], np.asarray(0, np.int32)]
             return reference.run(values, ins, out_op, out)
-        device.kernels[op] = Kernel(reference.validate, run)
-    return device
+        runs[op] = run
+    return with_kernels(runs)
 
 
 @mutant("negative-pool-index-accepted", "REQ-2", "accepts a negative pool index (counting pools from the end)")
@@ -248,7 +241,7 @@ class _CopyFromFileStart(ReferenceBuffer):
 @mutant("copy-from-file-start", "DOM-COPY-1", "copy_from reads an mmap_fd memory from the start of its file, not from "
         "its offset")
 def copy_from_file_start():
-    return with_parts(buffer_class=_CopyFromFileStart)
+    return ReferenceDevice(buffer_class=_CopyFromFileStart)
 
 
 class _ConstantsFromFileStart(ReferenceDevice):
@@ -277,10 +270,8 @@ class _NegatesConstantsModel(ReferencePreparedModel):
 
 
 class _NegatesConstants(ReferenceDevice):
-    prepared_model_class = _NegatesConstantsModel
-
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(prepared_model_class=_NegatesConstantsModel)
         self.constants_lock = threading.Lock()
 
 
@@ -301,7 +292,7 @@ class _FirstValueCached(ManagedBuffer):
 @mutant("stale-device-copy", "DOM-COPY-1", "executions read a buffer through a device-side copy that a later write of "
         "the same shape does not refresh")
 def stale_device_copy():
-    return with_parts(managed_buffer_class=_FirstValueCached)
+    return ReferenceDevice(managed_buffer_class=_FirstValueCached)
 
 
 # --------------------------------------------------------------------------- concurrency
@@ -331,7 +322,7 @@ class _LockPerArgumentModel(ReferencePreparedModel):
 @mutant("read-lock-per-argument", "DOM-CONC-1", "takes a read lock per input argument, so the same buffer as two inputs "
         "deadlocks against a waiting writer")
 def read_lock_per_argument():
-    return with_parts(prepared_model_class=_LockPerArgumentModel)
+    return ReferenceDevice(prepared_model_class=_LockPerArgumentModel)
 
 
 _STAGING = np.zeros(1 << 16, np.uint8)
@@ -339,7 +330,7 @@ _STAGING = np.zeros(1 << 16, np.uint8)
 
 class _StagedCopyTo(ReferenceBuffer):
     def copy_to(self, memory):
-        state = self._state
+        state = self.state
         if not state.initialized or state.byte_size is None or state.byte_size > _STAGING.size or memory.size != state.byte_size:
             return super().copy_to(memory)
         raw = state.data.reshape(-1).view(np.uint8)
@@ -351,7 +342,7 @@ class _StagedCopyTo(ReferenceBuffer):
 
 @mutant("shared-staging-copy-to", "DOM-CONC-1", "copy_to goes through one staging area shared by every buffer, unlocked")
 def shared_staging_copy_to():
-    return with_parts(buffer_class=_StagedCopyTo)
+    return ReferenceDevice(buffer_class=_StagedCopyTo)
 
 
 # --------------------------------------------------------------------------- copies
@@ -359,7 +350,7 @@ def shared_staging_copy_to():
 
 class _KeepsDimensions(ReferenceBuffer):
     def copy_from(self, memory, dimensions=()):
-        state = self._state
+        state = self.state
         before = (state.initialized, state.dimensions, state.byte_size)
         super().copy_from(memory, dimensions)
         if before[0] and before[2] == state.byte_size and before[1] != state.dimensions:
@@ -369,7 +360,7 @@ class _KeepsDimensions(ReferenceBuffer):
 @mutant("copy-keeps-old-dimensions", "DOM-COPY-2", "a copy_from of another shape with the same byte size keeps the "
         "buffer's previous dimensions")
 def copy_keeps_old_dimensions():
-    return with_parts(buffer_class=_KeepsDimensions)
+    return ReferenceDevice(buffer_class=_KeepsDimensions)
 
 
 class _CopyToOnePast(ReferenceBuffer):
@@ -381,7 +372,7 @@ class _CopyToOnePast(ReferenceBuffer):
 
 @mutant("copy-to-one-byte-past", "DOM-COPY-1", "copy_to into an mmap_fd region writes one byte past its end")
 def copy_to_one_byte_past():
-    return with_parts(buffer_class=_CopyToOnePast)
+    return ReferenceDevice(buffer_class=_CopyToOnePast)
 
 
 # --------------------------------------------------------------------------- several live buffers
@@ -389,22 +380,22 @@ def copy_to_one_byte_past():
 
 class _ReleasesNewest(ReferenceBuffer):
     def release(self) -> None:
-        live = sorted(self._device.tokens._live)
-        newest = max(live) if len(live) > 1 else self._state.token
-        self._device.tokens.remove(newest)  # the allocator frees its most recent slot
+        live = self.device.tokens.live_tokens()
+        newest = max(live) if len(live) > 1 else self.state.token
+        self.device.tokens.remove(newest)  # the allocator frees its most recent slot
 
 
 @mutant("release-frees-newest", "DOM-ROLE-1", "release() frees the most recently allocated live buffer, not its own")
 def release_frees_newest():
-    return with_parts(buffer_class=_ReleasesNewest)
+    return ReferenceDevice(buffer_class=_ReleasesNewest)
 
 
 class _SharedByRoles(ReferenceBuffer):
     def copy_from(self, memory, dimensions=()):
         super().copy_from(memory, dimensions)
-        state = self._state
-        for token in list(self._device.tokens._live):
-            other = self._device.tokens.get(token)
+        state = self.state
+        for token in self.device.tokens.live_tokens():
+            other = self.device.tokens.get(token)
             if other is not None and other is not state and other.roles == state.roles and other.initialized:
                 other.store(state.value())  # one storage slot per role set
 
@@ -412,7 +403,7 @@ class _SharedByRoles(ReferenceBuffer):
 @mutant("buffers-with-same-roles-share-storage", "DOM-COPY-1", "two live buffers allocated for the same roles share "
         "one storage slot once both were written")
 def buffers_with_same_roles_share_storage():
-    return with_parts(buffer_class=_SharedByRoles)
+    return ReferenceDevice(buffer_class=_SharedByRoles)
 
 
 
@@ -424,4 +415,4 @@ class _ReturnsNothingModel(ReferencePreparedModel):
 
 @mutant("execute-returns-none", "POOL-2", "execute writes its outputs but returns None instead of an ExecutionResult")
 def execute_returns_none():
-    return with_parts(prepared_model_class=_ReturnsNothingModel)
+    return ReferenceDevice(prepared_model_class=_ReturnsNothingModel)

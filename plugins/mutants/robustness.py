@@ -10,9 +10,9 @@ import time
 from harness.hal import OperationType
 from reference_driver import ReferenceDevice
 from reference_driver.device import ReferenceBuffer, ReferencePreparedModel
-from reference_driver.ops import Kernel
+from reference_driver.ops import KERNELS, Kernel
 
-from ._registry import mutant, with_parts
+from ._registry import mutant
 
 
 def _segfault() -> None:
@@ -28,7 +28,7 @@ class _CrashOnZeroDimension(ReferencePreparedModel):
 
 @mutant("segfault-zero-dimension", "REQ-2", "dereferences NULL when a request argument has a 0 dimension")
 def segfault_zero_dimension() -> ReferenceDevice:
-    return with_parts(prepared_model_class=_CrashOnZeroDimension)
+    return ReferenceDevice(prepared_model_class=_CrashOnZeroDimension)
 
 
 class _ExitOnPadding(ReferencePreparedModel):
@@ -40,12 +40,12 @@ class _ExitOnPadding(ReferencePreparedModel):
 
 @mutant("exit-on-output-padding", "POOL-2", "calls exit(7) when an output region has padding")
 def exit_on_output_padding() -> ReferenceDevice:
-    return with_parts(prepared_model_class=_ExitOnPadding)
+    return ReferenceDevice(prepared_model_class=_ExitOnPadding)
 
 
 class _DmaLockBuffer(ReferenceBuffer):
     def copy_from(self, memory, dimensions=()):
-        with self._device.dma_lock:  # device lock first, then the buffer's (execution does the reverse)
+        with self.device.dma_lock:  # device lock first, then the buffer's (execution does the reverse)
             time.sleep(0.01)
             super().copy_from(memory, dimensions)
 
@@ -53,17 +53,17 @@ class _DmaLockBuffer(ReferenceBuffer):
 @mutant("deadlock-concurrent-writes", "DOM-CONC-2",
         "copy_from takes the DMA lock then the buffer lock; execution writing the buffer takes them the other way round")
 def deadlock_concurrent_writes() -> ReferenceDevice:
-    device = ReferenceDevice()
-    device.dma_lock = threading.Lock()
-    device.buffer_class = _DmaLockBuffer
-    add = device.kernels[OperationType.ADD]
+    dma_lock = threading.Lock()
+    add = KERNELS[OperationType.ADD]
 
     def add_under_dma_lock(values, ins, out_op, out):
         time.sleep(0.01)
-        with device.dma_lock:  # runs while the executor holds the output buffer's lock
+        with dma_lock:  # runs while the executor holds the output buffer's lock
             return add.run(values, ins, out_op, out)
 
-    device.kernels[OperationType.ADD] = Kernel(add.validate, add_under_dma_lock)
+    device = ReferenceDevice(buffer_class=_DmaLockBuffer,
+                             kernels={**KERNELS, OperationType.ADD: Kernel(add.validate, add_under_dma_lock)})
+    device.dma_lock = dma_lock
     return device
 
 
@@ -83,20 +83,20 @@ class _SpinOnEmptyMemory(ReferenceBuffer):
 
 @mutant("hang-zero-sized-memory", "DOM-COPY-1", "loops forever when a copy is given a memory of 0 bytes")
 def hang_zero_sized_memory() -> ReferenceDevice:
-    return with_parts(buffer_class=_SpinOnEmptyMemory)
+    return ReferenceDevice(buffer_class=_SpinOnEmptyMemory)
 
 
 class _CrashOnReadDuringRelease(ReferenceBuffer):
     def copy_to(self, memory):
         time.sleep(0.002)  # the window in which a release frees the storage under the reader
-        if self._state.released:
+        if self.state.released:
             _segfault()
         super().copy_to(memory)
 
 
 @mutant("crash-read-during-release", "DOM-CONC-2", "crashes when a buffer is released while a copy_to reads it")
 def crash_read_during_release() -> ReferenceDevice:
-    return with_parts(buffer_class=_CrashOnReadDuringRelease)
+    return ReferenceDevice(buffer_class=_CrashOnReadDuringRelease)
 
 
 class _HangOnManyPools(ReferencePreparedModel):
@@ -108,7 +108,7 @@ class _HangOnManyPools(ReferencePreparedModel):
 
 @mutant("hang-more-than-3-pools", "POOL-2", "blocks forever when a request has more than three pools")
 def hang_more_than_3_pools() -> ReferenceDevice:
-    return with_parts(prepared_model_class=_HangOnManyPools)
+    return ReferenceDevice(prepared_model_class=_HangOnManyPools)
 
 
 class _LeakyBuffer(ReferenceBuffer):
@@ -119,4 +119,4 @@ class _LeakyBuffer(ReferenceBuffer):
 
 @mutant("descriptor-leak-on-copy", "DOM-COPY-1", "leaks one descriptor on every copy_from")
 def descriptor_leak_on_copy() -> ReferenceDevice:
-    return with_parts(buffer_class=_LeakyBuffer)
+    return ReferenceDevice(buffer_class=_LeakyBuffer)

@@ -41,16 +41,14 @@ def duplicate_model_not_duplicate():
 class _ZeroMeansLatest(TokenTable):
     def get(self, token):
         if token == 0:  # an uninitialized token field read as "the buffer just allocated"
-            with self._lock:
-                return self._live[max(self._live)] if self._live else None
+            live = self.live_tokens()
+            return super().get(live[-1]) if live else None
         return super().get(token)
 
 
 @mutant("token-zero-accepted", "DOM-ROLE-1", "treats token 0 as the most recently allocated buffer")
 def token_zero_accepted():
-    device = with_rule("token_positive", lambda token: OK if token >= 0 else INVALID)
-    device.tokens = _ZeroMeansLatest()
-    return device
+    return with_rule("token_positive", lambda token: OK if token >= 0 else INVALID, tokens=_ZeroMeansLatest())
 
 
 class _ForgetfulRelease(TokenTable):
@@ -62,9 +60,7 @@ class _ForgetfulRelease(TokenTable):
 def released_token_usable():
     from reference_driver import ReferenceDevice
 
-    device = ReferenceDevice()
-    device.tokens = _ForgetfulRelease()
-    return device
+    return ReferenceDevice(tokens=_ForgetfulRelease())
 
 
 @mutant("output-token-reused", "DOM-ROLE-3", "allows a token used as an output to appear again in the same request")

@@ -8,9 +8,9 @@ from harness.hal import DriverError, ErrorStatus, OutputShape
 from reference_driver import ReferenceDevice
 from reference_driver.buffers import ManagedBuffer
 from reference_driver.device import ReferenceBuffer, ReferencePreparedModel
-from reference_driver.validation import OK
+from reference_driver.validation import OK, copy_dimensions, memory_size_matches
 
-from ._registry import mutant, with_parts, with_rule
+from ._registry import mutant, with_rule
 
 
 @mutant("copy-to-uninitialized", "DOM-STATE-2", "copy_to of a never-written buffer succeeds (returns zeros)")
@@ -25,17 +25,17 @@ def uninitialized_input_accepted():
 
 class _StickyCopy(ReferenceBuffer):
     def copy_from(self, memory, dimensions=()):
-        was = self._state.initialized
+        was = self.state.initialized
         try:
             super().copy_from(memory, dimensions)
         except DriverError:
-            self._state.initialized = was  # a failed copy leaves the old state standing
+            self.state.initialized = was  # a failed copy leaves the old state standing
             raise
 
 
 @mutant("failed-copy-keeps-initialized", "DOM-STATE-1", "a failed copy_from leaves the buffer initialized")
 def failed_copy_keeps_initialized():
-    return with_parts(buffer_class=_StickyCopy)
+    return ReferenceDevice(buffer_class=_StickyCopy)
 
 
 class _StickyExecution(ReferencePreparedModel):
@@ -53,7 +53,7 @@ class _StickyExecution(ReferencePreparedModel):
 
 @mutant("failed-execution-keeps-initialized", "DOM-STATE-1", "a failed execution leaves its output buffers initialized")
 def failed_execution_keeps_initialized():
-    return with_parts(prepared_model_class=_StickyExecution)
+    return ReferenceDevice(prepared_model_class=_StickyExecution)
 
 
 class _NeverResizes(ManagedBuffer):
@@ -68,7 +68,7 @@ class _NeverResizes(ManagedBuffer):
 
 @mutant("buffer-never-resizes", "DOM-DYN-1", "keeps a dynamic buffer's first size and squeezes later outputs into it")
 def buffer_never_resizes():
-    return with_parts(managed_buffer_class=_NeverResizes)
+    return ReferenceDevice(managed_buffer_class=_NeverResizes)
 
 
 class _FirstShapeReported(ReferencePreparedModel):
@@ -89,7 +89,7 @@ class _FirstShapeReported(ReferencePreparedModel):
 
 @mutant("token-output-shape-stale", "DOM-DYN-1", "reports a buffer output's first shape in every later execution")
 def token_output_shape_stale():
-    return with_parts(prepared_model_class=_FirstShapeReported)
+    return ReferenceDevice(prepared_model_class=_FirstShapeReported)
 
 
 @mutant("insufficient-reported-sufficient", "DOM-DYN-2",
@@ -110,30 +110,23 @@ class _ShapelessInsufficient(ReferencePreparedModel):
 
 @mutant("insufficient-without-shapes", "DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE carries no output shapes")
 def insufficient_without_shapes():
-    return with_parts(prepared_model_class=_ShapelessInsufficient)
+    return ReferenceDevice(prepared_model_class=_ShapelessInsufficient)
 
 
 @mutant("copy-size-unchecked", "DOM-COPY-1", "copy_to accepts a memory of any size (copies what fits)")
 def copy_size_unchecked():
-    device = ReferenceDevice()
-    real = device.rules.memory_size_matches
-    device.rules.memory_size_matches = lambda size, expected: OK if size >= expected else real(size, expected)
-    return device
+    return with_rule("memory_size_matches", lambda size, expected: OK if size >= expected else memory_size_matches(size, expected))
 
 
 @mutant("copy-dimensions-unchecked", "DOM-COPY-2", "copy_from accepts dimensions of the wrong rank or with zeros")
 def copy_dimensions_unchecked():
-    device = ReferenceDevice()
-    real = device.rules.copy_dimensions
-
-    def copy_dimensions(operand_type, initial, given):
-        combined = real(operand_type, initial, given)
+    def accepting_copy_dimensions(operand_type, initial, given):
+        combined = copy_dimensions(operand_type, initial, given)
         if combined is None and given and not all(given):
             return tuple(d or 1 for d in given)
         if combined is None and given:
             return tuple(given)
         return combined
 
-    device.rules.copy_dimensions = copy_dimensions
-    return device
+    return with_rule("copy_dimensions", accepting_copy_dimensions)
 

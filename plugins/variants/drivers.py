@@ -30,7 +30,8 @@ from harness.hal import (
     is_fully_specified,
 )
 from reference_driver import ReferenceDevice, ReferencePreparedModel
-from reference_driver import executor, validation
+from reference_driver import executor
+from reference_driver.validation import argument_dimensions
 from reference_driver.buffers import TokenTable
 from reference_driver.device import ReferenceBuffer
 from reference_driver.ops import KERNELS, Kernel, nn
@@ -65,12 +66,10 @@ def handle_defects_as(status: ErrorStatus) -> ReferenceDevice:
             return restatus(super().execute, request)
 
     class Device(ReferenceDevice):
-        prepared_model_class = Prepared
-
         def prepare_model(self, model: Model) -> ReferencePreparedModel:
             return restatus(super().prepare_model, model)
 
-    return Device()
+    return Device(prepared_model_class=Prepared)
 
 
 def handle_defects_invalid_argument() -> ReferenceDevice:
@@ -92,24 +91,22 @@ class _ValidatesEveryPoolModel(ReferencePreparedModel):
         executor.bind_request(self, request, self.device.tokens)  # the request's own rules first
         for index, pool in enumerate(request.pools):
             if not isinstance(pool, int):  # every memory pool, used or not
-                executor.map_memory(self.device.rules, pool, writable=False, rule="POOL-4")
+                self.device.map_memory(pool, writable=False, rule="POOL-4")
         return super().execute(request)
 
 
 class _ValidatesEveryPool(ReferenceDevice):
-    prepared_model_class = _ValidatesEveryPoolModel
-
     def prepare_model(self, model: Model) -> ReferencePreparedModel:
         prepared = super().prepare_model(model)
         for pool in model.pools:  # every constant pool, referenced or not
-            executor.map_memory(self.rules, pool, writable=False, rule="POOL-4")
+            self.map_memory(pool, writable=False, rule="POOL-4")
         return prepared
 
 
 def validates_unused_pools() -> ReferenceDevice:
     """CHOICE-2: maps every model pool at preparation and every request memory at execution,
     including pools nothing references, so an unusable unused pool fails the call."""
-    return _ValidatesEveryPool()
+    return _ValidatesEveryPool(prepared_model_class=_ValidatesEveryPoolModel)
 
 
 # --------------------------------------------------------------------------- CHOICE-3
@@ -120,10 +117,12 @@ CHUNK = 16
 def chunked_padding_writes() -> ReferenceDevice:
     """CHOICE-3: writes outputs in 16-byte chunks and so scribbles over each output's padding
     (bytes between the data and length + padding), never past it."""
-    device = ReferenceDevice()
+    return _ChunkedPaddingWrites()
 
-    def write_outputs(rules, outputs, values, views):
-        executor.write_outputs(rules, outputs, values, views)
+
+class _ChunkedPaddingWrites(ReferenceDevice):
+    def write_outputs(self, outputs, values, views):
+        super().write_outputs(outputs, values, views)
         for binding in outputs:
             if binding.memory is None:
                 continue
@@ -133,9 +132,6 @@ def chunked_padding_writes() -> ReferenceDevice:
             chunk_end = min(end, loc.offset + -(-max(written, 1) // CHUNK) * CHUNK)
             if chunk_end > loc.offset + loc.length:  # the tail of the last chunk lands in the padding
                 views[loc.pool_index][loc.offset + loc.length: chunk_end] = 0xCD
-
-    device.write_outputs = write_outputs
-    return device
 
 
 # --------------------------------------------------------------------------- CHOICE-4
@@ -147,7 +143,7 @@ class _EmptyShapesModel(ReferencePreparedModel):
         subgraph = self.model.main
         for argument, index in zip(request.outputs, subgraph.output_indexes):
             operand = subgraph.operands[index]
-            dims = validation.argument_dimensions(argument, operand)
+            dims = argument_dimensions(argument, operand)
             if dims is None or not is_fully_specified(operand.type, dims):
                 return result
         return dataclasses.replace(result, output_shapes=())
@@ -155,9 +151,7 @@ class _EmptyShapesModel(ReferencePreparedModel):
 
 def empty_output_shapes() -> ReferenceDevice:
     """CHOICE-4: returns empty outputShapes on success whenever every output is fully specified."""
-    device = ReferenceDevice()
-    device.prepared_model_class = _EmptyShapesModel
-    return device
+    return ReferenceDevice(prepared_model_class=_EmptyShapesModel)
 
 
 # --------------------------------------------------------------------------- CHOICE-5
@@ -231,7 +225,7 @@ class _StaticBuffersOnly(_Declaring):
 
     def allocate(self, desc, prepared_models, input_roles, output_roles):
         buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
-        state = buffer._state
+        state = buffer.state
         if not is_fully_specified(state.operand_type, state.initial_dimensions):
             buffer.release()
             raise DriverError(ErrorStatus.GENERAL_FAILURE, "buffers of unknown shape are not supported (DOM-ALLOC-3)")
@@ -253,32 +247,29 @@ class _RandomTokens(TokenTable):
     def __init__(self) -> None:
         super().__init__()
         self._random = random.Random()
+        self._released_lock = threading.Lock()
         self._released: list[int] = []
 
-    def add(self, make):
-        with self._lock:
+    def new_token(self, live):
+        with self._released_lock:
             if self._released and self._random.random() < 0.5:
-                token = self._released.pop(self._random.randrange(len(self._released)))
-            else:
+                return self._released.pop(self._random.randrange(len(self._released)))
+            token = self._random.randrange(1, 2**31)
+            while token in live or token in self._released:
                 token = self._random.randrange(1, 2**31)
-                while token in self._live or token in self._released:
-                    token = self._random.randrange(1, 2**31)
-            buffer = make(token)
-            self._live[token] = buffer
-            return buffer
+            return token
 
     def remove(self, token: int) -> None:
+        live = self.get(token) is not None
         super().remove(token)
-        with self._lock:
-            if token not in self._live and token not in self._released:
+        with self._released_lock:
+            if live and token not in self._released:
                 self._released.append(token)
 
 
 def random_reused_tokens() -> ReferenceDevice:
     """CHOICE-6: tokens are random positive numbers, and released tokens are reused."""
-    device = ReferenceDevice()
-    device.tokens = _RandomTokens()
-    return device
+    return ReferenceDevice(tokens=_RandomTokens())
 
 
 CACHE_SIZE = 32
@@ -317,14 +308,12 @@ def bounded_mapping_cache() -> ReferenceDevice:
             cache.keep(memory.fd)
             return super().copy_to(memory)
 
-    def map_memory(rules, memory, *, writable, rule):
-        cache.keep(memory.fd)
-        return executor.map_memory(rules, memory, writable=writable, rule=rule)
+    class Device(ReferenceDevice):
+        def map_memory(self, memory, *, writable, rule):
+            cache.keep(memory.fd)
+            return super().map_memory(memory, writable=writable, rule=rule)
 
-    device = ReferenceDevice()
-    device.buffer_class = Buffer
-    device.map_memory = map_memory
-    return device
+    return Device(buffer_class=Buffer)
 
 
 _WORKERS = ThreadPoolExecutor(4, thread_name_prefix="variant-worker")
@@ -352,10 +341,7 @@ def threaded_slow() -> ReferenceDevice:
         def copy_to(self, memory):
             return later(super().copy_to, memory)
 
-    device = ReferenceDevice()
-    device.prepared_model_class = Prepared
-    device.buffer_class = Buffer
-    return device
+    return ReferenceDevice(prepared_model_class=Prepared, buffer_class=Buffer)
 
 
 # --------------------------------------------------------------------------- CHOICE-7

@@ -53,18 +53,19 @@ IO_INDEX_BUG = textwrap.dedent(
     """The reference driver with one bug: buffer roles are checked without the ioIndex (DOM-ROLE-2)."""
     from harness.hal import ErrorStatus
     from reference_driver import ReferenceDevice
+    from reference_driver.validation import Rules
 
 
-    def factory():
-        device = ReferenceDevice()
-
-        def role_allowed_ignoring_io_index(roles, prepared_model, direction, io_index):
+    class RolesWithoutIoIndex(Rules):
+        @staticmethod
+        def role_allowed(roles, prepared_model, direction, io_index):
             if any(r.prepared_model is prepared_model and r.direction == direction for r in roles):
                 return ErrorStatus.NONE
             return ErrorStatus.INVALID_ARGUMENT
 
-        device.rules.role_allowed = role_allowed_ignoring_io_index
-        return device
+
+    def factory():
+        return ReferenceDevice(rules=RolesWithoutIoIndex())
     '''
 )
 

@@ -4,6 +4,7 @@ own ``plugins`` package cannot collide with the harness's."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -60,8 +61,14 @@ def test_the_registry_loads_only_its_own_plugins(tmp_path, monkeypatch) -> None:
 def test_a_built_wheel_has_no_plugins_or_suites_top_level_package(tmp_path) -> None:
     if not PYPROJECT.is_file():
         pytest.skip("not a checkout")  # pragma: no cover
+    source = tmp_path / "source"  # a copy: building in the checkout would leave build/ and egg-info there
+    for name in ("pyproject.toml", "README.md"):
+        source.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, source / name)
+    for folder in FOLDERS.values():
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "*.so", "build"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True, cwd=tmp_path)
+                    "-w", str(tmp_path), str(source)], check=True, capture_output=True, cwd=tmp_path)
     (wheel,) = tmp_path.glob("driver_harness-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}

@@ -33,9 +33,7 @@ BROKEN_DRIVERS = textwrap.dedent(
 
 
     def factory():
-        device = ReferenceDevice()
-        device.prepared_model_class = _Broken
-        return device
+        return ReferenceDevice(prepared_model_class=_Broken)
     '''
 )
 

@@ -37,9 +37,7 @@ FORGING_DRIVER = textwrap.dedent(
 
 
     def factory():
-        device = ReferenceDevice()
-        device.prepared_model_class = _Forging
-        return device
+        return ReferenceDevice(prepared_model_class=_Forging)
     '''
 )
 
