@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.hal import OperationType
-from reference_driver import ReferenceDevice
-from reference_driver.ops import Kernel, _numeric, elementwise, nn
+from reference_driver.ops import _numeric, elementwise, nn
 
 from ._registry import mutant, with_kernels
 
@@ -45,7 +44,6 @@ def relu6_clamps_at_6_5():
 
 @mutant("quantized-rounding-truncates", "POOL-2", "requantizes by truncating toward minus infinity (one step low for half the values)")
 def quantized_rounding_truncates():
-    device = ReferenceDevice()
     original = _numeric.from_real
 
     def from_real(x, operand):
@@ -55,6 +53,7 @@ def quantized_rounding_truncates():
             return np.clip(q, low, high).astype(original(np.zeros(1), operand).dtype)
         return original(x, operand)
 
+    runs = {}
     for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL):
         ufunc = {OperationType.ADD: np.add, OperationType.SUB: np.subtract, OperationType.MUL: np.multiply}[op]
         kernel = elementwise.binary(ufunc)

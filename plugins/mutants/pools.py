@@ -6,7 +6,7 @@ import numpy as np
 
 from harness.hal import DriverError, ErrorStatus, OperandLifeTime, numpy_dtype
 from harness.memory import Memory, MemoryMapError, read_detached
-from reference_driver import ReferenceDevice, executor
+from reference_driver import ReferenceDevice
 from reference_driver.validation import INVALID, OK
 
 from ._registry import mutant, with_rule

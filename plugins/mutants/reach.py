@@ -25,10 +25,10 @@ from harness.hal import (
     Request,
 )
 from harness.memory import Memory
-from reference_driver import ReferenceDevice, ReferencePreparedModel, executor
+from reference_driver import ReferenceDevice, ReferencePreparedModel
 from reference_driver.buffers import ManagedBuffer
 from reference_driver.device import ReferenceBuffer
-from reference_driver.ops import KERNELS, Kernel, nn
+from reference_driver.ops import KERNELS, nn
 from reference_driver.validation import INVALID, OK
 
 from ._registry import mutant, with_kernels, with_rule
