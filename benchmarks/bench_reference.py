@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from harness.builders import binary_model, pack_request
+from harness.judging.builders import binary_model, pack_request
 from reference_driver import ReferenceDevice
 
 

@@ -21,9 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from harness.builders import binary_model
-from harness.hal import DataLocation, Request, RequestArgument
-from harness.memory import create_ashmem
+from harness.judging.builders import binary_model
+from harness.api.hal import DataLocation, Request, RequestArgument
+from harness.api.memory import create_ashmem
 from harness.service import DriverService
 
 

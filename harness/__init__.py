@@ -1,10 +1,10 @@
 """driver-harness: conformance and fuzz testing for accelerator drivers.
 
-The public surface: the Driver API and data model (`harness.hal`), shared memory
-(`harness.memory`), plugin hooks (`hookimpl`, `DriverSpec`) and the harness's errors.
+The public surface: the Driver API and data model (`harness.api.hal`), shared memory
+(`harness.api.memory`), plugin hooks (`hookimpl`, `DriverSpec`) and the harness's errors.
 """
 
-from harness.errors import (
+from harness.api.errors import (
     ConformanceError,
     DriverCrash,
     DriverFault,
@@ -14,7 +14,7 @@ from harness.errors import (
     HarnessError,
     UsageError,
 )
-from harness.hal import (
+from harness.api.hal import (
     Buffer,
     BufferDesc,
     BufferRole,
@@ -36,9 +36,9 @@ from harness.hal import (
     RequestArgument,
     Subgraph,
 )
-from harness.hookspecs import hookimpl
-from harness.memory import Memory
-from harness.registry import DriverSpec
+from harness.api.hookspecs import hookimpl
+from harness.api.memory import Memory
+from harness.api.drivers import DriverSpec
 
 __version__ = "0.1.0"
 

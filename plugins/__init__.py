@@ -1,1 +1,1 @@
-"""Driver plugins that ship with the harness (found by `harness.registry`)."""
+"""Driver plugins that ship with the harness (found by `harness.drivers.registry`)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.hal import IODirection, OperandType, is_fully_specified, numpy_dtype
+from harness.api.hal import IODirection, OperandType, is_fully_specified, numpy_dtype
 
 
 class ReadWriteLock:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from harness.hal import (
+from harness.api.hal import (
     BufferDesc,
     BufferRole,
     Capabilities,
@@ -25,7 +25,7 @@ from harness.hal import (
     Request,
     numpy_dtype,
 )
-from harness.memory import MEMORY_KINDS, DetachedRegion, Memory
+from harness.api.memory import MEMORY_KINDS, DetachedRegion, Memory
 
 from . import executor
 from .buffers import ManagedBuffer, Role, TokenTable

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from harness.hal import (
+from harness.api.hal import (
     DriverError,
     ErrorStatus,
     ExecutionResult,
@@ -33,7 +33,7 @@ from harness.hal import (
     is_fully_specified,
     numpy_dtype,
 )
-from harness.memory import DetachedRegion, Memory, MemoryMapError, read_detached, seal_against_shrinking
+from harness.api.memory import DetachedRegion, Memory, MemoryMapError, read_detached, seal_against_shrinking
 
 from .buffers import ManagedBuffer, TokenTable, locked
 from .ops import KernelError

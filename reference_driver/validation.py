@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Callable
 
-from harness.hal import (
+from harness.api.hal import (
     DataLocation,
     DriverError,
     ErrorStatus,
@@ -25,7 +25,7 @@ from harness.hal import (
     is_scalar_type,
     operand_byte_size,
 )
-from harness.memory import MEMORY_KINDS, Memory
+from harness.api.memory import MEMORY_KINDS, Memory
 
 OK = ErrorStatus.NONE
 INVALID = ErrorStatus.INVALID_ARGUMENT

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from harness.requirements import REQUIREMENTS
+from harness.api.requirements import REQUIREMENTS
 
 SCHEMA = "driver-harness/certificate/2"
 

@@ -14,8 +14,8 @@ import zlib
 
 from collections.abc import Sequence
 
-from harness.lockstep import Step
-from harness.scenario import Scenario
+from harness.judging.lockstep import Step
+from harness.judging.scenario import Scenario
 
 
 def _literal(value: object) -> str:
@@ -46,9 +46,9 @@ Run: python {{this file}}  (with driver-harness installed).  It exits non-zero w
 import base64
 import zlib
 
-from harness.hal import *  # noqa: F403
-from harness.registry import load_registry
-from harness.scenario import MemorySpec, Scenario, TokenRef  # noqa: F401
+from harness.api.hal import *  # noqa: F403
+from harness.drivers.registry import load_registry
+from harness.judging.scenario import MemorySpec, Scenario, TokenRef  # noqa: F401
 from reference_driver import ReferenceDevice
 {imports}
 
@@ -67,7 +67,7 @@ def _header(driver: str, requirement: str, message: str, imports: str) -> str:
 
 def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "") -> str:
     """A script that fails, with ``requirement`` named, while ``driver`` still has the bug."""
-    return _header(driver, requirement, message, "from harness.oracle import assert_conforms, run_scenario\n") + f'''SCENARIO = {_literal(scenario)}
+    return _header(driver, requirement, message, "from harness.judging.oracle import assert_conforms, run_scenario\n") + f'''SCENARIO = {_literal(scenario)}
 
 if __name__ == "__main__":
     driver = load_registry().resolve(DRIVER).create()
@@ -81,7 +81,7 @@ if __name__ == "__main__":
 def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "") -> str:
     """A script that replays a lockstep call sequence and fails the same way while the bug is there."""
     listed = "".join(f"    {_literal(step)},\n" for step in steps)
-    return _header(driver, requirement, message, "from harness.lockstep import Step, replay\n") + f'''STEPS = [
+    return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n") + f'''STEPS = [
 {listed}]
 
 if __name__ == "__main__":

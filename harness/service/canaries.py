@@ -15,7 +15,7 @@ import ctypes
 import os
 import time
 
-from harness.hal import (
+from harness.api.hal import (
     Capabilities,
     DriverError,
     ErrorStatus,

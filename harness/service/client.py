@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.errors import DriverFault
-from harness.hal import DriverError
+from harness.api.errors import DriverFault
+from harness.api.hal import DriverError
 from harness.service import wire
 from harness.service.messages import FROM_SERVICE, Call, Drop, Failure, Reply, Shutdown, Target, UnknownMessage
 

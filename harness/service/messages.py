@@ -26,7 +26,7 @@ class ServiceObject(enum.StrEnum):
 
     SERVICE = "service"  # the service itself: the start-up handshake and a bare round trip
     DEVICE = "device"  # the driver's Device
-    CUSTOM_CALLS = "custom_calls"  # the driver's custom-call executor (harness.custom_calls)
+    CUSTOM_CALLS = "custom_calls"  # the driver's custom-call executor (harness.service.custom_calls)
 
 
 class HeldKind(enum.StrEnum):

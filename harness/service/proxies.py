@@ -10,8 +10,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from harness.hal import BufferDesc, BufferRole, Capabilities, ExecutionResult, Model, Request
-from harness.memory import Memory
+from harness.api.hal import BufferDesc, BufferRole, Capabilities, ExecutionResult, Model, Request
+from harness.api.memory import Memory
 from harness.service import wire
 from harness.service.messages import HeldKind, ServiceObject
 
@@ -128,7 +128,7 @@ class DeviceProxy:
 
 
 class CustomCallsProxy:
-    """The driver's custom-call executor in the service (`harness.custom_calls.CustomCallExecutor`)."""
+    """The driver's custom-call executor in the service (`harness.service.custom_calls.CustomCallExecutor`)."""
 
     def __init__(self, endpoint: Any) -> None:
         self._endpoint = endpoint

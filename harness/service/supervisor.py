@@ -22,8 +22,8 @@ import threading
 import time
 from typing import Any, IO
 
-from harness.errors import DriverCrash, DriverHang, DriverLoadError
-from harness.hal import Capabilities
+from harness.api.errors import DriverCrash, DriverHang, DriverLoadError
+from harness.api.hal import Capabilities
 from harness.service import wire
 from harness.service.messages import FROM_ZYGOTE, Exited, ServiceObject, Spawn, Spawned, SpawnFailed, Target, UnknownMessage
 from harness.service.client import Connection

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from harness.memory import Memory
+from harness.api.memory import Memory
 
 from harness.service.messages import TAGS, Message, UnknownMessage, from_wire
 
@@ -225,7 +225,7 @@ class UntrustedContent(pickle.UnpicklingError):
 #: tuples, lists, dicts, sets): the harness's data types, the wire's own rebuilders, and numpy
 #: arrays.  Nothing the driver sends can name another callable, so nothing it sends can run code
 #: in the harness (a pickle naming os._exit is refused, not called).
-_ALLOWED_MODULES = ("harness.hal", "harness.errors", "harness.custom_calls.shapes", "harness.service.messages")
+_ALLOWED_MODULES = ("harness.api.hal", "harness.api.errors", "harness.api.shapes", "harness.service.messages")
 _ALLOWED = {
     ("harness.service.wire", "_rebuild_memory"), ("harness.service.wire", "_rebuild_object"),
     ("harness.service.wire", "ObjectRef"), ("harness.service.wire", "Foreign"),

@@ -27,8 +27,8 @@ import threading
 import traceback
 from typing import Any
 
-from harness.hal import DriverError
-from harness.memory import Memory
+from harness.api.hal import DriverError
+from harness.api.memory import Memory
 from harness.service import wire
 from harness.service.messages import (
     METHODS, TO_SERVICE, Call, Drop, Failure, HeldKind, Reply, ServiceObject, Shutdown, UnknownMessage, call_id_of,
@@ -192,7 +192,7 @@ class Service:
 
     def custom_calls(self) -> Any:
         """The driver's custom-call targets, loaded (and built) at first use."""
-        from harness.custom_calls.executor import executor_for
+        from harness.service.custom_calls import executor_for
 
         return executor_for(self.driver)
 
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--listen", required=True)
     options = parser.parse_args(argv)
-    from harness.registry import load_registry
+    from harness.drivers.registry import load_registry
 
     try:
         device = load_registry().resolve(options.driver).create()

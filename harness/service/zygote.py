@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import numpy  # noqa: F401  (imported once here, inherited by every service)
 
-    from harness.registry import load_registry
+    from harness.drivers.registry import load_registry
 
     try:
         spec = load_registry().resolve(options.driver)

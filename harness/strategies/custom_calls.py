@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from harness.custom_calls.shapes import DTYPES, Leaf, Shape, TupleShape, leaves
+from harness.api.custom_calls import CallCase, CaseSpace, Choice, Integers, Opaque, OperandShapes, Parameter, Text
+from harness.api.shapes import DTYPES, Leaf, Shape, TupleShape, leaves
 
 
 def leaf_shapes(dtypes=DTYPES, max_dims: int = 2, max_side: int = 5) -> st.SearchStrategy[Leaf]:
@@ -53,3 +54,25 @@ def opaque_bytes(max_size: int = 4096) -> st.SearchStrategy[bytes]:
 
 def count_leaves(shape: Shape) -> int:
     return sum(1 for _ in leaves(shape))
+
+
+def _parameter(parameter: Parameter) -> st.SearchStrategy:
+    if isinstance(parameter, Choice):
+        return st.sampled_from(parameter.values)
+    if isinstance(parameter, Integers):
+        return st.one_of(*(st.integers(low, high) for low, high in parameter.ranges))
+    if isinstance(parameter, Opaque):
+        return opaque_bytes(parameter.max_size)
+    if isinstance(parameter, Text):
+        return st.one_of(*(st.text(min_size=low, max_size=high) for low, high in parameter.lengths))
+    assert isinstance(parameter, OperandShapes)
+    low, high = parameter.count
+    shape = shapes(max_depth=parameter.max_depth, leaf=leaf_shapes(max_side=parameter.max_side))
+    return st.lists(shape, min_size=low, max_size=high).map(tuple)
+
+
+@st.composite
+def call_cases(draw, space: CaseSpace) -> CallCase:
+    """A case of ``space``: one labelled draw per parameter, then the target's own ``build``."""
+    values = {name: draw(_parameter(parameter), label=name) for name, parameter in space.parameters.items()}
+    return space.build(**values)

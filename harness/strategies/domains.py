@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import event
 from hypothesis import strategies as st
 
-from harness.builders import ModelBuilder
-from harness.hal import (
+from harness.judging.builders import ModelBuilder
+from harness.api.hal import (
     BufferDesc,
     BufferRole,
     Capabilities,
@@ -22,7 +22,7 @@ from harness.hal import (
     numpy_dtype,
     operand_byte_size,
 )
-from harness.scenario import MemorySpec, Scenario, TokenRef
+from harness.judging.scenario import MemorySpec, Scenario, TokenRef
 
 from .values import FLOAT_TYPES, QUANT_TYPES, operand_types, quantization
 

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import event, note
 from hypothesis import strategies as st
 
-from harness.hal import (
+from harness.api.hal import (
     Capabilities,
     DataLocation,
     RequestArgument,
@@ -16,7 +16,7 @@ from harness.hal import (
     numpy_dtype,
     operand_byte_size,
 )
-from harness.scenario import MemorySpec, Scenario
+from harness.judging.scenario import MemorySpec, Scenario
 
 from .models import ModelCase, model_cases
 

@@ -14,8 +14,8 @@ from hypothesis import event, note
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from harness.builders import ModelBuilder
-from harness.hal import Capabilities, OperandLifeTime, OperandType, OperationType, Subgraph
+from harness.judging.builders import ModelBuilder
+from harness.api.hal import Capabilities, OperandLifeTime, OperandType, OperationType, Subgraph
 
 from .values import FLOAT_TYPES, QUANT_TYPES, arrays, declared_dimensions, operand_types, quantization, shapes
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 from hypothesis import assume, event
 from hypothesis import strategies as st
 
-from harness.hal import DataLocation, RequestArgument, element_size, is_fully_specified
-from harness.scenario import Scenario
+from harness.api.hal import DataLocation, RequestArgument, element_size, is_fully_specified
+from harness.judging.scenario import Scenario
 
 #: mutation name -> the requirement it breaks
 MUTATIONS = {

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.hal import Device, OperationType
+from harness.api.hal import Device, OperationType
 from reference_driver import ReferenceDevice
 from reference_driver.ops import KERNELS, Kernel
 from reference_driver.validation import Rules

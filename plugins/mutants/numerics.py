@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.hal import OperationType
+from harness.api.hal import OperationType
 from reference_driver.ops import _numeric, elementwise, nn
 
 from ._registry import mutant, with_kernels

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.hal import DriverError, ErrorStatus, OperandLifeTime, numpy_dtype
-from harness.memory import Memory, MemoryMapError, read_detached
+from harness.api.hal import DriverError, ErrorStatus, OperandLifeTime, numpy_dtype
+from harness.api.memory import Memory, MemoryMapError, read_detached
 from reference_driver import ReferenceDevice
 from reference_driver.validation import INVALID, OK
 

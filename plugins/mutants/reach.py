@@ -15,7 +15,7 @@ from collections import Counter
 
 import numpy as np
 
-from harness.hal import (
+from harness.api.hal import (
     DriverError,
     ErrorStatus,
     Model,
@@ -24,7 +24,7 @@ from harness.hal import (
     OperationType,
     Request,
 )
-from harness.memory import Memory
+from harness.api.memory import Memory
 from reference_driver import ReferenceDevice, ReferencePreparedModel
 from reference_driver.buffers import ManagedBuffer
 from reference_driver.device import ReferenceBuffer

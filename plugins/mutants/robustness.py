@@ -7,7 +7,7 @@ import os
 import threading
 import time
 
-from harness.hal import OperationType
+from harness.api.hal import OperationType
 from reference_driver import ReferenceDevice
 from reference_driver.device import ReferenceBuffer, ReferencePreparedModel
 from reference_driver.ops import KERNELS, Kernel

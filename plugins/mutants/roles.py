@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.hal import ErrorStatus
+from harness.api.hal import ErrorStatus
 from reference_driver.buffers import TokenTable
 from reference_driver.validation import OK
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.hal import DriverError, ErrorStatus, OutputShape
+from harness.api.hal import DriverError, ErrorStatus, OutputShape
 from reference_driver import ReferenceDevice
 from reference_driver.buffers import ManagedBuffer
 from reference_driver.device import ReferenceBuffer, ReferencePreparedModel

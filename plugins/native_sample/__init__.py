@@ -17,8 +17,8 @@ SOURCE = Path(__file__).parent / "driver.cc"
 @functools.lru_cache(maxsize=None)
 def build_sample(flags: tuple[str, ...] = ()) -> str:
     """The path of the sample driver's library built with ``flags``."""
-    from harness.errors import DriverLoadError
-    from harness.native.packed import build_with_tvm_ffi
+    from harness.api.errors import DriverLoadError
+    from harness.tooling.build import build_with_tvm_ffi
 
     name = "native_sample" + "".join("_" + f.removeprefix("-D").lower() for f in flags)
     try:
@@ -28,7 +28,7 @@ def build_sample(flags: tuple[str, ...] = ()) -> str:
 
 
 def sample_device(flags: tuple[str, ...] = ()):
-    from harness.native.driver import NativeDevice
+    from harness.drivers.native import NativeDevice
 
     return NativeDevice(build_sample(flags))
 

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from harness.hal import (
+from harness.api.hal import (
     Capabilities,
     DriverError,
     ErrorStatus,

@@ -12,11 +12,11 @@ import struct
 from pathlib import Path
 
 import numpy as np
-from hypothesis import strategies as st
 
-from harness.custom_calls.shapes import Leaf, Shape, TupleShape, leaf_values, leaves
-from harness.custom_calls.targets import CallCase, CustomCallTarget
-from harness.strategies.custom_calls import leaf_shapes, opaque_bytes, shapes
+from harness.api.shapes import Leaf, Shape, TupleShape, leaf_values, leaves
+from harness.api.custom_calls import (
+    C_INCLUDE_DIR, CallCase, CaseSpace, Choice, CustomCallTarget, Integers, Opaque, OperandShapes, Text,
+)
 
 HERE = Path(__file__).parent
 DEVICE = "HarnessDevice"  # the platform of device-style targets; host memory stands in for device memory
@@ -25,10 +25,10 @@ ADD_DTYPES = {"float32": 0, "float64": 1, "int32": 2}
 
 @functools.lru_cache(maxsize=None)
 def build_targets(flags: tuple[str, ...] = ()) -> Path:
-    from harness.native import build_shared_library
+    from harness.tooling import build_shared_library
 
     return build_shared_library("cc-targets", [HERE / "targets.c"], flags,
-                                include_dirs=[Path(__file__).resolve().parents[2] / "harness" / "custom_calls" / "c"])
+                                include_dirs=[C_INCLUDE_DIR])
 
 
 # ---------------------------------------------------------------- A[i] = B[i % 128] + C[i]
@@ -39,16 +39,16 @@ def add_mod128(operands: tuple, opaque: bytes) -> np.ndarray:
         return b[np.arange(c.size) % 128] + c
 
 
-def _add_host_cases() -> st.SearchStrategy[CallCase]:
-    return st.just(CallCase((Leaf("float32", (128,)), Leaf("float32", (2048,))), Leaf("float32", (2048,))))
+ADD_HOST_CASES = CaseSpace.fixed(CallCase((Leaf("float32", (128,)), Leaf("float32", (2048,))), Leaf("float32", (2048,))))
 
 
-@st.composite
-def _add_device_cases(draw) -> CallCase:
-    dtype = draw(st.sampled_from(sorted(ADD_DTYPES)), label="dtype")
-    # Small, the seed's 2048, and past 65535 (a count kept in 16 bits wraps there).
-    n = draw(st.one_of(st.integers(0, 300), st.just(2048), st.integers(65536, 65700)), label="n")
+def add_device_case(dtype: str, n: int) -> CallCase:
     return CallCase((Leaf(dtype, (128,)), Leaf(dtype, (n,))), Leaf(dtype, (n,)), struct.pack("<qq", n, ADD_DTYPES[dtype]))
+
+
+# Small counts, the seed's 2048, and past 65535 (a count kept in 16 bits wraps there).
+ADD_DEVICE_CASES = CaseSpace({"dtype": Choice(tuple(sorted(ADD_DTYPES))),
+                              "n": Integers(((0, 300), (2048, 2048), (65536, 65700)))}, add_device_case)
 
 
 # ---------------------------------------------------------------- tuples, and a scratch output leaf
@@ -71,9 +71,7 @@ def concat_case(operands: tuple[Shape, ...]) -> CallCase:
     return CallCase(operands, output, encode_tree(TupleShape(operands)))
 
 
-def _concat_cases() -> st.SearchStrategy[CallCase]:
-    return st.lists(shapes(max_depth=3, leaf=leaf_shapes(max_side=4)), min_size=1, max_size=3).map(
-        lambda ops: concat_case(tuple(ops)))
+CONCAT_CASES = CaseSpace({"operands": OperandShapes(count=(1, 3), max_depth=3, max_side=4)}, concat_case)
 
 
 # ---------------------------------------------------------------- opaque and errors
@@ -82,18 +80,23 @@ def echo_opaque(operands: tuple, opaque: bytes) -> np.ndarray:
     return np.frombuffer(struct.pack("<q", len(opaque)) + opaque, dtype=np.uint8)
 
 
-def _echo_cases() -> st.SearchStrategy[CallCase]:
-    return opaque_bytes(max_size=256 * 1024).map(lambda o: CallCase((), Leaf("uint8", (8 + len(o),)), o))
+def echo_case(opaque: bytes) -> CallCase:
+    return CallCase((), Leaf("uint8", (8 + len(opaque),)), opaque)
+
+
+ECHO_CASES = CaseSpace({"opaque": Opaque(max_size=256 * 1024)}, echo_case)
 
 
 def failure_message(opaque: bytes) -> str:
     return "fail_with_status: " + opaque.decode("utf-8", "replace")
 
 
-def _failing_cases() -> st.SearchStrategy[CallCase]:
-    # Short messages and long ones (past the 200 or 256 bytes a fixed message buffer would hold).
-    messages = st.one_of(st.text(max_size=200), st.text(min_size=201, max_size=900))
-    return messages.map(lambda t: CallCase((), Leaf("float32", (1,)), t.encode("utf-8")))
+def failing_case(message: str) -> CallCase:
+    return CallCase((), Leaf("float32", (1,)), message.encode("utf-8"))
+
+
+# Short messages and long ones (past the 200 or 256 bytes a fixed message buffer would hold).
+FAILING_CASES = CaseSpace({"message": Text(((0, 200), (201, 900)))}, failing_case)
 
 
 @functools.lru_cache(maxsize=None)
@@ -101,7 +104,7 @@ def build_xla_targets() -> Path:
     """The typed-FFI handlers, built against the XLA headers jaxlib ships (needs jax)."""
     import jax.ffi
 
-    from harness.native import build_shared_library
+    from harness.tooling import build_shared_library
 
     return build_shared_library("xla-ffi-targets", [HERE / "xla_ffi_targets.cc"], include_dirs=[jax.ffi.include_dir()],
                                 language="c++")
@@ -110,25 +113,25 @@ def build_xla_targets() -> Path:
 def reference_targets(flags: tuple[str, ...] = ()) -> list[CustomCallTarget]:
     library = functools.partial(build_targets, tuple(flags))
     return [
-        CustomCallTarget("add_mod128", "Host", "host", library, "add_mod128_host", add_mod128, _add_host_cases,
+        CustomCallTarget("add_mod128", "Host", "host", library, "add_mod128_host", add_mod128, ADD_HOST_CASES,
                          description="the seed's A[i] = B[i % 128] + C[i], F32[128] and F32[2048]",
                          xla_symbol="HarnessAddMod128", xla_library=build_xla_targets),
-        CustomCallTarget("add_mod128", DEVICE, "device", library, "add_mod128_device", add_mod128, _add_device_cases,
+        CustomCallTarget("add_mod128", DEVICE, "device", library, "add_mod128_device", add_mod128, ADD_DEVICE_CASES,
                          description="A[i] = B[i % 128] + C[i] for any n and three dtypes; n and dtype in opaque"),
         CustomCallTarget("tuple_concat", "Host", "host-unified", library, "tuple_concat_host", tuple_concat,
-                         _concat_cases, scratch=((1,),),
+                         CONCAT_CASES, scratch=((1,),),
                          description="nested tuple operands concatenated through a scratch output leaf",
                          xla_symbol="HarnessTupleConcat", xla_library=build_xla_targets),
         CustomCallTarget("tuple_concat", DEVICE, "device", library, "tuple_concat_device", tuple_concat,
-                         _concat_cases, scratch=((1,),), description="the same with the flat buffers array"),
-        CustomCallTarget("echo_opaque", "Host", "host-unified", library, "echo_opaque_host", echo_opaque, _echo_cases,
+                         CONCAT_CASES, scratch=((1,),), description="the same with the flat buffers array"),
+        CustomCallTarget("echo_opaque", "Host", "host-unified", library, "echo_opaque_host", echo_opaque, ECHO_CASES,
                          description="writes opaque's length and bytes to its output",
                          xla_symbol="HarnessEchoOpaque", xla_opaque=True, xla_library=build_xla_targets),
-        CustomCallTarget("echo_opaque", DEVICE, "device", library, "echo_opaque_device", echo_opaque, _echo_cases,
+        CustomCallTarget("echo_opaque", DEVICE, "device", library, "echo_opaque_device", echo_opaque, ECHO_CASES,
                          description="writes opaque's length and bytes to its output"),
         CustomCallTarget("fail_with_status", "Host", "host-unified", library, "fail_with_status_host",
-                         cases=_failing_cases, error=failure_message, description="always fails through the status",
+                         cases=FAILING_CASES, error=failure_message, description="always fails through the status",
                          xla_symbol="HarnessFailWithStatus", xla_opaque=True, xla_library=build_xla_targets),
         CustomCallTarget("fail_with_status", DEVICE, "device-status", library, "fail_with_status_device",
-                         cases=_failing_cases, error=failure_message, description="always fails through the status"),
+                         cases=FAILING_CASES, error=failure_message, description="always fails through the status"),
     ]

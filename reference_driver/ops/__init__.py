@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.hal import Operand, OperationType
+from harness.api.hal import Operand, OperationType
 
 from . import elementwise, nn, shape
 from ._numeric import FLOAT_TENSORS, KernelError

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.hal import FusedActivation, Operand, OperandType, is_quantized_type, numpy_dtype
+from harness.api.hal import FusedActivation, Operand, OperandType, is_quantized_type, numpy_dtype
 
 FLOAT_TENSORS = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16})
 QUANT_TENSORS = frozenset({OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED})

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.hal import FusedActivation, Operand, OperandType, is_quantized_type, numpy_dtype
+from harness.api.hal import FusedActivation, Operand, OperandType, is_quantized_type, numpy_dtype
 
 from ._numeric import FLOAT_TENSORS, QUANT_TENSORS, KernelError, activate, from_real, scalar, to_real
 

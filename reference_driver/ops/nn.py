@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from harness.hal import Operand, OperandType, is_quantized_type
+from harness.api.hal import Operand, OperandType, is_quantized_type
 
 from ._numeric import FLOAT_TENSORS, QUANT_TENSORS, KernelError, activate, from_real, scalar, to_real
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.hal import Operand, OperandType, is_quantized_type, is_scalar_type
+from harness.api.hal import Operand, OperandType, is_quantized_type, is_scalar_type
 
 from ._numeric import KernelError, from_real, scalar, to_real
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from harness.native.packed import PackedFunctionLibrary, build_with_tvm_ffi
+from harness.api.packed import PackedFunctionLibrary
+from harness.tooling.build import build_with_tvm_ffi
 
 SOURCE = Path(__file__).parent / "sample.cc"
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import event, note
 from hypothesis import strategies as st
 
-from harness.custom_calls.check import assert_call_conforms, describe_case, run_case
-from harness.strategies.custom_calls import operand_values
+from harness.judging.custom_calls import assert_call_conforms, describe_case, run_case
+from harness.strategies.custom_calls import call_cases, operand_values
 
 
 def call_and_check(data: st.DataObject, custom_calls, target, requirement: str, case=None):
-    case = case if case is not None else data.draw(target.cases(), label="case")
+    case = case if case is not None else data.draw(call_cases(target.cases), label="case")
     values = data.draw(operand_values(case.operands), label="operand values")
     event(f"{target.name} on {target.platform}")
     note(describe_case(target, case))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.pytest_plugin import declared_for_driver, parametrize_declared
+from harness.integration.plugin import declared_for_driver, parametrize_declared
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

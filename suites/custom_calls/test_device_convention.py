@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.custom_calls import Leaf, TupleShape, leaves
+from harness.api.custom_calls import Leaf, TupleShape, leaves
 
 from ._calls import call_and_check
 
@@ -27,8 +27,7 @@ def test_device_targets_match_the_reference(custom_calls, target, data) -> None:
 @pytest.mark.targets(conventions=("device",), names=("tuple_concat",))
 @given(data=st.data())
 def test_the_seeds_six_pointer_layout(custom_calls, target, data) -> None:
-    from reference_driver.custom_calls import concat_case
-
-    case = concat_case((SEED_OPERAND,))
+    # The target's own case builder (its declared CaseSpace), given the seed's operand.
+    case = target.cases.build(operands=(SEED_OPERAND,))
     assert sum(1 for _ in leaves(SEED_OPERAND)) + sum(1 for _ in leaves(case.output)) == 6
     call_and_check(data, custom_calls, target, "CC-3", case=case)

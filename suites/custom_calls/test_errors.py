@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.custom_calls.fixtures import targets_where
+from harness.integration.custom_calls import targets_where
 
 from ._calls import call_and_check
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.custom_calls import CustomCallError, TargetRegistry
+from harness.api.custom_calls import CustomCallError, TargetRegistry
 
 
 @pytest.mark.requirement("CC-1")

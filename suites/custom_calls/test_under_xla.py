@@ -7,10 +7,10 @@ import pytest
 from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
-from harness.custom_calls.check import compare_outputs, describe_case
-from harness.custom_calls.xla import call_target
-from harness.errors import ConformanceError
-from harness.strategies.custom_calls import operand_values
+from harness.judging.custom_calls import compare_outputs, describe_case
+from harness.judging.xla import call_target
+from harness.api.errors import ConformanceError
+from harness.strategies.custom_calls import call_cases, operand_values
 
 pytestmark = pytest.mark.usefixtures("under_xla")
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("under_xla")
 @pytest.mark.targets(failing=False, xla=True)
 @given(data=st.data())
 def test_outputs_match_the_reference_under_jit(custom_call_targets, target, data) -> None:
-    case = data.draw(target.cases(), label="case")
+    case = data.draw(call_cases(target.cases), label="case")
     values = data.draw(operand_values(case.operands), label="operand values")
     note(describe_case(target, case))
     event(f"{target.name} under XLA")
@@ -36,7 +36,7 @@ def test_outputs_match_the_reference_under_jit(custom_call_targets, target, data
 @pytest.mark.targets(failing=True, xla=True)
 @given(data=st.data())
 def test_status_errors_become_exceptions_with_the_message(custom_call_targets, target, data) -> None:
-    case = data.draw(target.cases(), label="case")
+    case = data.draw(call_cases(target.cases), label="case")
     assume(b"\0" not in case.opaque)  # XLA carries error messages as C strings: a NUL ends them
     expected = target.error(case.opaque)
     with pytest.raises(Exception) as raised:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.hal import Capabilities
-from harness.skips import not_applicable
+from harness.api.hal import Capabilities
+from harness.integration.skips import not_applicable
 from harness.strategies.domains import BINARY_OPS, DOMAIN_TYPES, Flavor, declared_flavor
 
 

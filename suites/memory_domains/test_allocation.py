@@ -6,9 +6,9 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.errors import ConformanceError
-from harness.hal import BufferDesc, BufferRole, DriverError, OperandType, OperationType
-from harness.lockstep import Lockstep
+from harness.api.errors import ConformanceError
+from harness.api.hal import BufferDesc, BufferRole, DriverError, OperandType, OperationType
+from harness.judging.lockstep import Lockstep
 from harness.strategies.domains import (
     DOMAIN_TYPES,
     FIXED_QUANT,
@@ -18,7 +18,7 @@ from harness.strategies.domains import (
     role_sets,
 )
 from harness.strategies.values import QUANT_TYPES
-from harness.skips import not_applicable, not_run
+from harness.integration.skips import not_applicable, not_run
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 

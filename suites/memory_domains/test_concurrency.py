@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.errors import ConformanceError
-from harness.hal import BufferDesc, BufferRole, DriverError, ErrorStatus
-from harness.oracle import execute_scenario
-from harness.scenario import MemorySpec, make_memory
+from harness.api.errors import ConformanceError
+from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus
+from harness.judging.oracle import execute_scenario
+from harness.judging.scenario import MemorySpec, make_memory
 from harness.strategies.domains import Flavor, TokenUse, identity_operand, nbytes, request, values_for
-from harness.skips import refused_allocation
+from harness.integration.skips import refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 

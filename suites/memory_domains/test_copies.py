@@ -9,12 +9,12 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.errors import ConformanceError
-from harness.hal import BufferDesc, BufferRole, OperandType, element_size
-from harness.lockstep import Lockstep
-from harness.scenario import MemorySpec, make_memory
+from harness.api.errors import ConformanceError
+from harness.api.hal import BufferDesc, BufferRole, OperandType, element_size
+from harness.judging.lockstep import Lockstep
+from harness.judging.scenario import MemorySpec, make_memory
 from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
-from harness.skips import not_applicable, refused_allocation
+from harness.integration.skips import not_applicable, refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
@@ -59,15 +59,12 @@ def _open_descriptors(pid: int) -> int:
 
 
 @pytest.mark.requirement("DOM-COPY-1")
-def test_copies_do_not_leak_descriptors(driver, flavor, pytestconfig) -> None:
+def test_copies_do_not_leak_descriptors(driver, flavor, driver_pid) -> None:
     """Thousands of copies in a nightly run must not exhaust the service's descriptors.
 
     A driver may cache mappings or descriptors as long as the cache is bounded (CHOICE-6): the
     count may grow while the first rounds warm it up, never from one later round to the next."""
-    from harness.pytest_plugin import state_of
-
-    service = state_of(pytestconfig).service
-    pid = service.pid if service is not None else os.getpid()
+    pid = driver_pid
     prepared = driver.prepare_model(flavor.model((2, 2)).build_model())
     buffer, _ = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
     memory = MemorySpec("ashmem", values_for(flavor.type, (2, 2)).tobytes())

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.hal import BufferDesc, BufferRole, OperationType, element_size
-from harness.lockstep import Lockstep
-from harness.scenario import Scenario
+from harness.api.hal import BufferDesc, BufferRole, OperationType, element_size
+from harness.judging.lockstep import Lockstep
+from harness.judging.scenario import Scenario
 from harness.strategies.domains import Flavor, TokenUse, identity_operand, nbytes, request, reshape_model, values_for
-from harness.skips import not_applicable, not_run, refused_allocation
+from harness.integration.skips import not_applicable, not_run, refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.hal import BufferDesc, BufferRole, DataLocation
-from harness.lockstep import Lockstep
-from harness.scenario import MemorySpec, TokenRef
+from harness.api.hal import BufferDesc, BufferRole, DataLocation
+from harness.judging.lockstep import Lockstep
+from harness.judging.scenario import MemorySpec, TokenRef
 from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
-from harness.skips import refused_allocation
+from harness.integration.skips import refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 

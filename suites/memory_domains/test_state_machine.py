@@ -11,9 +11,9 @@ from hypothesis import event, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, multiple, rule, run_state_machine_as_test
 
-from harness.hal import BufferDesc, BufferRole, OperandType
-from harness.lockstep import Lockstep, Pair
-from harness.scenario import MemorySpec, Scenario
+from harness.api.hal import BufferDesc, BufferRole, OperandType
+from harness.judging.lockstep import Lockstep, Pair
+from harness.judging.scenario import MemorySpec, Scenario
 from harness.strategies.domains import Flavor, TokenUse, nbytes, request, values_for
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -102,9 +102,7 @@ class MemoryDomainMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.requirement("DOM-STATE-1", "DOM-STATE-2", "DOM-ROLE-1", "DOM-ROLE-2", "DOM-COPY-1", "DOM-COPY-2", "DOM-ALLOC-1")
-def test_memory_domain_state_machine(driver, reference, flavor, pytestconfig) -> None:
-    from harness.pytest_plugin import state_of
-
+def test_memory_domain_state_machine(driver, reference, flavor, seeded_run) -> None:
     machine = type("Machine", (MemoryDomainMachine,), {"driver": driver, "reference": reference, "flavor": flavor})
     # Seeded runs (ci, certify) must be repeatable; a state machine takes no @seed, so derandomize it.
-    run_state_machine_as_test(machine, settings=settings(settings.default, derandomize=state_of(pytestconfig).seeded))
+    run_state_machine_as_test(machine, settings=settings(settings.default, derandomize=seeded_run))

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
-from harness.errors import ConformanceError
-from harness.hal import OperandLifeTime
-from harness.oracle import assert_conforms, execute_scenario, run_scenario
-from harness.scenario import with_constants
+from harness.api.errors import ConformanceError
+from harness.api.hal import OperandLifeTime
+from harness.judging.oracle import assert_conforms, execute_scenario, run_scenario
+from harness.judging.scenario import with_constants
 from harness.strategies import scenarios
 from harness.strategies.layouts import CONSTANT_POOL_KINDS
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.hal import DataLocation, OperandLifeTime
-from harness.oracle import assert_conforms, run_scenario
-from harness.scenario import DEFECTS, MemorySpec, with_constants
+from harness.api.hal import DataLocation, OperandLifeTime
+from harness.judging.oracle import assert_conforms, run_scenario
+from harness.judging.scenario import DEFECTS, MemorySpec, with_constants
 from harness.strategies import scenarios
 
 

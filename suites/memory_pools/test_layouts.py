@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.hal import OperationType
-from harness.oracle import assert_conforms, run_scenario
+from harness.api.hal import OperationType
+from harness.judging.oracle import assert_conforms, run_scenario
 from harness.strategies import scenarios
 from harness.strategies.models import FAMILIES, elementwise_models, several_output_cases
-from harness.skips import not_applicable
+from harness.integration.skips import not_applicable
 
 REQUIRED_KINDS = ("ashmem", "mmap_fd", "hardware_buffer_blob")
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.errors import ConformanceError
-from harness.hal import Capabilities, Device, DriverError, Model, OperandType, OperationType
-from harness.skips import not_applicable
+from harness.api.errors import ConformanceError
+from harness.api.hal import Capabilities, Device, DriverError, Model, OperandType, OperationType
+from harness.integration.skips import not_applicable
 from harness.strategies import scenarios
 from harness.strategies.models import FAMILIES
 

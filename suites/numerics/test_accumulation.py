@@ -14,11 +14,11 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.builders import ModelBuilder
-from harness.hal import OperandType, OperationType
-from harness.oracle import assert_conforms, run_scenario
-from harness.scenario import Scenario
-from harness.skips import not_applicable
+from harness.judging.builders import ModelBuilder
+from harness.api.hal import OperandType, OperationType
+from harness.judging.oracle import assert_conforms, run_scenario
+from harness.judging.scenario import Scenario
+from harness.integration.skips import not_applicable
 from harness.strategies.domains import request
 
 TERMS = {OperandType.TENSOR_FLOAT32: (256, 576), OperandType.TENSOR_FLOAT16: (16, 96)}

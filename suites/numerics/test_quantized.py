@@ -2,8 +2,8 @@
 
 A correct driver may round differently from the reference near ties (fixed-point multipliers,
 float32 arithmetic), so each element may be one step off.  What it may not do is round one way
-systematically: over a tensor large enough to tell (at least `harness.bounds.BIAS_MIN_ELEMENTS`
-elements) the mean signed error stays within `harness.bounds.BIAS_LIMIT` of a step, as NNAPI
+systematically: over a tensor large enough to tell (at least `harness.judging.bounds.BIAS_MIN_ELEMENTS`
+elements) the mean signed error stays within `harness.judging.bounds.BIAS_LIMIT` of a step, as NNAPI
 CTS's bias criterion requires.  A driver that truncates is half a step off on average.
 """
 
@@ -15,13 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from harness.bounds import BIAS_MIN_ELEMENTS
-from harness.hal import OperandType, OperationType, numpy_dtype
-from harness.oracle import assert_conforms, run_scenario
-from harness.skips import not_applicable
+from harness.judging.bounds import BIAS_MIN_ELEMENTS
+from harness.api.hal import OperandType, OperationType, numpy_dtype
+from harness.judging.oracle import assert_conforms, run_scenario
+from harness.integration.skips import not_applicable
 from harness.strategies import quantization
-from harness.builders import ModelBuilder
-from harness.scenario import Scenario
+from harness.judging.builders import ModelBuilder
+from harness.judging.scenario import Scenario
 from harness.strategies.domains import request
 
 ARITHMETIC = (OperationType.ADD, OperationType.SUB, OperationType.MUL)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.native.packed import LoadedLibrary, PackedFunctionLibrary, load, unavailable
-from harness.pytest_plugin import declared_for_driver, parametrize_declared
-from harness.skips import not_applicable, not_run
+from harness.api.packed import LoadedLibrary, PackedFunctionLibrary, load, unavailable
+from harness.integration.plugin import declared_for_driver, parametrize_declared
+from harness.integration.skips import not_applicable, not_run
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -29,7 +29,7 @@ def probes(packed_library: PackedFunctionLibrary, driver) -> LoadedLibrary:
     reason = unavailable()
     if reason:
         not_run(reason, "pip install 'driver-harness[native]'")
-    from harness.native import CompilerMissing
+    from harness.tooling import CompilerMissing
 
     try:
         return load(packed_library)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from harness.oracle import assert_conforms, run_scenario
+from harness.judging.oracle import assert_conforms, run_scenario
 from harness.strategies import scenarios
 from harness.strategies.mutations import MUTATIONS, request_mutations
 

@@ -15,10 +15,10 @@ import os
 import numpy as np
 import pytest
 
-from harness.builders import binary_model, pack_request
-from harness.errors import DriverCrash, DriverHang
-from harness.hal import DriverError, ErrorStatus
-from harness.memory import Memory
+from harness.judging.builders import binary_model, pack_request
+from harness.api.errors import DriverCrash, DriverHang
+from harness.api.hal import DriverError, ErrorStatus
+from harness.api.memory import Memory
 from harness.service import DriverService
 from harness.service.canaries import EXIT_CODE
 

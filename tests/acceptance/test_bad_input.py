@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 
-def run(tmp_path: Path, *args: str, module: str = "harness.cli") -> subprocess.CompletedProcess:
+def run(tmp_path: Path, *args: str, module: str = "harness.commands.cli") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", module, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
 

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.requirements import REQUIREMENTS
+from harness.api.requirements import REQUIREMENTS
 
 QUICK = ["--", "--harness-profile=ci", "-k", "test_each_allocation_mistake or test_generated_scenarios or test_token_uses"]
 
 
 def certify(tmp_path: Path, *args: str, timeout: float = 600, umask: int | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", "certify", *args], cwd=tmp_path, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "harness.commands.cli", "certify", *args], cwd=tmp_path, capture_output=True,
                           text=True, timeout=timeout, preexec_fn=None if umask is None else lambda: os.umask(umask))
 
 
@@ -78,8 +78,8 @@ NO_COMPILER_DRIVER = textwrap.dedent(
     import dataclasses
 
     from harness import hookimpl
-    from harness.custom_calls.targets import CallCase, CustomCallTarget
-    from harness.native import CompilerMissing
+    from harness.api.custom_calls import CallCase, CustomCallTarget
+    from harness.tooling import CompilerMissing
     from reference_driver import ReferenceDevice
 
 
@@ -220,7 +220,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(tmp_path: Path, args, phrase) ->
 
 
 def test_interrupted_run_writes_an_incomplete_certificate(tmp_path: Path) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "certify", "--driver", "reference", "--out", "out"],
+    process = subprocess.Popen([sys.executable, "-m", "harness.commands.cli", "certify", "--driver", "reference", "--out", "out"],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     records = tmp_path / "out" / "records.jsonl"
     deadline = time.monotonic() + 120

@@ -51,7 +51,7 @@ def test_missing_factory_lists_what_the_module_has(pytester: pytest.Pytester) ->
 IO_INDEX_BUG = textwrap.dedent(
     '''
     """The reference driver with one bug: buffer roles are checked without the ioIndex (DOM-ROLE-2)."""
-    from harness.hal import ErrorStatus
+    from harness.api.hal import ErrorStatus
     from reference_driver import ReferenceDevice
     from reference_driver.validation import Rules
 
@@ -154,7 +154,7 @@ NO_DOMAINS = textwrap.dedent(
 
 REFUSES_ALL = textwrap.dedent(
     '''
-    from harness.hal import DriverError, ErrorStatus
+    from harness.api.hal import DriverError, ErrorStatus
     from reference_driver import ReferenceDevice
 
 

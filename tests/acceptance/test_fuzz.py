@@ -9,13 +9,13 @@ from pathlib import Path
 
 
 def harness(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=tmp_path, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "harness.commands.cli", *args], cwd=tmp_path, capture_output=True, text=True,
                           timeout=600)
 
 
 def start_harness(cwd: Path, *args: str) -> subprocess.Popen:
     cwd.mkdir(exist_ok=True)
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "harness.commands.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 

@@ -7,11 +7,11 @@ import struct
 import numpy as np
 import pytest
 
-from harness.custom_calls import CallCase, CustomCallError, Leaf, TargetRegistry
-from harness.custom_calls.check import run_case
-from harness.custom_calls.executor import CustomCallExecutor
-from harness.errors import DriverCrash
-from harness.native import CompilerMissing, build_shared_library
+from harness.api.custom_calls import CallCase, CustomCallError, Leaf, TargetRegistry
+from harness.judging.custom_calls import run_case
+from harness.service.custom_calls import CustomCallExecutor
+from harness.api.errors import DriverCrash
+from harness.tooling import CompilerMissing, build_shared_library
 from reference_driver.custom_calls import reference_targets
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.custom_calls.xla import call_handler, unavailable
+from harness.judging.xla import call_handler, unavailable
 
 WHY_NOT = unavailable()
 pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "jax is available")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.registry import load_registry
-from harness.score import format_table, format_variants, run_suites, score_all, score_variants, specificity, summary
+from harness.drivers.registry import load_registry
+from harness.commands.score import format_table, format_variants, run_suites, score_all, score_variants, specificity, summary
 
 
 def test_there_are_enough_mutants_covering_every_family() -> None:

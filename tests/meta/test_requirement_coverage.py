@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.requirements import REQUIREMENTS, core_requirements
+from harness.api.requirements import REQUIREMENTS, core_requirements
 
 SPEC = Path(__file__).resolve().parents[3] / "shared" / "SPEC.md"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import DriverLoadError
-from harness.native.packed import unavailable
+from harness.api.errors import DriverLoadError
+from harness.api.packed import unavailable
 
 WHY_NOT = unavailable()
 pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "tvm-ffi is available")
@@ -24,8 +24,8 @@ def sample_library() -> str:
 
 
 def test_the_sample_declares_what_it_implements(sample_library) -> None:
-    from harness.hal import OperandType, OperationType
-    from harness.native.driver import NativeDevice
+    from harness.api.hal import OperandType, OperationType
+    from harness.drivers.native import NativeDevice
 
     capabilities = NativeDevice(sample_library).capabilities()
     assert capabilities.operations == {OperationType.ADD, OperationType.MUL} and capabilities.memory_domains
@@ -47,7 +47,7 @@ def test_native_path_passes_the_suites_for_its_operations(sample_library, tmp_pa
 
 
 def test_a_library_without_the_abi_names_what_it_lacks(tmp_path: Path) -> None:
-    from harness.native.driver import NativeDevice
+    from harness.drivers.native import NativeDevice
     from reference_driver.packed_functions import packed_library
 
     probes = packed_library("reference").build()  # a tvm-ffi library, but not a driver
@@ -56,7 +56,7 @@ def test_a_library_without_the_abi_names_what_it_lacks(tmp_path: Path) -> None:
 
 
 def test_a_missing_library_is_one_clear_line(tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--driver", "native:no/such/libdriver.so"],
+    run = subprocess.run([sys.executable, "-m", "harness.commands.cli", "run", "--driver", "native:no/such/libdriver.so"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0 and "no such library 'no/such/libdriver.so'" in run.stderr + run.stdout
     assert "Traceback" not in run.stderr

@@ -13,9 +13,9 @@ import threading
 import numpy as np
 import pytest
 
-from harness.builders import ModelBuilder, binary_model, pack_request
-from harness.hal import DriverError, ErrorStatus, OperandType, OperationType, Request
-from harness.memory import Memory, create_ashmem
+from harness.judging.builders import ModelBuilder, binary_model, pack_request
+from harness.api.hal import DriverError, ErrorStatus, OperandType, OperationType, Request
+from harness.api.memory import Memory, create_ashmem
 
 F32 = OperandType.TENSOR_FLOAT32
 

@@ -81,8 +81,8 @@ def _as_nobody(program: Path, *args: str) -> str:
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to start a process as another user (nobody)")
 def test_another_user_is_refused_before_anything_is_decoded(service, tmp_path) -> None:
-    from harness.native import CompilerMissing
-    from harness.native.build import find_compiler
+    from harness.tooling import CompilerMissing
+    from harness.tooling.build import find_compiler
 
     try:
         compiler = find_compiler()

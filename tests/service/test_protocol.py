@@ -13,7 +13,7 @@ import socket
 
 import pytest
 
-from harness.memory import Memory, create_ashmem
+from harness.api.memory import Memory, create_ashmem
 from harness.service import wire
 from harness.service.client import RemoteError
 from harness.service.messages import (
@@ -86,6 +86,6 @@ def test_no_process_wide_pickling_hooks(service) -> None:
         with pytest.raises(TypeError, match="descriptor"):
             pickle.dumps(memory)  # outside the wire a descriptor number would mean nothing
         data, fds = wire.encode(Call(1, ServiceObject.DEVICE.value, "capabilities", (memory,)))
-        assert fds == [memory.fd] and b"harness.memory" not in data
+        assert fds == [memory.fd] and b"harness.api.memory" not in data
     finally:
         memory.close()

@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 
-from harness.builders import binary_model, pack_request
-from harness.errors import DriverCrash, DriverHang
-from harness.hal import BufferDesc, BufferRole, Buffer, DataLocation, Device, DriverError, ErrorStatus, PreparedModel, Request, RequestArgument
-from harness.memory import create_ashmem
-from harness.oracle import expect_status
+from harness.judging.builders import binary_model, pack_request
+from harness.api.errors import DriverCrash, DriverHang
+from harness.api.hal import BufferDesc, BufferRole, Buffer, DataLocation, Device, DriverError, ErrorStatus, PreparedModel, Request, RequestArgument
+from harness.api.memory import create_ashmem
+from harness.judging.oracle import expect_status
 from harness.service import AttachedClient, DriverService
 from harness.service.client import RemoteError
 
@@ -140,8 +140,8 @@ OTHER_CLIENT = textwrap.dedent(
     '''
     import json, sys
     import numpy as np
-    from harness.builders import binary_model, pack_request
-    from harness.hal import DataLocation, DriverError, Request, RequestArgument
+    from harness.judging.builders import binary_model, pack_request
+    from harness.api.hal import DataLocation, DriverError, Request, RequestArgument
     from harness.service import AttachedClient
 
     address, token = sys.argv[1], int(sys.argv[2])

@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from harness.builders import binary_model, pack_request
+from harness.judging.builders import binary_model, pack_request
 from harness.service import DriverService
 from harness.service.client import RemoteError
 

@@ -9,7 +9,7 @@ import pytest
 
 from harness.report import certificate, html
 from harness.report.files import write_atomically
-from harness.requirements import REQUIREMENTS
+from harness.api.requirements import REQUIREMENTS
 
 
 def record(test: str, requirement: str, outcome: str, skip: dict | None = None, waiver: str = "") -> dict:

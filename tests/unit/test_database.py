@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis.database import InMemoryExampleDatabase
 
-from harness.database import DriverExamples
+from harness.integration.database import DriverExamples
 
 
 def test_each_driver_sees_only_its_own_examples() -> None:

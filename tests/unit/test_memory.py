@@ -1,4 +1,4 @@
-"""harness.memory: real shared memory, zero-copy views, no leaked descriptors (SPEC §1, POOL-3)."""
+"""harness.api.memory: real shared memory, zero-copy views, no leaked descriptors (SPEC §1, POOL-3)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from harness.memory import (
+from harness.api.memory import (
     HardwareBufferFormat,
     Memory,
     MemoryMapError,

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from harness.builders import ModelBuilder, pack_request
-from harness.hal import OperandType, OperationType, numpy_dtype
+from harness.judging.builders import ModelBuilder, pack_request
+from harness.api.hal import OperandType, OperationType, numpy_dtype
 from reference_driver import ReferenceDevice
 
 F32, F16, I32 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32
@@ -135,7 +135,7 @@ def test_reshape_with_shape_as_input_and_as_constant() -> None:
 
 def test_nnapi_limits_refused_as_nnapi_does() -> None:
     """CHOICE-8: RESHAPE's shape is a 1-D tensor; CONCATENATION takes tensors of rank at most 4."""
-    from harness.hal import DriverError, ErrorStatus
+    from harness.api.hal import DriverError, ErrorStatus
 
     x = np.arange(6, dtype=np.float32)
     with pytest.raises(DriverError) as refused:

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from harness.builders import ModelBuilder, binary_model, pack_request
-from harness.hal import (
+from harness.judging.builders import ModelBuilder, binary_model, pack_request
+from harness.api.hal import (
     BufferDesc,
     BufferRole,
     DataLocation,
@@ -21,8 +21,8 @@ from harness.hal import (
     Request,
     RequestArgument,
 )
-from harness.memory import create_ashmem, create_hardware_buffer_blob, create_mmap_fd
-from harness.oracle import expect_status
+from harness.api.memory import create_ashmem, create_hardware_buffer_blob, create_mmap_fd
+from harness.judging.oracle import expect_status
 
 F32, I32 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32
 INVALID, FAILURE = ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE

@@ -7,16 +7,16 @@ import os
 import numpy as np
 import pytest
 
-from harness.builders import ModelBuilder, binary_model, pack_request
-from harness.hal import DataLocation, ErrorStatus, OperandType, OperationType, Request, RequestArgument
-from harness.memory import (
+from harness.judging.builders import ModelBuilder, binary_model, pack_request
+from harness.api.hal import DataLocation, ErrorStatus, OperandType, OperationType, Request, RequestArgument
+from harness.api.memory import (
     Memory,
     create_ashmem,
     create_hardware_buffer,
     create_hardware_buffer_blob,
     create_mmap_fd,
 )
-from harness.oracle import expect_status
+from harness.judging.oracle import expect_status
 
 F32 = OperandType.TENSOR_FLOAT32
 INVALID, FAILURE = ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE

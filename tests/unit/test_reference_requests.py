@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.builders import ModelBuilder, binary_model, pack_request
-from harness.hal import DataLocation, ErrorStatus, OperandType, OperationType, Request, RequestArgument
-from harness.oracle import expect_status
+from harness.judging.builders import ModelBuilder, binary_model, pack_request
+from harness.api.hal import DataLocation, ErrorStatus, OperandType, OperationType, Request, RequestArgument
+from harness.judging.oracle import expect_status
 
 F32 = OperandType.TENSOR_FLOAT32
 INVALID = ErrorStatus.INVALID_ARGUMENT

@@ -7,8 +7,8 @@ import types
 import pytest
 
 from harness import DriverSpec, hookimpl
-from harness.errors import DriverLoadError, UsageError
-from harness.registry import load_registry
+from harness.api.errors import DriverLoadError, UsageError
+from harness.drivers.registry import load_registry
 from reference_driver import ReferenceDevice
 
 
@@ -85,12 +85,16 @@ def _declaring(**hooks) -> tuple:
     return registry, registry.resolve("npu"), Capabilities
 
 
+from harness.api.custom_calls import CaseSpace  # noqa: E402  (the declarations the targets below use)
+
+
 def _valid_target(**changes):
     import dataclasses
 
-    from harness.custom_calls.targets import CustomCallTarget
+    from harness.api.custom_calls import CaseSpace, CustomCallTarget
 
-    target = CustomCallTarget("t", "Host", "host", "/lib.so", "sym", reference=lambda o, b: None, cases=lambda: None)
+    target = CustomCallTarget("t", "Host", "host", "/lib.so", "sym", reference=lambda o, b: None,
+                              cases=CaseSpace({}, lambda: None))
     return dataclasses.replace(target, **changes)
 
 
@@ -99,10 +103,12 @@ def _valid_target(**changes):
     (_valid_target(name=""), "name", "a non-empty string"),
     (_valid_target(reference=None), "reference", "a callable"),
     (_valid_target(error=lambda b: "x"), "convention", "host-unified, device-status"),
+    (_valid_target(cases=lambda: None), "cases", "CaseSpace"),
+    (_valid_target(cases=CaseSpace({"n": range(3)}, lambda n: None)), "cases.parameters['n']", "Choice, Integers"),
     ("not a target", "item", "CustomCallTarget"),
 ])
 def test_an_invalid_custom_call_target_names_plugin_field_and_allowed_values(target, field, allowed) -> None:
-    from harness.errors import DeclarationError
+    from harness.api.errors import DeclarationError
 
     registry, spec, _ = _declaring(harness_custom_call_targets=lambda driver_name: [target])
     with pytest.raises(DeclarationError) as error:
@@ -113,9 +119,9 @@ def test_an_invalid_custom_call_target_names_plugin_field_and_allowed_values(tar
 
 
 def test_invalid_capabilities_and_libraries_name_the_field() -> None:
-    from harness.errors import DeclarationError
-    from harness.hal import OperationType
-    from harness.native.packed import PackedFunctionLibrary
+    from harness.api.errors import DeclarationError
+    from harness.api.hal import OperationType
+    from harness.api.packed import PackedFunctionLibrary
 
     _, _, Capabilities = _declaring()
     wrong_kind = Capabilities(frozenset({"ashmem", "dmabuf"}), True, frozenset({OperationType.ADD}), frozenset())
@@ -137,7 +143,7 @@ def test_invalid_capabilities_and_libraries_name_the_field() -> None:
 def test_hooks_in_a_driver_file_are_registered(tmp_path) -> None:
     (tmp_path / "vendor.py").write_text(
         "from harness import hookimpl\nfrom reference_driver import ReferenceDevice\n"
-        "from harness.native.packed import PackedFunctionLibrary\n"
+        "from harness.api.packed import PackedFunctionLibrary\n"
         "def factory():\n    return ReferenceDevice()\n"
         "@hookimpl\ndef harness_packed_functions(driver_name):\n"
         "    return [PackedFunctionLibrary('vendor.', lambda: 'lib.so')]\n")
@@ -151,14 +157,14 @@ def test_hooks_in_a_driver_file_are_registered(tmp_path) -> None:
 def test_plugins_are_loaded_once_per_process(monkeypatch) -> None:
     """The harness, the zygote and the services forked from it share one registry per process
     (before, the plugins were loaded three times: harness, zygote, and again for custom calls)."""
-    import harness.registry
-    from harness.custom_calls.executor import executor_for
+    import harness.drivers.registry
+    from harness.service.custom_calls import executor_for
     from harness.service.worker import Service
 
     registry = load_registry()
     builds = []
-    build = harness.registry._build
-    monkeypatch.setattr(harness.registry, "_build", lambda *a, **k: builds.append(a) or build(*a, **k))
+    build = harness.drivers.registry._build
+    monkeypatch.setattr(harness.drivers.registry, "_build", lambda *a, **k: builds.append(a) or build(*a, **k))
     executor_for.cache_clear()
     Service(ReferenceDevice(), "reference").custom_calls()  # what a service does at its first custom call
     assert load_registry() is registry and builds == []

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from harness.builders import ModelBuilder, binary_model, pack_request
-from harness.hal import (
+from harness.judging.builders import ModelBuilder, binary_model, pack_request
+from harness.api.hal import (
     BufferDesc,
     BufferRole,
     DataLocation,
@@ -24,8 +24,8 @@ from harness.hal import (
     RequestArgument,
     numpy_dtype,
 )
-from harness.memory import create_ashmem
-from harness.oracle import expect_status
+from harness.api.memory import create_ashmem
+from harness.judging.oracle import expect_status
 from reference_driver import ReferenceDevice
 
 INVALID, FAILURE = ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE

@@ -1,0 +1,82 @@
+"""Packed functions (SPEC §6): what a driver exporting functions through tvm-ffi provides.
+
+A driver's plugin declares, with the hook ``harness_packed_functions``, a library that
+registers the probe functions below in tvm-ffi's global registry under its prefix.  The
+suites call them from Python with every kind of type-erased argument:
+
+    <prefix>echo(x) -> x                     any value of the closed set
+    <prefix>add_int(a: int, b: int) -> int   64-bit, two's complement wrap-around
+    <prefix>call_back(f, x) -> f(x)          a function from the caller's side, called back
+    <prefix>raise_error(kind: str, message: str)   raises an error of that kind
+    <prefix>tensor_info(t) -> [data pointer, shape, strides, dtype code, bits, lanes, device type, id]
+    <prefix>tensor_echo(t) -> t              the same tensor (DLPack, no copy)
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+PROBES = ("echo", "add_int", "call_back", "raise_error", "tensor_info", "tensor_echo")
+
+
+@dataclass(frozen=True)
+class PackedFunctionLibrary:
+    """``build()`` returns the path of a shared library that registers the probes under ``prefix``."""
+
+    prefix: str
+    build: Callable[[], str]
+    description: str = ""
+
+
+def check_library(library: object, plugin: str = "?") -> None:
+    """Early validation of a declared library: one line naming the plugin, the field and what is allowed."""
+    from harness.api.errors import DeclarationError
+
+    if not isinstance(library, PackedFunctionLibrary):
+        raise DeclarationError(plugin, "harness_packed_functions", "item", type(library).__name__,
+                               "harness.api.packed.PackedFunctionLibrary instances")
+    declared = f"packed-function library {library.prefix!r}"
+    if not isinstance(library.prefix, str) or not library.prefix:
+        raise DeclarationError(plugin, declared, "prefix", library.prefix, "a non-empty string (e.g. 'acme.')")
+    if not callable(library.build):
+        raise DeclarationError(plugin, declared, "build", library.build,
+                               "a zero-argument callable that returns the library's path")
+
+
+def unavailable() -> str:
+    """Why packed functions cannot be checked here ('' when they can); looked up, not imported."""
+    if importlib.util.find_spec("tvm_ffi") is None:
+        return "apache-tvm-ffi is not installed (pip install 'driver-harness[native]')"
+    return ""
+
+
+@dataclass
+class LoadedLibrary:
+    library: PackedFunctionLibrary
+    module: Any
+    functions: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.functions[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+@functools.lru_cache(maxsize=None)
+def load(library: PackedFunctionLibrary) -> LoadedLibrary:
+    """Load the library (its static initializers register the probes) and look them up."""
+    import tvm_ffi
+
+    from harness.api.errors import DriverLoadError
+
+    module = tvm_ffi.load_module(str(library.build()))
+    functions = {name: tvm_ffi.get_global_func(library.prefix + name, allow_missing=True) for name in PROBES}
+    missing = [library.prefix + name for name, function in functions.items() if function is None]
+    if missing:
+        raise DriverLoadError(f"packed-function library {library.prefix!r} does not register {', '.join(missing)}")
+    return LoadedLibrary(library, module, functions)

@@ -1,0 +1,90 @@
+"""``harness certify``: every suite in the certify profile, then certificate.json, junit.xml, report.html.
+
+A thin command over pytest: the run is an ordinary pytest session with the recording
+plugin on; the certificate is computed from its records.  Ctrl-C or SIGTERM ends the
+run early and still writes a certificate, marked INCOMPLETE, with what was found.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+
+from harness.integration.own_config import own_pytest_options
+from harness.report import certificate, html
+from harness.report.files import write_atomically
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _writable_directory(path: str) -> str | None:
+    """None if ``path`` can hold the reports; otherwise why not."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        return f"cannot write into output directory {path!r}: {error.strerror}"
+    return None
+
+
+def _interrupt_on_sigterm(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def certify(driver: str, out: str, expectations: str | None = None, seed: int | None = None,
+            extra: list[str] | None = None) -> int:
+    import pytest
+
+    out = os.path.abspath(out)
+    problem = _writable_directory(out)
+    if problem:
+        print(f"harness certify: {problem}", file=sys.stderr)
+        return 2
+    record = os.path.join(out, "records.jsonl")
+    reproducers = os.path.join(out, "reproducers")
+    junit_partial = os.path.join(out, ".junit.xml.partial")
+    for stale in (record,):
+        if os.path.exists(stale):
+            os.unlink(stale)
+    args = [*own_pytest_options(), "--pyargs", "harness.suites", f"--driver={driver}", "--harness-profile=certify",
+            f"--harness-record={record}", f"--harness-reproducers={reproducers}", f"--junitxml={junit_partial}", "-q"]
+    if expectations:
+        args.append(f"--expectations={expectations}")
+    args.append(f"--harness-seed={0 if seed is None else seed}")  # derandomized: the same run every time
+    args += extra or []
+    started, clock = _now(), time.monotonic()
+    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    try:
+        code = int(pytest.main(args))
+    except KeyboardInterrupt:
+        code = int(pytest.ExitCode.INTERRUPTED)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if code == int(pytest.ExitCode.USAGE_ERROR):
+        return 2  # pytest printed the one-line reason (unknown driver, malformed expectations, ...)
+    records = []
+    if os.path.exists(record):
+        with open(record, encoding="utf-8") as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    session = next((r["session"] for r in records if "session" in r), {"driver": driver})
+    complete = code in (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED))
+    document = certificate.build(records, session, started, _now(), complete, round(time.monotonic() - clock, 1))
+    write_atomically(os.path.join(out, "certificate.json"), json.dumps(document, indent=2))
+    write_atomically(os.path.join(out, "report.html"), html.render(document))
+    if os.path.exists(junit_partial):
+        os.replace(junit_partial, os.path.join(out, "junit.xml"))
+    counts = ", ".join(f"{n} {status}" for status, n in document["counts"].items() if n)
+    print(f"harness certify: {driver}: {document['verdict']} ({counts}); reports in {out}")
+    if document["not_run"]:
+        print(f"harness certify: not run: {', '.join(document['not_run'])}. To run them:", file=sys.stderr)
+        for fix in document["fixes"]:
+            print(f"    {fix}", file=sys.stderr)
+    return 0 if document["verdict"] in ("PASS", "PASS-WITH-WAIVERS") else 1

@@ -1,0 +1,133 @@
+"""The ``harness`` command: thin commands over pytest and the plugin registry.
+
+    harness list                      every registered driver, with description and capabilities
+    harness run --driver NAME [...]   the suites against a driver (any pytest options after --)
+    harness score [...]               the suites' own score against the seeded-bug drivers
+    harness certify --driver NAME [--out DIR]   certificate.json, junit.xml and report.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.api.errors import HarnessError
+
+
+def _list(options: argparse.Namespace) -> int:
+    from harness.integration.plugin import describe_capabilities
+    from harness.drivers.registry import load_registry
+
+    registry = load_registry()
+    for name in registry.names():
+        spec = registry.drivers[name]
+        if (spec.breaks or spec.exercises) and not options.all:
+            continue
+        print(f"{name}: {spec.description} [plugin {spec.plugin}]")
+        try:
+            capabilities = spec.capabilities or spec.create().capabilities()
+        except Exception as error:  # one broken driver must not hide the others from the list
+            print(f"    capabilities unavailable: {type(error).__name__}: {error}")
+            continue
+        print(f"    {describe_capabilities(capabilities)}")
+    hidden = sum(1 for spec in registry.drivers.values() if spec.breaks or spec.exercises)
+    if hidden and not options.all:
+        print(f"({hidden} seeded-bug and correct-variant drivers not shown; harness list --all shows them)")
+    for plugin, reason in sorted(registry.broken.items()):
+        print(f"plugin {plugin} failed to load: {reason}", file=sys.stderr)
+    return 0
+
+
+def _run(options: argparse.Namespace, extra: list[str]) -> int:
+    import pytest
+
+    code = int(pytest.main(["--pyargs", "harness.suites", f"--driver={options.driver}",
+                            f"--harness-profile={options.profile}", *extra]))
+    return 2 if code == int(pytest.ExitCode.USAGE_ERROR) else code  # the harness's usage errors exit 2
+
+
+def _positive(kind: type[int] | type[float]):
+    """An argparse type: a number above zero (a bad value is one line and exit 2, from argparse)."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} is not above zero")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line (``harness fuzz: argument --minutes: -1 is not above zero``), exit 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="harness", description="Conformance and fuzz testing of accelerator drivers.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    listing = commands.add_parser("list", help="list registered drivers")
+    listing.add_argument("--all", action="store_true", help="include the seeded-bug drivers")
+    run = commands.add_parser("run", help="run the suites against a driver (pytest options after --)")
+    run.add_argument("--driver", default="reference")
+    run.add_argument("--profile", default="dev", choices=("dev", "ci", "certify", "nightly"))
+    commands.add_parser("score", help="score the suites against the seeded-bug drivers", add_help=False)
+    certify = commands.add_parser("certify", help="certify a driver: certificate.json, junit.xml, report.html")
+    certify.add_argument("--driver", required=True)
+    certify.add_argument("--out", default="certification", metavar="DIR")
+    certify.add_argument("--expectations", default=None, metavar="FILE")
+    certify.add_argument("--seed", type=int, default=None, help="default: 0 (the certify profile's fixed seed)")
+    fuzz = commands.add_parser("fuzz", help="generate for a time budget; keep every failure")
+    fuzz.add_argument("--driver", required=True)
+    fuzz.add_argument("--minutes", type=_positive(float), default=10.0)
+    fuzz.add_argument("--workers", type=_positive(int), default=1)
+    fuzz.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N")
+    fuzz.add_argument("--out", default="fuzz", metavar="DIR")
+    fuzz.add_argument("--suites", default=None, metavar="NAME,...",
+                      help="only these suites, comma-separated: memory_pools, requests, numerics, memory_domains, custom_calls, packed_functions "
+                           "(default: all)")
+    replay = commands.add_parser("replay", help="re-run only the failing examples stored in the database")
+    replay.add_argument("--driver", required=True)
+    replay.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N")
+    replay.add_argument("--out", default="replay", metavar="DIR")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["score"]:
+        from harness.commands.score import main as score_main
+
+        return score_main(argv[1:])
+    extra: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1 :]
+    options = parser.parse_args(argv)
+    try:
+        if options.command == "list":
+            return _list(options)
+        if options.command == "certify":
+            from harness.commands.certify import certify as run_certify
+
+            return run_certify(options.driver, options.out, options.expectations, options.seed, extra)
+        if options.command == "fuzz":
+            from harness.commands.fuzz import fuzz as run_fuzz
+            from harness.commands.fuzz import select_suites
+
+            return run_fuzz(options.driver, options.minutes, options.workers, options.db, options.out,
+                            select_suites(options.suites))
+        if options.command == "replay":
+            from harness.commands.fuzz import replay as run_replay
+
+            return run_replay(options.driver, options.db, options.out)
+        return _run(options, extra)
+    except HarnessError as error:
+        print(f"harness: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""The suites' own score, both error rates of the harness:
+
+- sensitivity: every seeded-bug driver (``mutant-*``) is caught by a test naming the
+  requirement it breaks;
+- specificity: every correct variant driver (``variant-*``, SPEC §8) passes every test.
+
+    harness score [--jobs N] [--only NAME ...] [--seed N] [--json FILE]
+    python -m harness.commands.score
+
+Each driver runs the suites in the ``ci`` profile with a fixed seed, through the service,
+without shrinking.  A mutant's run stops at the first failing test that names the requirement
+it breaks; a variant's runs to the end.  The command fails unless both rates are 100%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+from harness.integration.own_config import own_pytest_options
+from harness.drivers.registry import DriverSpec, load_registry
+
+SEED = 0
+DRIVER_TIMEOUT_S = 2.0
+RUN_TIMEOUT_S = 600
+
+
+@dataclass
+class Score:
+    driver: str
+    requirement: str
+    caught: bool
+    first_test: str = ""
+    seconds_to_catch: float | None = None
+    examples: int | None = None
+    failures_elsewhere: int = 0
+    message: str = ""
+
+
+def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed: int = SEED) -> list[dict]:
+    """Run every suite against ``driver``; the per-test records of that run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        record = os.path.join(tmp, "record.jsonl")
+        command = [sys.executable, "-m", "pytest", *own_pytest_options(), "--pyargs", "harness.suites", f"--driver={driver}",
+                   "--harness-profile=ci", f"--harness-seed={seed}", f"--driver-timeout={DRIVER_TIMEOUT_S}",
+                   "--harness-no-shrink", f"--harness-record={record}", "-q", "-p", "no:randomly", *extra]
+        if stop_on:
+            command.append(f"--harness-stop-on={stop_on}")
+        subprocess.run(command, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
+        if not os.path.exists(record):
+            return []
+        with open(record, encoding="utf-8") as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        return [r for r in records if "id" in r]  # test records, without the session header
+
+
+def score_mutant(driver: str, requirement: str, seed: int = SEED) -> Score:
+    records = run_suites(driver, stop_on=requirement, seed=seed)
+    score = Score(driver, requirement, caught=False)
+    for record in records:
+        if record["outcome"] != "failed":
+            continue
+        if requirement in record["requirements"]:
+            score.caught = True
+            score.first_test = record["id"]
+            score.seconds_to_catch = record["elapsed"]
+            score.examples = record["examples"]
+            score.message = record["message"][:300]
+            break
+        score.failures_elsewhere += 1
+    return score
+
+
+def score_variant(driver: str, choice: str, seed: int = SEED) -> Score:
+    """A correct variant passes: no test fails (a failure is a false alarm of the harness)."""
+    records = run_suites(driver, seed=seed)
+    failed = [r for r in records if r["outcome"] == "failed"]
+    score = Score(driver, choice, caught=bool(failed) or not records)
+    if failed:
+        score.first_test, score.seconds_to_catch, score.examples = failed[0]["id"], failed[0]["elapsed"], failed[0]["examples"]
+        score.message = failed[0]["message"][:300]
+        score.failures_elsewhere = len(failed) - 1
+    elif not records:
+        score.message = "the run recorded no test"
+    return score
+
+
+def _selected(names: list[str] | None, kind: str) -> list[DriverSpec]:
+    registry = load_registry()
+    chosen = [registry.drivers[n] for n in registry.names() if getattr(registry.drivers[n], kind)]
+    if names:
+        chosen = [s for s in chosen if s.name in names or s.name.split("-", 1)[1] in names]
+    return chosen
+
+
+def score_all(names: list[str] | None = None, jobs: int = 2, seed: int = SEED) -> list[Score]:
+    """Sensitivity: every seeded-bug driver, each until its requirement's first failure."""
+    mutants = _selected(names, "breaks")
+    with ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed), mutants))
+
+
+def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SEED) -> list[Score]:
+    """Specificity: every correct variant driver through every suite; ``caught`` means a false alarm."""
+    variants = _selected(names, "exercises")
+    with ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(lambda spec: score_variant(spec.name, spec.exercises, seed), variants))
+
+
+def format_table(scores: list[Score]) -> str:
+    rows = [("mutant", "requirement", "caught", "first test that caught it", "time to catch", "examples")]
+    for s in scores:
+        rows.append((s.driver.removeprefix("mutant-"), s.requirement, "yes" if s.caught else "NO",
+                     s.first_test.removeprefix("suites/") or "-",
+                     f"{s.seconds_to_catch:.1f} s" if s.seconds_to_catch is not None else "-",
+                     str(s.examples) if s.examples is not None else "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def summary(scores: list[Score]) -> str:
+    caught = [s for s in scores if s.caught]
+    times = [s.seconds_to_catch for s in caught if s.seconds_to_catch is not None]
+    median = f"{statistics.median(times):.1f} s" if times else "-"
+    return f"sensitivity: caught {len(caught)}/{len(scores)} seeded bugs; median time to catch {median}"
+
+
+def format_variants(scores: list[Score]) -> str:
+    rows = [("variant", "choice", "passes", "first false alarm")]
+    for s in scores:
+        rows.append((s.driver.removeprefix("variant-"), s.requirement, "no" if s.caught else "yes",
+                     f"{s.first_test.removeprefix('suites/')}: {s.message}" if s.caught else "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def specificity(scores: list[Score]) -> str:
+    passing = [s for s in scores if not s.caught]
+    return f"specificity: {len(passing)}/{len(scores)} correct variants pass"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="harness score", description="Score the suites against every seeded-bug driver.")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
+    parser.add_argument("--only", nargs="*", default=None, metavar="NAME", help="score only these mutants and variants")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"the seed of every run (default {SEED})")
+    parser.add_argument("--json", default=None, metavar="FILE", help="also write the scores as JSON")
+    options = parser.parse_args(argv)
+    if options.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    started = time.monotonic()
+    scores = score_all(options.only, options.jobs, options.seed)
+    variants = score_variants(options.only, options.jobs, options.seed)
+    if scores:
+        print(format_table(scores))
+        print()
+    if variants:
+        print(format_variants(variants))
+        print()
+    parts = ([summary(scores)] if scores else []) + ([specificity(variants)] if variants else [])
+    print(f"{'; '.join(parts) or 'nothing matched --only'} (seed {options.seed}; scored in {time.monotonic() - started:.0f} s with {options.jobs} jobs)")
+    if options.json:
+        from harness.report.files import write_atomically
+
+        document = {"sensitivity": [asdict(s) for s in scores], "specificity": [asdict(s) for s in variants]}
+        write_atomically(options.json, json.dumps(document, indent=2))
+    return 0 if all(s.caught for s in scores) and not any(v.caught for v in variants) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,412 @@
+"""pytest plugin (``pytest11`` entry point): ``--driver``, profiles, expectations, fixtures.
+
+With the package installed, ``pytest --driver=NAME`` works from any directory; the
+suites themselves are the ``suites`` package (``pytest --pyargs harness.suites --driver=NAME``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import random
+from dataclasses import dataclass, field
+from typing import cast
+
+import pytest
+
+import harness
+from harness.api.errors import HarnessError
+from harness.api.expectations import Expectation, load_expectations
+from harness.api.hal import Capabilities, Device
+from harness.integration.recording import EXPECTATION
+from harness.drivers.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
+from harness.integration.skips import not_applicable, not_run
+from harness.service import DriverService
+
+PROFILES = ("dev", "ci", "certify", "nightly")
+CERTIFY_SEED = 0
+
+
+@dataclass
+class HarnessState:
+    """What the plugin resolved at start-up; kept in the config stash."""
+
+    driver_name: str
+    profile: str
+    seed: int
+    isolation: str = "process"
+    timeout: float = 10.0
+    # A fixed seed makes a run repeatable, but hypothesis then neither reads nor writes its
+    # example database; profiles with a database (dev, nightly) stay unseeded unless asked.
+    seeded: bool = True
+    registry: DriverRegistry | None = None
+    spec: DriverSpec | None = None
+    device: Device | None = None
+    service: DriverService | None = None
+    expectations: list[Expectation] = field(default_factory=list)
+    used_expectations: set[int] = field(default_factory=set)
+
+    def resolve(self) -> DriverSpec:
+        if self.spec is None:
+            if self.registry is None:
+                self.registry = load_registry()
+            self.spec = self.registry.resolve(self.driver_name)
+        return self.spec
+
+    def create(self) -> Device:
+        """The driver under test: in its own service process (default) or in this process."""
+        if self.device is None:
+            spec = self.resolve()
+            if self.isolation == "inline":
+                self.device = spec.create()
+            else:
+                self.service = DriverService(self.driver_name, timeout=self.timeout)
+                self.device = cast(Device, self.service.device)  # a proxy presenting the Driver API
+        return self.device
+
+    def capabilities(self) -> Capabilities:
+        device = self.create()
+        if self.spec is not None and self.spec.capabilities is not None:
+            return self.spec.capabilities
+        if self.service is not None and self.service.capabilities is not None:
+            return self.service.capabilities
+        return device.capabilities()
+
+    def close(self) -> None:
+        if self.service is not None:
+            self.service.close()
+            self.service = None
+
+
+STATE_KEY = pytest.StashKey[HarnessState]()
+
+
+def state_of(config: pytest.Config) -> HarnessState:
+    return config.stash[STATE_KEY]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("driver-harness")
+    group.addoption("--driver", default="reference", metavar="NAME",
+                    help="driver under test: a registered name, package.module:factory or path/file.py:factory (default: reference)")
+    group.addoption("--harness-profile", default="dev", choices=PROFILES,
+                    help="hypothesis settings: dev (default), ci, certify (derandomized, fixed seed) or nightly")
+    group.addoption("--harness-seed", type=int, default=None, metavar="N",
+                    help="seed for every generated scenario (default: random, printed; certify: 0)")
+    group.addoption("--expectations", default=None, metavar="FILE", help="TOML file of per-driver skips and xfails with reasons")
+    group.addoption("--harness-record", default=None, metavar="FILE",
+                    help="append one JSON record per test (outcome, requirements, examples) to FILE")
+    group.addoption("--harness-stop-on", default="", metavar="REQUIREMENT",
+                    help="stop at the first failing test that names REQUIREMENT (used to score seeded bugs)")
+    group.addoption("--harness-reproducers", default="", metavar="DIR",
+                    help="write each failing scenario as a standalone reproducer script into DIR")
+    group.addoption("--harness-db", default=None, metavar="PATH|redis://HOST:PORT/N",
+                    help="hypothesis example database: a directory, or Redis shared with other machines (plus a local copy)")
+    group.addoption("--harness-examples", type=int, default=None, metavar="N", help="examples per test (overrides the profile)")
+    group.addoption("--harness-replay", action="store_true",
+                    help="only re-run the examples stored in the database (no new generation)")
+    group.addoption("--harness-no-shrink", action="store_true",
+                    help="report the first failing example as found, without shrinking it")
+    group.addoption("--driver-isolation", default="process", choices=("process", "inline"),
+                    help="run the driver in its own service process (default; crashes and hangs are reported) or inline")
+    group.addoption("--driver-timeout", type=float, default=10.0, metavar="SECONDS",
+                    help="deadline of every driver call in process isolation (default 10)")
+
+
+def _register_profiles() -> None:
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    from harness.integration.database import LOCAL_DIRECTORY
+
+    # No explain phase: it re-runs the shrunk example many times to report which lines only
+    # failing runs reach, and against a driver that crashes or hangs each re-run costs a service
+    # restart or a whole deadline (minutes per test with hypothesis >= 6.1xx), for a report about
+    # the harness's own lines that a vendor cannot use.
+    phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
+    common = settings(deadline=None, phases=phases,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+    settings.register_profile("harness-dev", common, max_examples=20, database=DirectoryBasedExampleDatabase(LOCAL_DIRECTORY))
+    settings.register_profile("harness-ci", common, max_examples=12, database=None, print_blob=True)
+    settings.register_profile("harness-certify", common, max_examples=50, database=None, print_blob=True)
+    settings.register_profile("harness-nightly", common, max_examples=1000, database=DirectoryBasedExampleDatabase(LOCAL_DIRECTORY),
+                              print_blob=True)
+
+
+def _apply_run_settings(config: pytest.Config, profile: str) -> None:
+    """Options that adjust the profile: database, example count, phases."""
+    from hypothesis import Phase, settings
+
+    from harness.integration.database import DriverExamples, open_database
+
+    changes: dict = {}
+    database = settings.get_profile(f"harness-{profile}").database
+    if config.getoption("harness_db"):
+        try:
+            database = open_database(config.getoption("harness_db"))
+        except HarnessError as error:
+            raise pytest.UsageError(str(error)) from None
+    if database is not None:
+        changes["database"] = DriverExamples(database, config.getoption("driver"))
+    if config.getoption("harness_examples"):
+        changes["max_examples"] = config.getoption("harness_examples")
+    if config.getoption("harness_replay"):
+        changes["phases"] = [Phase.explicit, Phase.reuse]
+    elif config.getoption("harness_no_shrink"):
+        changes["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
+    if changes:
+        settings.register_profile(f"harness-{profile}-adjusted", settings.get_profile(f"harness-{profile}"), **changes)
+        settings.load_profile(f"harness-{profile}-adjusted")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "requirement(*ids): the SPEC requirement IDs a test checks")
+    from harness.integration import custom_calls as custom_call_fixtures
+
+    if not config.pluginmanager.is_registered(custom_call_fixtures):
+        config.pluginmanager.register(custom_call_fixtures, "harness-custom-calls")
+    from hypothesis import settings
+
+    for option, flag in (("driver_timeout", "--driver-timeout"), ("harness_examples", "--harness-examples")):
+        value = config.getoption(option)
+        if value is not None and value <= 0:
+            raise pytest.UsageError(f"{flag}={value:g}: must be above zero")
+    _register_profiles()
+    profile = config.getoption("harness_profile")
+    settings.load_profile(f"harness-{profile}")
+    _apply_run_settings(config, profile)
+    seed = config.getoption("harness_seed")
+    if seed is None:
+        worker_seed = getattr(config, "workerinput", {}).get("harness_seed")
+        seed = worker_seed if worker_seed is not None else CERTIFY_SEED if profile == "certify" else random.randrange(2**32)
+    state = HarnessState(config.getoption("driver"), profile, seed, config.getoption("driver_isolation"),
+                         config.getoption("driver_timeout"))
+    state.seeded = config.getoption("harness_seed") is not None or profile in ("ci", "certify")
+    if config.getoption("harness_db") or config.getoption("harness_replay"):
+        state.seeded = config.getoption("harness_seed") is not None and not config.getoption("harness_replay")
+    config.stash[STATE_KEY] = state
+    try:
+        spec = state.resolve()  # an unknown driver or broken plugin stops the run here, with a usage error
+        assert state.registry is not None
+        state.registry.check_declarations(spec)  # and so does an invalid declaration, in one line
+        if state.driver_name != "reference":  # the reference starts lazily: it is trusted, and often unused
+            state.create()  # a factory that raises stops the run here too
+            check_capabilities(state.capabilities(), spec.plugin or "?", f"driver {spec.name!r}")
+        if config.getoption("expectations"):
+            state.expectations = load_expectations(config.getoption("expectations"))
+        state.expectations += _plugin_expectations(state)
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from None
+    if config.getoption("harness_record"):  # after the checks: a refused run leaves no records file behind
+        from harness.integration.recording import Recorder
+
+        config.pluginmanager.register(
+            Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
+                     config.getoption("driver"), config.getoption("harness_reproducers")),
+            "harness-recorder")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistSeedSharing(seed), "harness-xdist-seed")
+
+
+class _XdistSeedSharing:
+    """Every xdist worker generates with the controller's seed."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput["harness_seed"] = self.seed
+
+
+def _plugin_expectations(state: HarnessState) -> list[Expectation]:
+    if state.registry is None:
+        return []
+    found: list[Expectation] = []
+    for result in state.registry.manager.hook.harness_expectations(driver_name=state.driver_name):
+        found.extend(result or [])
+    return found
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    recorder = config.pluginmanager.get_plugin("harness-recorder")
+    if recorder is not None:
+        recorder.close()
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None:
+        state.close()
+
+
+def declared_for_driver(config: pytest.Config, what: str) -> list:
+    """What the driver's plugins declare through ``DriverRegistry.<what>(name)`` (custom-call
+    targets, packed-function libraries), once per run."""
+    cache = config.stash.setdefault(_DECLARED, {})
+    if what not in cache:
+        state = state_of(config)
+        spec = state.resolve()  # checked at start-up (pytest_configure): this does not fail
+        cache[what] = getattr(state.registry, what)(spec.name) if state.registry is not None else []
+    return cache[what]
+
+
+_DECLARED = pytest.StashKey[dict]()
+
+
+def parametrize_declared(metafunc: pytest.Metafunc, argname: str, declared: list, ids: list[str]) -> None:
+    """One test per declared item, through the fixture ``argname`` (indirect).  With nothing
+    declared the test runs once as "none-declared" and its fixture says it is not applicable,
+    instead of pytest's silent skip of an empty parameter set."""
+    if declared:
+        metafunc.parametrize(argname, declared, ids=ids, indirect=True)
+    else:
+        metafunc.parametrize(argname, [None], ids=["none-declared"], indirect=True)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = state_of(config)
+    seed = (f"hypothesis seed {state.seed} (rerun with --harness-seed={state.seed})" if state.seeded
+             else "unseeded: failing examples are kept in the example database")
+    lines = [f"driver-harness {harness.__version__}: driver {state.driver_name!r}, profile {state.profile}, {seed}"]
+    try:
+        spec = state.resolve()
+        device = state.create()
+        caps = state.capabilities()
+    except HarnessError as error:
+        return lines + [f"driver could not be loaded: {error}"]
+    where = f"isolated in a service process, call deadline {state.timeout:g} s" if state.service else "inline"
+    lines.append(f"driver {device.name} version {device.version} ({spec.description}; plugin {spec.plugin}; {where})")
+    lines.append(describe_capabilities(caps))
+    return lines
+
+
+def session_info(state: HarnessState) -> dict:
+    """Who was tested how: the head of a run's record, and of its certificate."""
+    spec, device, caps = state.resolve(), state.create(), state.capabilities()
+    return {
+        "driver": state.driver_name, "device_name": device.name, "device_version": device.version,
+        "plugin": spec.plugin, "description": spec.description, "profile": state.profile, "seed": state.seed,
+        "isolation": state.isolation, "driver_timeout_s": state.timeout, "harness_version": harness.__version__,
+        "capabilities": {"memory_kinds": sorted(caps.memory_kinds), "memory_domains": caps.memory_domains,
+                         "operations": sorted(op.name for op in caps.operations),
+                         "operand_types": sorted(t.name for t in caps.operand_types)},
+    }
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    recorder = session.config.pluginmanager.get_plugin("harness-recorder")
+    if recorder is not None and not hasattr(session.config, "workerinput"):
+        try:
+            recorder.write_session(session_info(state_of(session.config)))
+        except HarnessError as error:
+            recorder.write_session({"driver": state_of(session.config).driver_name, "error": str(error)})
+
+
+def describe_capabilities(caps: Capabilities) -> str:
+    operations = ", ".join(sorted(op.name for op in caps.operations))
+    return (f"capabilities: memory kinds {sorted(caps.memory_kinds)}, memory domains "
+            f"{'yes' if caps.memory_domains else 'no'}, operations [{operations}]")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from hypothesis import seed as hypothesis_seed
+
+    state = state_of(config)
+    # The harness's own guarantees (SPEC §7, canary drivers) are proved first: a run whose
+    # service cannot report a crash or a hang has nothing trustworthy to say after them.
+    items.sort(key=lambda item: not canonical_id(item).startswith("suites/service/"))
+    stop_on = config.getoption("harness_stop_on")
+    if stop_on:  # tests naming that requirement first: a run that stops there need not run the rest
+        items.sort(key=lambda item: not any(stop_on in m.args for m in item.iter_markers("requirement")))
+    for item in items:
+        function = getattr(item, "obj", None)
+        if function is not None and state.seeded and getattr(function, "is_hypothesis_test", False):
+            hypothesis_seed(state.seed)(function)
+        names = (item.nodeid, canonical_id(item))
+        for number, expectation in enumerate(state.expectations):
+            if expectation.applies_to(state.driver_name) and any(expectation.matches(n) for n in names):
+                state.used_expectations.add(number)
+                item.stash[EXPECTATION] = expectation
+                reason = f"{expectation.reason} [expectation {expectation.source}]"
+                if expectation.action == "skip":
+                    item.add_marker(pytest.mark.skip(reason=reason))
+                else:
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
+                break
+
+
+def canonical_id(item: pytest.Item) -> str:
+    """``suites/area/test_x.py::test_name[param]`` whatever the rootdir and invocation."""
+    module = getattr(item, "module", None)
+    if module is None or "::" not in item.nodeid:
+        return item.nodeid
+    # Installed, the suites are harness.suites; from a checkout pytest may name them suites.
+    name = module.__name__.removeprefix("harness.")
+    return f"{name.replace('.', '/')}.py::{item.nodeid.split('::', 1)[1]}"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or hasattr(config, "workerinput"):
+        return
+    stale = [e for i, e in enumerate(state.expectations) if i not in state.used_expectations and e.applies_to(state.driver_name)]
+    if stale:
+        terminalreporter.section("stale expectations")
+        for expectation in stale:
+            terminalreporter.write_line(f"{expectation.source}: {expectation.action} {expectation.test!r} matches no collected test")
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def driver_spec(pytestconfig: pytest.Config) -> DriverSpec:
+    return state_of(pytestconfig).resolve()
+
+
+@pytest.fixture(scope="session")
+def driver(pytestconfig: pytest.Config) -> Device:
+    """The driver under test."""
+    try:
+        return state_of(pytestconfig).create()
+    except HarnessError as error:
+        pytest.exit(str(error), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+@pytest.fixture(scope="session")
+def reference() -> Device:
+    """An in-process reference driver: the oracle."""
+    from reference_driver import ReferenceDevice
+
+    return ReferenceDevice()
+
+
+@pytest.fixture(scope="session")
+def capabilities(driver: Device, pytestconfig: pytest.Config) -> Capabilities:
+    return state_of(pytestconfig).capabilities()
+
+
+@pytest.fixture(scope="session")
+def driver_service(driver: Device, pytestconfig: pytest.Config) -> DriverService:
+    """The service hosting the driver; tests of process isolation skip when running inline."""
+    service = state_of(pytestconfig).service
+    if service is None:
+        not_run("the driver runs inline (--driver-isolation=inline)", "run without --driver-isolation=inline")
+    return service
+
+
+@pytest.fixture
+def driver_pid(driver: Device, pytestconfig: pytest.Config) -> int:
+    """The process the driver runs in now: its service's, or this one's when it runs inline."""
+    service = state_of(pytestconfig).service
+    return service.pid if service is not None and service.pid is not None else os.getpid()
+
+
+@pytest.fixture(scope="session")
+def seeded_run(pytestconfig: pytest.Config) -> bool:
+    """Whether this run is seeded (ci, certify, --harness-seed): generation must then be repeatable."""
+    return state_of(pytestconfig).seeded
+
+
+@pytest.fixture
+def memory_domains(capabilities: Capabilities) -> None:
+    """The test is not applicable when the driver declares no memory-domain support (SPEC §3 is optional)."""
+    if not capabilities.memory_domains:
+        not_applicable("memory_domains", "the driver declares no memory-domain support (SPEC §3 is optional for drivers)")

@@ -1,0 +1,150 @@
+"""Per-test records of a run (``--harness-record FILE``): the raw material of scores and certificates.
+
+One JSON object per test and line, appended as each test finishes (so an interrupted run
+keeps what it did): canonical id, requirement markers, outcome, duration, how many
+generated examples ran, and the first line of the failure.  ``--harness-stop-on REQ``
+ends the run at the first failure of a test that names REQ (a seeded bug is caught).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import time
+
+import pytest
+
+from harness.api.expectations import Expectation
+from harness.integration.skips import NotApplicable, NotRun
+
+#: The expectations-file entry that applies to a test (set at collection): its skip or xfail is a waiver.
+EXPECTATION = pytest.StashKey[Expectation]()
+
+
+def requirements_of(item: pytest.Item) -> list[str]:
+    return [r for marker in item.iter_markers("requirement") for r in marker.args]
+
+
+class Recorder:
+    def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "") -> None:
+        self.driver = driver
+        self.reproducers = reproducers
+        self.stop_on = stop_on
+        self.canonical_id = canonical_id
+        self.started = time.monotonic()
+        self.examples_run = 0  # generated examples so far; a test's count is the difference
+        self._examples_at_start = 0
+        # One write() per record on an O_APPEND descriptor: records of parallel workers
+        # (pytest-xdist) appending to the same file never interleave.
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            handle = getattr(getattr(item, "obj", None), "hypothesis", None)
+            if handle is None or getattr(handle, "_harness_counted", False):
+                continue
+            inner = handle.inner_test
+
+            @functools.wraps(inner)
+            def counted(*args, __inner=inner, **kwargs):
+                self.examples_run += 1
+                return __inner(*args, **kwargs)
+
+            handle.inner_test = counted
+            handle._harness_counted = True
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self._examples_at_start = self.examples_run
+
+    def write_session(self, info: dict) -> None:
+        self._append({"session": info})
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            reproducer = self._write_reproducer(item, call) if report.failed else ""
+            self._record(item, report, call, reproducer)
+
+    def _write_reproducer(self, item: pytest.Item, call) -> str:
+        """The failing scenario or call sequence as a script, written before anything else can go wrong."""
+        error = call.excinfo.value if call.excinfo is not None else None
+        candidates = [error, *getattr(error, "exceptions", ())]
+        found = next((e for e in candidates if getattr(e, "scenario", None) is not None
+                      or getattr(e, "steps", None)), None)
+        if found is None or not self.reproducers:
+            return ""
+        from harness.report.files import write_atomically
+        from harness.report.reproducer import call_sequence_script, reproducer_script
+
+        os.makedirs(self.reproducers, exist_ok=True)
+        name = "".join(c if c.isalnum() else "_" for c in self.canonical_id(item))[-120:] + ".py"
+        path = os.path.join(self.reproducers, name)
+        if getattr(found, "steps", None):
+            script = call_sequence_script(found.steps, self.driver, found.requirement, str(found))
+        else:
+            script = reproducer_script(found.scenario, self.driver, found.requirement, str(found))
+        write_atomically(path, script)
+        return path
+
+    def _record(self, item: pytest.Item, report, call, reproducer: str = "") -> None:
+        message = ""
+        skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
+        if report.failed:
+            text = str(report.longrepr)
+            lines = [line.lstrip("E| +").strip() for line in text.splitlines()]
+            tagged = [line for line in lines if re.search(r"\[[A-Z]+-[A-Z0-9-]+\]", line)]
+            errors = [line for line in lines if "Error" in line and ":" in line]
+            message = (tagged or errors or [line for line in lines if line] or [""])[0]
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            message = report.longrepr[2]
+        waived = getattr(report, "wasxfail", None)
+        requirements = requirements_of(item)
+        record = {
+            "id": self.canonical_id(item),
+            "requirements": requirements,
+            "outcome": "xfailed" if waived is not None and report.skipped else "xpassed" if waived is not None else report.outcome,
+            "waiver": waived or "",
+            "skip": skip,
+            # What failed, as data: the exception's type and the requirement it carries (when it does).
+            "error_type": call.excinfo.typename if report.failed and call.excinfo is not None else "",
+            "rule": getattr(call.excinfo.value, "requirement", "") or "" if report.failed and call.excinfo is not None else "",
+            "duration": round(report.duration, 4),
+            "elapsed": round(time.monotonic() - self.started, 3),
+            "examples": (self.examples_run - self._examples_at_start)
+            if getattr(getattr(item, "obj", None), "hypothesis", None) is not None else None,
+            "message": message[:2000],
+            "details": str(report.longrepr)[-6000:] if report.failed else "",
+            "reproducer": reproducer,
+            "worker": self.worker,
+        }
+        self._append(record)
+        os.fsync(self._fd)  # a run that dies later still keeps this record
+        if report.failed and self.stop_on and self.stop_on in requirements:
+            item.session.shouldstop = f"a test naming {self.stop_on} failed"
+
+    def _append(self, record: dict) -> None:
+        os.write(self._fd, (json.dumps(record) + "\n").encode("utf-8"))
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _why_skipped(item: pytest.Item, call) -> dict:
+    """What kind of skip this was, from the exception's type and fields (never its text)."""
+    expectation = item.stash.get(EXPECTATION, None)
+    if expectation is not None and expectation.action == "skip":
+        return {"kind": "waived", "reason": expectation.reason, "source": expectation.source}
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, NotApplicable):
+        return {"kind": "not-applicable", "capability": error.capability, "reason": error.reason}
+    if isinstance(error, NotRun):
+        return {"kind": "not-run", "reason": error.reason, "fix": error.fix}
+    # A skip the harness did not raise (a skipif marker, a conftest's pytest.skip, an empty
+    # parametrization): the test did not run, and nothing says the driver excludes it.
+    reason = str(getattr(error, "msg", "") or error or "skipped")
+    return {"kind": "not-run", "reason": reason, "fix": "remove whatever skips it (it is not one of the harness's own skips)"}

@@ -1,0 +1,191 @@
+"""How far a correct driver's arithmetic may be from the reference's (SPEC CHOICE-7).
+
+The reference computes every operation in float64 and rounds once to the output type.  A
+correct driver may sum in float32 in any order, fuse multiply-adds, or compute FLOAT16 in
+float16; its error then grows with the number and the magnitude of the terms that make up
+each element, not with the result, which cancellation can make arbitrarily small.  So:
+
+- Floats: ``|driver - reference| <= n * eps(type) * M + eps(type) * |reference|`` per element,
+  where ``M`` is the sum of the magnitudes of the terms.  ``M`` is computed by running the
+  same model on the reference with every float value replaced by its magnitude, SUB by ADD and
+  fused activations off (`magnitude_scenario`): the same kernels then add up ``|terms|``.
+  ``n`` counts the terms along the model (`terms_in_model`).
+- Quantized: 1 step per element at the output, plus what 1 step of rounding in each quantized
+  intermediate can become at the output (`quantized_tolerances`): a tie rounded the other way
+  in an intermediate with a coarser scale than the output is several output steps.  Over a
+  tensor with at least `BIAS_MIN_ELEMENTS` unsaturated elements the mean signed error (each
+  element's error clipped to one step) stays within `BIAS_LIMIT` steps, so truncation fails.
+- Integers: exact (wrap-around at 32 bits included).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from harness.api.hal import (
+    OperandLifeTime,
+    OperandType,
+    OperationType,
+    is_quantized_type,
+    numpy_dtype,
+)
+from harness.judging.scenario import MemorySpec, Scenario
+
+__all__ = ["BIAS_LIMIT", "BIAS_MIN_ELEMENTS", "FLOAT_TYPES", "magnitude_scenario", "quantized_tolerances", "terms_in_model"]
+
+FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
+BIAS_MIN_ELEMENTS = 32
+BIAS_LIMIT = 0.25
+
+_ELEMENTWISE = (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)
+#: Where an operation's fused activation code is, among its inputs.
+_ACTIVATION_INPUT = {OperationType.ADD: 2, OperationType.SUB: 2, OperationType.MUL: 2, OperationType.DIV: 2,
+                     OperationType.FULLY_CONNECTED: 3, OperationType.CONV_2D: 9}
+_QUANT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127)}
+
+
+def _location_of(scenario: Scenario, index: int) -> tuple[str, int, int, int] | None:
+    """Where operand ``index``'s bytes are: ("values" | "constant" | "request", pool, offset, length)."""
+    operand = scenario.subgraph.operands[index]
+    loc = operand.location
+    if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
+        return ("values", 0, loc.offset, loc.length)
+    if operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+        return ("constant", loc.pool_index, loc.offset, loc.length)
+    if operand.lifetime == OperandLifeTime.SUBGRAPH_INPUT:
+        position = scenario.subgraph.input_indexes.index(index)
+        argument = scenario.inputs[position] if position < len(scenario.inputs) else None
+        if argument is None or argument.has_no_value:
+            return None
+        pool = argument.location.pool_index
+        if not 0 <= pool < len(scenario.request_pools) or not isinstance(scenario.request_pools[pool], MemorySpec):
+            return None  # a driver-managed buffer: its bytes are not in the scenario
+        return ("request", pool, argument.location.offset, argument.location.length)
+    return None
+
+
+def operand_value(scenario: Scenario, index: int) -> np.ndarray | None:
+    """The value of a constant or input operand as stored (None when the scenario does not hold it)."""
+    where = _location_of(scenario, index)
+    if where is None:
+        return None
+    kind, pool, offset, length = where
+    source = (scenario.operand_values if kind == "values" else
+              scenario.constant_pools[pool].content if kind == "constant" else
+              scenario.request_pools[pool].content)  # type: ignore[union-attr]
+    raw = source[offset: offset + length]
+    dtype = np.dtype(numpy_dtype(scenario.subgraph.operands[index].type))
+    if len(raw) % dtype.itemsize:
+        return None
+    return np.frombuffer(raw, dtype)
+
+
+def magnitude_scenario(scenario: Scenario) -> Scenario | None:
+    """The same model on magnitudes: float values made absolute, SUB turned into ADD, fused
+    activations off.  Run on the reference, each output element is the sum of the magnitudes
+    of its terms.  None when some float value is not in the scenario (a driver-managed buffer)."""
+    values = bytearray(scenario.operand_values)
+    constants = [bytearray(p.content) for p in scenario.constant_pools]
+    requests = [bytearray(p.content) if isinstance(p, MemorySpec) else bytearray() for p in scenario.request_pools]
+    stores = {"values": lambda pool: values, "constant": lambda pool: constants[pool], "request": lambda pool: requests[pool]}
+
+    def rewrite(index: int, transform) -> bool:
+        where = _location_of(scenario, index)
+        if where is None:
+            return False
+        kind, pool, offset, length = where
+        store = stores[kind](pool)
+        dtype = np.dtype(numpy_dtype(scenario.subgraph.operands[index].type))
+        old = np.frombuffer(bytes(store[offset: offset + length]), dtype)
+        store[offset: offset + length] = transform(old).astype(dtype).tobytes()
+        return True
+
+    operations = []
+    for operation in scenario.subgraph.operations:
+        code = _ACTIVATION_INPUT.get(operation.type)
+        if code is not None and code < len(operation.inputs):
+            if not rewrite(operation.inputs[code], np.zeros_like):
+                return None
+        operations.append(replace(operation, type=OperationType.ADD) if operation.type == OperationType.SUB else operation)
+    for index, operand in enumerate(scenario.subgraph.operands):
+        if operand.type in FLOAT_TYPES and operand.lifetime in (
+                OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE, OperandLifeTime.SUBGRAPH_INPUT):
+            if not rewrite(index, np.abs):
+                return None
+    return replace(
+        scenario,
+        subgraph=replace(scenario.subgraph, operations=tuple(operations)),
+        operand_values=bytes(values),
+        constant_pools=tuple(replace(p, content=bytes(c)) for p, c in zip(scenario.constant_pools, constants)),
+        request_pools=tuple(replace(p, content=bytes(c)) if isinstance(p, MemorySpec) else p
+                            for p, c in zip(scenario.request_pools, requests)),
+    )
+
+
+def terms_in_model(scenario: Scenario) -> int:
+    """How many rounded terms can make up one output element, summed over the operations."""
+    operands = scenario.subgraph.operands
+    total = 0
+    for operation in scenario.subgraph.operations:
+        if operation.type in _ELEMENTWISE:
+            total += 1
+        elif operation.type == OperationType.FULLY_CONNECTED:
+            weights = operands[operation.inputs[1]].dimensions
+            total += (weights[1] if len(weights) == 2 and weights[1] else 1024) + 1
+        elif operation.type == OperationType.CONV_2D:
+            filt = operands[operation.inputs[1]].dimensions
+            total += (math.prod(filt[1:]) if len(filt) == 4 and all(filt[1:]) else 1024) + 1
+    return max(total, 1)
+
+
+def _largest_real(scenario: Scenario, index: int) -> float:
+    """A bound on |real value| of a quantized operand: from its values when the scenario has
+    them, otherwise from its type's range."""
+    operand = scenario.subgraph.operands[index]
+    value = operand_value(scenario, index)
+    if value is not None and value.size:
+        return float(np.max(np.abs(value.astype(np.float64) - operand.zero_point)) * operand.scale)
+    low, high = _QUANT_RANGE.get(operand.type, (0, 0))
+    return max(abs(low - operand.zero_point), abs(high - operand.zero_point)) * operand.scale
+
+
+def quantized_tolerances(scenario: Scenario) -> dict[int, int]:
+    """Per quantized output operand: how many steps a correct driver may be from the reference.
+
+    Every quantized operation may round its result one step away; that step, in a temporary,
+    reaches the output scaled by what the later operations do to it.
+    """
+    operands = scenario.subgraph.operands
+    error: dict[int, float] = {}  # real-valued error bound of each computed operand
+    for operation in scenario.subgraph.operations:
+        ins = [i for i in operation.inputs if is_quantized_type(operands[i].type)]
+        carried = [error.get(i, 0.0) for i in operation.inputs]
+        if operation.type in (OperationType.ADD, OperationType.SUB):
+            propagated = sum(carried[:2])
+        elif operation.type == OperationType.MUL:
+            a, b = operation.inputs[:2]
+            propagated = carried[0] * _largest_real(scenario, b) + carried[1] * _largest_real(scenario, a) + carried[0] * carried[1]
+        elif operation.type in (OperationType.FULLY_CONNECTED, OperationType.CONV_2D):
+            weights = operation.inputs[1]
+            value = operand_value(scenario, weights)
+            w = operands[weights]
+            if value is not None and value.size and w.dimensions:
+                real = np.abs(value.astype(np.float64) - w.zero_point).reshape(w.dimensions[0], -1) * w.scale
+                gain = float(real.sum(axis=1).max())
+            else:
+                gain = _largest_real(scenario, weights) * max(math.prod(d for d in w.dimensions[1:] if d) or 1, 1)
+            propagated = carried[0] * gain
+        else:  # RELU, RESHAPE, CONCATENATION: an input's error passes through unchanged
+            propagated = max(carried, default=0.0)
+        out = operation.outputs[0]
+        own = operands[out].scale if is_quantized_type(operands[out].type) else 0.0
+        error[out] = propagated + own if ins or own else 0.0
+    tolerances = {}
+    for index in scenario.subgraph.output_indexes:
+        operand = operands[index]
+        if is_quantized_type(operand.type) and operand.scale > 0:
+            tolerances[index] = max(1, math.ceil(error.get(index, operand.scale) / operand.scale - 1e-9))
+    return tolerances

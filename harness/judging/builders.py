@@ -1,0 +1,146 @@
+"""Small builders for models and requests, used by tests, strategies and reproducers.
+
+They only assemble the plain data of `harness.api.hal`; drivers never see a builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from harness.api.hal import (
+    DataLocation,
+    Model,
+    Operand,
+    OperandLifeTime,
+    OperandType,
+    Operation,
+    OperationType,
+    Request,
+    RequestArgument,
+    Subgraph,
+    is_scalar_type,
+    numpy_dtype,
+    operand_byte_size,
+)
+from harness.api.memory import Memory, create_ashmem
+
+__all__ = ["ModelBuilder", "pack_request"]
+
+_ALIGN = 8
+
+
+def _aligned(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+class ModelBuilder:
+    """Assemble a model operand by operand.  Every add method returns the operand index."""
+
+    def __init__(self) -> None:
+        self.operands: list[Operand] = []
+        self.operations: list[Operation] = []
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+        self.values = bytearray()
+        self.pool_data = bytearray()
+
+    def _add(self, operand: Operand) -> int:
+        self.operands.append(operand)
+        return len(self.operands) - 1
+
+    def input(self, type: OperandType, dims: Sequence[int] = (), scale: float = 0.0, zero_point: int = 0) -> int:
+        index = self._add(Operand(type, tuple(dims), scale, zero_point, OperandLifeTime.SUBGRAPH_INPUT))
+        self.inputs.append(index)
+        return index
+
+    def constant(self, type: OperandType, value: object, scale: float = 0.0, zero_point: int = 0,
+                 *, by_reference: bool = False) -> int:
+        """A constant: CONSTANT_COPY into operandValues, or CONSTANT_REFERENCE into pool 0."""
+        array = np.asarray(value, dtype=numpy_dtype(type))
+        dims = () if is_scalar_type(type) else tuple(array.shape)
+        raw = array.tobytes()
+        store = self.pool_data if by_reference else self.values
+        offset = _aligned(len(store))
+        store.extend(b"\0" * (offset - len(store)))
+        store.extend(raw)
+        lifetime = OperandLifeTime.CONSTANT_REFERENCE if by_reference else OperandLifeTime.CONSTANT_COPY
+        return self._add(Operand(type, dims, scale, zero_point, lifetime, DataLocation(0, offset, len(raw))))
+
+    def scalar(self, value: int) -> int:
+        return self.constant(OperandType.INT32, value)
+
+    def operation(self, op: OperationType, inputs: Sequence[int], type: OperandType, dims: Sequence[int] = (),
+                  scale: float = 0.0, zero_point: int = 0, *, output: bool = True) -> int:
+        """Add an operation and its output operand (a model output unless ``output=False``)."""
+        lifetime = OperandLifeTime.SUBGRAPH_OUTPUT if output else OperandLifeTime.TEMPORARY_VARIABLE
+        result = self._add(Operand(type, tuple(dims), scale, zero_point, lifetime))
+        self.operations.append(Operation(op, tuple(inputs), (result,)))
+        if output:
+            self.outputs.append(result)
+        return result
+
+    def subgraph(self) -> Subgraph:
+        return Subgraph(tuple(self.operands), tuple(self.operations), tuple(self.inputs), tuple(self.outputs))
+
+    def build(self, pool_factory: Callable[[int], Memory] = create_ashmem) -> Model:
+        pools: tuple[Memory, ...] = ()
+        if self.pool_data:
+            pool = pool_factory(len(self.pool_data))
+            pool.write(bytes(self.pool_data))
+            pools = (pool,)
+        return Model(self.subgraph(), bytes(self.values), pools)
+
+
+def pack_request(
+    model: Model,
+    inputs: Sequence[np.ndarray],
+    output_capacity: Sequence[int] | None = None,
+    memory_factory: Callable[[int], Memory] = create_ashmem,
+) -> tuple[Request, Memory, Memory]:
+    """A request with all inputs packed in one memory and all outputs in another.
+
+    Output regions are sized from the model's output dimensions unless
+    ``output_capacity`` gives their byte sizes.  Returns (request, input memory, output memory).
+    """
+    operands = model.main.operands
+    in_args, offset = [], 0
+    blobs = []
+    for index, value in zip(model.main.input_indexes, inputs):
+        array = np.ascontiguousarray(value, dtype=numpy_dtype(operands[index].type))
+        offset = _aligned(offset)
+        in_args.append(RequestArgument(False, DataLocation(0, offset, array.nbytes), tuple(array.shape)))
+        blobs.append((offset, array))
+        offset += array.nbytes
+    in_memory = memory_factory(max(offset, 1))
+    for at, array in blobs:
+        in_memory.write(array.tobytes(), at)
+    if output_capacity is None:
+        output_capacity = [operand_byte_size(operands[i].type, operands[i].dimensions) for i in model.main.output_indexes]
+    out_args, offset = [], 0
+    for capacity in output_capacity:
+        offset = _aligned(offset)
+        out_args.append(RequestArgument(False, DataLocation(1, offset, capacity)))
+        offset += capacity
+    out_memory = memory_factory(max(offset, 1))
+    return Request(tuple(in_args), tuple(out_args), (in_memory, out_memory)), in_memory, out_memory
+
+
+def binary_model(
+    op: OperationType = OperationType.ADD,
+    type: OperandType = OperandType.TENSOR_FLOAT32,
+    dims: Sequence[int] = (2, 2),
+    *,
+    out_dims: Sequence[int] | None = None,
+    scale: float = 0.0,
+    zero_point: int = 0,
+    activation: int = 0,
+) -> Model:
+    """``out = op(in0, in1)`` with a constant fused activation: the model of most role tests."""
+    b = ModelBuilder()
+    a = b.input(type, dims, scale, zero_point)
+    c = b.input(type, dims, scale, zero_point)
+    act = b.scalar(activation)
+    b.operation(op, [a, c, act], type, dims if out_dims is None else out_dims, scale, zero_point)
+    return b.build()

@@ -1,0 +1,299 @@
+"""Lockstep: the same sequence of Driver API calls on the reference and the driver under test.
+
+Memory-domain behaviour depends on history (allocations, copies, executions), so it is
+checked call by call: each call runs on both drivers, the outcomes are compared at once,
+and a mismatch reports the requirement and the whole call sequence that led to it.
+Buffers are named; each driver keeps its own object and token under that name.
+
+Every call is also kept as a `Step` (plain data), and a failure carries the steps so far:
+`replay` runs them again, which is what a reproducer script of a call sequence does.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.api.errors import ConformanceError, DriverFault
+from harness.api.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType
+from harness.api.memory import Memory
+from harness.judging.oracle import Outcome, assert_conforms, compare_values, execute_scenario
+from harness.judging.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
+
+__all__ = ["Lockstep", "Pair", "Step", "replay"]
+
+
+@dataclass
+class Pair:
+    """The reference's and the driver's object for the same thing (a prepared model, a buffer)."""
+
+    reference: Any
+    driver: Any
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One lockstep call as data: the method and its arguments, prepared models by name."""
+
+    method: str
+    args: tuple
+
+
+@dataclass
+class _Result:
+    status: ErrorStatus
+    message: str = ""
+    value: Any = None
+    rule: str = ""  # DriverError.rule: which SPEC rule decided the error
+
+    @property
+    def ok(self) -> bool:
+        return self.status == ErrorStatus.NONE
+
+    def describe(self) -> str:
+        return "success" if self.ok else f"{self.status.name}: {self.message}"
+
+
+def _keeps_steps(method: Callable) -> Callable:
+    """A crash or hang of the driver during a call also carries the steps that led to it."""
+
+    @functools.wraps(method)
+    def call(self: Lockstep, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except DriverFault as fault:
+            if not fault.steps:
+                fault.steps = tuple(self.steps)  # its requirement (SVC-1 crash, SVC-2 hang) is its type's
+            raise
+
+    return call
+
+
+def _call(fn: Callable[[], Any]) -> _Result:
+    try:
+        return _Result(ErrorStatus.NONE, value=fn())
+    except DriverError as error:
+        return _Result(error.status, error.message, rule=error.rule)
+
+
+class Lockstep:
+    def __init__(self, driver: Device, reference: Device) -> None:
+        self.driver = driver
+        self.reference = reference
+        self.log: list[str] = []
+        self.buffers: dict[str, Pair] = {}
+        self.tokens: dict[str, Pair] = {}
+        self.refused_allocations = 0
+        self.steps: list[Step] = []
+        self._models = 0
+        self._scenarios: dict[str, Scenario] = {}  # prepared model name -> its scenario
+        # Per buffer: its element type, and whether an execution computed what it holds (then a
+        # read-back is judged within CHOICE-7's bound; a copied value must come back exact).
+        self._types: dict[str, OperandType] = {}
+        self._computed: dict[str, bool] = {}
+        self._served: dict[tuple, int] = {}  # allocation signature -> live buffers when the driver first served it
+
+    # ----------------------------------------------------------------- comparison
+
+    def _history(self) -> str:
+        return "call sequence:\n" + "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.log))
+
+    def _failure(self, requirement: str, message: str) -> ConformanceError:
+        """The error for a mismatch, with the history shown and the steps attached."""
+        return ConformanceError(f"{message}\n{self._history()}", requirement=requirement, steps=tuple(self.steps))
+
+    def _compare(self, requirement: str, call: str, expected: _Result, actual: _Result) -> None:
+        __tracebackhide__ = True
+        self.log.append(f"{call} -> reference {expected.describe()}; driver {actual.describe()}")
+        outcome = Outcome("call", expected.status, expected.message, rule=expected.rule)
+        if expected.ok and actual.ok:
+            return
+        if expected.ok:
+            problem = "the driver failed a call the reference accepts"
+        elif actual.ok:
+            problem = f"the driver accepted a call SPEC rejects with {expected.status.name}"
+        elif actual.status not in outcome.acceptable_statuses():
+            problem = f"wrong status {actual.status.name}, SPEC requires {expected.status.name}"
+        else:
+            return
+        rule = outcome.rule or requirement
+        raise self._failure(requirement, f"[{requirement}] {call}: {problem} (reference rule {rule})")
+
+    # ----------------------------------------------------------------- calls
+
+    @_keeps_steps
+    def prepare(self, scenario: Scenario, requirement: str = "DOM-ALLOC-1") -> Pair | None:
+        """Prepare the scenario's model on both drivers; None if both (rightly) refuse."""
+        call = f"prepare_model({', '.join(scenario.notes) or 'model'})"
+        self._models += 1
+        name = f"model-{self._models}"
+        self.steps.append(Step("prepare", (scenario, requirement)))
+        expected = _call(lambda: self.reference.prepare_model(scenario.build_model()))
+        actual = _call(lambda: self.driver.prepare_model(scenario.build_model()))
+        self._compare(requirement, call, expected, actual)
+        self._scenarios[name] = scenario
+        return Pair(expected.value, actual.value, name) if expected.ok else None
+
+    @_keeps_steps
+    def allocate(
+        self,
+        name: str,
+        desc: BufferDesc,
+        prepared: Sequence[Pair],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+        requirement: str = "DOM-ALLOC-1",
+    ) -> Pair | None:
+        """Allocate on both; None when the reference refuses (and so did the driver) or when
+        the driver refuses a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it)."""
+        call = f"allocate({name!r}, {desc}, models {len(prepared)}, in {list(input_roles)}, out {list(output_roles)})"
+        self.steps.append(Step("allocate", (name, desc, tuple(p.name for p in prepared), tuple(input_roles),
+                                            tuple(output_roles), requirement)))
+        expected = _call(lambda: self.reference.allocate(desc, [p.reference for p in prepared], list(input_roles), list(output_roles)))
+        actual = _call(lambda: self.driver.allocate(desc, [p.driver for p in prepared], list(input_roles), list(output_roles)))
+        # What the allocation asks for, whatever the buffer is called: the same request later is the same.
+        signature = (tuple(desc.dimensions), tuple(p.name for p in prepared), tuple(input_roles), tuple(output_roles))
+        if expected.ok and actual.status == ErrorStatus.GENERAL_FAILURE:
+            self.log.append(f"{call} -> driver refused a valid allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
+            expected.value[0].release()
+            self.refused_allocations += 1
+            served_with = self._served.get(signature)
+            if served_with is not None and len(self.buffers) <= served_with:
+                raise self._failure("DOM-ALLOC-3", (
+                    f"[DOM-ALLOC-3] {call}: the driver refused an allocation it served earlier in this sequence with "
+                    f"as many buffers live ({served_with}); releasing a buffer must free what it held"))
+            return None
+        self._compare(requirement, call, expected, actual)
+        if not expected.ok:
+            return None
+        if not (isinstance(actual.value, tuple) and len(actual.value) == 2):
+            raise self._failure("DOM-ALLOC-1", f"[DOM-ALLOC-1] {call}: allocate returned {actual.value!r:.100}; SPEC "
+                                               f"requires a (buffer, token) pair")
+        (ref_buffer, ref_token), (dut_buffer, dut_token) = expected.value, actual.value
+        if not isinstance(dut_token, int) or dut_token <= 0:
+            raise self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] {call}: token {dut_token!r} is not a positive integer")
+        live = {p.driver for n, p in self.tokens.items() if n in self.buffers}
+        if dut_token in live:
+            raise self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] {call}: token {dut_token} is already held by a live buffer")
+        self._served.setdefault(signature, len(self.buffers))  # buffers live besides this one when it was served
+        self.buffers[name] = Pair(ref_buffer, dut_buffer)
+        self.tokens[name] = Pair(ref_token, dut_token)
+        direction, role = (("input", input_roles[0]) if input_roles else ("output", output_roles[0]))
+        model = self._scenarios.get(prepared[role.model_index].name)
+        if model is not None:
+            indexes = model.subgraph.input_indexes if direction == "input" else model.subgraph.output_indexes
+            self._types[name] = model.subgraph.operands[indexes[role.io_index]].type
+        self._computed[name] = False
+        return self.buffers[name]
+
+    @_keeps_steps
+    def copy_from(self, name: str, memory: MemorySpec, dimensions: Sequence[int], requirement: str = "DOM-COPY-1") -> bool:
+        pair = self.buffers[name]
+        call = f"copy_from({name!r}, {memory.kind} of {memory.size} bytes, dims {tuple(dimensions)})"
+        self.steps.append(Step("copy_from", (name, memory, tuple(dimensions), requirement)))
+        expected = _with_memory(memory, lambda m: pair.reference.copy_from(m, tuple(dimensions)))
+        actual = _with_memory(memory, lambda m: pair.driver.copy_from(m, tuple(dimensions)))
+        self._compare(requirement, call, expected, actual)
+        self._computed[name] = False
+        return expected.ok
+
+    @_keeps_steps
+    def copy_to(self, name: str, size: int, kind: str = "ashmem", requirement: str = "DOM-COPY-1",
+                file_offset: int = 0) -> bytes | None:
+        """Copy the buffer out on both; an ``mmap_fd`` memory is a region at ``file_offset`` of a
+        larger file with guard bytes around it, which must come back untouched."""
+        pair = self.buffers[name]
+        where = f" at file offset {file_offset}" if kind == "mmap_fd" else ""
+        call = f"copy_to({name!r}, {kind} of {size} bytes{where})"
+        self.steps.append(Step("copy_to", (name, size, kind, requirement, file_offset)))
+        spec = MemorySpec(kind, b"\xee" * size, file_offset if kind == "mmap_fd" else 0, guard=16 if kind == "mmap_fd" else 0)
+        expected = _with_memory(spec, lambda m: (pair.reference.copy_to(m), m.read())[1])
+        around: list[bytes] = []
+
+        def copy_out(memory: Memory) -> bytes:
+            pair.driver.copy_to(memory)
+            around.append(outside_region(memory, spec))
+            return memory.read()
+
+        actual = _with_memory(spec, copy_out)
+        self._compare(requirement, call, expected, actual)
+        if around and around[0] != GUARD_BYTE * len(around[0]):
+            self.log.append(f"{call}: wrote outside the memory's region")
+            raise self._failure("DOM-COPY-1", f"[DOM-COPY-1] {call}: the driver wrote outside the memory's region "
+                                              f"(the file around it changed: {around[0].hex()})")
+        if expected.ok and expected.value != actual.value and not self._within_bound(name, expected.value, actual.value):
+            self.log.append(f"{call}: contents differ")
+            raise self._failure(requirement, (
+                f"[{requirement}] {call}: the driver's buffer holds different bytes than the reference's\n"
+                f"  reference: {expected.value[:64].hex()}{'...' if len(expected.value) > 64 else ''}\n"
+                f"  driver:    {actual.value[:64].hex()}{'...' if len(actual.value) > 64 else ''}"))
+        return expected.value if expected.ok else None
+
+    @_keeps_steps
+    def execute(self, prepared: Pair, scenario: Scenario, requirement: str) -> Outcome:
+        """Execute the scenario's request on both, `TokenRef` pools resolved per driver."""
+        call = f"execute({', '.join(scenario.notes) or 'request'})"
+        self.steps.append(Step("execute", (prepared.name, scenario, requirement)))
+        expected = execute_scenario(prepared.reference, scenario, {n: p.reference for n, p in self.tokens.items()})
+        actual = execute_scenario(prepared.driver, scenario, {n: p.driver for n, p in self.tokens.items()})
+        self.log.append(f"{call} -> reference {expected.summary()}; driver {actual.summary()}")
+        try:
+            assert_conforms(requirement, scenario, expected, actual)
+        except ConformanceError as error:
+            raise self._failure(requirement, str(error)) from None
+        for argument in scenario.outputs:
+            pool = scenario.request_pools[argument.location.pool_index] if not argument.has_no_value else None
+            if isinstance(pool, TokenRef):
+                self._computed[pool.buffer] = expected.ok
+        return expected
+
+    def _within_bound(self, name: str, expected: bytes, actual: bytes) -> bool:
+        """A computed buffer read back within CHOICE-7's bound of the reference's value."""
+        type = self._types.get(name)
+        if not self._computed.get(name) or type is None or len(expected) != len(actual):
+            return False
+        return not compare_values(type, expected, actual)
+
+    @_keeps_steps
+    def release(self, name: str) -> None:
+        pair = self.buffers.pop(name)
+        self.steps.append(Step("release", (name,)))
+        self.log.append(f"release({name!r})")
+        pair.reference.release()
+        pair.driver.release()
+
+    def close(self) -> None:
+        for name in list(self.buffers):
+            self.release(name)
+
+
+def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep:
+    """Run recorded steps again on both drivers; raises the same ConformanceError while the
+    driver still has the bug."""
+    step = Lockstep(driver, reference)
+    models: dict[str, Pair | None] = {}
+    for recorded in steps:
+        method, args = recorded.method, recorded.args
+        if method == "prepare":
+            models[f"model-{len(models) + 1}"] = step.prepare(*args)  # prepare() numbers models the same way
+        elif method == "allocate":
+            name, desc, model_names, input_roles, output_roles, requirement = args
+            step.allocate(name, desc, [models[m] for m in model_names], input_roles, output_roles, requirement)
+        elif method == "execute":
+            model_name, scenario, requirement = args
+            step.execute(models[model_name], scenario, requirement)
+        else:
+            getattr(step, method)(*args)
+    return step
+
+
+def _with_memory(spec: MemorySpec, use: Callable[[Any], Any]) -> _Result:
+    memory = make_memory(spec)
+    try:
+        return _call(lambda: use(memory))
+    finally:
+        memory.close()
+

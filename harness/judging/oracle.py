@@ -1,0 +1,355 @@
+"""Run a scenario on a driver, and compare the driver under test with the reference.
+
+An expected outcome is the reference's: success (output shapes and bytes) or a set of
+acceptable statuses.  SPEC leaves a choice for some failures (POOL-4/POOL-5 handle
+errors: any error, GENERAL_FAILURE recommended), so the acceptable set is derived from
+the rule the reference names in its message.  Every mismatch explains itself: the
+requirement, the scenario, and both outcomes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from harness.judging import bounds
+from harness.api.errors import ConformanceError, DriverFault
+from harness.api.hal import (
+    Device,
+    DriverError,
+    ErrorStatus,
+    ExecutionResult,
+    OperandLifeTime,
+    OperandType,
+    OutputShape,
+    PreparedModel,
+    is_fully_specified,
+    is_quantized_type,
+    numpy_dtype,
+    operand_byte_size,
+)
+from harness.judging.scenario import MemorySpec, Scenario
+
+__all__ = ["Outcome", "assert_conforms", "describe_scenario", "execute_scenario", "expect_status", "run_scenario"]
+
+#: Rules for which SPEC accepts any error status, not one exact status: handle defects (CHOICE-1).
+_ANY_ERROR_RULES = {"POOL-4", "POOL-5", "POOL-3"}
+_ANY_ERROR = frozenset(status for status in ErrorStatus if status != ErrorStatus.NONE)
+
+
+@dataclass
+class Outcome:
+    """What one driver did with one scenario."""
+
+    stage: str  # "prepare" or "execute"
+    status: ErrorStatus = ErrorStatus.NONE
+    message: str = ""
+    output_shapes: tuple[OutputShape, ...] = ()
+    outputs: tuple[bytes | None, ...] = ()
+    pools_after: tuple[bytes, ...] = field(default=(), repr=False)
+    shape_problem: str = ""  # a success whose outputShapes SPEC does not allow (CHOICE-4)
+    rule: str = ""  # the SPEC rule that decided a failure (DriverError.rule), when the driver says
+    # For the reference's successes: the outputs of the same model run on magnitudes, computed
+    # only when a float comparison needs them (harness.judging.bounds, CHOICE-7).
+    magnitudes: Callable[[], tuple[bytes | None, ...] | None] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == ErrorStatus.NONE
+
+    def acceptable_statuses(self) -> frozenset[ErrorStatus]:
+        if self.rule in _ANY_ERROR_RULES:
+            return _ANY_ERROR
+        return frozenset({self.status})
+
+    def summary(self) -> str:
+        if self.ok:
+            return f"success, output shapes {[s.dimensions for s in self.output_shapes]}"
+        shapes = f", output shapes {[(s.dimensions, s.is_sufficient) for s in self.output_shapes]}" if self.output_shapes else ""
+        return f"{self.status.name} at {self.stage}{shapes}: {self.message}"
+
+
+def run_scenario(device: Device, scenario: Scenario, tokens: Mapping[str, int] | None = None) -> Outcome:
+    """Prepare the scenario's model and execute its request on ``device``, with fresh memories."""
+    model = scenario.build_model()
+    try:
+        try:
+            prepared = device.prepare_model(model)
+        except DriverError as error:
+            return Outcome("prepare", error.status, error.message, rule=error.rule)
+        outcome = execute_scenario(prepared, scenario, tokens)
+        if outcome.ok and tokens is None:
+            outcome.magnitudes = functools.partial(_magnitude_outputs, device, scenario)
+        return outcome
+    except DriverFault as fault:
+        # A crash or hang is a failure of this scenario: carry it, so a reproducer is written.
+        if fault.scenario is None:
+            fault.scenario = scenario  # the crash or hang is reproduced by this scenario
+        raise
+    finally:
+        for pool in model.pools:
+            pool.close()
+
+
+def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mapping[str, int] | None = None) -> Outcome:
+    """Execute the scenario's request (fresh memories; `TokenRef` pools from ``tokens``)."""
+    request, memories = scenario.build_request(tokens)
+    try:
+        try:
+            result = prepared.execute(request)
+        except DriverError as error:
+            return Outcome("execute", error.status, error.message, error.output_shapes,
+                           pools_after=_read_pools(scenario, memories), rule=error.rule)
+        pools_after = _read_pools(scenario, memories)
+        _check_result(result, scenario)
+    finally:
+        for memory in memories:
+            if memory is not None:
+                memory.close()
+    shapes = tuple(result.output_shapes)
+    if not shapes and scenario.outputs:
+        # CHOICE-4: empty outputShapes on success means "every output is as specified"; that is
+        # only possible when every output's dimensions are fully known at execution.
+        specified = _specified_output_shapes(scenario)
+        if specified is None:
+            return Outcome("execute", ErrorStatus.NONE, "", (), (), pools_after,
+                           shape_problem="outputShapes is empty although an output's dimensions are not fully "
+                                         "specified at execution (CHOICE-4 allows it only when they all are)")
+        shapes = specified
+    elif len(shapes) != len(scenario.outputs):
+        return Outcome("execute", ErrorStatus.NONE, "", shapes, (), pools_after,
+                       shape_problem=f"outputShapes has {len(shapes)} entries for {len(scenario.outputs)} outputs")
+    outputs = []
+    for argument, shape, index in zip(scenario.outputs, shapes, scenario.subgraph.output_indexes):
+        operand = scenario.subgraph.operands[index]
+        loc = argument.location
+        nbytes = operand_byte_size(operand.type, tuple(shape.dimensions))
+        is_memory = not argument.has_no_value and isinstance(scenario.request_pools[loc.pool_index], MemorySpec)
+        outputs.append(pools_after[loc.pool_index][loc.offset : loc.offset + nbytes] if is_memory else None)
+    return Outcome("execute", ErrorStatus.NONE, "", shapes, tuple(outputs), pools_after)
+
+
+def _check_result(result: object, scenario: Scenario) -> None:
+    """A success must be an ExecutionResult whose output shapes are OutputShapes: anything else
+    is a conformance failure naming the call and what came back, not a crash of the judge."""
+    if not isinstance(result, ExecutionResult):
+        raise ConformanceError(f"[POOL-2] PreparedModel.execute returned {type(result).__name__} ({result!r:.100}); "
+                               f"SPEC requires an ExecutionResult", requirement="POOL-2", scenario=scenario)
+    shapes = result.output_shapes
+    if not isinstance(shapes, (tuple, list)) or not all(isinstance(s, OutputShape) for s in shapes):
+        raise ConformanceError(f"[POOL-2] PreparedModel.execute returned outputShapes {shapes!r:.100}; SPEC requires "
+                               f"a sequence of OutputShape", requirement="POOL-2", scenario=scenario)
+
+
+def _magnitude_outputs(device: Device, scenario: Scenario) -> tuple[bytes | None, ...] | None:
+    magnitudes = bounds.magnitude_scenario(scenario)
+    if magnitudes is None:
+        return None
+    outcome = run_scenario(device, magnitudes)
+    return outcome.outputs if outcome.ok else None
+
+
+def _specified_output_shapes(scenario: Scenario) -> tuple[OutputShape, ...] | None:
+    """Each output's dimensions from the model and the request, when all are fully specified."""
+    shapes = []
+    for argument, index in zip(scenario.outputs, scenario.subgraph.output_indexes):
+        operand = scenario.subgraph.operands[index]
+        dims = tuple(argument.dimensions) or tuple(operand.dimensions)
+        if operand.dimensions and argument.dimensions:
+            dims = tuple(a or b for a, b in zip(argument.dimensions, operand.dimensions))
+        if not is_fully_specified(operand.type, dims):
+            return None
+        shapes.append(OutputShape(dims, True))
+    return tuple(shapes)
+
+
+def _read_pools(scenario: Scenario, memories) -> tuple[bytes, ...]:
+    """Pool contents after the call; pools built with a defect have none to compare."""
+    return tuple(
+        m.read() if m is not None and isinstance(spec, MemorySpec) and not spec.defect else b""
+        for spec, m in zip(scenario.request_pools, memories)
+    )
+
+
+def describe_scenario(scenario: Scenario) -> str:
+    """A compact human-readable account of a scenario, for failure messages."""
+    sub = scenario.subgraph
+    lines = [f"scenario: {', '.join(scenario.notes) or 'model'}"]
+    for i, operand in enumerate(sub.operands):
+        quant = f" scale={operand.scale} zp={operand.zero_point}" if operand.scale or operand.zero_point else ""
+        lines.append(f"  operand {i}: {operand.type.name} dims={operand.dimensions} {operand.lifetime.name}{quant}")
+    for operation in sub.operations:
+        lines.append(f"  {operation.type.name}{operation.inputs} -> {operation.outputs}")
+    for name, pools in (("constant pool", scenario.constant_pools), ("request pool", scenario.request_pools)):
+        for i, pool in enumerate(pools):
+            if isinstance(pool, MemorySpec):
+                defect = f" (defect: {pool.defect})" if pool.defect else ""
+                lines.append(f"  {name} {i}: {pool.kind}, {pool.size} bytes{defect}")
+            else:
+                lines.append(f"  {name} {i}: token {pool!r}")
+    for name, args in (("input", scenario.inputs), ("output", scenario.outputs)):
+        for i, arg in enumerate(args):
+            loc = arg.location
+            lines.append(f"  {name} {i}: pool {loc.pool_index} offset {loc.offset} length {loc.length} "
+                         f"padding {loc.padding} dims {arg.dimensions}{' (no value)' if arg.has_no_value else ''}")
+    return "\n".join(lines)
+
+
+def _fail(requirement: str, what: str, scenario: Scenario, expected: Outcome, actual: Outcome) -> None:
+    __tracebackhide__ = True
+    raise ConformanceError(
+        f"[{requirement}] {what}\n"
+        f"  reference:          {expected.summary()}\n"
+        f"  driver under test:  {actual.summary()}\n"
+        f"{describe_scenario(scenario)}",
+        requirement=requirement, scenario=scenario,  # for the record and the reproducer printer
+    )
+
+
+def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *, steps: int = 1, terms: int = 1,
+                   magnitudes: Callable[[], bytes | None] | None = None) -> str:
+    """Empty when ``actual`` is within what CHOICE-7 allows of ``expected``; otherwise the first
+    element outside it and why.  ``steps``: quantized tolerance; ``terms`` and ``magnitudes``
+    (the sum of |terms| per element, computed on demand): the float error bound."""
+    dtype = np.dtype(numpy_dtype(operand_type))
+    want = np.frombuffer(expected, dtype)
+    got = np.frombuffer(actual, dtype)
+    if want.shape != got.shape:
+        return f"{got.size} elements written, {want.size} expected"
+    if is_quantized_type(operand_type):
+        error = got.astype(np.int64) - want.astype(np.int64)
+        bad = np.abs(error) > steps
+        info = np.iinfo(dtype)
+        rounded = (want != info.min) & (want != info.max)  # saturated elements say nothing about rounding
+        if not bad.any() and int(rounded.sum()) >= bounds.BIAS_MIN_ELEMENTS:
+            bias = float(np.clip(error[rounded], -1, 1).mean())
+            if abs(bias) > bounds.BIAS_LIMIT:
+                return (f"systematic rounding error: the mean signed error over {int(rounded.sum())} unsaturated elements "
+                        f"is {bias:+.3f} steps (at most {bounds.BIAS_LIMIT} allowed); {int((error != 0).sum())} elements differ")
+        allowed = f"{steps} step{'s' if steps > 1 else ''}"
+    elif operand_type in bounds.FLOAT_TYPES:
+        w, g = want.astype(np.float64), got.astype(np.float64)
+        same = (w == g) | (np.isnan(w) & np.isnan(g))
+        if same.all():
+            return ""
+        eps, tiny = float(np.finfo(dtype).eps), float(np.finfo(dtype).tiny)
+        magnitude_bytes = magnitudes() if magnitudes is not None else None
+        if magnitude_bytes is not None and len(magnitude_bytes) == len(expected):
+            magnitude = np.abs(np.frombuffer(magnitude_bytes, dtype).astype(np.float64))
+        else:  # the terms are not known (a driver-managed input): bound by the result, generously
+            magnitude, terms = np.abs(w), 4 * terms
+        bound = terms * eps * magnitude + eps * np.abs(w) + tiny
+        with np.errstate(invalid="ignore"):
+            bad = ~(same | (np.abs(g - w) <= bound))
+        allowed = f"{terms} terms x eps x sum of |terms|"
+    else:
+        bad = want != got
+        allowed = "exact"
+    if not bad.any():
+        return ""
+    i = int(np.flatnonzero(bad)[0])
+    return f"element {i}: driver wrote {got[i]!r}, reference {want[i]!r} ({int(bad.sum())} elements outside {allowed})"
+
+
+def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, actual: Outcome) -> None:
+    """The driver's outcome is one SPEC allows, given the reference's."""
+    __tracebackhide__ = True
+    if not expected.ok:
+        if actual.ok:
+            _fail(requirement, f"the driver succeeded; SPEC requires {expected.status.name} ({expected.rule or 'see reference'})",
+                  scenario, expected, actual)
+        if actual.status not in expected.acceptable_statuses():
+            allowed = " or ".join(sorted(s.name for s in expected.acceptable_statuses()))
+            _fail(requirement, f"wrong status {actual.status.name}; SPEC requires {allowed}", scenario, expected, actual)
+        if actual.stage != expected.stage:
+            _fail(requirement, f"failed at {actual.stage}; SPEC requires failure at {expected.stage}", scenario, expected, actual)
+        if expected.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+            for i, (needed, reported) in enumerate(zip(expected.output_shapes, actual.output_shapes)):
+                if not needed.is_sufficient and (reported.dimensions, reported.is_sufficient) != (needed.dimensions, False):
+                    _fail("DOM-DYN-2", f"output {i}: insufficient output must report its needed dimensions "
+                          f"{needed.dimensions} with isSufficient=false, got {reported}", scenario, expected, actual)
+            if len(actual.output_shapes) != len(expected.output_shapes):
+                _fail("DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE must carry one output shape per output", scenario, expected, actual)
+        if actual.stage == "execute" and actual.pools_after:
+            assert_outside_outputs_untouched(scenario, actual)  # a failed execution writes nothing outside its outputs
+        return
+    if not actual.ok:
+        if _unused_defective_pool_explains(scenario, actual):
+            return  # CHOICE-2: a driver may validate a pool nothing uses, and then fail as POOL-4 says
+        _fail(requirement, "the driver failed a valid request", scenario, expected, actual)
+    if actual.shape_problem:
+        _fail(requirement, actual.shape_problem, scenario, expected, actual)
+    want_shapes = [s.dimensions for s in expected.output_shapes]
+    got_shapes = [tuple(s.dimensions) for s in actual.output_shapes]
+    if want_shapes != got_shapes:
+        _fail(requirement, f"output shapes {got_shapes}, reference {want_shapes}", scenario, expected, actual)
+    steps = bounds.quantized_tolerances(scenario)
+    terms = bounds.terms_in_model(scenario)
+    magnitudes = functools.cache(expected.magnitudes) if expected.magnitudes is not None else None
+    for i, (want, got, index) in enumerate(zip(expected.outputs, actual.outputs, scenario.subgraph.output_indexes)):
+        if want is None:
+            continue
+        difference = compare_values(scenario.subgraph.operands[index].type, want, got or b"", steps=steps.get(index, 1),
+                                    terms=terms, magnitudes=functools.partial(_nth, magnitudes, i))
+        if difference:
+            _fail(requirement, f"output {i} differs: {difference}", scenario, expected, actual)
+    assert_outside_outputs_untouched(scenario, actual)
+
+
+def _nth(outputs: Callable[[], tuple[bytes | None, ...] | None] | None, index: int) -> bytes | None:
+    """Output ``index`` of a lazily computed set of outputs (None when there is none)."""
+    computed = outputs() if outputs is not None else None
+    return computed[index] if computed is not None and index < len(computed) else None
+
+
+def _unused_defective_pool_explains(scenario: Scenario, actual: Outcome) -> bool:
+    """Whether an unusable pool that nothing references explains the failure: a constant pool
+    at preparation, a request pool at execution (CHOICE-2)."""
+    if actual.stage == "prepare":
+        used = {o.location.pool_index for o in scenario.subgraph.operands if o.lifetime == OperandLifeTime.CONSTANT_REFERENCE}
+        pools = scenario.constant_pools
+    else:
+        used = {a.location.pool_index for a in (*scenario.inputs, *scenario.outputs) if not a.has_no_value}
+        pools = scenario.request_pools  # type: ignore[assignment]
+    return any(isinstance(pool, MemorySpec) and pool.defect and index not in used for index, pool in enumerate(pools))
+
+
+def assert_outside_outputs_untouched(scenario: Scenario, actual: Outcome) -> None:
+    """POOL-2: every byte of every request pool outside output regions is as it was.
+
+    An output's region is [offset, offset + length + padding): the padding is there for a device
+    that accesses memory in chunks, and a driver may overwrite it (CHOICE-3)."""
+    __tracebackhide__ = True
+    for index, (spec, after) in enumerate(zip(scenario.request_pools, actual.pools_after)):
+        if not isinstance(spec, MemorySpec) or spec.defect or len(after) != spec.size:
+            continue
+        before = np.frombuffer(spec.content, np.uint8)
+        now = np.frombuffer(after, np.uint8)
+        changed = before != now
+        for arg in scenario.outputs:
+            if arg.location.pool_index == index and not arg.has_no_value:
+                changed[arg.location.offset : arg.location.offset + arg.location.length + arg.location.padding] = False
+        if changed.any():
+            at = int(np.flatnonzero(changed)[0])
+            raise ConformanceError(
+                f"[POOL-2] request pool {index} ({spec.kind}) byte {at} outside every output region changed "
+                f"from {before[at]:#04x} to {now[at]:#04x} ({int(changed.sum())} bytes changed)\n{describe_scenario(scenario)}",
+                requirement="POOL-2", scenario=scenario)
+
+
+@contextmanager
+def expect_status(*statuses: ErrorStatus, rule: str = "", call: str = "") -> Iterator[pytest.ExceptionInfo[DriverError]]:
+    """The block must fail with a DriverError carrying one of ``statuses``."""
+    __tracebackhide__ = True
+    wanted = " or ".join(s.name for s in statuses)
+    context = f"[{rule}] " if rule else ""
+    with pytest.raises(DriverError) as info:
+        yield info
+        raise ConformanceError(f"{context}{call or 'the call'} succeeded; SPEC requires {wanted}")
+    if info.value.status not in statuses:
+        raise ConformanceError(f"{context}{call or 'the call'} failed with {info.value}; SPEC requires {wanted}")

@@ -1,0 +1,77 @@
+"""Custom-call targets under real XLA: registered with jax.ffi, run under jax.jit on the CPU.
+
+Only what jax offers is used: `jax.ffi.register_ffi_target` for the handler,
+`jax.ffi.ffi_call` to call it (operand leaves as arguments in pre-order, output leaves as
+results), `input_output_aliases` for aliasing.  64-bit types are enabled, because the
+cases include float64 and uint64 leaves.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import threading
+from typing import Any
+
+import numpy as np
+
+from harness.api.shapes import leaf_values, leaves
+from harness.api.custom_calls import CallCase, CustomCallTarget
+
+_registered: dict[tuple[str, str], str] = {}
+_lock = threading.Lock()
+
+
+def unavailable() -> str:
+    """Why targets cannot run under XLA here ('' when they can).  Looked up, not imported:
+    importing jax costs seconds, and every collection of the suites asks."""
+    if importlib.util.find_spec("jax") is None:
+        return "jax is not installed (pip install 'driver-harness[xla]')"
+    return ""
+
+
+def _jax():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_platforms", "cpu")
+    return jax
+
+
+def register(library: str, symbol: str) -> str:
+    """Register ``symbol`` of ``library`` as a CPU FFI target once; returns its XLA name."""
+    jax = _jax()
+    with _lock:
+        name = _registered.get((library, symbol))
+        if name is None:
+            name = f"driver_harness_{len(_registered)}_{symbol}"
+            handler = getattr(ctypes.cdll.LoadLibrary(library), symbol)
+            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(handler), platform="cpu")
+            _registered[(library, symbol)] = name
+        return name
+
+
+def call_target(target: CustomCallTarget, case: CallCase, operand_values: tuple) -> list[np.ndarray]:
+    """Run ``target``'s typed-FFI handler on ``case`` under jax.jit; its output leaves in pre-order."""
+    jax = _jax()
+    path = str(target.xla_library() if callable(target.xla_library) else target.xla_library)
+    name = register(path, target.xla_symbol)
+    results = [jax.ShapeDtypeStruct(leaf.dims, np.dtype(leaf.dtype)) for _, leaf in leaves(case.output)]
+    attributes = {"opaque": np.frombuffer(case.opaque, dtype=np.uint8)} if target.xla_opaque else {}
+    arguments = [np.asarray(v) for v in leaf_values(tuple(operand_values))]
+
+    def run(*args: Any):
+        return jax.ffi.ffi_call(name, results)(*args, **attributes)
+
+    return [np.asarray(out) for out in jax.jit(run)(*arguments)]
+
+
+def call_handler(library: str, symbol: str, results: list, arguments: list, **options: Any) -> list[np.ndarray]:
+    """Call any handler with explicit result shapes and ffi_call options (input_output_aliases, ...)."""
+    jax = _jax()
+    name = register(library, symbol)
+
+    def run(*args: Any):
+        return jax.ffi.ffi_call(name, results, **options)(*args)
+
+    return [np.asarray(out) for out in jax.jit(run)(*arguments)]
