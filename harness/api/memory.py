@@ -33,6 +33,8 @@ import numpy as np
 
 __all__ = [
     "MEMORY_KINDS",
+    "REQUIRED_KINDS",
+    "MemoryKind",
     "DetachedRegion",
     "HardwareBufferDesc",
     "HardwareBufferFormat",
@@ -48,8 +50,19 @@ __all__ = [
     "seal_against_shrinking",
 ]
 
-#: Memory kinds by their AIDL names.
-MEMORY_KINDS: tuple[str, ...] = ("ashmem", "mmap_fd", "hardware_buffer_blob", "hardware_buffer")
+class MemoryKind(enum.StrEnum):
+    """The memory kinds of SPEC §2, by their AIDL names.  `Memory.kind` is a plain string, so a
+    test can hand a driver a kind that does not exist (POOL-5); these are the ones that do."""
+
+    ASHMEM = "ashmem"
+    MMAP_FD = "mmap_fd"
+    HARDWARE_BUFFER_BLOB = "hardware_buffer_blob"
+    HARDWARE_BUFFER = "hardware_buffer"
+
+
+MEMORY_KINDS: tuple[MemoryKind, ...] = tuple(MemoryKind)
+#: The kinds every driver supports for constants, and (with memory domains) for copies.
+REQUIRED_KINDS: tuple[MemoryKind, ...] = (MemoryKind.ASHMEM, MemoryKind.MMAP_FD, MemoryKind.HARDWARE_BUFFER_BLOB)
 
 
 class HardwareBufferFormat(enum.IntEnum):
@@ -328,24 +341,24 @@ def _memfd(name: str, size: int) -> int:
 
 def create_ashmem(size: int) -> Memory:
     """An ``ashmem`` memory: a memfd of exactly ``size`` bytes."""
-    return Memory("ashmem", _memfd("ashmem", size), 0, size)
+    return Memory(MemoryKind.ASHMEM, _memfd("ashmem", size), 0, size)
 
 
 def create_mmap_fd(size: int, offset: int = 0) -> Memory:
     """An ``mmap_fd`` memory: ``size`` bytes at ``offset`` of a memfd of ``offset + size`` bytes."""
-    return Memory("mmap_fd", _memfd("mmap_fd", offset + size), offset, size)
+    return Memory(MemoryKind.MMAP_FD, _memfd("mmap_fd", offset + size), offset, size)
 
 
 def open_file_memory(path: str | os.PathLike[str], offset: int, size: int, *, writable: bool = True) -> Memory:
     """An ``mmap_fd`` memory over a region of a regular file."""
     flags = (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC
-    return Memory("mmap_fd", os.open(path, flags), offset, size)
+    return Memory(MemoryKind.MMAP_FD, os.open(path, flags), offset, size)
 
 
 def create_hardware_buffer_blob(size: int) -> Memory:
     """A BLOB AHardwareBuffer of ``size`` bytes (width = size, height = 1)."""
     desc = HardwareBufferDesc(HardwareBufferFormat.BLOB, width=size, stride=size)
-    return Memory("hardware_buffer_blob", _memfd("ahwb_blob", size), 0, size, desc)
+    return Memory(MemoryKind.HARDWARE_BUFFER_BLOB, _memfd("ahwb_blob", size), 0, size, desc)
 
 
 def create_hardware_buffer(
@@ -354,4 +367,4 @@ def create_hardware_buffer(
     """A non-BLOB AHardwareBuffer (an image); valid only for execution inputs and outputs."""
     desc = HardwareBufferDesc(fmt, width=width, height=height, layers=layers, stride=width)
     size = desc.byte_size
-    return Memory("hardware_buffer", _memfd("ahwb", size), 0, size, desc)
+    return Memory(MemoryKind.HARDWARE_BUFFER, _memfd("ahwb", size), 0, size, desc)

@@ -27,6 +27,11 @@ PROFILES = ("dev", "ci", "certify", "nightly")
 CERTIFY_SEED = 0
 
 
+#: The driver service's default address-space limit: far above what a conforming driver needs on
+#: the suites' small tensors, far below what a leak may take from the machine.
+DEFAULT_MEMORY_LIMIT_MIB = 8192
+
+
 @dataclass
 class HarnessState:
     """What the plugin resolved at start-up; kept in the config stash."""
@@ -36,6 +41,7 @@ class HarnessState:
     seed: int
     isolation: str = "process"
     timeout: float = 10.0
+    memory_limit_mib: int = DEFAULT_MEMORY_LIMIT_MIB
     # A fixed seed makes a run repeatable, but hypothesis then neither reads nor writes its
     # example database; profiles with a database (dev, nightly) stay unseeded unless asked.
     seeded: bool = True
@@ -60,7 +66,8 @@ class HarnessState:
             if self.isolation == "inline":
                 self.device = spec.create()
             else:
-                self.service = DriverService(self.driver_name, timeout=self.timeout)
+                self.service = DriverService(self.driver_name, timeout=self.timeout,
+                                             memory_limit=self.memory_limit_mib * 1024 * 1024)
                 self.device = cast(Device, self.service.device)  # a proxy presenting the Driver API
         return self.device
 
@@ -111,6 +118,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the driver in its own service process (default; crashes and hangs are reported) or inline")
     group.addoption("--driver-timeout", type=float, default=10.0, metavar="SECONDS",
                     help="deadline of every driver call in process isolation (default 10)")
+    group.addoption("--driver-memory-limit", type=int, default=DEFAULT_MEMORY_LIMIT_MIB, metavar="MIB",
+                    help=f"address-space limit of the driver service (RLIMIT_AS, default {DEFAULT_MEMORY_LIMIT_MIB}); "
+                         "a call that runs past it fails as RESOURCE (SVC-1); 0: no limit")
 
 
 def _register_profiles() -> None:
@@ -171,6 +181,9 @@ def pytest_configure(config: pytest.Config) -> None:
         value = config.getoption(option)
         if value is not None and value <= 0:
             raise pytest.UsageError(f"{flag}={value:g}: must be above zero")
+    if config.getoption("driver_memory_limit") < 0:
+        raise pytest.UsageError(f"--driver-memory-limit={config.getoption('driver_memory_limit')}: must be 0 (no limit) "
+                                "or a size in MiB")
     _register_profiles()
     profile = config.getoption("harness_profile")
     settings.load_profile(f"harness-{profile}")
@@ -180,7 +193,7 @@ def pytest_configure(config: pytest.Config) -> None:
         worker_seed = getattr(config, "workerinput", {}).get("harness_seed")
         seed = worker_seed if worker_seed is not None else CERTIFY_SEED if profile == "certify" else random.randrange(2**32)
     state = HarnessState(config.getoption("driver"), profile, seed, config.getoption("driver_isolation"),
-                         config.getoption("driver_timeout"))
+                         config.getoption("driver_timeout"), config.getoption("driver_memory_limit"))
     state.seeded = config.getoption("harness_seed") is not None or profile in ("ci", "certify")
     if config.getoption("harness_db") or config.getoption("harness_replay"):
         state.seeded = config.getoption("harness_seed") is not None and not config.getoption("harness_replay")
@@ -202,7 +215,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(
             Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
-                     config.getoption("driver"), config.getoption("harness_reproducers")),
+                     config.getoption("driver"), config.getoption("harness_reproducers"),
+                     service=lambda: state.service),
             "harness-recorder")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeedSharing(seed), "harness-xdist-seed")
@@ -229,9 +243,11 @@ def _plugin_expectations(state: HarnessState) -> list[Expectation]:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     recorder = config.pluginmanager.get_plugin("harness-recorder")
-    if recorder is not None:
-        recorder.close()
     state = config.stash.get(STATE_KEY, None)
+    if recorder is not None:
+        if state is not None and state.service is not None:
+            recorder.write_service(state.service.summary())
+        recorder.close()
     if state is not None:
         state.close()
 
@@ -346,11 +362,30 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     state = config.stash.get(STATE_KEY, None)
     if state is None or hasattr(config, "workerinput"):
         return
+    if state.service is not None:
+        _summarize_service(terminalreporter, state.service.summary(), state.timeout)
     stale = [e for i, e in enumerate(state.expectations) if i not in state.used_expectations and e.applies_to(state.driver_name)]
     if stale:
         terminalreporter.section("stale expectations")
         for expectation in stale:
             terminalreporter.write_line(f"{expectation.source}: {expectation.action} {expectation.test!r} matches no collected test")
+
+
+def _summarize_service(terminalreporter, summary: dict, timeout: float) -> None:
+    lines = []
+    if summary["breaker_opened"]:
+        lines.append(f"circuit breaker opened for {', '.join(summary['breaker_opened'])}: every call of it crashed, hung or "
+                     f"raised, so later calls failed at once (the failures above name the first fault)")
+    if summary["slow_calls"]:
+        slowest = summary["slowest_call"]
+        lines.append(f"{summary['slow_calls']} of {summary['calls']} driver calls took longer than the "
+                     f"{summary['slow_call_budget_s']:g} s per-call budget (slowest: {slowest['seconds']:g} s, "
+                     f"{slowest['call']}); a slow driver makes a long run: lower --harness-examples, or raise "
+                     f"--driver-timeout (now {timeout:g} s) if calls are cut off")
+    if lines:
+        terminalreporter.section("driver service")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 # --------------------------------------------------------------------------- fixtures

@@ -11,11 +11,11 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import time
 
 import pytest
 
+from harness.api.errors import HarnessError
 from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
 
@@ -27,9 +27,18 @@ def requirements_of(item: pytest.Item) -> list[str]:
     return [r for marker in item.iter_markers("requirement") for r in marker.args]
 
 
+#: How much of what the driver printed during a failing test its record keeps.
+DRIVER_OUTPUT_BYTES = 4096
+
+
 class Recorder:
-    def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "") -> None:
+    def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "",
+                 service=None) -> None:
         self.driver = driver
+        # The driver's service (a callable that returns it, or None): a failure's record carries
+        # the last DRIVER_OUTPUT_BYTES it printed during the test.
+        self._service = service or (lambda: None)
+        self._output_mark: tuple[int, int] | None = None
         self.reproducers = reproducers
         self.stop_on = stop_on
         self.canonical_id = canonical_id
@@ -58,6 +67,19 @@ class Recorder:
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         self._examples_at_start = self.examples_run
+        service = self._service()
+        self._output_mark = service.output_mark() if service is not None else None
+
+    def _driver_output(self) -> str:
+        """What the driver's service printed during this test: its last DRIVER_OUTPUT_BYTES."""
+        service = self._service()
+        if service is None or self._output_mark is None:
+            return ""
+        return service.output_since(self._output_mark)[-DRIVER_OUTPUT_BYTES:]
+
+    def write_service(self, summary: dict) -> None:
+        """How the driver's service fared: starts, calls, slow calls, breakers opened."""
+        self._append({"service": summary})
 
     def write_session(self, info: dict) -> None:
         self._append({"session": info})
@@ -95,11 +117,13 @@ class Recorder:
         message = ""
         skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
         if report.failed:
-            text = str(report.longrepr)
-            lines = [line.lstrip("E| +").strip() for line in text.splitlines()]
-            tagged = [line for line in lines if re.search(r"\[[A-Z]+-[A-Z0-9-]+\]", line)]
-            errors = [line for line in lines if "Error" in line and ":" in line]
-            message = (tagged or errors or [line for line in lines if line] or [""])[0]
+            error = _verdict_of(call.excinfo.value) if call.excinfo is not None else None
+            if isinstance(error, HarnessError):  # the harness's own verdict: its message's first line
+                message = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
+            else:  # an unexpected exception (or pytest's own report): the line that names it
+                lines = [line.lstrip("E| +").strip() for line in str(report.longrepr).splitlines()]
+                errors = [line for line in lines if "Error" in line and ":" in line]
+                message = (errors or [line for line in lines if line] or [""])[0]
         elif report.skipped and isinstance(report.longrepr, tuple):
             message = report.longrepr[2]
         waived = getattr(report, "wasxfail", None)
@@ -111,8 +135,9 @@ class Recorder:
             "waiver": waived or "",
             "skip": skip,
             # What failed, as data: the exception's type and the requirement it carries (when it does).
-            "error_type": call.excinfo.typename if report.failed and call.excinfo is not None else "",
-            "rule": getattr(call.excinfo.value, "requirement", "") or "" if report.failed and call.excinfo is not None else "",
+            "error_type": type(_verdict_of(call.excinfo.value)).__name__ if report.failed and call.excinfo is not None else "",
+            "rule": (getattr(_verdict_of(call.excinfo.value), "requirement", "") or ""
+                     if report.failed and call.excinfo is not None else ""),
             "duration": round(report.duration, 4),
             "elapsed": round(time.monotonic() - self.started, 3),
             "examples": (self.examples_run - self._examples_at_start)
@@ -121,6 +146,7 @@ class Recorder:
             "details": str(report.longrepr)[-6000:] if report.failed else "",
             "reproducer": reproducer,
             "worker": self.worker,
+            "driver_output": self._driver_output() if report.failed else "",
         }
         self._append(record)
         os.fsync(self._fd)  # a run that dies later still keeps this record
@@ -132,6 +158,18 @@ class Recorder:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def _verdict_of(error: BaseException) -> BaseException:
+    """The exception that carries a failure's verdict.  Hypothesis wraps what it found in a group
+    (several distinct failures, or a FlakyFailure when a driver fails one example in two ways, a
+    crash then a hang): the verdict is the first of them that names a requirement."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _verdict_of(inner)
+            if getattr(found, "requirement", ""):
+                return found
+    return error
 
 
 def _why_skipped(item: pytest.Item, call) -> dict:

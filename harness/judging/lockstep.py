@@ -19,7 +19,7 @@ from typing import Any
 from harness.api.errors import ConformanceError, DriverFault
 from harness.api.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType
 from harness.api.memory import Memory
-from harness.judging.oracle import Outcome, assert_conforms, compare_values, execute_scenario
+from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_scenario
 from harness.judging.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
 
 __all__ = ["Lockstep", "Pair", "Step", "replay"]
@@ -108,7 +108,7 @@ class Lockstep:
     def _compare(self, requirement: str, call: str, expected: _Result, actual: _Result) -> None:
         __tracebackhide__ = True
         self.log.append(f"{call} -> reference {expected.describe()}; driver {actual.describe()}")
-        outcome = Outcome("call", expected.status, expected.message, rule=expected.rule)
+        outcome = Outcome(Stage.CALL, expected.status, expected.message, rule=expected.rule)
         if expected.ok and actual.ok:
             return
         if expected.ok:

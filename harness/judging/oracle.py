@@ -9,6 +9,7 @@ requirement, the scenario, and both outcomes.
 
 from __future__ import annotations
 
+import enum
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -42,11 +43,20 @@ _ANY_ERROR_RULES = {"POOL-4", "POOL-5", "POOL-3"}
 _ANY_ERROR = frozenset(status for status in ErrorStatus if status != ErrorStatus.NONE)
 
 
+class Stage(enum.StrEnum):
+    """Where a scenario's call failed (or ended): the model's preparation, or the execution;
+    a lockstep step's single call is CALL."""
+
+    PREPARE = "prepare"
+    EXECUTE = "execute"
+    CALL = "call"
+
+
 @dataclass
 class Outcome:
     """What one driver did with one scenario."""
 
-    stage: str  # "prepare" or "execute"
+    stage: Stage
     status: ErrorStatus = ErrorStatus.NONE
     message: str = ""
     output_shapes: tuple[OutputShape, ...] = ()
@@ -81,7 +91,7 @@ def run_scenario(device: Device, scenario: Scenario, tokens: Mapping[str, int] |
         try:
             prepared = device.prepare_model(model)
         except DriverError as error:
-            return Outcome("prepare", error.status, error.message, rule=error.rule)
+            return Outcome(Stage.PREPARE, error.status, error.message, rule=error.rule)
         outcome = execute_scenario(prepared, scenario, tokens)
         if outcome.ok and tokens is None:
             outcome.magnitudes = functools.partial(_magnitude_outputs, device, scenario)
@@ -103,7 +113,7 @@ def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
         try:
             result = prepared.execute(request)
         except DriverError as error:
-            return Outcome("execute", error.status, error.message, error.output_shapes,
+            return Outcome(Stage.EXECUTE, error.status, error.message, error.output_shapes,
                            pools_after=_read_pools(scenario, memories), rule=error.rule)
         pools_after = _read_pools(scenario, memories)
         _check_result(result, scenario)
@@ -117,12 +127,12 @@ def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
         # only possible when every output's dimensions are fully known at execution.
         specified = _specified_output_shapes(scenario)
         if specified is None:
-            return Outcome("execute", ErrorStatus.NONE, "", (), (), pools_after,
+            return Outcome(Stage.EXECUTE, ErrorStatus.NONE, "", (), (), pools_after,
                            shape_problem="outputShapes is empty although an output's dimensions are not fully "
                                          "specified at execution (CHOICE-4 allows it only when they all are)")
         shapes = specified
     elif len(shapes) != len(scenario.outputs):
-        return Outcome("execute", ErrorStatus.NONE, "", shapes, (), pools_after,
+        return Outcome(Stage.EXECUTE, ErrorStatus.NONE, "", shapes, (), pools_after,
                        shape_problem=f"outputShapes has {len(shapes)} entries for {len(scenario.outputs)} outputs")
     outputs = []
     for argument, shape, index in zip(scenario.outputs, shapes, scenario.subgraph.output_indexes):
@@ -131,7 +141,7 @@ def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
         nbytes = operand_byte_size(operand.type, tuple(shape.dimensions))
         is_memory = not argument.has_no_value and isinstance(scenario.request_pools[loc.pool_index], MemorySpec)
         outputs.append(pools_after[loc.pool_index][loc.offset : loc.offset + nbytes] if is_memory else None)
-    return Outcome("execute", ErrorStatus.NONE, "", shapes, tuple(outputs), pools_after)
+    return Outcome(Stage.EXECUTE, ErrorStatus.NONE, "", shapes, tuple(outputs), pools_after)
 
 
 def _check_result(result: object, scenario: Scenario) -> None:
@@ -275,7 +285,7 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
                           f"{needed.dimensions} with isSufficient=false, got {reported}", scenario, expected, actual)
             if len(actual.output_shapes) != len(expected.output_shapes):
                 _fail("DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE must carry one output shape per output", scenario, expected, actual)
-        if actual.stage == "execute" and actual.pools_after:
+        if actual.stage == Stage.EXECUTE and actual.pools_after:
             assert_outside_outputs_untouched(scenario, actual)  # a failed execution writes nothing outside its outputs
         return
     if not actual.ok:
@@ -310,7 +320,7 @@ def _nth(outputs: Callable[[], tuple[bytes | None, ...] | None] | None, index: i
 def _unused_defective_pool_explains(scenario: Scenario, actual: Outcome) -> bool:
     """Whether an unusable pool that nothing references explains the failure: a constant pool
     at preparation, a request pool at execution (CHOICE-2)."""
-    if actual.stage == "prepare":
+    if actual.stage == Stage.PREPARE:
         used = {o.location.pool_index for o in scenario.subgraph.operands if o.lifetime == OperandLifeTime.CONSTANT_REFERENCE}
         pools = scenario.constant_pools
     else:

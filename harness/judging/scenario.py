@@ -8,6 +8,7 @@ and a failing scenario can be printed as a standalone reproducer.
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from harness.api.memory import (
     create_mmap_fd,
 )
 
-__all__ = ["DEFECTS", "GUARD_BYTE", "MemorySpec", "Scenario", "TokenRef", "make_memory", "outside_region", "with_constants"]
+__all__ = ["DEFECTS", "Defect", "GUARD_BYTE", "MemorySpec", "Scenario", "TokenRef", "make_memory", "outside_region", "with_constants"]
 
 #: What fills an ``mmap_fd`` file around a guarded region (`MemorySpec.guard`).
 GUARD_BYTE = b"\xee"
@@ -39,8 +40,18 @@ def outside_region(memory: Memory, spec: MemorySpec) -> bytes:
     return before + after
 
 
-#: Ways to make a handle unusable (POOL-4, POOL-5), applied when the memory is created.
-DEFECTS = ("closed", "pipe", "short", "unknown-kind", "read-only")
+class Defect(enum.StrEnum):
+    """Ways to make a handle unusable (POOL-4, POOL-5), applied when the memory is created."""
+
+    NONE = ""
+    CLOSED = "closed"  # the descriptor is closed
+    PIPE = "pipe"  # the descriptor is a pipe, which cannot be mapped
+    SHORT = "short"  # the file is half the size the handle claims
+    UNKNOWN_KIND = "unknown-kind"  # the kind names no memory kind
+    READ_ONLY = "read-only"  # the descriptor is opened read-only
+
+
+DEFECTS: tuple[Defect, ...] = tuple(d for d in Defect if d is not Defect.NONE)
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,7 @@ class MemorySpec:
     kind: str
     content: bytes
     file_offset: int = 0
-    defect: str = ""
+    defect: Defect = Defect.NONE
     # ``mmap_fd`` only: bytes of GUARD_BYTE before the region (the file offset) and ``guard``
     # after it in the same file, so that a write outside the region shows.
     guard: int = 0
@@ -72,21 +83,21 @@ def make_memory(spec: MemorySpec) -> Memory:
     """Create a memory of ``spec.kind`` holding ``spec.content``, then apply ``spec.defect``."""
     memory = _create(spec)
     match spec.defect:
-        case "":
+        case Defect.NONE:
             pass
-        case "closed":
+        case Defect.CLOSED:
             memory.close()
-        case "pipe":
+        case Defect.PIPE:
             memory.close()
             read_end, write_end = os.pipe()
             os.close(write_end)
             memory = Memory(spec.kind, read_end, 0, spec.size, memory.hardware_desc)
-        case "short":
+        case Defect.SHORT:
             memory.resize(spec.size // 2)
             memory.size = spec.size
-        case "unknown-kind":
+        case Defect.UNKNOWN_KIND:
             memory.kind = "ion"
-        case "read-only":
+        case Defect.READ_ONLY:
             frozen = memory.read_only()
             memory.close()
             memory = frozen

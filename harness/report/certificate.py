@@ -89,7 +89,10 @@ def _versions() -> dict:
 
 def build(records: Iterable[dict], session: dict, started: str, ended: str, complete: bool,
           duration_s: float | None = None) -> dict:
+    records = list(records)
     tests = [r for r in records if "id" in r]
+    # How the driver's service fared (starts, calls, calls past the per-call budget, breakers).
+    service = next((r["service"] for r in records if "service" in r), None)
     table = {}
     for requirement, summary in REQUIREMENTS.items():
         covering = [{"test": t["id"], "outcome": t["outcome"], "message": t.get("message", ""),
@@ -111,7 +114,8 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
         "driver": {k: session.get(k) for k in ("driver", "device_name", "device_version", "plugin", "description",
                                                "capabilities", "isolation")},
         "run": {"profile": session.get("profile"), "seed": session.get("seed"), "started": started, "ended": ended,
-                "duration_s": duration_s, "tests": len(tests), "failed": sum(t["outcome"] == "failed" for t in tests)},
+                "duration_s": duration_s, "tests": len(tests), "failed": sum(t["outcome"] == "failed" for t in tests),
+                "service": service},
         "platform": {"system": platform.platform(), "machine": platform.machine(), **_versions()},
         "requirements": table,
         "failures": [t for t in tests if t["outcome"] == "failed"],

@@ -100,7 +100,7 @@ def render(certificate: dict) -> str:
                 reproducer = f"<details><summary>reproducer ({_e(os.path.basename(path))})</summary><pre>{_e(f.read())}</pre></details>"
         failures.append(f"<h3>{_e(failure['id'])}</h3><p>{_e(failure['message'])}</p>"
                         f"<details open><summary>minimal example and details</summary><pre>{_e(failure.get('details', ''))}</pre></details>"
-                        f"{reproducer}")
+                        f"{reproducer}{_driver_output(failure)}")
     fixes = "".join(f"<li><code>{_e(fix)}</code></li>" for fix in certificate["fixes"])
     to_complete = f"<h2>To complete the certificate</h2><ul>{fixes}</ul>" if fixes else ""
     return f"""<!DOCTYPE html>
@@ -125,3 +125,9 @@ def render(certificate: dict) -> str:
 {''.join(failures) or '<p>none</p>'}
 </body></html>
 """
+
+
+def _driver_output(failure: dict) -> str:
+    output = failure.get("driver_output") or ""
+    return f"<details><summary>what the driver printed during the test (last 4 KiB)</summary><pre>{_e(output)}</pre></details>" \
+        if output else ""

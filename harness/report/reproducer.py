@@ -48,7 +48,8 @@ import zlib
 
 from harness.api.hal import *  # noqa: F403
 from harness.drivers.registry import load_registry
-from harness.judging.scenario import MemorySpec, Scenario, TokenRef  # noqa: F401
+from harness.api.memory import MemoryKind  # noqa: F401
+from harness.judging.scenario import Defect, MemorySpec, Scenario, TokenRef  # noqa: F401
 from reference_driver import ReferenceDevice
 {imports}
 

@@ -23,8 +23,19 @@ from harness.service import wire
 from harness.service.messages import FROM_SERVICE, Call, Drop, Failure, Reply, Shutdown, Target, UnknownMessage
 
 
+#: The largest reply the harness reads (a driver's result is small: outputs travel in shared memory).
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+
+
 class RemoteError(DriverFault):
-    """The driver raised something other than DriverError inside the service."""
+    """The driver raised something other than DriverError inside the service, or sent a reply the
+    harness refuses: SVC-1, the service must answer every call with a result or a DriverError."""
+
+    requirement = "SVC-1"
+
+
+class DriverOutOfMemory(RemoteError):
+    """A call ran the service out of memory (RESOURCE): past its RLIMIT_AS, or the machine's."""
 
 
 class _Pending:
@@ -121,6 +132,9 @@ class Connection:
             raise RemoteError(f"[SVC-1] {description} failed inside the driver service with {pending.value!r}, "
                               "which is neither a DriverError nor a Failure")
         kind, message, trace = pending.value
+        if kind == "MemoryError":
+            raise DriverOutOfMemory(f"[SVC-1] RESOURCE: {description} ran out of memory in the driver service (its "
+                                    f"address-space limit, --driver-memory-limit, or the machine's): {message}\n{trace}".rstrip())
         raise RemoteError(f"[SVC-1] {description} raised {kind} inside the driver service: {message}\n{trace}".rstrip())
 
     def _await(self, call_id: int, pending: _Pending, deadline: float, leading: bool) -> None:
@@ -173,9 +187,7 @@ class Connection:
                 if remaining <= 0:
                     raise TimeoutError
                 self._set_socket_timeout(remaining)
-                received = wire.receive(self.sock)
-                message = (wire.decode(*received, FROM_SERVICE, self._load_object, trusted=False)[0]
-                           if received is not None else None)
+                received = wire.receive(self.sock, MAX_REPLY_BYTES)
             except (TimeoutError, BlockingIOError):  # SO_RCVTIMEO expired: EAGAIN
                 self._socket_timeout = None
                 with self._cond:
@@ -183,11 +195,17 @@ class Connection:
                 pending.error = self._broken(pending.description, "timeout")
                 pending.done = True
                 return
-            except (wire.UntrustedContent, UnknownMessage) as error:
-                self._fail_pending(f"the driver service's reply was refused: {error}")
+            except wire.MessageTooLarge as error:
+                self._fail_pending(f"the driver service's reply was refused unread: {error}")
                 continue
-            except (OSError, ValueError):
-                message = None
+            except OSError:
+                received = None
+            try:  # what the driver sent: anything that does not decode to a Reply fails the calls waiting
+                message = (wire.decode(*received, FROM_SERVICE, self._load_object, trusted=False)[0]
+                           if received is not None else None)
+            except Exception as error:  # an allow-list refusal, an unknown message, or a pickle that raises
+                self._fail_pending(f"the driver service's reply was refused: {type(error).__name__}: {error}")
+                continue
             if message is None:
                 self._fail_all()
                 return

@@ -89,10 +89,12 @@ class Reply(NamedTuple):
 
 
 class Spawn(NamedTuple):
-    """Fork a service listening at ``listen`` (its socket and stderr travel as descriptors)."""
+    """Fork a service listening at ``listen`` (its socket and stderr travel as descriptors), its
+    address space limited to ``memory_limit`` bytes (0: no limit)."""
 
     request: int
     listen: str
+    memory_limit: int
 
 
 class Spawned(NamedTuple):

@@ -22,23 +22,33 @@ import threading
 import time
 from typing import Any, IO
 
-from harness.api.errors import DriverCrash, DriverHang, DriverLoadError
+from harness.api.errors import DriverCrash, DriverFault, DriverHang, DriverLoadError
 from harness.api.hal import Capabilities
 from harness.service import wire
 from harness.service.messages import FROM_ZYGOTE, Exited, ServiceObject, Spawn, Spawned, SpawnFailed, Target, UnknownMessage
+from harness.service.breaker import PROBE_DEADLINE_S, Breaker
 from harness.service.client import Connection
+from harness.service.output import BoundedOutput
 from harness.service.proxies import PROXY_CLASSES, CustomCallsProxy, DeviceProxy, Remote, make_proxy
 
 STDERR_TAIL_LINES = 40
+#: The per-call budget: calls past it are counted and reported (the deadline is --driver-timeout).
+SLOW_CALL_S = 1.0
 _HANG_DUMP_WAIT_S = 0.5
 _START_TIMEOUT_S = 60.0
 
 
-def _tail(file, lines: int = STDERR_TAIL_LINES) -> str:
+def _tail(file: IO[bytes] | BoundedOutput | None, lines: int = STDERR_TAIL_LINES) -> str:
     """The end of a service's stderr; from its fatal-error report on, when there is one."""
-    file.flush()
-    file.seek(0)
-    text = file.read().decode("utf-8", "replace")
+    if file is None:
+        return ""
+    if isinstance(file, BoundedOutput):
+        file.settle()
+        text = file.text()
+    else:
+        file.flush()
+        file.seek(0)
+        text = file.read().decode("utf-8", "replace")
     fatal = text.rfind("Fatal Python error")
     if fatal >= 0:
         return "\n".join(text[fatal:].splitlines()[:200])
@@ -57,6 +67,11 @@ class _Endpoint:
         self.name = self.version = ""
         self.capabilities: Capabilities | None = None
         self._lock = threading.RLock()
+        self.breaker = Breaker()
+        # Calls past the per-call budget: a slow but correct driver is told why its run is long.
+        self.calls = 0
+        self.slow_calls = 0
+        self.slowest: tuple[float, str] = (0.0, "")
 
     # ----------------------------------------------------------------- marshalling
 
@@ -84,9 +99,47 @@ class _Endpoint:
     def _connection_for(self, generation: int | None, description: str) -> Connection:
         raise NotImplementedError
 
-    def call(self, generation: int | None, target: Target, method: str, args: tuple, description: str) -> Any:
-        connection = self._connection_for(generation, description)
-        return connection.call(target, method, args, timeout=self.timeout, description=description)
+    def call(self, generation: int | None, target: Target, method: str, args: tuple, description: Any) -> Any:
+        self.calls += 1
+        key = ""
+        probe, failure = False, None
+        if self.breaker.watching:  # a fault happened: calls are counted per method (the usual case skips it)
+            key = f"{getattr(description, 'owner', target)}.{method}"
+            probe, failure = self.breaker.admit(key, description)
+        if failure is None:
+            timeout = min(self.timeout, PROBE_DEADLINE_S) if probe else self.timeout
+            started = time.monotonic()
+            try:
+                connection = self._connection_for(generation, description)
+                result = connection.call(target, method, args, timeout=timeout, description=description)
+            except DriverFault as fault:
+                self.breaker.failed(key or f"{getattr(description, 'owner', target)}.{method}", fault)
+                failure = fault
+            except BaseException:  # a DriverError is an answer
+                if key:
+                    self.breaker.answered(key)
+                raise
+            else:
+                if key:
+                    self.breaker.answered(key)
+                return result
+            finally:
+                elapsed = time.monotonic() - started
+                if elapsed > SLOW_CALL_S:
+                    self.slow_calls += 1
+                    if elapsed > self.slowest[0]:
+                        self.slowest = (elapsed, str(description))
+        # One place raises every fault of a call, the breaker's too: hypothesis tells failures
+        # apart by where they are raised, and a crash is the same failure before and after the
+        # breaker opens.
+        raise failure.with_traceback(None) from None
+
+    def summary(self) -> dict:
+        """What the run asked of the service, as data: for the record and the terminal summary."""
+        return {"starts": getattr(self, "starts", 1), "calls": self.calls, "slow_calls": self.slow_calls,
+                "slow_call_budget_s": SLOW_CALL_S, "slowest_call": {"seconds": round(self.slowest[0], 3),
+                                                                   "call": self.slowest[1][:200]},
+                "breaker_opened": list(self.breaker.opened)}
 
     def _handshake(self) -> None:
         assert self.connection is not None
@@ -136,12 +189,12 @@ class _Zygote:
             self._closed = True
             self._cond.notify_all()
 
-    def spawn(self, listen: str, stderr) -> tuple[int, socket.socket]:
+    def spawn(self, listen: str, stderr: BoundedOutput, memory_limit: int = 0) -> tuple[int, socket.socket]:
         parent, child = wire.socketpair()
         request = next(self._requests)
         try:
-            data, _ = wire.encode(Spawn(request, listen))
-            wire.send(self.sock, data, [child.fileno(), stderr.fileno()])
+            data, _ = wire.encode(Spawn(request, listen, memory_limit))
+            wire.send(self.sock, data, [child.fileno(), stderr.write_fd])
         finally:
             child.close()
         with self._cond:
@@ -183,22 +236,38 @@ class _Zygote:
         self._stderr.close()
 
 
+#: A Unix socket's path must fit in sockaddr_un (108 bytes with its NUL).
+_SOCKET_PATH_MAX = 107
+_SOCKET_NAME_LENGTH = len("service-0123456789ab.sock") + 1
+
+
+def _socket_directory() -> str:
+    """A new directory only this user can enter (0700), in the temporary directory, or in /tmp
+    when the temporary directory's path is too long for a socket address in it."""
+    directory = tempfile.mkdtemp(prefix="driver-harness-")
+    if len(directory) + _SOCKET_NAME_LENGTH > _SOCKET_PATH_MAX:
+        os.rmdir(directory)
+        directory = tempfile.mkdtemp(prefix="driver-harness-", dir="/tmp")
+    return directory
+
+
 class DriverService(_Endpoint):
     """The driver named by ``driver`` (any ``--driver`` spelling), in its own process."""
 
-    def __init__(self, driver: str, timeout: float = 10.0) -> None:
+    def __init__(self, driver: str, timeout: float = 10.0, memory_limit: int = 0) -> None:
         super().__init__(timeout)
         self.driver = driver
+        self.memory_limit = memory_limit  # bytes of address space (RLIMIT_AS); 0: none
         self.pid: int | None = None
         self.address = ""
         self.starts = 0
         self._zygote: _Zygote | None = None
-        self._stderr: IO[bytes] | None = None
+        self._stderr: BoundedOutput | None = None
         self._killed_for: str = ""
         self._hang_stacks = ""
         self._closed = False
         # The services' listening sockets live here: a directory only this user can enter (0700).
-        self._socket_directory = tempfile.mkdtemp(prefix="driver-harness-")
+        self._socket_directory = _socket_directory()
         self._start()
 
     def _start(self) -> None:
@@ -207,10 +276,11 @@ class DriverService(_Endpoint):
                 self._zygote.close()
             self._zygote = _Zygote(self.driver)
         self.address = os.path.join(self._socket_directory, f"service-{secrets.token_hex(6)}.sock")
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = BoundedOutput()
         self._killed_for = ""
         try:
-            self.pid, sock = self._zygote.spawn(self.address, self._stderr)
+            self.pid, sock = self._zygote.spawn(self.address, self._stderr, self.memory_limit)
+            self._stderr.close_write_end()
         except DriverLoadError as error:
             raise DriverLoadError(f"driver {self.driver!r}: {error}\n{self._zygote.startup_error()}".rstrip()) from None
         self.generation += 1
@@ -246,6 +316,18 @@ class DriverService(_Endpoint):
 
     # ----------------------------------------------------------------- failures
 
+    def output_mark(self) -> tuple[int, int]:
+        """Where the service's output stands now (its generation, bytes written so far)."""
+        return self.generation, self._stderr.written if self._stderr is not None else 0
+
+    def output_since(self, mark: tuple[int, int]) -> str:
+        """What the service printed since ``mark``, as far as it is kept (a replaced service: all
+        its successor printed)."""
+        if self._stderr is None:
+            return ""
+        self._stderr.settle(longest=0.2)
+        return self._stderr.text(mark[1] if mark[0] == self.generation else 0)
+
     def _broken(self, description: str, reason: str) -> Exception:
         """The exception for a call the service did not answer (reason: timeout, eof, closed)."""
         pid, zygote = self.pid, self._zygote
@@ -270,7 +352,7 @@ class DriverService(_Endpoint):
         how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
                else f"exited with code {code}" if code is not None else "stopped answering")
         message = (f"[SVC-1] the driver service died during {description}: {how}.\n"
-                   f"Last lines of its stderr:\n{_tail(self._stderr) if self._stderr else ''}")
+                   f"Last lines of its stderr:\n{_tail(self._stderr)}")
         return DriverCrash(message)
 
     def _kill(self, pid: int) -> None:

@@ -93,7 +93,7 @@ def _reduce_memory(memory: Memory) -> tuple:
     if not memory.closed and _usable_fd(memory.fd):
         slot = len(fds)
         fds.append(memory.fd)
-    return _rebuild_memory, (slot, memory.kind, memory.offset, memory.size, memory.hardware_desc)
+    return _rebuild_memory, (slot, str(memory.kind), memory.offset, memory.size, memory.hardware_desc)
 
 
 def _reduce_object_ref(ref: ObjectRef) -> tuple:
@@ -175,8 +175,16 @@ _FD_SPACE = socket.CMSG_SPACE((MAX_FDS + 1) * array.array("i").itemsize)
 _TRUNCATED = int(socket.MSG_TRUNC | socket.MSG_CTRUNC)
 
 
-def receive(sock: socket.socket) -> tuple[bytes, list[int]] | None:
-    """One message and its descriptors, or None at end of stream."""
+class MessageTooLarge(ValueError):
+    """A message over the receiver's limit: refused unread (the connection itself is intact)."""
+
+
+def receive(sock: socket.socket, limit: int | None = None) -> tuple[bytes, list[int]] | None:
+    """One message and its descriptors, or None at end of stream.
+
+    With ``limit``, a message larger than that many bytes is refused with `MessageTooLarge`
+    before any of it is read (its descriptors are closed): a peer cannot make this side hold
+    more than ``limit`` bytes of one message."""
     try:
         data, ancillary, flags, _ = sock.recvmsg(INLINE_LIMIT + 1024, _FD_SPACE)
     except (ConnectionResetError, BrokenPipeError):
@@ -198,7 +206,12 @@ def receive(sock: socket.socket) -> tuple[bytes, list[int]] | None:
         try:
             if big < 0 or not stat.S_ISREG(os.fstat(big).st_mode):
                 raise WireError("large message descriptor is not a memfd")
-            data = os.pread(big, int(data[len(_BIG):]), 0)
+            size = int(data[len(_BIG):])
+            if limit is not None and size > limit:
+                for fd in fds:
+                    os.close(fd)
+                raise MessageTooLarge(f"a message of {size} bytes, over the limit of {limit} bytes")
+            data = os.pread(big, size, 0)
         finally:
             if big >= 0:
                 os.close(big)
@@ -229,6 +242,7 @@ _ALLOWED_MODULES = ("harness.api.hal", "harness.api.errors", "harness.api.shapes
 _ALLOWED = {
     ("harness.service.wire", "_rebuild_memory"), ("harness.service.wire", "_rebuild_object"),
     ("harness.service.wire", "ObjectRef"), ("harness.service.wire", "Foreign"),
+    ("harness.api.memory", "MemoryKind"),  # in Capabilities.memory_kinds (the module's other types are not data)
     ("numpy", "ndarray"), ("numpy", "dtype"),
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),

@@ -10,26 +10,33 @@ example it runs while shrinking (Android starts app processes the same way).
 The zygote stays single-threaded so that forking it is safe.  Control messages on the
 inherited SOCK_SEQPACKET descriptor:
 
-    harness -> zygote   ("spawn", request_id, listen_address)  fds: [service socket, stderr file]
-    zygote  -> harness  ("spawned", request_id, pid) | ("failed", request_id, message)
-    zygote  -> harness  ("exited", pid, wait_status)   whenever a service process ends
+    harness -> zygote   Spawn(request, listen)   fds: [service socket, the write end of its output pipe]
+    zygote  -> harness  Spawned(request, pid) | SpawnFailed(request, reason)
+    zygote  -> harness  Exited(pid, wait_status)   whenever a service process ends
+
+The zygote is a child subreaper: what a service leaves running (helpers in their own session,
+daemons that forked twice) is reparented to it, and killed when a service ends or the harness
+goes away.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
+import resource
 import select
 import signal
 import socket
 import sys
+import time
 import traceback
 
 from harness.service import wire
 from harness.service.messages import TO_ZYGOTE, Exited, Message, Spawn, Spawned, SpawnFailed, UnknownMessage
 
 
-def _child(spec, service_fd: int, stderr_fd: int, listen: str) -> None:
+def _child(spec, service_fd: int, stderr_fd: int, listen: str, memory_limit: int) -> None:
     """Runs in the forked process; never returns."""
     code = 3
     try:
@@ -39,6 +46,8 @@ def _child(spec, service_fd: int, stderr_fd: int, listen: str) -> None:
         os.close(stderr_fd)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        if memory_limit > 0:  # a leak or a huge allocation fails as MemoryError in the call that made it
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
         from harness.service.worker import serve
 
         try:
@@ -55,15 +64,61 @@ def _child(spec, service_fd: int, stderr_fd: int, listen: str) -> None:
         os._exit(code)
 
 
-def _reap(control: socket.socket) -> None:
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    """Processes a service starts and leaves behind (daemons that forked twice, helpers in their
+    own session) are reparented to this process instead of init, so it can end them."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the services' own process groups still go
+        pass
+
+
+def _children_of_this_process() -> list[int]:
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def _end_orphans(services: set[int]) -> None:
+    """Kill every child of the zygote that is not a live service: what services left behind.
+    (A service's helpers that stayed in its process group died with it already.)"""
+    for pid in _children_of_this_process():
+        if pid in services:
+            continue
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _reap(control: socket.socket, services: set[int]) -> None:
+    ended = False
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         if pid == 0:
-            return
-        _send(control, Exited(pid, status))
+            break
+        if pid in services:
+            services.discard(pid)
+            ended = True
+            _send(control, Exited(pid, status))
+    if ended:
+        _end_orphans(services)
 
 
 def _send(control: socket.socket, message: Message) -> None:
@@ -91,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"driver service: cannot load {options.driver!r}: {error}", file=sys.stderr)
         return 3
 
+    _become_subreaper()
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -104,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                         break
                 except BlockingIOError:
                     break
-        _reap(control)
+        _reap(control, children)
         if control.fileno() not in ready:
             continue
         received = wire.receive(control)
@@ -120,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             for fd in fds:
                 os.close(fd)
             continue
-        request_id, listen = message
+        request_id, listen, memory_limit = message
         service_fd, stderr_fd = fds
         sys.stdout.flush()
         sys.stderr.flush()
@@ -135,17 +191,26 @@ def main(argv: list[str] | None = None) -> int:
             control.close()
             os.close(wake_read)
             os.close(wake_write)
-            _child(spec, service_fd, stderr_fd, listen)
+            _child(spec, service_fd, stderr_fd, listen, memory_limit)
         os.close(service_fd)
         os.close(stderr_fd)
         children.add(pid)
         _send(control, Spawned(request_id, pid))
-    for pid in children:  # the harness went away: no service outlives it
+    for pid in children:  # the harness went away: no service outlives it, nor anything it started
         try:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    _reap(control)
+    _end_orphans(set())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                if not _children_of_this_process():
+                    break
+                time.sleep(0.01)
+        except ChildProcessError:
+            break
     return 0
 
 

@@ -17,10 +17,11 @@ from harness.api.hal import (
     operand_byte_size,
 )
 from harness.judging.scenario import MemorySpec, Scenario
+from harness.api.memory import REQUIRED_KINDS, MemoryKind
 
 from .models import ModelCase, model_cases
 
-CONSTANT_POOL_KINDS = ("ashmem", "mmap_fd", "hardware_buffer_blob")
+CONSTANT_POOL_KINDS = REQUIRED_KINDS
 
 
 def canaries() -> st.SearchStrategy[int]:
@@ -82,7 +83,7 @@ def request_layouts(draw, case: ModelCase, caps: Capabilities, *, allow_insuffic
     )
     constant_pools: tuple[MemorySpec, ...] = ()
     if case.pool_data:
-        usable = [k for k in CONSTANT_POOL_KINDS if k in caps.memory_kinds] or ["ashmem"]  # ashmem is required
+        usable = [k for k in CONSTANT_POOL_KINDS if k in caps.memory_kinds] or [MemoryKind.ASHMEM]  # ashmem is required
         kind = draw(st.sampled_from(usable), label="constant pool kind")
         constant_pools = (MemorySpec(kind, case.pool_data),)
     for kind in pool_kinds:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from harness.api.errors import ConformanceError
 from harness.api.hal import BufferDesc, BufferRole, OperandType, element_size
+from harness.api.memory import REQUIRED_KINDS
 from harness.judging.lockstep import Lockstep
 from harness.judging.scenario import MemorySpec, make_memory
 from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
@@ -18,7 +19,7 @@ from harness.integration.skips import not_applicable, refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
-COPY_KINDS = ("ashmem", "mmap_fd", "hardware_buffer_blob")  # DOM-COPY-1: required with memory domains
+COPY_KINDS = REQUIRED_KINDS  # DOM-COPY-1: required with memory domains
 DIMS = [(), (2, 2), (2, 3), (3, 2), (1, 2), (0, 2), (2, 0), (4,), (2, 2, 1)]
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from harness.api.hal import DataLocation, OperandLifeTime
 from harness.judging.oracle import assert_conforms, run_scenario
-from harness.judging.scenario import DEFECTS, MemorySpec, with_constants
+from harness.judging.scenario import DEFECTS, Defect, MemorySpec, with_constants
 from harness.strategies import scenarios
 
 
@@ -40,7 +40,7 @@ def test_unusable_constant_pool_fails_preparation(driver, reference, capabilitie
     by_reference = with_constants(scenario, "reference")
     if not by_reference.constant_pools:
         by_reference = replace(by_reference, constant_pools=(MemorySpec("ashmem", b"\0" * 8),))
-    defect = data.draw(st.sampled_from([d for d in DEFECTS if d != "read-only"]), label="defect")
+    defect = data.draw(st.sampled_from([d for d in DEFECTS if d is not Defect.READ_ONLY]), label="defect")
     event(f"constant pool defect: {defect}")
     broken = replace(by_reference, constant_pools=(replace(by_reference.constant_pools[0], defect=defect),))
     assert_conforms("POOL-4", broken, run_scenario(reference, broken), run_scenario(driver, broken))

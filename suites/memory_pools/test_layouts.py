@@ -9,12 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.api.hal import OperationType
+from harness.api.memory import MEMORY_KINDS, REQUIRED_KINDS
 from harness.judging.oracle import assert_conforms, run_scenario
 from harness.strategies import scenarios
 from harness.strategies.models import FAMILIES, elementwise_models, several_output_cases
 from harness.integration.skips import not_applicable
 
-REQUIRED_KINDS = ("ashmem", "mmap_fd", "hardware_buffer_blob")
 
 
 @pytest.mark.requirement("POOL-2", "REQ-2", "DOM-DYN-2")
@@ -27,7 +27,7 @@ def test_generated_scenarios_match_the_reference(driver, reference, capabilities
 
 
 @pytest.mark.requirement("POOL-3")
-@pytest.mark.parametrize("kind", [*REQUIRED_KINDS, "hardware_buffer"])
+@pytest.mark.parametrize("kind", MEMORY_KINDS)
 @given(data=st.data())
 def test_every_memory_kind_serves_execution(driver, reference, capabilities, kind, data) -> None:
     """ashmem, mmap_fd and BLOB hardware buffers are required; non-BLOB hardware buffers

@@ -78,7 +78,7 @@ NO_COMPILER_DRIVER = textwrap.dedent(
     import dataclasses
 
     from harness import hookimpl
-    from harness.api.custom_calls import CallCase, CustomCallTarget
+    from harness.api.custom_calls import CallCase, CaseSpace, CustomCallTarget
     from harness.tooling import CompilerMissing
     from reference_driver import ReferenceDevice
 
@@ -99,7 +99,7 @@ NO_COMPILER_DRIVER = textwrap.dedent(
     @hookimpl
     def harness_custom_call_targets(driver_name):
         return [CustomCallTarget("copy", "Host", "host", _build, "copy_host", reference=lambda operands, opaque: None,
-                                 cases=lambda: None)]
+                                 cases=CaseSpace({}, lambda: None))]
     """
 )
 
