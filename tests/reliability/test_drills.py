@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.api.errors import DriverFault
 from harness.integration.own_config import own_pytest_options
 from harness.service.breaker import FIRST_PROBE_AFTER, THRESHOLD
 
@@ -166,3 +167,33 @@ def test_a_slow_but_correct_driver_is_told_why_its_run_is_long(tmp_path) -> None
     assert drill.service["slow_calls"] >= 1 and drill.service["breaker_opened"] == []
     assert "per-call budget" in drill.output and "--driver-timeout" in drill.output
     drill.assert_nothing_left_behind()
+
+
+@pytest.mark.parametrize("name, outcome", [("segfault_every_execute", "DriverCrash"), ("hang_every_execute", "DriverHang"),
+                                           ("junk_in_result", "RemoteError"), ("starts_helpers", "answered")])
+def test_the_harness_keeps_no_descriptor_of_a_faulty_driver(name, outcome) -> None:
+    """In the harness's own process: a faulty driver's service, used and closed, leaves no descriptor open."""
+    import numpy as np
+
+    from harness.judging.builders import binary_model, pack_request
+    from harness.service import DriverService
+
+    before = set(os.listdir("/proc/self/fd"))
+    service = DriverService(f"{DRILLS}:{name}", timeout=1)
+    try:
+        model = binary_model(dims=(4,))
+        request, *memories = pack_request(model, [np.ones(4, np.float32)] * 2)
+        outcomes = set()
+        for _ in range(12):
+            try:  # prepared again each time: a model prepared by a service that was replaced is gone
+                service.device.prepare_model(model).execute(request)
+                outcomes.add("answered")
+            except DriverFault as error:  # the fault under drill, recorded by type
+                outcomes.add(type(error).__name__)
+        assert outcomes == {outcome}
+        for memory in memories:
+            memory.close()
+    finally:
+        service.close()
+    left = set(os.listdir("/proc/self/fd")) - before
+    assert not {fd: os.readlink(f"/proc/self/fd/{fd}") for fd in left if os.path.exists(f"/proc/self/fd/{fd}")}
