@@ -39,11 +39,8 @@ class Breaker:
         self._circuits: dict[str, _Circuit] = {}
         self._lock = threading.Lock()
         self.opened: list[str] = []  # methods whose breaker opened, in order, for the run's summary
-
-    @property
-    def watching(self) -> bool:
-        """Whether any method has a fault on record (until then, calls skip the breaker)."""
-        return bool(self._circuits)
+        # Whether any method has a fault on record: until then, calls skip the breaker.
+        self.watching = False
 
     def admit(self, key: str, description: Any) -> tuple[bool, DriverFault | None]:
         """Before a call: (is this a probe, the fault to raise instead of calling)."""
@@ -70,10 +67,12 @@ class Breaker:
         if key in self._circuits:
             with self._lock:
                 self._circuits.pop(key, None)
+                self.watching = bool(self._circuits)
 
     def failed(self, key: str, fault: DriverFault) -> None:
         with self._lock:
             circuit = self._circuits.setdefault(key, _Circuit())
+            self.watching = True
             circuit.faults += 1
             circuit.first = circuit.first or fault
             circuit.last = fault

@@ -16,6 +16,11 @@ from harness.service import wire
 from harness.service.messages import HeldKind, ServiceObject
 
 
+# The named targets as the plain strings they travel as (an enum member's .value costs a call per use).
+_SERVICE, _DEVICE, _CUSTOM_CALLS = (str(ServiceObject.SERVICE.value), str(ServiceObject.DEVICE.value),
+                                    str(ServiceObject.CUSTOM_CALLS.value))
+
+
 def _summary(value: Any) -> str:
     if isinstance(value, Model):
         return f"model of {len(value.main.operands)} operands, {len(value.main.operations)} operations, {len(value.pools)} pools"
@@ -102,7 +107,7 @@ class DeviceProxy:
         return self._endpoint.version
 
     def _call(self, method: str, *args: Any) -> Any:
-        return self._endpoint.call(None, ServiceObject.DEVICE.value, method, args, CallDescription("Device", method, args))
+        return self._endpoint.call(None, _DEVICE, method, args, CallDescription("Device", method, args))
 
     def capabilities(self) -> Capabilities:
         return self._call("capabilities")
@@ -121,7 +126,7 @@ class DeviceProxy:
 
     def ping(self) -> None:
         """A round trip through the service that does not reach the driver (benchmarks)."""
-        self._endpoint.call(None, ServiceObject.SERVICE.value, "ping", (), CallDescription("Service", "ping", ()))
+        self._endpoint.call(None, _SERVICE, "ping", (), CallDescription("Service", "ping", ()))
 
     def __repr__(self) -> str:
         return f"<DeviceProxy {self.name!r} in a driver service>"
@@ -134,8 +139,7 @@ class CustomCallsProxy:
         self._endpoint = endpoint
 
     def _call(self, method: str, *args: Any) -> Any:
-        return self._endpoint.call(None, ServiceObject.CUSTOM_CALLS.value, method, args,
-                                   CallDescription("CustomCalls", method, args))
+        return self._endpoint.call(None, _CUSTOM_CALLS, method, args, CallDescription("CustomCalls", method, args))
 
     def lookup(self, name: str, platform: str) -> tuple:
         return self._call("lookup", name, platform)

@@ -35,6 +35,7 @@ from harness.service.messages import (
 )
 
 _POOL_THREADS = 16
+_SERVICE, _DEVICE = ServiceObject.SERVICE, ServiceObject.DEVICE  # compared by identity on every call
 
 
 class _Connection:
@@ -90,7 +91,7 @@ class _Connection:
             message, memories = wire.decode(data, fds, TO_SERVICE, self._load_object)
             if type(message) is Call:
                 call_id = message.call_id
-                reply = Reply(call_id, True, self._call(message, memories))
+                reply = tuple.__new__(Reply, (call_id, True, self._call(message, memories)))  # Reply(...), without its Python __new__
             elif isinstance(message, Drop):  # the client let go of these objects
                 for number in message.numbers:
                     self._drop(number)
@@ -118,22 +119,23 @@ class _Connection:
 
     def _call(self, call: Call, memories: list[Memory]) -> Any:
         kind, obj = self._target(call.target)
-        if call.method not in METHODS[kind]:
-            raise UnknownMessage(f"{kind} has no method {call.method!r}; it has "
-                                 + ", ".join(sorted(METHODS[kind])))
-        if kind == ServiceObject.SERVICE:
-            if call.method == "hello":
+        method = call.method
+        if method not in METHODS[kind]:
+            raise UnknownMessage(f"{kind} has no method {method!r}; it has " + ", ".join(sorted(METHODS[kind])))
+        if kind is _SERVICE:
+            if method == "hello":
                 device = self.service.device
                 return (device.name, device.version, device.capabilities())
             return None  # ping: the service's own round trip, without the driver (benchmarks)
-        result = getattr(obj, call.method)(*call.args)
-        if kind == ServiceObject.DEVICE and call.method == "prepare_model":
-            ref = self._register(result, HeldKind.PREPARED_MODEL)
-            self.retained[ref[1]] = list(memories)  # a driver may keep using a model's pools
-            return ref
-        if kind == ServiceObject.DEVICE and call.method == "allocate":
-            buffer, token = result
-            return (self._register(buffer, HeldKind.BUFFER), token)
+        result = getattr(obj, method)(*call.args)
+        if kind is _DEVICE:
+            if method == "prepare_model":
+                ref = self._register(result, HeldKind.PREPARED_MODEL)
+                self.retained[ref[1]] = list(memories)  # a driver may keep using a model's pools
+                return ref
+            if method == "allocate":
+                buffer, token = result
+                return (self._register(buffer, HeldKind.BUFFER), token)
         return result
 
     def _target(self, target: Any) -> tuple[str, Any]:
@@ -187,8 +189,7 @@ class Service:
         self.driver = driver
         self.stopped = threading.Event()
         # The named objects every connection may call (custom calls are loaded at first use).
-        self.named: dict[str, tuple[str, Any]] = {ServiceObject.DEVICE: (ServiceObject.DEVICE, device),
-                                                  ServiceObject.SERVICE: (ServiceObject.SERVICE, None)}
+        self.named: dict[str, tuple[str, Any]] = {_DEVICE.value: (_DEVICE, device), _SERVICE.value: (_SERVICE, None)}
 
     def custom_calls(self) -> Any:
         """The driver's custom-call targets, loaded (and built) at first use."""
