@@ -321,6 +321,13 @@ def describe_capabilities(caps: Capabilities) -> str:
             f"{'yes' if caps.memory_domains else 'no'}, operations [{operations}]")
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The driver service's circuit breaker counts faults per test (harness.service.breaker)."""
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is not None and state.service is not None:
+        state.service.breaker.context = item.nodeid
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from hypothesis import seed as hypothesis_seed
 
@@ -431,7 +438,9 @@ def driver_service(driver: Device, pytestconfig: pytest.Config) -> DriverService
 def driver_pid(driver: Device, pytestconfig: pytest.Config) -> int:
     """The process the driver runs in now: its service's, or this one's when it runs inline."""
     service = state_of(pytestconfig).service
-    return service.pid if service is not None and service.pid is not None else os.getpid()
+    if service is None:
+        return os.getpid()
+    return service.running_pid()
 
 
 @pytest.fixture(scope="session")

@@ -2,9 +2,14 @@
 verdict once, clearly, instead of paying a service restart (or a whole deadline) per call.
 
 After `THRESHOLD` faults in a row of one method (``PreparedModel.execute``, ``Buffer.copy_to``...),
-with no call of it answered in between, the breaker opens for that method: its calls fail at once
-with the same kind of fault (so the verdict and the requirement are the same) and a message that
-says it is the breaker speaking and names the first fault.  A probe still reaches the driver after
+with no call of it answered in between, in two tests or more, the breaker opens for that method:
+its calls fail at once with the same kind of fault (so the verdict and the requirement are the
+same) and a message that says it is the breaker speaking and names the first fault.  Within one
+test, crashes and exceptions cost little (a restart from the zygote) and the breaker stays shut,
+so that hypothesis shrinks a crash on some inputs to the input that really crashes; hangs cost a
+whole deadline each, so `THRESHOLD` of them in one test open it for the rest of that test.  The
+next test's first call goes through: a driver that failed on one test's inputs only is judged
+afresh.  A probe still reaches the driver after
 8, 16, 32... refused calls, with a short deadline; one answered probe closes the breaker, so a
 driver that fails only on some inputs is judged input by input again.
 """
@@ -14,18 +19,21 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from harness.api.errors import DriverFault
+from harness.api.errors import DriverFault, DriverHang
 
 THRESHOLD = 3
 FIRST_PROBE_AFTER = 8
 PROBE_DEADLINE_S = 2.0
+FIRST_FAULT_CHARS = 6000  # the first fault's report (stacks, stderr) travels with every refusal
 
 
 class _Circuit:
-    __slots__ = ("faults", "first", "last", "refused", "next_probe")
+    __slots__ = ("faults", "hangs", "contexts", "first", "last", "refused", "next_probe")
 
     def __init__(self) -> None:
         self.faults = 0
+        self.hangs = 0
+        self.contexts: set[str | None] = set()
         self.first: DriverFault | None = None
         self.last: DriverFault | None = None
         self.refused = 0
@@ -41,12 +49,21 @@ class Breaker:
         self.opened: list[str] = []  # methods whose breaker opened, in order, for the run's summary
         # Whether any method has a fault on record: until then, calls skip the breaker.
         self.watching = False
+        # The test being run (set by the pytest plugin); None outside pytest.
+        self.context: str | None = None
+
+    def _open(self, circuit: _Circuit) -> bool:
+        if circuit.faults < THRESHOLD:
+            return False
+        if len(circuit.contexts) >= 2:
+            return True
+        return self.context in circuit.contexts and circuit.hangs >= THRESHOLD
 
     def admit(self, key: str, description: Any) -> tuple[bool, DriverFault | None]:
         """Before a call: (is this a probe, the fault to raise instead of calling)."""
         with self._lock:
             circuit = self._circuits.get(key)
-            if circuit is None or circuit.faults < THRESHOLD:
+            if circuit is None or not self._open(circuit):
                 return False, None
             circuit.refused += 1
             if circuit.refused >= circuit.next_probe:
@@ -56,10 +73,9 @@ class Breaker:
             last, first = circuit.last, circuit.first
             faults = circuit.faults
         assert last is not None and first is not None
-        headline = str(first).splitlines()[0] if str(first) else type(first).__name__
         error = type(last)(f"[{last.requirement}] {description}: not called: the last {faults} calls of {key} all "
                            f"failed the same way (circuit breaker; a probe still reaches the driver now and then). "
-                           f"The first: {headline}")
+                           f"The first: {str(first)[:FIRST_FAULT_CHARS] or type(first).__name__}")
         return False, error
 
     def answered(self, key: str) -> None:
@@ -74,7 +90,9 @@ class Breaker:
             circuit = self._circuits.setdefault(key, _Circuit())
             self.watching = True
             circuit.faults += 1
+            circuit.hangs += isinstance(fault, DriverHang)
+            circuit.contexts.add(self.context)
             circuit.first = circuit.first or fault
             circuit.last = fault
-            if circuit.faults == THRESHOLD:
+            if key not in self.opened and self._open(circuit):
                 self.opened.append(key)

@@ -316,6 +316,12 @@ class DriverService(_Endpoint):
 
     # ----------------------------------------------------------------- failures
 
+    def running_pid(self) -> int:
+        """The process id of the service, started anew first if the last one is gone."""
+        self._connection_for(None, "a start-up of the driver service")
+        assert self.pid is not None
+        return self.pid
+
     def output_mark(self) -> tuple[int, int]:
         """Where the service's output stands now (its generation, bytes written so far)."""
         return self.generation, self._stderr.written if self._stderr is not None else 0

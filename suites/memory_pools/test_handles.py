@@ -33,6 +33,25 @@ def test_unusable_request_pool(driver, reference, capabilities, data) -> None:
     _still_serves(driver, reference, scenario)
 
 
+@pytest.mark.requirement("POOL-5")
+@given(data=st.data())
+def test_read_only_output_pool(driver, reference, capabilities, data) -> None:
+    """An output region in a memory the driver cannot write must fail the execution: a driver
+    that writes into a private copy instead reports outputs nobody can read."""
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
+    writable = sorted({a.location.pool_index for a in scenario.outputs if not a.has_no_value
+                       and isinstance(scenario.request_pools[a.location.pool_index], MemorySpec)})
+    if not writable:
+        event("no output in a memory pool")
+        return _still_serves(driver, reference, scenario)
+    index = data.draw(st.sampled_from(writable), label="output pool made read-only")
+    pools = list(scenario.request_pools)
+    pools[index] = replace(pools[index], defect=Defect.READ_ONLY)
+    broken = replace(scenario, request_pools=tuple(pools))
+    assert_conforms("POOL-5", broken, run_scenario(reference, broken), run_scenario(driver, broken))
+    _still_serves(driver, reference, scenario)
+
+
 @pytest.mark.requirement("POOL-4", "POOL-5")
 @given(data=st.data())
 def test_unusable_constant_pool_fails_preparation(driver, reference, capabilities, data) -> None:

@@ -34,12 +34,13 @@ def test_failure_kind_is_reported_and_the_run_completes(pytester: pytest.Pyteste
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text[-3000:]
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1 and outcomes.get("passed", 0) >= 1  # the run went on after the fault
-    for phrase in expected:
-        assert phrase in text, f"{phrase!r} missing from the report"
     assert "INTERNALERROR" not in text
     # Judged on what the harness itself wrote, never on another library's wording: the failing
     # tests' records, and for a scenario the harness can print, its reproducer script.
     failed = [r for r in map(json.loads, records.read_text().splitlines()) if r.get("outcome") == "failed"]
+    written = text + "".join(r["details"] + r.get("driver_output", "") for r in failed)
+    for phrase in expected:
+        assert phrase in written, f"{phrase!r} missing from the report"
     assert failed and all(r["message"] for r in failed), failed
     assert any(r["error_type"] == expected[0] for r in failed), f"no failure is a {expected[0]}: {failed}"
     if driver != "mutant-deadlock-concurrent-writes":  # a deadlock has no single scenario to print
