@@ -102,7 +102,7 @@ class Connection:
             raise self._broken(description, "closed")
         call_id = next(self._ids)
         pending = _Pending(description)
-        data, fds = self._encode(Call(call_id, target, method, args))
+        data, fds = self._encode(tuple.__new__(Call, (call_id, target, method, args)))  # Call(...), minus its __new__
         self._set_socket_timeout(timeout)
         with self._cond:
             self._pending[call_id] = pending

@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.api.memory import Memory
 
-from harness.service.messages import TAGS, Message, UnknownMessage, from_wire
+from harness.service.messages import TAGS, Call, Message, Reply, UnknownMessage, from_wire
 
 INLINE_LIMIT = 60 * 1024
 MAX_FDS = 250  # below the kernel's SCM_MAX_FD (253)
@@ -115,6 +115,8 @@ class Encoder:
         return _rebuild_object, (self._references[type(obj)](obj),)
 
     def __call__(self, message: Message) -> tuple[bytes, list[int]]:
+        if _is_plain(message):  # nothing to reduce: the one-call C pickle, no table, no descriptors
+            return pickle.dumps((TAGS[type(message)], *message), pickle.HIGHEST_PROTOCOL), []
         try:
             pickler, chunks = self._local.pickler
         except AttributeError:  # one pickler per thread, kept: making one costs more than a small message
@@ -134,6 +136,19 @@ class Encoder:
         if len(fds) > MAX_FDS:
             raise WireError(f"a message may carry at most {MAX_FDS} memories, this one has {len(fds)}")
         return data, fds
+
+
+_PLAIN_VALUES = frozenset({type(None), bool, int, float, str, bytes})
+
+
+def _is_plain(message: Message) -> bool:
+    """Whether a message holds only plain values (a call without arguments, a reply of None or a
+    scalar): the common small messages, which need no reducer."""
+    if type(message) is Call:
+        return not message.args and type(message.target) in _PLAIN_VALUES
+    if type(message) is Reply:
+        return type(message.value) in _PLAIN_VALUES
+    return False
 
 
 class _Sink:
@@ -270,7 +285,8 @@ def decode(data: bytes, fds: list[int], accepted: frozenset[type], load_object: 
 
     ``trusted=False`` for what the driver service sends: only the harness's own types decode."""
     if not fds and b"_rebuild_" not in data:  # plain data: no memory or object to resolve
-        return from_wire(_loads(data, trusted), accepted), []
+        form = pickle.loads(data) if trusted else _AllowListUnpickler(io.BytesIO(data)).load()
+        return from_wire(form, accepted), []
     _decoding.fds, _decoding.memories, _decoding.load_object = fds, [], load_object
     try:
         message = _loads(data, trusted)
