@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     reference = run("reference", options.profile)
     print(f"reference ({options.profile}): {reference['seconds']:.0f} s, exit {reference['exit']}, "
           f"{reference['tests']} tests; bound for a crash or hang on every call: {BOUND_S[options.profile]} s\n")
-    print(f"| fault | verdict | time to verdict | vs reference | service starts | calls | failures (types) |")
-    print(f"| --- | --- | --- | --- | --- | --- | --- |")
+    print("| fault | verdict | time to verdict | vs reference | service starts | calls | failures (types) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for fault in faults:
         result = run(f"{DRILLS}:{fault}", options.profile)
         verdict = "FAIL" if result["exit"] == 1 else "PASS" if result["exit"] == 0 else f"exit {result['exit']}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from harness.api.shapes import Leaf, Shape, TupleShape, leaf_values, leaves
+from harness.api.shapes import Shape
 from harness.api.errors import DeclarationError, HarnessError
 
 #: The directory of ``harness_custom_call.h``, the C header a target's source includes.

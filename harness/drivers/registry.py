@@ -13,7 +13,6 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -21,7 +20,7 @@ import pluggy
 
 from harness.api import hookspecs
 from harness.api.errors import DeclarationError, DriverLoadError, UsageError
-from harness.api.drivers import DriverSpec, where
+from harness.api.drivers import DriverSpec
 from harness.api.hal import Capabilities, Device
 
 if TYPE_CHECKING:  # declaration types, for the signatures (their modules import this one's neighbours)

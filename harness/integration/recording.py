@@ -116,10 +116,10 @@ class Recorder:
     def _record(self, item: pytest.Item, report, call, reproducer: str = "") -> None:
         message = ""
         skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
+        verdict = _verdict_of(call.excinfo.value) if report.failed and call.excinfo is not None else None
         if report.failed:
-            error = _verdict_of(call.excinfo.value) if call.excinfo is not None else None
-            if isinstance(error, HarnessError):  # the harness's own verdict: its message's first line
-                message = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
+            if isinstance(verdict, HarnessError):  # the harness's own verdict: its message's first line
+                message = next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
             else:  # an unexpected exception (or pytest's own report): the line that names it
                 lines = [line.lstrip("E| +").strip() for line in str(report.longrepr).splitlines()]
                 errors = [line for line in lines if "Error" in line and ":" in line]
@@ -135,9 +135,8 @@ class Recorder:
             "waiver": waived or "",
             "skip": skip,
             # What failed, as data: the exception's type and the requirement it carries (when it does).
-            "error_type": type(_verdict_of(call.excinfo.value)).__name__ if report.failed and call.excinfo is not None else "",
-            "rule": (getattr(_verdict_of(call.excinfo.value), "requirement", "") or ""
-                     if report.failed and call.excinfo is not None else ""),
+            "error_type": type(verdict).__name__ if verdict is not None else "",
+            "rule": getattr(verdict, "requirement", "") or "",
             "duration": round(report.duration, 4),
             "elapsed": round(time.monotonic() - self.started, 3),
             "examples": (self.examples_run - self._examples_at_start)

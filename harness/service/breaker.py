@@ -47,10 +47,18 @@ class Breaker:
         self._circuits: dict[str, _Circuit] = {}
         self._lock = threading.Lock()
         self.opened: list[str] = []  # methods whose breaker opened, in order, for the run's summary
-        # Whether any method has a fault on record: until then, calls skip the breaker.
-        self.watching = False
         # The test being run (set by the pytest plugin); None outside pytest.
         self.context: str | None = None
+
+    @property
+    def watching(self) -> bool:
+        """Whether any method has a fault on record (until then, calls skip the breaker)."""
+        return bool(self._circuits)
+
+    @staticmethod
+    def key(description: Any, target: Any, method: str) -> str:
+        """What faults are counted by: the method of the kind of object called (``PreparedModel.execute``)."""
+        return f"{getattr(description, 'owner', target)}.{method}"
 
     def _open(self, circuit: _Circuit) -> bool:
         if circuit.faults < THRESHOLD:
@@ -83,12 +91,10 @@ class Breaker:
         if key in self._circuits:
             with self._lock:
                 self._circuits.pop(key, None)
-                self.watching = bool(self._circuits)
 
     def failed(self, key: str, fault: DriverFault) -> None:
         with self._lock:
             circuit = self._circuits.setdefault(key, _Circuit())
-            self.watching = True
             circuit.faults += 1
             circuit.hangs += isinstance(fault, DriverHang)
             circuit.contexts.add(self.context)

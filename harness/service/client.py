@@ -20,7 +20,7 @@ from typing import Any
 from harness.api.errors import DriverFault
 from harness.api.hal import DriverError
 from harness.service import wire
-from harness.service.messages import FROM_SERVICE, Call, Drop, Failure, Reply, Shutdown, Target, UnknownMessage
+from harness.service.messages import FROM_SERVICE, Call, Drop, Failure, Reply, Shutdown, Target
 
 
 #: The largest reply the harness reads (a driver's result is small: outputs travel in shared memory).

@@ -68,6 +68,7 @@ class _Endpoint:
         self.capabilities: Capabilities | None = None
         self._lock = threading.RLock()
         self.breaker = Breaker()
+        self.starts = 0  # service processes started (a further client starts none)
         # Calls past the per-call budget: a slow but correct driver is told why its run is long.
         self.calls = 0
         self.slow_calls = 0
@@ -104,7 +105,7 @@ class _Endpoint:
         key = ""
         probe, failure = False, None
         if self.breaker.watching:  # a fault happened: calls are counted per method (the usual case skips it)
-            key = f"{getattr(description, 'owner', target)}.{method}"
+            key = Breaker.key(description, target, method)
             probe, failure = self.breaker.admit(key, description)
         if failure is None:
             timeout = min(self.timeout, PROBE_DEADLINE_S) if probe else self.timeout
@@ -113,7 +114,7 @@ class _Endpoint:
                 connection = self._connection_for(generation, description)
                 result = connection.call(target, method, args, timeout=timeout, description=description)
             except DriverFault as fault:
-                self.breaker.failed(key or f"{getattr(description, 'owner', target)}.{method}", fault)
+                self.breaker.failed(key or Breaker.key(description, target, method), fault)
                 failure = fault
             except BaseException:  # a DriverError is an answer
                 if key:
@@ -136,7 +137,7 @@ class _Endpoint:
 
     def summary(self) -> dict:
         """What the run asked of the service, as data: for the record and the terminal summary."""
-        return {"starts": getattr(self, "starts", 1), "calls": self.calls, "slow_calls": self.slow_calls,
+        return {"starts": self.starts, "calls": self.calls, "slow_calls": self.slow_calls,
                 "slow_call_budget_s": SLOW_CALL_S, "slowest_call": {"seconds": round(self.slowest[0], 3),
                                                                    "call": self.slowest[1][:200]},
                 "breaker_opened": list(self.breaker.opened)}
@@ -260,7 +261,6 @@ class DriverService(_Endpoint):
         self.memory_limit = memory_limit  # bytes of address space (RLIMIT_AS); 0: none
         self.pid: int | None = None
         self.address = ""
-        self.starts = 0
         self._zygote: _Zygote | None = None
         self._stderr: BoundedOutput | None = None
         self._killed_for: str = ""

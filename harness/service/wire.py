@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.api.memory import Memory
 
-from harness.service.messages import TAGS, Call, Message, Reply, UnknownMessage, from_wire
+from harness.service.messages import Call, Message, Reply, UnknownMessage, from_wire, to_wire
 
 INLINE_LIMIT = 60 * 1024
 MAX_FDS = 250  # below the kernel's SCM_MAX_FD (253)
@@ -115,8 +115,9 @@ class Encoder:
         return _rebuild_object, (self._references[type(obj)](obj),)
 
     def __call__(self, message: Message) -> tuple[bytes, list[int]]:
+        form = to_wire(message)
         if _is_plain(message):  # nothing to reduce: the one-call C pickle, no table, no descriptors
-            return pickle.dumps((TAGS[type(message)], *message), pickle.HIGHEST_PROTOCOL), []
+            return pickle.dumps(form, pickle.HIGHEST_PROTOCOL), []
         try:
             pickler, chunks = self._local.pickler
         except AttributeError:  # one pickler per thread, kept: making one costs more than a small message
@@ -127,7 +128,7 @@ class Encoder:
         fds: list[int] = []
         _encoding.fds = fds
         try:
-            pickler.dump((TAGS[type(message)], *message))  # the plain-tuple form (messages.to_wire), inlined: calls are hot
+            pickler.dump(form)
             data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         finally:
             _encoding.fds = None
@@ -285,8 +286,7 @@ def decode(data: bytes, fds: list[int], accepted: frozenset[type], load_object: 
 
     ``trusted=False`` for what the driver service sends: only the harness's own types decode."""
     if not fds and b"_rebuild_" not in data:  # plain data: no memory or object to resolve
-        form = pickle.loads(data) if trusted else _AllowListUnpickler(io.BytesIO(data)).load()
-        return from_wire(form, accepted), []
+        return from_wire(_loads(data, trusted), accepted), []
     _decoding.fds, _decoding.memories, _decoding.load_object = fds, [], load_object
     try:
         message = _loads(data, trusted)

@@ -24,7 +24,7 @@ from harness.api.hal import (
 )
 from harness.judging.scenario import MemorySpec, Scenario, TokenRef
 
-from .values import FLOAT_TYPES, QUANT_TYPES, operand_types, quantization
+from .values import QUANT_TYPES, operand_types, quantization
 
 DOMAIN_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_QUANT8_ASYMM)
 #: The operations the memory-domain models are made of, in order of preference.

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.api.custom_calls import Leaf, TupleShape, leaves
+from harness.api.shapes import Leaf, TupleShape, leaves
 
 from ._calls import call_and_check
 

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.api.custom_calls import CallCase, Leaf
+from harness.api.custom_calls import CallCase
+from harness.api.shapes import Leaf
 from harness.judging.custom_calls import assert_call_conforms, run_case
 
 from ._calls import call_and_check

@@ -10,7 +10,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from harness.api.errors import ConformanceError
-from harness.api.hal import BufferDesc, BufferRole, OperandType, element_size
+from harness.api.hal import BufferDesc, BufferRole, element_size
 from harness.api.memory import REQUIRED_KINDS
 from harness.judging.lockstep import Lockstep
 from harness.judging.scenario import MemorySpec, make_memory

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pytest
 from hypothesis import event, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, multiple, rule, run_state_machine_as_test
 
-from harness.api.hal import BufferDesc, BufferRole, OperandType
+from harness.api.hal import BufferDesc, BufferRole
 from harness.judging.lockstep import Lockstep, Pair
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.strategies.domains import Flavor, TokenUse, nbytes, request, values_for

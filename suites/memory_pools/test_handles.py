@@ -8,7 +8,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.api.hal import DataLocation, OperandLifeTime
+from harness.api.hal import OperandLifeTime
 from harness.judging.oracle import assert_conforms, run_scenario
 from harness.judging.scenario import DEFECTS, Defect, MemorySpec, with_constants
 from harness.strategies import scenarios

@@ -7,7 +7,8 @@ import struct
 import numpy as np
 import pytest
 
-from harness.api.custom_calls import CallCase, CustomCallError, Leaf, TargetRegistry
+from harness.api.custom_calls import CallCase, CustomCallError, TargetRegistry
+from harness.api.shapes import Leaf
 from harness.judging.custom_calls import run_case
 from harness.service.custom_calls import CustomCallExecutor
 from harness.api.errors import DriverCrash

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from harness.judging.builders import ModelBuilder, binary_model, pack_request
-from harness.api.hal import DriverError, ErrorStatus, OperandType, OperationType, Request
+from harness.api.hal import DriverError, OperandType, OperationType, Request
 from harness.api.memory import Memory, create_ashmem
 
 F32 = OperandType.TENSOR_FLOAT32

@@ -14,7 +14,7 @@ import pytest
 
 from harness.judging.builders import binary_model, pack_request
 from harness.api.errors import DriverCrash, DriverHang
-from harness.api.hal import BufferDesc, BufferRole, Buffer, DataLocation, Device, DriverError, ErrorStatus, PreparedModel, Request, RequestArgument
+from harness.api.hal import BufferDesc, BufferRole, Buffer, DataLocation, Device, ErrorStatus, PreparedModel, Request, RequestArgument
 from harness.api.memory import create_ashmem
 from harness.judging.oracle import expect_status
 from harness.service import AttachedClient, DriverService
