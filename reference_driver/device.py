@@ -21,6 +21,7 @@ from harness.api.hal import (
     Operand,
     OperandLifeTime,
     OperandType,
+    Operation,
     OperationType,
     Request,
     numpy_dtype,
@@ -29,7 +30,7 @@ from harness.api.memory import MEMORY_KINDS, DetachedRegion, Memory
 
 from . import executor
 from .buffers import ManagedBuffer, Role, TokenTable
-from .ops import KERNELS, Kernel
+from .ops import KERNELS, Kernel, Refusal
 from .validation import OK, Rules, enforce
 
 __all__ = ["ReferenceBuffer", "ReferenceDevice", "ReferencePreparedModel"]
@@ -42,7 +43,9 @@ _TENSOR_TYPES = frozenset(
         OperandType.TENSOR_INT32,
         OperandType.TENSOR_QUANT8_ASYMM,
         OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
+        OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,  # CONV_2D filters
         OperandType.INT32,
+        OperandType.BOOL,  # CONV_2D's layout flag
     }
 )
 
@@ -174,12 +177,9 @@ class ReferenceDevice:
         operands = model.main.operands
         supported = []
         for operation in model.main.operations:
-            kernel = self.kernels.get(operation.type)
-            ok = kernel is not None and kernel.validate(
-                [operands[i] for i in operation.inputs], [operands[i] for i in operation.outputs]
-            )
+            ok = operation_refusal(self.kernels, operands, operation) is None
             ok = ok and all(_constant_pool_usable(rules, operands[i], model) for i in operation.inputs)
-            supported.append(bool(ok))
+            supported.append(ok)
         return supported
 
     def prepare_model(self, model: Model) -> ReferencePreparedModel:
@@ -242,15 +242,33 @@ def validate_model(rules: Rules, kernels: Mapping[OperationType, Kernel], model:
         enforce(rules.memory_kind_known(pool), "POOL-5", lambda: f"model pool {index}: unknown kind {pool.kind!r}")
         enforce(rules.constant_pool_kind_allowed(pool), "POOL-3", lambda: f"model pool {index}: non-BLOB hardware buffer")
     for index, operand in enumerate(subgraph.operands):
-        where = f"operand {index}"
+        where = f"operand {index} ({operand.type.name})"
         enforce(rules.operand_location_valid(operand, model), "POOL-1", lambda: f"{where}: location {operand.location}")
-        enforce(rules.operand_quantization_valid(operand), "MODEL", lambda: f"{where}: scale {operand.scale}, zeroPoint {operand.zero_point}")
-        enforce(rules.scalar_has_no_dimensions(operand), "MODEL", lambda: f"{where}: scalar with dimensions")
+        enforce(rules.operand_quantization_valid(operand), "MODEL",
+                lambda: f"{where}: scale {operand.scale}, zeroPoint {operand.zero_point}, channel quantization {operand.channel_quant}")
+        enforce(rules.scalar_has_no_dimensions(operand), "MODEL", lambda: f"{where}: scalar with dimensions {operand.dimensions}")
     for number, operation in enumerate(subgraph.operations):
-        kernel = kernels.get(operation.type)
-        operands = subgraph.operands
-        if kernel is None or not kernel.validate([operands[i] for i in operation.inputs], [operands[i] for i in operation.outputs]):
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[MODEL] operation {number} ({operation.type!r}) has invalid operands", rule="MODEL")
+        refusal = operation_refusal(kernels, subgraph.operands, operation)
+        if refusal is not None:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[MODEL] operation {number} ({operation.type.name}): "
+                              f"{describe_refusal(refusal, operation, subgraph.operands)}", rule="MODEL")
+
+
+def operation_refusal(kernels: Mapping[OperationType, Kernel], operands: Sequence[Operand], operation: Operation) -> Refusal | None:
+    """Why the reference does not accept this operation, or None when it does."""
+    kernel = kernels.get(operation.type)
+    if kernel is None:
+        return Refusal("operation not implemented by this driver")
+    return kernel.validate([operands[i] for i in operation.inputs], [operands[i] for i in operation.outputs])
+
+
+def describe_refusal(refusal: Refusal, operation: Operation, operands: Sequence[Operand]) -> str:
+    """A refusal in words: the operand (its place in the operation, its index and type) and the feature."""
+    if refusal.position is None:
+        return refusal.feature
+    indexes = operation.outputs if refusal.output else operation.inputs
+    index = indexes[refusal.position]
+    return f"{'output' if refusal.output else 'input'} {refusal.position} (operand {index}, {operands[index].type.name}): {refusal.feature}"
 
 
 def load_constants(rules: Rules, model: Model) -> dict[int, np.ndarray]:

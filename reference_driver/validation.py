@@ -111,8 +111,8 @@ def operations_in_dataflow_order(subgraph: Subgraph) -> ErrorStatus:
     defined = {
         i
         for i, o in enumerate(subgraph.operands)
-        if o.lifetime
-        in (OperandLifeTime.SUBGRAPH_INPUT, OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE, OperandLifeTime.NO_VALUE)
+        if o.lifetime in (OperandLifeTime.SUBGRAPH_INPUT, OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE,
+                          OperandLifeTime.NO_VALUE, OperandLifeTime.SUBGRAPH)
     }
     for operation in subgraph.operations:
         if any(i not in defined for i in operation.inputs):
@@ -126,7 +126,8 @@ def operations_in_dataflow_order(subgraph: Subgraph) -> ErrorStatus:
 
 
 def operand_location_valid(operand: Operand, model: Model) -> ErrorStatus:
-    """POOL-1: CONSTANT_COPY in operandValues, CONSTANT_REFERENCE in a pool, each of the exact byte size."""
+    """POOL-1: CONSTANT_COPY in operandValues, CONSTANT_REFERENCE in a pool, each of the exact byte size;
+    a SUBGRAPH operand names a referenced subgraph by its offset."""
     loc = operand.location
     if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
         capacity = len(model.operand_values) if loc.pool_index == 0 else -1
@@ -134,6 +135,9 @@ def operand_location_valid(operand: Operand, model: Model) -> ErrorStatus:
         if not 0 <= loc.pool_index < len(model.pools):
             return INVALID
         capacity = model.pools[loc.pool_index].size
+    elif operand.lifetime == OperandLifeTime.SUBGRAPH:
+        named = 0 <= loc.offset < len(model.referenced) and loc.pool_index == loc.length == loc.padding == 0
+        return OK if named and operand.type == OperandType.SUBGRAPH else INVALID
     else:
         return OK if loc == DataLocation() else INVALID
     if not is_fully_specified(operand.type, operand.dimensions):
@@ -143,12 +147,33 @@ def operand_location_valid(operand: Operand, model: Model) -> ErrorStatus:
     return OK if loc.offset + loc.length <= capacity else INVALID
 
 
+#: NeuralNetworks.h: zeroPoint ranges of the asymmetric types (the symmetric ones have zeroPoint 0).
+_ZERO_POINT_RANGE = {
+    OperandType.TENSOR_QUANT8_ASYMM: (0, 255),
+    OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
+    OperandType.TENSOR_QUANT16_ASYMM: (0, 65535),
+    OperandType.TENSOR_QUANT8_SYMM: (0, 0),
+    OperandType.TENSOR_QUANT16_SYMM: (0, 0),
+}
+
+
 def operand_quantization_valid(operand: Operand) -> ErrorStatus:
-    """Quantized operands have a positive scale and a zero point in the element range."""
-    if operand.type == OperandType.TENSOR_QUANT8_ASYMM:
-        return OK if operand.scale > 0 and 0 <= operand.zero_point <= 255 else INVALID
-    if operand.type == OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
-        return OK if operand.scale > 0 and -128 <= operand.zero_point <= 127 else INVALID
+    """Quantized operands have a positive scale and a zero point in the element range; a per-channel
+    operand has scale 0, zeroPoint 0 and one positive scale per index of a valid channel dimension;
+    no other operand carries quantization."""
+    if operand.type in _ZERO_POINT_RANGE:
+        low, high = _ZERO_POINT_RANGE[operand.type]
+        return OK if operand.scale > 0 and low <= operand.zero_point <= high and operand.channel_quant is None else INVALID
+    if operand.type == OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        quant = operand.channel_quant
+        if quant is None or operand.scale != 0 or operand.zero_point != 0 or not quant.scales:
+            return INVALID
+        if not 0 <= quant.channel_dim < max(len(operand.dimensions), 1) or any(s <= 0 for s in quant.scales):
+            return INVALID
+        extent = operand.dimensions[quant.channel_dim] if operand.dimensions else 0
+        return OK if extent in (0, len(quant.scales)) else INVALID
+    if operand.channel_quant is not None:
+        return INVALID
     if operand.type == OperandType.TENSOR_INT32:
         return OK if operand.scale >= 0 and operand.zero_point == 0 else INVALID
     return OK if operand.scale == 0 and operand.zero_point == 0 else INVALID

@@ -40,6 +40,7 @@ __all__ = [
     "RequestArgument",
     "RequestPool",
     "Subgraph",
+    "SymmPerChannelQuantParams",
     "Timing",
     "element_size",
     "is_fully_specified",
@@ -63,7 +64,7 @@ class ErrorStatus(enum.IntEnum):
 
 
 class OperandType(enum.IntEnum):
-    """NNAPI operand codes (the numbering of the AIDL OperandType)."""
+    """Every NNAPI operand code of HAL 1.3 (the numbering of the AIDL OperandType), and the OEM codes."""
 
     FLOAT32 = 0
     INT32 = 1
@@ -72,9 +73,17 @@ class OperandType(enum.IntEnum):
     TENSOR_INT32 = 4
     TENSOR_QUANT8_ASYMM = 5
     BOOL = 6
+    TENSOR_QUANT16_SYMM = 7
     TENSOR_FLOAT16 = 8
+    TENSOR_BOOL8 = 9
     FLOAT16 = 10
+    TENSOR_QUANT8_SYMM_PER_CHANNEL = 11
+    TENSOR_QUANT16_ASYMM = 12
+    TENSOR_QUANT8_SYMM = 13
     TENSOR_QUANT8_ASYMM_SIGNED = 14
+    SUBGRAPH = 15  # an operand naming a referenced subgraph (IF/WHILE bodies)
+    OEM = 10000  # HAL 1.0-1.2 vendor types: opaque to everyone but their driver
+    TENSOR_OEM_BYTE = 10001
 
 
 class OperandLifeTime(enum.IntEnum):
@@ -84,20 +93,114 @@ class OperandLifeTime(enum.IntEnum):
     CONSTANT_COPY = 3
     CONSTANT_REFERENCE = 4  # AIDL: CONSTANT_POOL
     NO_VALUE = 5
+    SUBGRAPH = 6  # location.offset is the index of a subgraph in Model.referenced
 
 
 class OperationType(enum.IntEnum):
-    """The NNAPI operation codes the reference driver implements."""
+    """Every NNAPI operation code of HAL 1.3, numbered as in NeuralNetworks.h (0 to 101)."""
 
     ADD = 0
+    AVERAGE_POOL_2D = 1
     CONCATENATION = 2
     CONV_2D = 3
+    DEPTHWISE_CONV_2D = 4
+    DEPTH_TO_SPACE = 5
+    DEQUANTIZE = 6
+    EMBEDDING_LOOKUP = 7
+    FLOOR = 8
     FULLY_CONNECTED = 9
+    HASHTABLE_LOOKUP = 10
+    L2_NORMALIZATION = 11
+    L2_POOL_2D = 12
+    LOCAL_RESPONSE_NORMALIZATION = 13
+    LOGISTIC = 14
+    LSH_PROJECTION = 15
+    LSTM = 16
+    MAX_POOL_2D = 17
     MUL = 18
     RELU = 19
+    RELU1 = 20
+    RELU6 = 21
     RESHAPE = 22
+    RESIZE_BILINEAR = 23
+    RNN = 24
+    SOFTMAX = 25
+    SPACE_TO_DEPTH = 26
+    SVDF = 27
+    TANH = 28
+    BATCH_TO_SPACE_ND = 29
     DIV = 30
+    MEAN = 31
+    PAD = 32
+    SPACE_TO_BATCH_ND = 33
+    SQUEEZE = 34
+    STRIDED_SLICE = 35
     SUB = 36
+    TRANSPOSE = 37
+    ABS = 38
+    ARGMAX = 39
+    ARGMIN = 40
+    AXIS_ALIGNED_BBOX_TRANSFORM = 41
+    BIDIRECTIONAL_SEQUENCE_LSTM = 42
+    BIDIRECTIONAL_SEQUENCE_RNN = 43
+    BOX_WITH_NMS_LIMIT = 44
+    CAST = 45
+    CHANNEL_SHUFFLE = 46
+    DETECTION_POSTPROCESSING = 47
+    EQUAL = 48
+    EXP = 49
+    EXPAND_DIMS = 50
+    GATHER = 51
+    GENERATE_PROPOSALS = 52
+    GREATER = 53
+    GREATER_EQUAL = 54
+    GROUPED_CONV_2D = 55
+    HEATMAP_MAX_KEYPOINT = 56
+    INSTANCE_NORMALIZATION = 57
+    LESS = 58
+    LESS_EQUAL = 59
+    LOG = 60
+    LOGICAL_AND = 61
+    LOGICAL_NOT = 62
+    LOGICAL_OR = 63
+    LOG_SOFTMAX = 64
+    MAXIMUM = 65
+    MINIMUM = 66
+    NEG = 67
+    NOT_EQUAL = 68
+    PAD_V2 = 69
+    POW = 70
+    PRELU = 71
+    QUANTIZE = 72
+    QUANTIZED_16BIT_LSTM = 73
+    RANDOM_MULTINOMIAL = 74
+    REDUCE_ALL = 75
+    REDUCE_ANY = 76
+    REDUCE_MAX = 77
+    REDUCE_MIN = 78
+    REDUCE_PROD = 79
+    REDUCE_SUM = 80
+    ROI_ALIGN = 81
+    ROI_POOLING = 82
+    RSQRT = 83
+    SELECT = 84
+    SIN = 85
+    SLICE = 86
+    SPLIT = 87
+    SQRT = 88
+    TILE = 89
+    TOPK_V2 = 90
+    TRANSPOSE_CONV_2D = 91
+    UNIDIRECTIONAL_SEQUENCE_LSTM = 92
+    UNIDIRECTIONAL_SEQUENCE_RNN = 93
+    RESIZE_NEAREST_NEIGHBOR = 94
+    QUANTIZED_LSTM = 95
+    IF = 96
+    WHILE = 97
+    ELU = 98
+    HARD_SWISH = 99
+    FILL = 100
+    RANK = 101
 
 
 class FusedActivation(enum.IntEnum):
@@ -112,19 +215,7 @@ class IODirection(enum.Enum):
     OUTPUT = "output"
 
 
-_ELEMENT_SIZE: dict[OperandType, int] = {
-    OperandType.FLOAT32: 4,
-    OperandType.INT32: 4,
-    OperandType.UINT32: 4,
-    OperandType.TENSOR_FLOAT32: 4,
-    OperandType.TENSOR_INT32: 4,
-    OperandType.TENSOR_QUANT8_ASYMM: 1,
-    OperandType.BOOL: 1,
-    OperandType.TENSOR_FLOAT16: 2,
-    OperandType.FLOAT16: 2,
-    OperandType.TENSOR_QUANT8_ASYMM_SIGNED: 1,
-}
-
+#: The little-endian numpy dtype of one element of each type (BOOL and TENSOR_BOOL8 are one byte, 0 or 1).
 _NUMPY_DTYPE: dict[OperandType, str] = {
     OperandType.FLOAT32: "<f4",
     OperandType.INT32: "<i4",
@@ -133,19 +224,32 @@ _NUMPY_DTYPE: dict[OperandType, str] = {
     OperandType.TENSOR_INT32: "<i4",
     OperandType.TENSOR_QUANT8_ASYMM: "u1",
     OperandType.BOOL: "u1",
+    OperandType.TENSOR_QUANT16_SYMM: "<i2",
     OperandType.TENSOR_FLOAT16: "<f2",
+    OperandType.TENSOR_BOOL8: "u1",
     OperandType.FLOAT16: "<f2",
+    OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: "i1",
+    OperandType.TENSOR_QUANT16_ASYMM: "<u2",
+    OperandType.TENSOR_QUANT8_SYMM: "i1",
     OperandType.TENSOR_QUANT8_ASYMM_SIGNED: "i1",
+    OperandType.SUBGRAPH: "<u4",
+    OperandType.OEM: "u1",
+    OperandType.TENSOR_OEM_BYTE: "u1",
 }
 
 _SCALAR_TYPES = frozenset(
-    {OperandType.FLOAT32, OperandType.INT32, OperandType.UINT32, OperandType.BOOL, OperandType.FLOAT16}
+    {OperandType.FLOAT32, OperandType.INT32, OperandType.UINT32, OperandType.BOOL, OperandType.FLOAT16,
+     OperandType.SUBGRAPH, OperandType.OEM}
 )
-_QUANTIZED_TYPES = frozenset({OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED})
+#: Types whose stored integers stand for real values through scale and zeroPoint (one scale each).
+_QUANTIZED_TYPES = frozenset({
+    OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM,
+    OperandType.TENSOR_QUANT16_ASYMM, OperandType.TENSOR_QUANT16_SYMM,
+})
 
 
 def element_size(operand_type: OperandType) -> int:
-    return _ELEMENT_SIZE[operand_type]
+    return int(_NUMPY_DTYPE[operand_type][-1])
 
 
 def numpy_dtype(operand_type: OperandType) -> str:
@@ -158,6 +262,7 @@ def is_scalar_type(operand_type: OperandType) -> bool:
 
 
 def is_quantized_type(operand_type: OperandType) -> bool:
+    """A type with one scale and zeroPoint; TENSOR_QUANT8_SYMM_PER_CHANNEL has a scale per channel instead."""
     return operand_type in _QUANTIZED_TYPES
 
 
@@ -189,6 +294,14 @@ class DataLocation:
 
 
 @dataclass(frozen=True)
+class SymmPerChannelQuantParams:
+    """The extra parameters of TENSOR_QUANT8_SYMM_PER_CHANNEL: one scale per index of `channel_dim`."""
+
+    scales: tuple[float, ...]
+    channel_dim: int
+
+
+@dataclass(frozen=True)
 class Operand:
     type: OperandType
     dimensions: tuple[int, ...] = ()
@@ -196,6 +309,8 @@ class Operand:
     zero_point: int = 0
     lifetime: OperandLifeTime = OperandLifeTime.TEMPORARY_VARIABLE
     location: DataLocation = field(default_factory=DataLocation)
+    #: Operand.extraParams: set for (and only for) TENSOR_QUANT8_SYMM_PER_CHANNEL.
+    channel_quant: SymmPerChannelQuantParams | None = None
 
 
 @dataclass(frozen=True)
@@ -215,11 +330,18 @@ class Subgraph:
 
 @dataclass(frozen=True, eq=False)
 class Model:
-    """A model; compared by identity because its pools are live memories."""
+    """A model; compared by identity because its pools are live memories.
+
+    `referenced` holds the subgraphs that SUBGRAPH operands name (the branches and bodies of IF
+    and WHILE); `relax_computation_float32_to_float16` lets the driver compute TENSOR_FLOAT32 with
+    the range and precision of IEEE float16 (Model.relaxComputationFloat32toFloat16).
+    """
 
     main: Subgraph
     operand_values: bytes = b""
     pools: tuple[Memory, ...] = ()
+    referenced: tuple[Subgraph, ...] = ()
+    relax_computation_float32_to_float16: bool = False
 
 
 # --------------------------------------------------------------------------- requests

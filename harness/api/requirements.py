@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-REQUIREMENTS: Final[dict[str, str]] = {
+SPEC_REQUIREMENTS: Final[dict[str, str]] = {
     "POOL-1": "CONSTANT_COPY and CONSTANT_REFERENCE values give identical results",
     "POOL-2": "I/O travels through request pools at exact offsets/lengths/padding; bytes outside outputs untouched",
     "POOL-3": "ashmem, mmap_fd and hardware_buffer_blob are mapped; non-BLOB hardware buffers only for I/O",
@@ -42,6 +42,18 @@ REQUIREMENTS: Final[dict[str, str]] = {
     "SVC-2": "every call has a deadline; hangs are reported with stacks and the service replaced",
     "SVC-3": "memory crosses as descriptors; a handle changed after handover cannot crash a correct driver",
 }
+
+#: Operation semantics (SPEC CHOICE-8: NNAPI's, from NeuralNetworks.h), checked on golden examples
+#: (NNAPI CTS spec files, harness.cts) in VTS's test kinds.  The harness's own IDs, beside SPEC's.
+OPERATION_REQUIREMENTS: Final[dict[str, str]] = {
+    "OPS-1": "every declared operation gives NNAPI's golden outputs (CTS criteria), I/O in each declared memory kind",
+    "OPS-2": "outputs of unknown shape: one byte short is OUTPUT_INSUFFICIENT_SIZE naming the shape; with room, "
+    "the shapes are reported and the outputs golden",
+    "OPS-3": "golden examples with every input and output in a driver-managed buffer",
+}
+
+REQUIREMENTS: Final[dict[str, str]] = {**SPEC_REQUIREMENTS, **OPERATION_REQUIREMENTS}
+
 
 def core_requirements() -> list[str]:
     """Every requirement: the suites cover all of SPEC, §7 included (canary drivers, suites/service)."""

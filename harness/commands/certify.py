@@ -40,13 +40,14 @@ def _interrupt_on_sigterm(signum, frame):
 
 
 def certify(driver: str, out: str, expectations: str | None = None, seed: int | None = None,
-            extra: list[str] | None = None) -> int:
+            extra: list[str] | None = None, *, suites: str = "harness.suites", requirements: list[str] | None = None,
+            command: str = "certify") -> int:
     import pytest
 
     out = os.path.abspath(out)
     problem = _writable_directory(out)
     if problem:
-        print(f"harness certify: {problem}", file=sys.stderr)
+        print(f"harness {command}: {problem}", file=sys.stderr)
         return 2
     record = os.path.join(out, "records.jsonl")
     reproducers = os.path.join(out, "reproducers")
@@ -54,7 +55,7 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
     for stale in (record,):
         if os.path.exists(stale):
             os.unlink(stale)
-    args = [*own_pytest_options(), "--pyargs", "harness.suites", f"--driver={driver}", "--harness-profile=certify",
+    args = [*own_pytest_options(), "--pyargs", suites, f"--driver={driver}", "--harness-profile=certify",
             f"--harness-record={record}", f"--harness-reproducers={reproducers}", f"--junitxml={junit_partial}", "-q"]
     if expectations:
         args.append(f"--expectations={expectations}")
@@ -76,15 +77,23 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
             records = [json.loads(line) for line in f if line.strip()]
     session = next((r["session"] for r in records if "session" in r), {"driver": driver})
     complete = code in (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED))
-    document = certificate.build(records, session, started, _now(), complete, round(time.monotonic() - clock, 1))
+    document = certificate.build(records, session, started, _now(), complete, round(time.monotonic() - clock, 1),
+                                 requirements)
     write_atomically(os.path.join(out, "certificate.json"), json.dumps(document, indent=2))
     write_atomically(os.path.join(out, "report.html"), html.render(document))
     if os.path.exists(junit_partial):
         os.replace(junit_partial, os.path.join(out, "junit.xml"))
     counts = ", ".join(f"{n} {status}" for status, n in document["counts"].items() if n)
-    print(f"harness certify: {driver}: {document['verdict']} ({counts}); reports in {out}")
+    print(f"harness {command}: {driver}: {document['verdict']} ({counts}); reports in {out}")
+    corpus = document["golden"]["corpus"]
+    if corpus:
+        run = sum(c["run"] for types in document["golden"]["coverage"].values() for c in types.values())
+        passed = sum(c["passed"] for types in document["golden"]["coverage"].values() for c in types.values())
+        print(f"harness {command}: golden corpus: {corpus['files']} files, {corpus['examples']} examples, "
+              f"{corpus['declared']} declared by the driver ({corpus['not_declared']} not declared, "
+              f"{len(corpus['unexpressed'])} not expressible); (operation, type) checks passed: {passed} of {run}")
     if document["not_run"]:
-        print(f"harness certify: not run: {', '.join(document['not_run'])}. To run them:", file=sys.stderr)
+        print(f"harness {command}: not run: {', '.join(document['not_run'])}. To run them:", file=sys.stderr)
         for fix in document["fixes"]:
             print(f"    {fix}", file=sys.stderr)
     return 0 if document["verdict"] in ("PASS", "PASS-WITH-WAIVERS") else 1

@@ -4,6 +4,7 @@
     harness run --driver NAME [...]   the suites against a driver (any pytest options after --)
     harness score [...]               the suites' own score against the seeded-bug drivers
     harness certify --driver NAME [--out DIR]   certificate.json, junit.xml and report.html
+    harness cts --driver NAME --specs DIR       NNAPI golden spec files on a driver (OPS-1..3)
 """
 
 from __future__ import annotations
@@ -83,6 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     certify.add_argument("--out", default="certification", metavar="DIR")
     certify.add_argument("--expectations", default=None, metavar="FILE")
     certify.add_argument("--seed", type=int, default=None, help="default: 0 (the certify profile's fixed seed)")
+    cts = commands.add_parser("cts", help="run NNAPI CTS golden spec files (*.mod.py) on a driver: certificate of OPS-1..3")
+    cts.add_argument("--driver", required=True)
+    cts.add_argument("--specs", action="append", required=True, metavar="PATH",
+                     help="a spec file or directory (recursive), e.g. an AOSP checkout's "
+                          "packages/modules/NeuralNetworks/runtime/test/specs; repeatable")
+    cts.add_argument("--out", default="cts", metavar="DIR")
     fuzz = commands.add_parser("fuzz", help="generate for a time budget; keep every failure")
     fuzz.add_argument("--driver", required=True)
     fuzz.add_argument("--minutes", type=_positive(float), default=10.0)
@@ -113,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
             from harness.commands.certify import certify as run_certify
 
             return run_certify(options.driver, options.out, options.expectations, options.seed, extra)
+        if options.command == "cts":
+            from harness.commands.certify import certify as run_certify
+
+            specs = [f"--cts-specs={path}" for path in options.specs]
+            return run_certify(options.driver, options.out, None, None, [*specs, *extra], suites="harness.suites.golden",
+                               requirements=["OPS-1", "OPS-2", "OPS-3"], command="cts")
         if options.command == "fuzz":
             from harness.commands.fuzz import fuzz as run_fuzz
             from harness.commands.fuzz import select_suites

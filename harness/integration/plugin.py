@@ -114,6 +114,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="only re-run the examples stored in the database (no new generation)")
     group.addoption("--harness-no-shrink", action="store_true",
                     help="report the first failing example as found, without shrinking it")
+    group.addoption("--cts-specs", action="append", default=[], metavar="PATH",
+                    help="NNAPI spec files (*.mod.py) or directories of them for the golden suite (repeatable; "
+                         "default: the harness's own corpus)")
     group.addoption("--driver-isolation", default="process", choices=("process", "inline"),
                     help="run the driver in its own service process (default; crashes and hangs are reported) or inline")
     group.addoption("--driver-timeout", type=float, default=10.0, metavar="SECONDS",
@@ -171,6 +174,7 @@ def _apply_run_settings(config: pytest.Config, profile: str) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requirement(*ids): the SPEC requirement IDs a test checks")
+    config.addinivalue_line("markers", "golden(spec, case, kind, coverage): a golden example (recorded for coverage)")
     from harness.integration import custom_calls as custom_call_fixtures
 
     if not config.pluginmanager.is_registered(custom_call_fixtures):
@@ -181,6 +185,9 @@ def pytest_configure(config: pytest.Config) -> None:
         value = config.getoption(option)
         if value is not None and value <= 0:
             raise pytest.UsageError(f"{flag}={value:g}: must be above zero")
+    for path in config.getoption("cts_specs"):
+        if not os.path.exists(path):
+            raise pytest.UsageError(f"--cts-specs={path}: no such file or directory (give *.mod.py files or folders of them)")
     if config.getoption("driver_memory_limit") < 0:
         raise pytest.UsageError(f"--driver-memory-limit={config.getoption('driver_memory_limit')}: must be 0 (no limit) "
                                 "or a size in MiB")
@@ -307,10 +314,16 @@ def session_info(state: HarnessState) -> dict:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    from harness.integration.golden import corpus_summary
+
     recorder = session.config.pluginmanager.get_plugin("harness-recorder")
     if recorder is not None and not hasattr(session.config, "workerinput"):
         try:
-            recorder.write_session(session_info(state_of(session.config)))
+            info = session_info(state_of(session.config))
+            golden = corpus_summary(session.config)
+            if golden is not None:
+                info["golden_corpus"] = golden
+            recorder.write_session(info)
         except HarnessError as error:
             recorder.write_session({"driver": state_of(session.config).driver_name, "error": str(error)})
 

@@ -97,16 +97,18 @@ class Recorder:
         error = call.excinfo.value if call.excinfo is not None else None
         candidates = [error, *getattr(error, "exceptions", ())]
         found = next((e for e in candidates if getattr(e, "scenario", None) is not None
-                      or getattr(e, "steps", None)), None)
+                      or getattr(e, "steps", None) or getattr(e, "golden", None)), None)
         if found is None or not self.reproducers:
             return ""
         from harness.report.files import write_atomically
-        from harness.report.reproducer import call_sequence_script, reproducer_script
+        from harness.report.reproducer import call_sequence_script, golden_script, reproducer_script
 
         os.makedirs(self.reproducers, exist_ok=True)
         name = "".join(c if c.isalnum() else "_" for c in self.canonical_id(item))[-120:] + ".py"
         path = os.path.join(self.reproducers, name)
-        if getattr(found, "steps", None):
+        if getattr(found, "golden", None):
+            script = golden_script(found.golden, self.driver, found.requirement, str(found))
+        elif getattr(found, "steps", None):
             script = call_sequence_script(found.steps, self.driver, found.requirement, str(found))
         else:
             script = reproducer_script(found.scenario, self.driver, found.requirement, str(found))
@@ -147,6 +149,9 @@ class Recorder:
             "worker": self.worker,
             "driver_output": self._driver_output() if report.failed else "",
         }
+        golden = item.get_closest_marker("golden")
+        if golden is not None:  # a golden example: what it covers, for the certificate's coverage table
+            record["golden"] = dict(golden.kwargs)
         self._append(record)
         os.fsync(self._fd)  # a run that dies later still keeps this record
         if report.failed and self.stop_on and self.stop_on in requirements:

@@ -87,14 +87,37 @@ def _versions() -> dict:
     return versions
 
 
+def golden_coverage(tests: list[dict]) -> dict:
+    """Operation x operand type -> golden examples passed, run (failed or passed) and reported
+    unsupported, over every golden test of the run (a test counts once per pair it exercises)."""
+    table: dict[str, dict[str, dict[str, int]]] = {}
+    for test in tests:
+        golden = test.get("golden")
+        if not golden:
+            continue
+        status = _test_status(test)
+        for operation, operand_type in golden.get("coverage", []):
+            cell = table.setdefault(operation, {}).setdefault(operand_type, {"passed": 0, "run": 0, "unsupported": 0})
+            if status in ("pass", "fail"):
+                cell["run"] += 1
+                cell["passed"] += status == "pass"
+            elif status == "not-applicable":
+                cell["unsupported"] += 1
+    return {op: dict(sorted(types.items())) for op, types in sorted(table.items())}
+
+
 def build(records: Iterable[dict], session: dict, started: str, ended: str, complete: bool,
-          duration_s: float | None = None) -> dict:
+          duration_s: float | None = None, requirements: Iterable[str] | None = None) -> dict:
+    """The certificate of a run; ``requirements`` limits its table (``harness cts``: OPS-1..3 only)."""
     records = list(records)
     tests = [r for r in records if "id" in r]
+    wanted = set(REQUIREMENTS if requirements is None else requirements)
     # How the driver's service fared (starts, calls, calls past the per-call budget, breakers).
     service = next((r["service"] for r in records if "service" in r), None)
     table = {}
     for requirement, summary in REQUIREMENTS.items():
+        if requirement not in wanted:
+            continue
         covering = [{"test": t["id"], "outcome": t["outcome"], "message": t.get("message", ""),
                      "waiver": t.get("waiver", ""), "skip": t.get("skip"), "reproducer": t.get("reproducer", "")}
                     for t in tests if requirement in t["requirements"]]
@@ -118,5 +141,6 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
                 "service": service},
         "platform": {"system": platform.platform(), "machine": platform.machine(), **_versions()},
         "requirements": table,
+        "golden": {"corpus": session.get("golden_corpus"), "coverage": golden_coverage(tests)},
         "failures": [t for t in tests if t["outcome"] == "failed"],
     }

@@ -87,7 +87,10 @@ def render(certificate: dict) -> str:
                      for status, n in certificate["counts"].items())
     rows = []
     for requirement, entry in certificate["requirements"].items():
-        tests = "<br>".join(f"{_e(t['test'])}: {_e(t['outcome'])}" for t in entry["tests"]) or "—"
+        shown = entry["tests"][:_TESTS_SHOWN]
+        tests = "<br>".join(f"{_e(t['test'])}: {_e(t['outcome'])}" for t in shown) or "—"
+        if len(entry["tests"]) > len(shown):
+            tests += f"<br>… and {len(entry['tests']) - len(shown)} more (certificate.json lists them all)"
         rows.append(f"<tr><td>{_e(requirement)}</td><td>{_e(entry['summary'])}</td>"
                     f"<td class=\"status {_e(entry['status'])}\">{_e(entry['status'])}</td>"
                     f"<td>{_e(_why(entry))}</td><td>{tests}</td></tr>")
@@ -121,10 +124,31 @@ def render(certificate: dict) -> str:
 <table><tr><th>requirement</th><th>what it asks</th><th>status</th><th>why</th><th>tests</th></tr>
 {''.join(rows)}
 </table>
+{_golden(certificate)}
 <h2>Failures</h2>
 {''.join(failures) or '<p>none</p>'}
 </body></html>
 """
+
+
+_TESTS_SHOWN = 40
+
+
+def _golden(certificate: dict) -> str:
+    """The golden corpus's coverage: operation x operand type -> examples passed / run."""
+    golden = certificate.get("golden") or {}
+    coverage, corpus = golden.get("coverage") or {}, golden.get("corpus")
+    if not coverage and not corpus:
+        return ""
+    rows = "".join(f"<tr><td>{_e(op)}</td><td>{_e(t)}</td><td>{c['passed']} / {c['run']}</td><td>{c['unsupported']}</td></tr>"
+                   for op, types in coverage.items() for t, c in types.items())
+    head = ""
+    if corpus:
+        needs = ", ".join(f"{_e(k)}: {v}" for k, v in list(corpus["not_declared_by_need"].items())[:12])
+        head = (f"<p>{corpus['files']} spec files, {corpus['examples']} examples: {corpus['declared']} declared by the "
+                f"driver, {corpus['not_declared']} not declared ({needs}), {len(corpus['unexpressed'])} not expressible.</p>")
+    return (f"<h2>Golden examples (NNAPI CTS)</h2>{head}<table><tr><th>operation</th><th>first input type</th>"
+            f"<th>tests passed / run</th><th>reported unsupported</th></tr>{rows}</table>")
 
 
 def _driver_output(failure: dict) -> str:

@@ -90,3 +90,13 @@ if __name__ == "__main__":
     replay(STEPS, driver, ReferenceDevice()).close()
     print("the driver now conforms on this call sequence")
 '''
+
+
+def golden_script(golden: dict, driver: str, requirement: str, message: str = "") -> str:
+    """A script that runs one golden example (spec file, example, test kind) on ``driver`` again."""
+    return _header(driver, requirement, message, "from harness.cts.reproduce import check_one\n") + f'''GOLDEN = {golden!r}
+
+if __name__ == "__main__":
+    check_one(load_registry().resolve(DRIVER).create(), **GOLDEN)
+    print("the driver now passes this golden example")
+'''

@@ -34,7 +34,7 @@ from reference_driver import executor
 from reference_driver.validation import argument_dimensions
 from reference_driver.buffers import TokenTable
 from reference_driver.device import ReferenceBuffer
-from reference_driver.ops import KERNELS, Kernel, nn
+from reference_driver.ops import KERNELS, Kernel, Refusal, nn
 from reference_driver.ops._numeric import FLOAT_TENSORS, activate, from_real, scalar
 
 F32, F16 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16
@@ -170,8 +170,11 @@ class _Declaring(ReferenceDevice):
         declared = self.operand_types
 
         def only_declared(kernel: Kernel) -> Kernel:
-            def validate(ins, outs) -> bool:
-                return all(o.type in declared for o in (*ins, *outs)) and kernel.validate(ins, outs)
+            def validate(ins, outs) -> Refusal | None:
+                undeclared = next((o for o in (*ins, *outs) if o.type not in declared), None)
+                if undeclared is not None:
+                    return Refusal(f"operand type {undeclared.type.name} not declared")
+                return kernel.validate(ins, outs)
             return Kernel(validate, kernel.run)
 
         self.kernels = {op: only_declared(kernel) for op, kernel in KERNELS.items() if op in self.operations}
@@ -371,29 +374,26 @@ def _fully_connected_in(dtype):
 
 
 def _conv_in(dtype):
+    """CONV_2D in any signature, accumulated term by term in ``dtype`` (the reference's geometry)."""
     def run(values, ins, out_op, out):
         if ins[0].type not in FLOAT_TENSORS:
             return nn.run_conv_2d(values, ins, out_op, out)
         data, filt, bias = (np.asarray(v) for v in values[:3])
-        pad_left, pad_right, pad_top, pad_bottom, stride_w, stride_h, activation = (scalar(v) for v in values[3:])
-        shapes_ok = data.ndim == 4 and filt.ndim == 4 and filt.shape[3] == data.shape[3] and min(stride_w, stride_h) >= 1
-        if not shapes_ok or min(pad_left, pad_right, pad_top, pad_bottom) < 0:
+        if data.ndim != 4 or filt.ndim != 4:
+            return nn.run_conv_2d(values, ins, out_op, out)  # the reference's error
+        try:
+            g = nn.conv_geometry(values, ins, filt.shape, data.shape)
+            x = data.transpose(0, 2, 3, 1) if g.nchw else data
+            windows = nn.conv_windows(x, g, filt.shape[1], filt.shape[2]) if filt.shape[3] == x.shape[3] else None
+        except nn.KernelError:
+            windows = None
+        if windows is None:
             return nn.run_conv_2d(values, ins, out_op, out)
-        x = np.pad(data, ((0, 0), (pad_top, pad_bottom), (pad_left, pad_right), (0, 0)))
-        kh, kw = filt.shape[1:3]
-        if x.shape[1] < kh or x.shape[2] < kw:
-            return nn.run_conv_2d(values, ins, out_op, out)
-        rows = (x.shape[1] - kh) // stride_h + 1
-        cols = (x.shape[2] - kw) // stride_w + 1
-        products = []
-        for i in range(kh):
-            for j in range(kw):
-                window = x[:, i: i + (rows - 1) * stride_h + 1: stride_h, j: j + (cols - 1) * stride_w + 1: stride_w, :]
-                for c in range(filt.shape[3]):
-                    products.append((window[..., c:c + 1], filt[:, i, j, c]))
-        start = np.broadcast_to(bias, (x.shape[0], rows, cols, filt.shape[0]))
-        result = _accumulate(products, start, dtype)
-        return from_real(activate(result.astype(np.float64), activation), out_op)
+        products = [(windows[..., c, i, j][..., None], filt[:, i, j, c])
+                    for i in range(filt.shape[1]) for j in range(filt.shape[2]) for c in range(filt.shape[3])]
+        start = np.broadcast_to(bias, (*windows.shape[:3], filt.shape[0]))
+        result = from_real(activate(_accumulate(products, start, dtype).astype(np.float64), g.activation), out_op)
+        return result.transpose(0, 3, 1, 2) if g.nchw else result
     return run
 
 

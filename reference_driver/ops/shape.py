@@ -9,23 +9,26 @@ import numpy as np
 
 from harness.api.hal import Operand, OperandType, is_quantized_type, is_scalar_type
 
-from ._numeric import KernelError, from_real, scalar, to_real
-
+from ._numeric import MAX_RANK, KernelError, Refusal, check_rank, first, from_real, rank_at_most, scalar, to_real
 
 #: NNAPI (NeuralNetworks.h, ANEURALNETWORKS_CONCATENATION): "Supported tensor rank: up to 4" (CHOICE-8).
-MAX_CONCATENATION_RANK = 4
+MAX_CONCATENATION_RANK = MAX_RANK
 
 
-def validate_reshape(ins: Sequence[Operand], outs: Sequence[Operand]) -> bool:
+def validate_reshape(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | None:
     if len(ins) != 2 or len(outs) != 1:
-        return False
+        return Refusal(f"{len(ins)} inputs and {len(outs)} outputs (NNAPI: 2 inputs, 1 output)")
     data, shape = ins
     out = outs[0]
-    if is_scalar_type(data.type) or out.type != data.type:
-        return False
-    if shape.type != OperandType.TENSOR_INT32 or len(shape.dimensions) not in (0, 1):
-        return False
-    return (out.scale, out.zero_point) == (data.scale, data.zero_point)
+    return first((
+        Refusal(f"input of scalar type {data.type.name}", 0) if is_scalar_type(data.type) else None,
+        None if out.type == data.type else Refusal(f"type {out.type.name} differs from the input's", 0, True),
+        None if shape.type == OperandType.TENSOR_INT32 else Refusal(f"shape of type {shape.type.name} (NNAPI: TENSOR_INT32)", 1),
+        None if len(shape.dimensions) in (0, 1) else Refusal(f"shape of rank {len(shape.dimensions)} (NNAPI: a 1-D tensor)", 1),
+        rank_at_most(ins[:1]), rank_at_most(outs, output=True),
+        None if (out.scale, out.zero_point) == (data.scale, data.zero_point)
+        else Refusal("scale and zeroPoint differ from the input's (NNAPI: the same)", 0, True),
+    ))
 
 
 def run_reshape(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Operand, out: np.ndarray | None) -> np.ndarray:
@@ -34,6 +37,7 @@ def run_reshape(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Op
     if np.ndim(shape_value) != 1:  # NNAPI: the shape is a 1-D tensor (CHOICE-8)
         raise KernelError(f"RESHAPE: the shape input must be 1-D, got dimensions {np.shape(shape_value)}")
     shape = [int(v) for v in np.asarray(shape_value).reshape(-1)]
+    check_rank((data, np.empty([0] * len(shape))), "RESHAPE")
     if shape.count(-1) > 1 or any(d < -1 for d in shape):
         raise KernelError(f"RESHAPE: invalid target shape {shape}")
     if -1 in shape:
@@ -46,16 +50,18 @@ def run_reshape(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Op
     return data.reshape(shape)
 
 
-def validate_concatenation(ins: Sequence[Operand], outs: Sequence[Operand]) -> bool:
+def validate_concatenation(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | None:
     if len(ins) < 2 or len(outs) != 1:
-        return False
+        return Refusal(f"{len(ins)} inputs and {len(outs)} outputs (NNAPI: tensors and an axis, 1 output)")
     *tensors, axis = ins
-    first = tensors[0]
-    if axis.type != OperandType.INT32 or is_scalar_type(first.type):
-        return False
-    if any(len(t.dimensions) > MAX_CONCATENATION_RANK for t in (*tensors, outs[0])):
-        return False
-    return all(t.type == first.type for t in tensors) and outs[0].type == first.type
+    head = tensors[0]
+    return first((
+        None if axis.type == OperandType.INT32 else Refusal(f"axis of type {axis.type.name} (NNAPI: INT32)", len(tensors)),
+        Refusal(f"input of scalar type {head.type.name}", 0) if is_scalar_type(head.type) else None,
+        rank_at_most(tensors, MAX_CONCATENATION_RANK), rank_at_most(outs, MAX_CONCATENATION_RANK, output=True),
+        first(Refusal(f"type {t.type.name} differs from input 0's {head.type.name}", i) for i, t in enumerate(tensors) if t.type != head.type),
+        None if outs[0].type == head.type else Refusal(f"type {outs[0].type.name} differs from the inputs'", 0, True),
+    ))
 
 
 def run_concatenation(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Operand, out: np.ndarray | None) -> np.ndarray:

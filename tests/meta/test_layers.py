@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("harness.tooling",),
     ("harness.drivers", "reference_driver"),
     ("harness.service",),
-    ("harness.strategies", "harness.judging"),
+    ("harness.strategies", "harness.judging", "harness.cts"),
     ("harness.report",),
     ("harness.integration",),
     ("harness.commands",),

@@ -1,0 +1,1 @@
+"""NNAPI golden corpora: the test_generator DSL, CTS's criteria and VTS's test kinds."""

@@ -1,0 +1,74 @@
+"""Checking one golden example on a driver: run it in its test kind and judge it as CTS does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.api.hal import Device, DriverError, OperandType
+
+from .corpus import GoldenCase
+from .criteria import compare, criterion_for
+from .failure import GoldenMismatch
+from .kinds import GoldenFailure, GoldenKind, dynamic_model, run_dynamic_output_shape, run_general, run_memory_domain
+
+__all__ = ["REQUIREMENT", "GoldenTest", "ReportedUnsupported", "check_example"]
+
+#: The requirement each test kind checks.
+REQUIREMENT = {GoldenKind.GENERAL: "OPS-1", GoldenKind.DYNAMIC_OUTPUT_SHAPE: "OPS-2", GoldenKind.MEMORY_DOMAIN: "OPS-3"}
+
+
+@dataclass(frozen=True)
+class GoldenTest:
+    case: GoldenCase
+    kind: GoldenKind
+    memory_kind: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.case.id}-{self.kind.value}{'-' + self.memory_kind if self.memory_kind else ''}"
+
+
+class ReportedUnsupported(Exception):
+    """The driver's get_supported_operations reports this example's model unsupported."""
+
+
+def _supported(driver: Device, test: GoldenTest) -> bool:
+    model = dynamic_model(test.case) if test.kind is GoldenKind.DYNAMIC_OUTPUT_SHAPE else test.case.model()
+    try:
+        return all(driver.get_supported_operations(model))
+    except DriverError:
+        return False
+
+
+def check_example(driver: Device, test: GoldenTest) -> None:
+    """Raise `GoldenMismatch` unless the driver's outputs meet CTS's criteria (or, for an
+    ExpectFailure example, unless the driver refuses it); `ReportedUnsupported` when the driver
+    says beforehand it does not support the model."""
+    golden, kind = test.case, test.kind
+    requirement = REQUIREMENT[kind]
+    if golden.case.expect_failure:
+        try:
+            run_general(driver, golden, test.memory_kind)
+        except GoldenFailure:
+            return  # an invalid example refused: what CTS expects
+        raise GoldenMismatch(test, requirement, "the example is invalid (ExpectFailure) but the driver ran it")
+    if not _supported(driver, test):
+        raise ReportedUnsupported(test.id)
+    try:
+        if kind is GoldenKind.GENERAL:
+            outputs = run_general(driver, golden, test.memory_kind)
+        elif kind is GoldenKind.DYNAMIC_OUTPUT_SHAPE:
+            outputs = run_dynamic_output_shape(driver, golden)
+        else:
+            outputs = run_memory_domain(driver, golden)
+    except GoldenFailure as failure:
+        raise GoldenMismatch(test, requirement, str(failure)) from None
+    has_float16 = any(o.type == OperandType.TENSOR_FLOAT16 for o in golden.main.operands)
+    for number, (expected, actual, ignored, index) in enumerate(
+            zip(golden.outputs, outputs, golden.ignored, golden.main.output_indexes)):
+        if ignored:
+            continue
+        operand = golden.main.operands[index]
+        mismatch = compare(expected, actual, criterion_for(operand.type, golden.case.relaxed, has_float16))
+        if mismatch is not None:
+            raise GoldenMismatch(test, requirement, f"output {number} ({operand.type.name}): {mismatch.describe()}")

@@ -1,0 +1,160 @@
+"""A golden corpus: spec files loaded into plain harness data, ready to run on any driver.
+
+`load_corpus` runs every ``*.mod.py`` under the given paths through the DSL and converts each
+example into a `GoldenCase`: a harness `Subgraph` (with referenced subgraphs and the relaxed flag),
+the constant bytes, the input values and the golden outputs.  A file the DSL cannot run, or an
+example the data model cannot hold, is kept as an `Unexpressed` entry with the reason, so a
+corpus is always fully counted.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.api.hal import (DataLocation, Model, Operand, OperandLifeTime, OperandType, Operation, OperationType,
+                             Subgraph, SymmPerChannelQuantParams, numpy_dtype)
+
+from .dsl import SpecCase, SpecError, SpecGraph, run_spec
+
+__all__ = ["Corpus", "GoldenCase", "Unexpressed", "load_corpus"]
+
+_LIFETIME = {"input": OperandLifeTime.SUBGRAPH_INPUT, "output": OperandLifeTime.SUBGRAPH_OUTPUT,
+             "internal": OperandLifeTime.TEMPORARY_VARIABLE, "subgraph": OperandLifeTime.SUBGRAPH}
+
+
+@dataclass(frozen=True)
+class GoldenCase:
+    """One example under one combination of variations, as harness data."""
+
+    path: str  # the spec file
+    case: SpecCase
+    main: Subgraph
+    referenced: tuple[Subgraph, ...]
+    operand_values: bytes
+    inputs: tuple[np.ndarray | None, ...]  # None: the input is omitted (hasNoValue)
+    outputs: tuple[np.ndarray, ...]
+    ignored: tuple[bool, ...]  # outputs CTS does not compare
+
+    @property
+    def id(self) -> str:
+        return self.case.name
+
+    @property
+    def operations(self) -> frozenset[OperationType]:
+        return frozenset(o.type for g in (self.main, *self.referenced) for o in g.operations)
+
+    @property
+    def operand_types(self) -> frozenset[OperandType]:
+        return frozenset(o.type for g in (self.main, *self.referenced) for o in g.operands)
+
+    @property
+    def coverage_key(self) -> list[tuple[str, str]]:
+        """(operation, operand type) pairs this example exercises: each operation with the type of its first input."""
+        pairs = []
+        for graph in (self.main, *self.referenced):
+            for operation in graph.operations:
+                first = graph.operands[operation.inputs[0]].type.name if operation.inputs else "-"
+                pairs.append((operation.type.name, first))
+        return sorted(set(pairs))
+
+    def model(self) -> Model:
+        return Model(self.main, self.operand_values, (), self.referenced, self.case.relaxed)
+
+
+@dataclass(frozen=True)
+class Unexpressed:
+    """A file or example that could not be turned into a golden case, and why."""
+
+    path: str
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Corpus:
+    cases: tuple[GoldenCase, ...]
+    unexpressed: tuple[Unexpressed, ...]
+    files: int
+
+
+def _array(operand_type: OperandType, dims: tuple[int, ...], value: tuple) -> np.ndarray:
+    dtype = np.dtype(numpy_dtype(operand_type))
+    if operand_type in (OperandType.BOOL, OperandType.TENSOR_BOOL8):
+        return np.asarray([bool(v) for v in value], dtype=dtype).reshape(dims)
+    return np.asarray(value, dtype=np.float64 if dtype.kind == "f" else np.int64).astype(dtype).reshape(dims)
+
+
+def _subgraph(graph: SpecGraph, values: bytearray) -> Subgraph:
+    operands = []
+    for operand in graph.operands:
+        operand_type = OperandType[operand.type]
+        dims = operand.dimensions
+        channel = SymmPerChannelQuantParams(*operand.channel_quant) if operand.channel_quant else None
+        if operand.kind == "parameter":
+            if operand.value is None or (dims and 0 in dims):
+                operands.append(Operand(operand_type, dims, operand.scale, operand.zero_point, OperandLifeTime.NO_VALUE,
+                                        channel_quant=channel))
+                continue
+            raw = _array(operand_type, dims, operand.value).tobytes()
+            offset = -(-len(values) // 8) * 8
+            values.extend(b"\0" * (offset - len(values)) + raw)
+            location = DataLocation(0, offset, len(raw))
+            operands.append(Operand(operand_type, dims, operand.scale, operand.zero_point, OperandLifeTime.CONSTANT_COPY,
+                                    location, channel))
+        elif operand.kind == "subgraph":
+            operands.append(Operand(operand_type, (), 0.0, 0, OperandLifeTime.SUBGRAPH, DataLocation(0, operand.subgraph, 0)))
+        else:
+            operands.append(Operand(operand_type, dims, operand.scale, operand.zero_point, _LIFETIME[operand.kind],
+                                    channel_quant=channel))
+    operations = tuple(Operation(OperationType[o.type], o.inputs, o.outputs) for o in graph.operations)
+    return Subgraph(tuple(operands), operations, graph.inputs, graph.outputs)
+
+
+def to_golden(path: str, case: SpecCase) -> GoldenCase:
+    values = bytearray()
+    main = _subgraph(case.main, values)
+    referenced = tuple(_subgraph(g, bytearray()) for g in case.referenced)  # referenced graphs carry no example values
+    inputs = []
+    for index in case.main.inputs:
+        operand, declared = case.main.operands[index], main.operands[index]
+        empty = not operand.value and (not operand.dimensions or 0 in operand.dimensions)
+        inputs.append(None if empty else _array(declared.type, operand.dimensions, operand.value or ()))
+    outputs = tuple(_array(main.operands[i].type, case.main.operands[i].dimensions, case.main.operands[i].value or ())
+                    for i in case.main.outputs)
+    ignored = tuple(case.main.operands[i].ignored for i in case.main.outputs)
+    return GoldenCase(path, case, main, referenced, bytes(values), tuple(inputs), outputs, ignored)
+
+
+def spec_files(paths: list[str]) -> list[str]:
+    """Every ``*.mod.py`` under ``paths`` (files or directories, searched recursively), sorted."""
+    found = []
+    for path in paths:
+        if os.path.isfile(path):
+            found.append(os.path.abspath(path))
+            continue
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"spec path {path!r} is neither a file nor a directory")
+        for root, _dirs, files in os.walk(path):
+            found += [os.path.join(os.path.abspath(root), f) for f in files if f.endswith(".mod.py")]
+    return sorted(found)
+
+
+def load_corpus(paths: list[str]) -> Corpus:
+    cases: list[GoldenCase] = []
+    unexpressed: list[Unexpressed] = []
+    files = spec_files(paths)
+    for path in files:
+        try:
+            spec_cases = run_spec(path)
+        except SpecError as error:
+            unexpressed.append(Unexpressed(path, os.path.basename(path), str(error)))
+            continue
+        for case in spec_cases:
+            try:
+                cases.append(to_golden(path, case))
+            except (KeyError, ValueError, TypeError) as error:
+                unexpressed.append(Unexpressed(path, case.name, f"{path}:{case.line}: {type(error).__name__}: {error}"))
+    return Corpus(tuple(cases), tuple(unexpressed), len(files))

@@ -1,0 +1,211 @@
+"""VTS's test kinds, run on the driver under test: general, dynamic output shape, memory domain.
+
+- **general**: inputs in one memory and outputs in another, of one memory kind; then every
+  output is read back and judged;
+- **dynamic output shape**: the model's outputs have unknown extents (rank kept); a first run
+  gives the first output one byte too few and must fail OUTPUT_INSUFFICIENT_SIZE naming the shape it
+  needs; a second run with room must succeed and report every output's shape;
+- **memory domain**: every input and output is a driver-managed buffer allocated for its role,
+  filled with copy_from and read with copy_to.
+
+Each function returns the outputs the driver produced, or raises `GoldenFailure` saying which
+step went wrong and what the driver said.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from harness.api.hal import (BufferDesc, BufferRole, DataLocation, Device, DriverError, ErrorStatus, Model, Request,
+                             RequestArgument, numpy_dtype)
+from harness.api.memory import Memory, MemoryKind, create_ashmem, create_hardware_buffer_blob, create_mmap_fd
+
+from .corpus import GoldenCase
+
+__all__ = ["GoldenFailure", "GoldenKind", "run_dynamic_output_shape", "run_general", "run_memory_domain"]
+
+_ALIGN = 64
+
+
+class GoldenKind(enum.StrEnum):
+    GENERAL = "general"
+    DYNAMIC_OUTPUT_SHAPE = "dynamic_output_shape"
+    MEMORY_DOMAIN = "memory_domain"
+
+
+class GoldenFailure(Exception):
+    """A golden example failed before its outputs could be judged: which step, and what happened."""
+
+    def __init__(self, step: str, detail: str) -> None:
+        super().__init__(f"{step}: {detail}")
+        self.step = step
+        self.detail = detail
+
+
+MEMORY_FACTORIES: dict[str, Callable[[int], Memory]] = {
+    MemoryKind.ASHMEM: create_ashmem,
+    MemoryKind.MMAP_FD: lambda size: create_mmap_fd(size, offset=_ALIGN),
+    MemoryKind.HARDWARE_BUFFER_BLOB: create_hardware_buffer_blob,
+}
+
+
+def _aligned(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+def _prepare(device: Device, model: Model):
+    try:
+        return device.prepare_model(model)
+    except DriverError as error:
+        raise GoldenFailure("prepare_model", str(error)) from None
+
+
+def _pack(golden: GoldenCase, capacities: Sequence[int], factory: Callable[[int], Memory]) -> tuple[Request, Memory, Memory]:
+    arguments, blobs, offset = [], [], 0
+    for value in golden.inputs:
+        if value is None:
+            arguments.append(RequestArgument(has_no_value=True))
+            continue
+        raw = np.ascontiguousarray(value).tobytes()
+        offset = _aligned(offset)
+        arguments.append(RequestArgument(False, DataLocation(0, offset, len(raw)), tuple(value.shape)))
+        blobs.append((offset, raw))
+        offset += len(raw)
+    inputs = factory(max(offset, 1))
+    for at, raw in blobs:
+        inputs.write(raw, at)
+    outs, offset = [], 0
+    for capacity in capacities:
+        offset = _aligned(offset)
+        outs.append(RequestArgument(False, DataLocation(1, offset, capacity)))
+        offset += capacity
+    outputs = factory(max(offset, 1))
+    return Request(tuple(arguments), tuple(outs), (inputs, outputs)), inputs, outputs
+
+
+def _read(golden: GoldenCase, request: Request, memory: Memory, shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+    data = memory.read()
+    results = []
+    for argument, index, shape in zip(request.outputs, golden.main.output_indexes, shapes):
+        dtype = np.dtype(numpy_dtype(golden.main.operands[index].type))
+        count = int(np.prod(shape, dtype=np.int64))
+        start = argument.location.offset
+        results.append(np.frombuffer(data, dtype, count, start).reshape(shape).copy())
+    return results
+
+
+def _execute(prepared, request: Request, step: str):
+    try:
+        return prepared.execute(request)
+    except DriverError as error:
+        raise GoldenFailure(step, str(error)) from None
+
+
+def run_general(device: Device, golden: GoldenCase, memory_kind: str) -> list[np.ndarray]:
+    prepared = _prepare(device, golden.model())
+    capacities = [max(o.nbytes, 1) for o in golden.outputs]
+    request, inputs, outputs = _pack(golden, capacities, MEMORY_FACTORIES[memory_kind])
+    with inputs, outputs:
+        _execute(prepared, request, "execute")
+        return _read(golden, request, outputs, [o.shape for o in golden.outputs])
+
+
+def dynamic_model(golden: GoldenCase) -> Model:
+    """The model with every output's extents unknown (its rank kept), as VTS's dynamic shape test."""
+    operands = list(golden.main.operands)
+    for index in golden.main.output_indexes:
+        operands[index] = replace(operands[index], dimensions=(0,) * len(operands[index].dimensions))
+    main = replace(golden.main, operands=tuple(operands))
+    return Model(main, golden.operand_values, (), golden.referenced, golden.case.relaxed)
+
+
+def run_dynamic_output_shape(device: Device, golden: GoldenCase) -> list[np.ndarray]:
+    prepared = _prepare(device, dynamic_model(golden))
+    expected_shapes = [tuple(o.shape) for o in golden.outputs]
+    factory = MEMORY_FACTORIES[MemoryKind.ASHMEM]
+    if golden.outputs and golden.outputs[0].nbytes > 0:
+        short = [max(o.nbytes, 1) for o in golden.outputs]
+        short[0] = golden.outputs[0].nbytes - 1
+        request, inputs, outputs = _pack(golden, short, factory)
+        with inputs, outputs:
+            try:
+                prepared.execute(request)
+            except DriverError as error:
+                if error.status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+                    raise GoldenFailure("execute with output 0 one byte short", f"{error} (expected OUTPUT_INSUFFICIENT_SIZE)") from None
+                if not error.output_shapes or tuple(error.output_shapes[0].dimensions) != expected_shapes[0] \
+                        or error.output_shapes[0].is_sufficient:
+                    raise GoldenFailure("execute with output 0 one byte short",
+                                        f"outputShapes {error.output_shapes} do not name output 0's shape {expected_shapes[0]} "
+                                        "as insufficient") from None
+            else:
+                raise GoldenFailure("execute with output 0 one byte short", "succeeded (expected OUTPUT_INSUFFICIENT_SIZE)")
+    request, inputs, outputs = _pack(golden, [max(o.nbytes, 1) for o in golden.outputs], factory)
+    with inputs, outputs:
+        result = _execute(prepared, request, "execute with room for every output")
+        reported = [tuple(s.dimensions) for s in result.output_shapes]
+        if reported != expected_shapes:
+            raise GoldenFailure("execute with room for every output",
+                                f"outputShapes {reported} where the outputs have shapes {expected_shapes}")
+        return _read(golden, request, outputs, expected_shapes)
+
+
+def run_memory_domain(device: Device, golden: GoldenCase) -> list[np.ndarray]:
+    prepared = _prepare(device, golden.model())
+    buffers: list = []
+    tokens: list[int] = []
+    memories: list[Memory] = []
+    try:
+        arguments = []
+        for io_index, value in enumerate(golden.inputs):
+            if value is None:
+                arguments.append(RequestArgument(has_no_value=True))
+                continue
+            buffer, token = _allocate(device, prepared, input_roles=[BufferRole(0, io_index)])
+            buffers.append(buffer)
+            memory = create_ashmem(max(value.nbytes, 1))
+            memories.append(memory)
+            memory.write(np.ascontiguousarray(value).tobytes())
+            if value.nbytes:
+                try:
+                    buffer.copy_from(memory, tuple(value.shape))
+                except DriverError as error:
+                    raise GoldenFailure(f"copy_from into input {io_index}'s buffer", str(error)) from None
+            arguments.append(RequestArgument(False, DataLocation(len(tokens), 0, 0)))
+            tokens.append(token)
+        outs = []
+        for io_index in range(len(golden.outputs)):
+            buffer, token = _allocate(device, prepared, output_roles=[BufferRole(0, io_index)])
+            buffers.append(buffer)
+            outs.append(RequestArgument(False, DataLocation(len(tokens), 0, 0)))
+            tokens.append(token)
+        _execute(prepared, Request(tuple(arguments), tuple(outs), tuple(tokens)), "execute on driver-managed buffers")
+        results = []
+        for io_index, expected in enumerate(golden.outputs):
+            memory = create_ashmem(max(expected.nbytes, 1))
+            memories.append(memory)
+            if expected.nbytes:
+                try:
+                    buffers[len(buffers) - len(golden.outputs) + io_index].copy_to(memory)
+                except DriverError as error:
+                    raise GoldenFailure(f"copy_to from output {io_index}'s buffer", str(error)) from None
+            raw = memory.read()[: expected.nbytes]
+            results.append(np.frombuffer(raw, expected.dtype).reshape(expected.shape).copy())
+        return results
+    finally:
+        for buffer in buffers:
+            buffer.release()
+        for memory in memories:
+            memory.close()
+
+
+def _allocate(device: Device, prepared, input_roles=(), output_roles=()):
+    try:
+        return device.allocate(BufferDesc(), [prepared], list(input_roles), list(output_roles))
+    except DriverError as error:
+        raise GoldenFailure("allocate", str(error)) from None
+

@@ -1,0 +1,78 @@
+"""Seeded operation-semantics bugs: NNAPI signatures computed wrongly (caught by golden examples, OPS-1)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from harness.api.hal import OperationType
+from reference_driver.ops import _numeric, elementwise, nn
+
+from ._registry import mutant, with_kernels
+
+
+@mutant("div-int32-truncates", "OPS-1", "DIV on TENSOR_INT32 rounds toward zero (C division) instead of toward minus infinity")
+def div_int32_truncates():
+    def truncate(a, b, out=None):
+        with np.errstate(all="ignore"):
+            result = np.trunc(np.asarray(a, np.float64) / np.asarray(b, np.float64)).astype(np.int32)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+    return with_kernels({OperationType.DIV: elementwise.binary(np.divide, "DIV", integer=truncate)})
+
+
+def _conv_with_geometry(change):
+    """CONV_2D whose resolved geometry is altered by ``change`` before computing."""
+    real_geometry = nn.conv_geometry
+
+    def run(values, ins, out_op, out):
+        def geometry(*args):
+            return change(real_geometry(*args))
+
+        nn.conv_geometry = geometry
+        try:
+            return nn.run_conv_2d(values, ins, out_op, out)
+        finally:
+            nn.conv_geometry = real_geometry
+
+    return with_kernels({OperationType.CONV_2D: run})
+
+
+@mutant("conv-same-pads-at-start", "OPS-1", "CONV_2D's SAME padding puts the odd row and column at the start, not the end")
+def conv_same_pads_at_start():
+    return _conv_with_geometry(lambda g: dataclasses.replace(g, pad_top=g.pad_bottom, pad_bottom=g.pad_top,
+                                                             pad_left=g.pad_right, pad_right=g.pad_left))
+
+
+@mutant("conv-ignores-dilation", "OPS-1", "CONV_2D ignores its dilation factors")
+def conv_ignores_dilation():
+    return _conv_with_geometry(lambda g: dataclasses.replace(g, dilation_h=1, dilation_w=1))
+
+
+@mutant("conv-ignores-layout", "OPS-1", "CONV_2D reads NCHW input as NHWC (the layout flag ignored)")
+def conv_ignores_layout():
+    return _conv_with_geometry(lambda g: dataclasses.replace(g, nchw=False))
+
+
+@mutant("conv-per-channel-first-scale", "OPS-1", "a per-channel quantized CONV_2D filter uses its first scale for every channel")
+def conv_per_channel_first_scale():
+    def run(values, ins, out_op, out):
+        quant = ins[1].channel_quant
+        if quant is not None and len(quant.scales) > 1:
+            first = dataclasses.replace(quant, scales=(quant.scales[0],) * len(quant.scales))
+            ins = [ins[0], dataclasses.replace(ins[1], channel_quant=first), *ins[2:]]
+        return nn.run_conv_2d(values, ins, out_op, out)
+
+    return with_kernels({OperationType.CONV_2D: run})
+
+
+@mutant("relu1-clamps-at-zero", "OPS-1", "the RELU1 operation clamps at 0 below instead of -1")
+def relu1_clamps_at_zero():
+    def run(values, ins, out_op, out):
+        return _numeric.from_real(np.clip(_numeric.to_real(values[0], ins[0]), 0, 1), out_op)
+
+    return with_kernels({OperationType.RELU1: run})

@@ -1,0 +1,27 @@
+"""The ONNX Runtime driver (``onnxruntime``): a real engine behind the Driver API.
+
+Installed with the ``ort`` extra (``pip install 'driver-harness[ort]'``).  See `driver` for
+what it supports and how; the README walks through it as the example to copy.
+"""
+
+from __future__ import annotations
+
+from harness import DriverSpec, hookimpl
+
+
+def ort_device():
+    from harness.api.errors import DriverLoadError
+
+    try:
+        from .driver import OrtDevice
+
+        return OrtDevice()
+    except ImportError as error:
+        raise DriverLoadError(f"the onnxruntime driver needs onnxruntime and onnx ({error.name} is missing): "
+                              "pip install 'driver-harness[ort]'") from None
+
+
+@hookimpl
+def harness_register_drivers() -> list[DriverSpec]:
+    return [DriverSpec("onnxruntime", ort_device, "ONNX Runtime on the CPU: float32 ADD, SUB, MUL, DIV, RELU/1/6, "
+                                                  "RESHAPE, CONCATENATION, FULLY_CONNECTED, CONV_2D; no memory domains")]

@@ -1,0 +1,390 @@
+"""A driver built on ONNX Runtime: the harness model translated to an ONNX graph, run on the CPU.
+
+This is the example to copy when wrapping a real runtime.  It does everything a driver does on
+its own, without the reference driver:
+
+- declares exactly what it supports (`capabilities`; `get_supported_operations` per operation);
+- validates models (operand locations, constant pools) and requests (REQ-1, REQ-2, POOL-5);
+- reads inputs from and writes outputs to the request's pools with ``pread``/``pwrite`` on the
+  memory's descriptor, so a client that shrinks or closes a memory causes an error, never a fault;
+- translates each NNAPI operation to ONNX nodes (`_translate`) and runs them with an
+  ``InferenceSession`` on the CPU execution provider.
+
+It supports TENSOR_FLOAT32 (and TENSOR_INT32 for ADD, SUB, MUL and RESHAPE's shape); no
+quantized or float16 types, no memory domains (allocation is refused, DOM-ALLOC-3).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.api.hal import (BufferDesc, BufferRole, Capabilities, DataLocation, DriverError, ErrorStatus,
+                             ExecutionResult, Model, Operand, OperandLifeTime, OperandType, Operation, OperationType,
+                             OutputShape, Request, RequestArgument, numpy_dtype)
+from harness.api.memory import Memory, MemoryKind
+
+F32, I32, INT32, BOOL = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.INT32, OperandType.BOOL
+OPSET = 17
+MEMORY_KINDS = frozenset({MemoryKind.ASHMEM, MemoryKind.MMAP_FD, MemoryKind.HARDWARE_BUFFER_BLOB})
+OPERATIONS = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV, OperationType.RELU,
+                        OperationType.RELU1, OperationType.RELU6, OperationType.RESHAPE, OperationType.CONCATENATION,
+                        OperationType.FULLY_CONNECTED, OperationType.CONV_2D})
+OPERAND_TYPES = frozenset({F32, I32, INT32, BOOL})
+_ELEMENTWISE = {OperationType.ADD: "Add", OperationType.SUB: "Sub", OperationType.MUL: "Mul", OperationType.DIV: "Div"}
+_CLAMP = {OperationType.RELU: (0.0, math.inf), OperationType.RELU1: (-1.0, 1.0), OperationType.RELU6: (0.0, 6.0)}
+#: Fused activation code -> (min, max) of the Clip that applies it (NONE, RELU, RELU1, RELU6).
+_ACTIVATION_MIN = [-math.inf, 0.0, -1.0, 0.0]
+_ACTIVATION_MAX = [math.inf, math.inf, 1.0, 6.0]
+
+
+def _fail(status: ErrorStatus, message: str) -> DriverError:
+    return DriverError(status, message)
+
+
+def _pread(memory: Memory, offset: int, length: int) -> bytes:
+    try:
+        data = os.pread(memory.fd, length, memory.offset + offset)
+    except OSError as error:
+        raise _fail(ErrorStatus.GENERAL_FAILURE, f"cannot read {memory.kind} memory: {error.strerror}") from None
+    if len(data) != length:
+        raise _fail(ErrorStatus.GENERAL_FAILURE, f"{memory.kind} memory holds {len(data)} of {length} bytes at {offset}")
+    return data
+
+
+def _check_usable(memory: Memory, what: str) -> None:
+    """The memory's descriptor really holds its region (POOL-4): a closed, short or non-file
+    descriptor is a general failure here, before any byte is read or written."""
+    import stat
+
+    try:
+        info = os.fstat(memory.fd)
+    except OSError as error:
+        raise _fail(ErrorStatus.GENERAL_FAILURE, f"{what}: cannot use {memory.kind} memory: {error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size < memory.offset + memory.size:
+        raise _fail(ErrorStatus.GENERAL_FAILURE, f"{what}: the descriptor does not hold {memory.size} bytes at {memory.offset}")
+
+
+def _byte_size(operand_type: OperandType, dims: Sequence[int]) -> int:
+    return int(np.dtype(numpy_dtype(operand_type)).itemsize * math.prod(dims))
+
+
+def _combine(model_dims: Sequence[int], request_dims: Sequence[int]) -> tuple[int, ...] | None:
+    if not request_dims:
+        return tuple(model_dims)
+    if not model_dims:
+        return tuple(request_dims)
+    if len(model_dims) != len(request_dims) or any(a and b and a != b for a, b in zip(model_dims, request_dims)):
+        return None
+    return tuple(a or b for a, b in zip(model_dims, request_dims))
+
+
+class _Unsupported(Exception):
+    """This operation, with these operands, has no translation."""
+
+
+class OrtPreparedModel:
+    def __init__(self, model: Model, session, input_names: list[str], output_names: list[str]) -> None:
+        self.model = model
+        self.session = session
+        self.input_names = input_names
+        self.output_names = output_names
+        self._lock = threading.Lock()
+
+    def execute(self, request: Request) -> ExecutionResult:
+        main = self.model.main
+        if len(request.inputs) != len(main.input_indexes) or len(request.outputs) != len(main.output_indexes):
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{len(request.inputs)} inputs and {len(request.outputs)} outputs "
+                                                      f"for a model of {len(main.input_indexes)} and {len(main.output_indexes)}")
+        memories = []
+        for number, pool in enumerate(request.pools):
+            if not isinstance(pool, Memory):
+                raise _fail(ErrorStatus.INVALID_ARGUMENT, f"pool {number}: this driver has no driver-managed buffers")
+            if pool.kind not in MEMORY_KINDS:
+                raise _fail(ErrorStatus.INVALID_ARGUMENT, f"pool {number}: memory kind {pool.kind!r} is not supported")
+            memories.append(pool)
+        for number, pool in enumerate(memories):
+            _check_usable(pool, f"pool {number}")
+        feeds = {}
+        for name, argument, index in zip(self.input_names, request.inputs, main.input_indexes):
+            operand = main.operands[index]
+            dims = self._check_argument(argument, operand, memories, "input")
+            if any(d == 0 for d in dims) or not dims and operand.type in (F32, I32):
+                raise _fail(ErrorStatus.INVALID_ARGUMENT, f"input {name}: dimensions {dims} not fully specified")
+            raw = _pread(memories[argument.location.pool_index], argument.location.offset, argument.location.length)
+            feeds[name] = np.frombuffer(raw, numpy_dtype(operand.type)).reshape(dims)
+        output_dims = [self._check_argument(a, main.operands[i], memories, "output")
+                       for a, i in zip(request.outputs, main.output_indexes)]
+        try:
+            with self._lock:
+                results = self.session.run(self.output_names, feeds)
+        except Exception as error:  # the runtime's own failure: a general failure of this execution
+            raise _fail(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {type(error).__name__}: {error}") from None
+        shapes = []
+        for argument, value, dims, index in zip(request.outputs, results, output_dims, main.output_indexes):
+            value = np.ascontiguousarray(value, numpy_dtype(main.operands[index].type))
+            if _combine(dims, value.shape) is None:
+                raise _fail(ErrorStatus.GENERAL_FAILURE, f"an output of shape {value.shape} cannot be stored as {dims}")
+            shapes.append(OutputShape(tuple(value.shape), value.nbytes <= argument.location.length))
+        if not all(s.is_sufficient for s in shapes):
+            raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "an output region is too small", tuple(shapes))
+        for argument, value in zip(request.outputs, results):
+            memory = memories[argument.location.pool_index]
+            try:
+                os.pwrite(memory.fd, np.ascontiguousarray(value).tobytes(), memory.offset + argument.location.offset)
+            except OSError as error:
+                raise _fail(ErrorStatus.GENERAL_FAILURE, f"cannot write the output: {error.strerror}") from None
+        return ExecutionResult(True, tuple(shapes))
+
+    @staticmethod
+    def _check_argument(argument: RequestArgument, operand: Operand, memories: list[Memory], where: str) -> tuple[int, ...]:
+        loc = argument.location
+        if argument.has_no_value:
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{where}: every input and output of this driver's models needs a value")
+        if not 0 <= loc.pool_index < len(memories):
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{where}: pool index {loc.pool_index} of {len(memories)}")
+        if min(loc.offset, loc.length, loc.padding) < 0 or loc.offset + loc.length + loc.padding > memories[loc.pool_index].size:
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{where}: region {loc} outside its pool")
+        dims = _combine(operand.dimensions, argument.dimensions)
+        if dims is None:
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{where}: dimensions {argument.dimensions} conflict with {operand.dimensions}")
+        if dims and all(dims) and loc.length != _byte_size(operand.type, dims):
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{where}: length {loc.length} does not hold dimensions {dims}")
+        return dims
+
+
+class OrtDevice:
+    """ONNX Runtime on the CPU, presented through the Driver API."""
+
+    name = "onnxruntime"
+
+    def __init__(self) -> None:
+        import onnxruntime
+
+        self.version = onnxruntime.__version__
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(memory_kinds=frozenset(MEMORY_KINDS), memory_domains=False, operations=OPERATIONS,
+                            operand_types=OPERAND_TYPES, dynamic_buffers=False)
+
+    def get_supported_operations(self, model: Model) -> list[bool]:
+        operands = model.main.operands
+        supported = []
+        for operation in model.main.operations:
+            try:
+                _check_supported(operation, operands)
+                supported.append(True)
+            except (_Unsupported, IndexError):
+                supported.append(False)
+        return supported
+
+    def prepare_model(self, model: Model) -> OrtPreparedModel:
+        import onnxruntime
+
+        constants = _constants(model)
+        graph, input_names, output_names = _graph(model, constants)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            session = onnxruntime.InferenceSession(graph.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        except Exception as error:
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"onnxruntime refused the translated model: {error}") from None
+        return OrtPreparedModel(model, session, input_names, output_names)
+
+    def allocate(self, desc: BufferDesc, prepared_models: list, input_roles: list[BufferRole],
+                 output_roles: list[BufferRole]):
+        raise _fail(ErrorStatus.GENERAL_FAILURE, "this driver has no driver-managed buffers (memory domains)")
+
+
+# --------------------------------------------------------------------------- model checks
+
+
+def _check_supported(operation: Operation, operands: Sequence[Operand]) -> None:
+    ins = [operands[i] for i in operation.inputs]
+    outs = [operands[i] for i in operation.outputs]
+    if operation.type not in OPERATIONS or len(outs) != 1:
+        raise _Unsupported(f"{operation.type.name} is not supported")
+    if any(o.type not in OPERAND_TYPES for o in (*ins, *outs)):
+        raise _Unsupported("an operand type other than TENSOR_FLOAT32, TENSOR_INT32, INT32 or BOOL")
+    if any(len(o.dimensions) > 4 for o in (*ins, *outs)):
+        raise _Unsupported("a tensor of rank above 4")
+    kind = operation.type
+    data = ins[0]
+    if kind in _ELEMENTWISE:
+        if len(ins) != 3 or ins[1].type != data.type or outs[0].type != data.type or ins[2].type != INT32:
+            raise _Unsupported("operand types")
+        if data.type == I32 and kind == OperationType.DIV:
+            raise _Unsupported("DIV on TENSOR_INT32 (onnxruntime truncates; NNAPI rounds toward minus infinity)")
+        if data.type not in (F32, I32):
+            raise _Unsupported("operand types")
+    elif kind in _CLAMP:
+        if len(ins) != 1 or data.type != F32 or outs[0].type != F32:
+            raise _Unsupported("operand types")
+    elif kind == OperationType.RESHAPE:
+        if len(ins) != 2 or ins[1].type != I32 or outs[0].type != data.type or len(ins[1].dimensions) > 1:
+            raise _Unsupported("operand types")
+    elif kind == OperationType.CONCATENATION:
+        if len(ins) < 2 or ins[-1].type != INT32 or not _constant(ins[-1]) or any(t.type != data.type for t in ins[:-1]):
+            raise _Unsupported("CONCATENATION needs tensors of one type and a constant axis")
+    elif kind == OperationType.FULLY_CONNECTED:
+        if len(ins) != 4 or any(o.type != F32 for o in ins[:3]) or ins[3].type != INT32 or len(ins[1].dimensions) != 2 \
+                or 0 in ins[1].dimensions or len(data.dimensions) == 1:
+            raise _Unsupported("FULLY_CONNECTED needs float32 operands and weights of known shape")
+    elif kind == OperationType.CONV_2D:
+        if len(ins) not in (7, 8, 10, 11, 13) or any(o.type != F32 for o in ins[:3]):
+            raise _Unsupported("CONV_2D signature or types")
+        scalars = [o for o in ins[3:]]
+        if not all(_constant(o) for o in scalars if o.type in (INT32, BOOL)) or any(o.type not in (INT32, BOOL) for o in scalars):
+            raise _Unsupported("CONV_2D's padding, strides and layout must be constants")
+        if len(ins[1].dimensions) != 4 or 0 in ins[1].dimensions:
+            raise _Unsupported("CONV_2D needs a filter of known shape")
+
+
+def _constant(operand: Operand) -> bool:
+    return operand.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+
+
+def _constants(model: Model) -> dict[int, np.ndarray]:
+    """Every constant's value, read at preparation (a pool closed later cannot matter)."""
+    values: dict[int, np.ndarray] = {}
+    for number, pool in enumerate(model.pools):  # every pool, used or not (CHOICE-2 lets a driver check them all)
+        if pool.kind not in MEMORY_KINDS:
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"model pool {number}: memory kind {pool.kind!r} is not supported")
+        _check_usable(pool, f"model pool {number}")
+    for index, operand in enumerate(model.main.operands):
+        loc: DataLocation = operand.location
+        if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
+            raw = model.operand_values[loc.offset: loc.offset + loc.length]
+            if loc.offset < 0 or len(raw) != loc.length:
+                raise _fail(ErrorStatus.INVALID_ARGUMENT, f"operand {index}: location {loc} outside operandValues")
+        elif operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+            if not 0 <= loc.pool_index < len(model.pools):
+                raise _fail(ErrorStatus.INVALID_ARGUMENT, f"operand {index}: pool {loc.pool_index} does not exist")
+            pool = model.pools[loc.pool_index]
+            if pool.kind not in MEMORY_KINDS:
+                raise _fail(ErrorStatus.INVALID_ARGUMENT, f"operand {index}: constants in {pool.kind!r} memory are not supported")
+            if loc.offset < 0 or loc.offset + loc.length > pool.size:
+                raise _fail(ErrorStatus.INVALID_ARGUMENT, f"operand {index}: location {loc} outside its pool")
+            raw = _pread(pool, loc.offset, loc.length)
+        else:
+            continue
+        if not operand.dimensions and operand.type in (F32, I32) or 0 in operand.dimensions \
+                or loc.length != _byte_size(operand.type, operand.dimensions):
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"operand {index}: length {loc.length} for dimensions {operand.dimensions}")
+        values[index] = np.frombuffer(raw, numpy_dtype(operand.type)).reshape(operand.dimensions).copy()
+    return values
+
+
+# --------------------------------------------------------------------------- translation
+
+
+def _graph(model: Model, constants: dict[int, np.ndarray]):
+    from onnx import TensorProto, helper, numpy_helper
+
+    main = model.main
+    for number, operation in enumerate(main.operations):
+        try:
+            _check_supported(operation, main.operands)
+        except (_Unsupported, IndexError) as error:
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"operation {number} ({operation.type.name}): {error}") from None
+    elem = {F32: TensorProto.FLOAT, I32: TensorProto.INT32, INT32: TensorProto.INT32, BOOL: TensorProto.BOOL}
+    name = [f"t{i}" for i in range(len(main.operands))]
+    nodes: list = []
+    initializers = [numpy_helper.from_array(value.astype(np.bool_) if main.operands[i].type == BOOL else value, name[i])
+                    for i, value in constants.items()]
+    counter = iter(range(1 << 30))
+
+    def fresh(hint: str) -> str:
+        return f"{hint}_{next(counter)}"
+
+    def const(value: np.ndarray, hint: str) -> str:
+        label = fresh(hint)
+        initializers.append(numpy_helper.from_array(value, label))
+        return label
+
+    def node(op: str, inputs: list[str], **attributes) -> str:
+        out = fresh(op.lower())
+        nodes.append(helper.make_node(op, inputs, [out], **attributes))
+        return out
+
+    def scalar(index: int) -> int:
+        return int(constants[index].reshape(()))
+
+    def activation(x: str, code_index: int, out: str) -> None:
+        code = node("Cast", [name[code_index]], to=TensorProto.INT64)
+        low = node("Gather", [const(np.asarray(_ACTIVATION_MIN, np.float32), "act_min"), code])
+        high = node("Gather", [const(np.asarray(_ACTIVATION_MAX, np.float32), "act_max"), code])
+        nodes.append(helper.make_node("Clip", [x, low, high], [out]))
+
+    for operation in main.operations:
+        ins, out = list(operation.inputs), name[operation.outputs[0]]
+        kind = operation.type
+        if kind in _ELEMENTWISE:
+            result = node(_ELEMENTWISE[kind], [name[ins[0]], name[ins[1]]])
+            if main.operands[ins[0]].type == I32:
+                nodes.append(helper.make_node("Identity", [result], [out]))  # no activation on integers (NNAPI)
+            else:
+                activation(result, ins[2], out)
+        elif kind in _CLAMP:
+            low, high = _CLAMP[kind]
+            nodes.append(helper.make_node("Clip", [name[ins[0]], const(np.float32(low), "min"), const(np.float32(high), "max")], [out]))
+        elif kind == OperationType.RESHAPE:
+            shape = node("Cast", [name[ins[1]]], to=TensorProto.INT64)
+            nodes.append(helper.make_node("Reshape", [name[ins[0]], shape], [out], allowzero=1))
+        elif kind == OperationType.CONCATENATION:
+            nodes.append(helper.make_node("Concat", [name[i] for i in ins[:-1]], [out], axis=scalar(ins[-1])))
+        elif kind == OperationType.FULLY_CONNECTED:
+            size = main.operands[ins[1]].dimensions[1]
+            flat = node("Reshape", [name[ins[0]], const(np.asarray([-1, size], np.int64), "fc_shape")])
+            result = node("Gemm", [flat, name[ins[1]], name[ins[2]]], transB=1)
+            activation(result, ins[3], out)
+        elif kind == OperationType.CONV_2D:
+            _conv(main.operands, ins, out, name, scalar, node, activation, nodes, helper)
+    graph_inputs = [helper.make_tensor_value_info(name[i], elem[main.operands[i].type],
+                                                  _onnx_shape(main.operands[i].dimensions, f"in{i}"))
+                    for i in main.input_indexes]
+    graph_outputs = [helper.make_tensor_value_info(name[i], elem[main.operands[i].type], None) for i in main.output_indexes]
+    graph = helper.make_graph(nodes, "harness_model", graph_inputs, graph_outputs, initializers)
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx_model.ir_version = 8
+    return onnx_model, [name[i] for i in main.input_indexes], [name[i] for i in main.output_indexes]
+
+
+def _onnx_shape(dimensions: Sequence[int], label: str):
+    if not dimensions:
+        return None  # unknown rank
+    return [d if d > 0 else f"{label}_{axis}" for axis, d in enumerate(dimensions)]
+
+
+def _conv(operands, ins, out, name, scalar, node, activation, nodes, helper) -> None:
+    implicit = len(ins) in (7, 8) or (len(ins) == 10 and operands[ins[7]].type == BOOL)
+    layout_at = 7 if implicit else 10
+    nchw = len(ins) > layout_at and bool(scalar(ins[layout_at]))
+    dilations = [scalar(ins[layout_at + 2]), scalar(ins[layout_at + 1])] if len(ins) > layout_at + 1 else [1, 1]
+    attributes: dict = {"dilations": dilations}
+    if implicit:
+        scheme, stride_w, stride_h = scalar(ins[3]), scalar(ins[4]), scalar(ins[5])
+        if scheme not in (1, 2):
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"CONV_2D: padding scheme {scheme} (NNAPI: 1 SAME or 2 VALID)")
+        attributes["auto_pad"] = "SAME_UPPER" if scheme == 1 else "VALID"  # SAME_UPPER: the odd pixel at the end, as NNAPI
+        code_at = 6
+    else:
+        left, right, top, bottom = (scalar(i) for i in ins[3:7])
+        stride_w, stride_h = scalar(ins[7]), scalar(ins[8])
+        attributes["pads"] = [top, left, bottom, right]
+        code_at = 9
+    attributes["strides"] = [stride_h, stride_w]
+    data = name[ins[0]] if nchw else node("Transpose", [name[ins[0]]], perm=[0, 3, 1, 2])
+    weights = node("Transpose", [name[ins[1]]], perm=[0, 3, 1, 2])  # OHWI -> OIHW
+    result = node("Conv", [data, weights, name[ins[2]]], **attributes)
+    if nchw:
+        activation(result, ins[code_at], out)
+    else:
+        clipped = f"{out}_nchw"
+        activation(result, ins[code_at], clipped)
+        nodes.append(helper.make_node("Transpose", [clipped], [out], perm=[0, 2, 3, 1]))
