@@ -82,6 +82,8 @@ class Corpus:
 
 def _array(operand_type: OperandType, dims: tuple[int, ...], value: tuple) -> np.ndarray:
     dtype = np.dtype(numpy_dtype(operand_type))
+    if dims and 0 in dims:  # a zero-sized tensor: CTS spec files give it a placeholder value
+        return np.zeros(dims, dtype)
     if operand_type in (OperandType.BOOL, OperandType.TENSOR_BOOL8):
         return np.asarray([bool(v) for v in value], dtype=dtype).reshape(dims)
     return np.asarray(value, dtype=np.float64 if dtype.kind == "f" else np.int64).astype(dtype).reshape(dims)
