@@ -60,8 +60,9 @@ class GoldenCase:
                 pairs.append((operation.type.name, first))
         return sorted(set(pairs))
 
-    def model(self) -> Model:
-        return Model(self.main, self.operand_values, (), self.referenced, self.case.relaxed)
+    def model(self, main: Subgraph | None = None) -> Model:
+        """The example's model (with ``main`` in place of its main subgraph, when given)."""
+        return Model(self.main if main is None else main, self.operand_values, (), self.referenced, self.case.relaxed)
 
 
 @dataclass(frozen=True)

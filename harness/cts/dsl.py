@@ -20,6 +20,8 @@ import ast
 import builtins
 import itertools
 import math
+import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -195,9 +197,6 @@ class Operand:
             self.value = value.flatten().tolist()
         else:
             self.value = [value]
-
-    def as_array(self) -> np.ndarray:
-        return np.array(self.value).reshape(self.type.dimensions)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -752,11 +751,9 @@ class _Spec:
     path: str
     models: list[Model] = field(default_factory=list)
     examples: list[Example] = field(default_factory=list)
-    frame_line: list[int] = field(default_factory=lambda: [0])
 
     def line(self) -> int:
-        import sys
-
+        """The spec file's line being run (where a DSL object is being made)."""
         frame = sys._getframe(0)
         while frame is not None:
             if frame.f_code.co_filename == self.path:
@@ -923,8 +920,6 @@ def _check_syntax(source: str, path: str) -> ast.Module:
 
 def run_spec(path: str, source: str | None = None) -> list[SpecCase]:
     """Execute one spec file and return every example under every combination of its variations."""
-    import os
-
     if source is None:
         with open(path, encoding="utf-8") as f:
             source = f.read()

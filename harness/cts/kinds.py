@@ -24,11 +24,11 @@ from harness.api.hal import (BufferDesc, BufferRole, DataLocation, Device, Drive
                              RequestArgument, numpy_dtype)
 from harness.api.memory import Memory, MemoryKind, create_ashmem, create_hardware_buffer_blob, create_mmap_fd
 
+from harness.judging.builders import pack_request
+
 from .corpus import GoldenCase
 
 __all__ = ["GoldenFailure", "GoldenKind", "run_dynamic_output_shape", "run_general", "run_memory_domain"]
-
-_ALIGN = 64
 
 
 class GoldenKind(enum.StrEnum):
@@ -48,13 +48,9 @@ class GoldenFailure(Exception):
 
 MEMORY_FACTORIES: dict[str, Callable[[int], Memory]] = {
     MemoryKind.ASHMEM: create_ashmem,
-    MemoryKind.MMAP_FD: lambda size: create_mmap_fd(size, offset=_ALIGN),
+    MemoryKind.MMAP_FD: lambda size: create_mmap_fd(size, offset=64),  # a region that does not start the file
     MemoryKind.HARDWARE_BUFFER_BLOB: create_hardware_buffer_blob,
 }
-
-
-def _aligned(n: int) -> int:
-    return -(-n // _ALIGN) * _ALIGN
 
 
 def _prepare(device: Device, model: Model):
@@ -64,27 +60,8 @@ def _prepare(device: Device, model: Model):
         raise GoldenFailure("prepare_model", str(error)) from None
 
 
-def _pack(golden: GoldenCase, capacities: Sequence[int], factory: Callable[[int], Memory]) -> tuple[Request, Memory, Memory]:
-    arguments, blobs, offset = [], [], 0
-    for value in golden.inputs:
-        if value is None:
-            arguments.append(RequestArgument(has_no_value=True))
-            continue
-        raw = np.ascontiguousarray(value).tobytes()
-        offset = _aligned(offset)
-        arguments.append(RequestArgument(False, DataLocation(0, offset, len(raw)), tuple(value.shape)))
-        blobs.append((offset, raw))
-        offset += len(raw)
-    inputs = factory(max(offset, 1))
-    for at, raw in blobs:
-        inputs.write(raw, at)
-    outs, offset = [], 0
-    for capacity in capacities:
-        offset = _aligned(offset)
-        outs.append(RequestArgument(False, DataLocation(1, offset, capacity)))
-        offset += capacity
-    outputs = factory(max(offset, 1))
-    return Request(tuple(arguments), tuple(outs), (inputs, outputs)), inputs, outputs
+def _pack(golden: GoldenCase, model: Model, capacities: Sequence[int], memory_kind: str) -> tuple[Request, Memory, Memory]:
+    return pack_request(model, golden.inputs, capacities, MEMORY_FACTORIES[memory_kind])
 
 
 def _read(golden: GoldenCase, request: Request, memory: Memory, shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
@@ -106,9 +83,10 @@ def _execute(prepared, request: Request, step: str):
 
 
 def run_general(device: Device, golden: GoldenCase, memory_kind: str) -> list[np.ndarray]:
-    prepared = _prepare(device, golden.model())
+    model = golden.model()
+    prepared = _prepare(device, model)
     capacities = [max(o.nbytes, 1) for o in golden.outputs]
-    request, inputs, outputs = _pack(golden, capacities, MEMORY_FACTORIES[memory_kind])
+    request, inputs, outputs = _pack(golden, model, capacities, memory_kind)
     with inputs, outputs:
         _execute(prepared, request, "execute")
         return _read(golden, request, outputs, [o.shape for o in golden.outputs])
@@ -119,18 +97,17 @@ def dynamic_model(golden: GoldenCase) -> Model:
     operands = list(golden.main.operands)
     for index in golden.main.output_indexes:
         operands[index] = replace(operands[index], dimensions=(0,) * len(operands[index].dimensions))
-    main = replace(golden.main, operands=tuple(operands))
-    return Model(main, golden.operand_values, (), golden.referenced, golden.case.relaxed)
+    return golden.model(replace(golden.main, operands=tuple(operands)))
 
 
 def run_dynamic_output_shape(device: Device, golden: GoldenCase) -> list[np.ndarray]:
-    prepared = _prepare(device, dynamic_model(golden))
+    model = dynamic_model(golden)
+    prepared = _prepare(device, model)
     expected_shapes = [tuple(o.shape) for o in golden.outputs]
-    factory = MEMORY_FACTORIES[MemoryKind.ASHMEM]
     if golden.outputs and golden.outputs[0].nbytes > 0:
         short = [max(o.nbytes, 1) for o in golden.outputs]
         short[0] = golden.outputs[0].nbytes - 1
-        request, inputs, outputs = _pack(golden, short, factory)
+        request, inputs, outputs = _pack(golden, model, short, MemoryKind.ASHMEM)
         with inputs, outputs:
             try:
                 prepared.execute(request)
@@ -144,7 +121,7 @@ def run_dynamic_output_shape(device: Device, golden: GoldenCase) -> list[np.ndar
                                         "as insufficient") from None
             else:
                 raise GoldenFailure("execute with output 0 one byte short", "succeeded (expected OUTPUT_INSUFFICIENT_SIZE)")
-    request, inputs, outputs = _pack(golden, [max(o.nbytes, 1) for o in golden.outputs], factory)
+    request, inputs, outputs = _pack(golden, model, [max(o.nbytes, 1) for o in golden.outputs], MemoryKind.ASHMEM)
     with inputs, outputs:
         result = _execute(prepared, request, "execute with room for every output")
         reported = [tuple(s.dimensions) for s in result.output_shapes]

@@ -95,19 +95,23 @@ class ModelBuilder:
 
 def pack_request(
     model: Model,
-    inputs: Sequence[np.ndarray],
+    inputs: Sequence[np.ndarray | None],
     output_capacity: Sequence[int] | None = None,
     memory_factory: Callable[[int], Memory] = create_ashmem,
 ) -> tuple[Request, Memory, Memory]:
     """A request with all inputs packed in one memory and all outputs in another.
 
-    Output regions are sized from the model's output dimensions unless
-    ``output_capacity`` gives their byte sizes.  Returns (request, input memory, output memory).
+    An input given as None is omitted (hasNoValue).  Output regions are sized from the model's
+    output dimensions unless ``output_capacity`` gives their byte sizes.  Returns (request, input
+    memory, output memory).
     """
     operands = model.main.operands
     in_args, offset = [], 0
     blobs = []
     for index, value in zip(model.main.input_indexes, inputs):
+        if value is None:
+            in_args.append(RequestArgument(has_no_value=True))
+            continue
         array = np.ascontiguousarray(value, dtype=numpy_dtype(operands[index].type))
         offset = _aligned(offset)
         in_args.append(RequestArgument(False, DataLocation(0, offset, array.nbytes), tuple(array.shape)))

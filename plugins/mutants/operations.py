@@ -27,17 +27,11 @@ def div_int32_truncates():
 
 def _conv_with_geometry(change):
     """CONV_2D whose resolved geometry is altered by ``change`` before computing."""
-    real_geometry = nn.conv_geometry
 
     def run(values, ins, out_op, out):
-        def geometry(*args):
-            return change(real_geometry(*args))
-
-        nn.conv_geometry = geometry
-        try:
-            return nn.run_conv_2d(values, ins, out_op, out)
-        finally:
-            nn.conv_geometry = real_geometry
+        data, filt, bias = nn.conv_weights(values, ins)
+        geometry = change(nn.conv_geometry(values, ins, filt.shape, data.shape))
+        return nn.conv_2d(data, ins[0], filt, bias, geometry, out_op)
 
     return with_kernels({OperationType.CONV_2D: run})
 

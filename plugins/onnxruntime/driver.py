@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import threading
 from collections.abc import Sequence
 
@@ -59,8 +60,6 @@ def _pread(memory: Memory, offset: int, length: int) -> bytes:
 def _check_usable(memory: Memory, what: str) -> None:
     """The memory's descriptor really holds its region (POOL-4): a closed, short or non-file
     descriptor is a general failure here, before any byte is read or written."""
-    import stat
-
     try:
         info = os.fstat(memory.fd)
     except OSError as error:
@@ -238,7 +237,7 @@ def _check_supported(operation: Operation, operands: Sequence[Operand]) -> None:
     elif kind == OperationType.CONV_2D:
         if len(ins) not in (7, 8, 10, 11, 13) or any(o.type != F32 for o in ins[:3]):
             raise _Unsupported("CONV_2D signature or types")
-        scalars = [o for o in ins[3:]]
+        scalars = ins[3:]
         if not all(_constant(o) for o in scalars if o.type in (INT32, BOOL)) or any(o.type not in (INT32, BOOL) for o in scalars):
             raise _Unsupported("CONV_2D's padding, strides and layout must be constants")
         if len(ins[1].dimensions) != 4 or 0 in ins[1].dimensions:

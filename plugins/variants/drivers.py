@@ -374,21 +374,13 @@ def _fully_connected_in(dtype):
 
 
 def _conv_in(dtype):
-    """CONV_2D in any signature, accumulated term by term in ``dtype`` (the reference's geometry)."""
+    """CONV_2D in any signature, accumulated term by term in ``dtype`` (the reference's geometry and errors)."""
     def run(values, ins, out_op, out):
         if ins[0].type not in FLOAT_TENSORS:
             return nn.run_conv_2d(values, ins, out_op, out)
-        data, filt, bias = (np.asarray(v) for v in values[:3])
-        if data.ndim != 4 or filt.ndim != 4:
-            return nn.run_conv_2d(values, ins, out_op, out)  # the reference's error
-        try:
-            g = nn.conv_geometry(values, ins, filt.shape, data.shape)
-            x = data.transpose(0, 2, 3, 1) if g.nchw else data
-            windows = nn.conv_windows(x, g, filt.shape[1], filt.shape[2]) if filt.shape[3] == x.shape[3] else None
-        except nn.KernelError:
-            windows = None
-        if windows is None:
-            return nn.run_conv_2d(values, ins, out_op, out)
+        data, filt, bias = nn.conv_weights(values, ins)
+        g = nn.conv_geometry(values, ins, filt.shape, data.shape)
+        windows = nn.conv_windows(nn.conv_input(data, ins[0], g, filt.shape[3]), g, filt.shape[1], filt.shape[2])
         products = [(windows[..., c, i, j][..., None], filt[:, i, j, c])
                     for i in range(filt.shape[1]) for j in range(filt.shape[2]) for c in range(filt.shape[3])]
         start = np.broadcast_to(bias, (*windows.shape[:3], filt.shape[0]))

@@ -195,19 +195,35 @@ def conv_windows(x: np.ndarray, g: ConvGeometry, kernel_h: int, kernel_w: int) -
     return windows[..., :: g.dilation_h, :: g.dilation_w]
 
 
-def run_conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Operand, out: np.ndarray | None) -> np.ndarray:
-    """out[n, y, x, d] = act(bias[d] + sum in[n, y*sh + i*dh - pt, x*sw + j*dw - pl, c] * f[d, i, j, c])."""
+def conv_weights(values: Sequence[np.ndarray], ins: Sequence[Operand]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A CONV_2D's input as stored, and its real filter and bias, with their ranks checked."""
     data = values[0]
     filt, bias = _weights_bias(values, ins)
     if data.ndim != 4 or filt.ndim != 4 or bias.shape != (filt.shape[0],):
         raise KernelError(f"CONV_2D: input {data.shape}, filter {filt.shape}, bias {bias.shape} disagree")
-    g = conv_geometry(values, ins, filt.shape, data.shape)
-    x = to_real(data, ins[0]).astype(np.float64)
+    return data, filt, bias
+
+
+def conv_input(data: np.ndarray, input_op: Operand, g: ConvGeometry, depth: int) -> np.ndarray:
+    """The input's real values in NHWC, checked against the filter's depth."""
+    x = to_real(data, input_op).astype(np.float64)
     if g.nchw:
         x = x.transpose(0, 2, 3, 1)
-    if filt.shape[3] != x.shape[3]:
-        raise KernelError(f"CONV_2D: filter depth {filt.shape[3]} for input depth {x.shape[3]}")
-    windows = conv_windows(x, g, filt.shape[1], filt.shape[2])
+    if depth != x.shape[3]:
+        raise KernelError(f"CONV_2D: filter depth {depth} for input depth {x.shape[3]}")
+    return x
+
+
+def conv_2d(data: np.ndarray, input_op: Operand, filt: np.ndarray, bias: np.ndarray, g: ConvGeometry,
+            out_op: Operand) -> np.ndarray:
+    """out[n, y, x, d] = act(bias[d] + sum in[n, y*sh + i*dh - pt, x*sw + j*dw - pl, c] * f[d, i, j, c]),
+    stored as ``out_op`` in the layout ``g`` names."""
+    windows = conv_windows(conv_input(data, input_op, g, filt.shape[3]), g, filt.shape[1], filt.shape[2])
     real = np.einsum("nyxcij,dijc->nyxd", windows, filt) + bias
     result = _finish(real, g.activation, out_op)
     return result.transpose(0, 3, 1, 2) if g.nchw else result
+
+
+def run_conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Operand, out: np.ndarray | None) -> np.ndarray:
+    data, filt, bias = conv_weights(values, ins)
+    return conv_2d(data, ins[0], filt, bias, conv_geometry(values, ins, filt.shape, data.shape), out_op)
