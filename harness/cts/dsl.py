@@ -21,6 +21,7 @@ import builtins
 import itertools
 import math
 import os
+import random
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -373,6 +374,15 @@ class SkipVariation(Exception):
     pass
 
 
+def _flat(items: Iterable[Any]) -> Iterable[Any]:
+    """Operands in the order given; CTS files write both AddNchw(i, o, layout) and AddNchw([i, o], [layout])."""
+    for item in items:
+        if isinstance(item, (list, tuple)):
+            yield from _flat(item)
+        else:
+            yield item
+
+
 class ModelVariation:
     default_name = ""
 
@@ -382,7 +392,7 @@ class ModelVariation:
 
     def Identify(self, operandArgs: Any = None, paramArgs: Any = None) -> ModelVariation:
         if operandArgs is not None:
-            self.targets = dict(operandArgs) if isinstance(operandArgs, dict) else {o: None for o in operandArgs}
+            self.targets = dict(operandArgs) if isinstance(operandArgs, dict) else {o: None for o in _flat(operandArgs)}
         return self
 
     def auto_identify(self, instance: _Instance) -> None:
@@ -881,17 +891,27 @@ _SAFE_BUILTINS = {name: getattr(builtins, name)
                                "len", "list", "map", "max", "min", "range", "reversed", "round", "set", "sorted", "str",
                                "sum", "tuple", "zip")}
 _IMPORTABLE = {"math": math, "itertools": itertools, "numpy": np}
+_IMPORTABLE_NAMES = ", ".join(sorted([*_IMPORTABLE, "random"]))
 
 
-def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
-    if name not in _IMPORTABLE:
-        raise ImportError(f"a spec file may import only {', '.join(sorted(_IMPORTABLE))}, not {name}")
-    return _IMPORTABLE[name]
+def _importer() -> Any:
+    """The __import__ a spec file sees. `random` is a generator of the file's own (CTS files seed it and
+    shuffle golden inputs with it), so a spec can neither disturb the harness's random state nor reach
+    the module's internals."""
+    own_random = random.Random()
+
+    def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if name == "random":
+            return own_random
+        if name not in _IMPORTABLE:
+            raise ImportError(f"a spec file may import only {_IMPORTABLE_NAMES}, not {name}")
+        return _IMPORTABLE[name]
+    return _import
 
 
 def _namespace() -> dict[str, Any]:
     names: dict[str, Any] = {
-        "__builtins__": {**_SAFE_BUILTINS, "print": lambda *a, **k: None, "__import__": _import},
+        "__builtins__": {**_SAFE_BUILTINS, "print": lambda *a, **k: None, "__import__": _importer()},
         "__name__": "__spec__",
     }
     for cls in (Model, Input, Output, IgnoredOutput, Internal, Parameter, Int32Scalar, Float16Scalar, Float32Scalar,

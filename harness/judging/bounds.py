@@ -41,10 +41,23 @@ BIAS_MIN_ELEMENTS = 32
 BIAS_LIMIT = 0.25
 
 _ELEMENTWISE = (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)
-#: Where an operation's fused activation code is, among its inputs.
+#: Where an operation's fused activation code is, among its inputs (CONV_2D: see `_activation_input`).
 _ACTIVATION_INPUT = {OperationType.ADD: 2, OperationType.SUB: 2, OperationType.MUL: 2, OperationType.DIV: 2,
-                     OperationType.FULLY_CONNECTED: 3, OperationType.CONV_2D: 9}
-_QUANT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127)}
+                     OperationType.FULLY_CONNECTED: 3}
+#: Clamps: on magnitudes (never negative) RELU is the identity, and so is every clamp the magnitude
+#: run stands for, since clamping never adds error.
+_CLAMPS = (OperationType.RELU1, OperationType.RELU6)
+
+
+def _activation_input(scenario: Scenario, operation) -> int | None:
+    if operation.type != OperationType.CONV_2D:
+        return _ACTIVATION_INPUT.get(operation.type)
+    inputs = operation.inputs
+    # a padding scheme (7 inputs, or the BOOL layout flag at 7) puts the activation at 6, explicit padding at 9
+    implicit = len(inputs) == 7 or (len(inputs) > 7 and scenario.subgraph.operands[inputs[7]].type == OperandType.BOOL)
+    return 6 if implicit else 9
+_QUANT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
+                OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-127, 127)}
 
 
 def _location_of(scenario: Scenario, index: int) -> tuple[str, int, int, int] | None:
@@ -105,11 +118,12 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
 
     operations = []
     for operation in scenario.subgraph.operations:
-        code = _ACTIVATION_INPUT.get(operation.type)
+        code = _activation_input(scenario, operation)
         if code is not None and code < len(operation.inputs):
             if not rewrite(operation.inputs[code], np.zeros_like):
                 return None
-        operations.append(replace(operation, type=OperationType.ADD) if operation.type == OperationType.SUB else operation)
+        kind = {OperationType.SUB: OperationType.ADD, **{c: OperationType.RELU for c in _CLAMPS}}.get(operation.type)
+        operations.append(replace(operation, type=kind) if kind is not None else operation)
     for index, operand in enumerate(scenario.subgraph.operands):
         if operand.type in FLOAT_TYPES and operand.lifetime in (
                 OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE, OperandLifeTime.SUBGRAPH_INPUT):
@@ -149,7 +163,8 @@ def _largest_real(scenario: Scenario, index: int) -> float:
     if value is not None and value.size:
         return float(np.max(np.abs(value.astype(np.float64) - operand.zero_point)) * operand.scale)
     low, high = _QUANT_RANGE.get(operand.type, (0, 0))
-    return max(abs(low - operand.zero_point), abs(high - operand.zero_point)) * operand.scale
+    scale = max(operand.channel_quant.scales) if operand.channel_quant is not None else operand.scale
+    return max(abs(low - operand.zero_point), abs(high - operand.zero_point)) * scale
 
 
 def quantized_tolerances(scenario: Scenario) -> dict[int, int]:
@@ -172,13 +187,17 @@ def quantized_tolerances(scenario: Scenario) -> dict[int, int]:
             weights = operation.inputs[1]
             value = operand_value(scenario, weights)
             w = operands[weights]
+            # a per-channel filter (channel dimension 0: a scale per output row) and its input scale set
+            # the bias scale of each row; a rounding step of the input grows by each row's weight sum
+            row_scales = (np.asarray(w.channel_quant.scales, np.float64)[:, None] if w.channel_quant is not None
+                          else w.scale)
             if value is not None and value.size and w.dimensions:
-                real = np.abs(value.astype(np.float64) - w.zero_point).reshape(w.dimensions[0], -1) * w.scale
+                real = np.abs(value.astype(np.float64) - w.zero_point).reshape(w.dimensions[0], -1) * row_scales
                 gain = float(real.sum(axis=1).max())
             else:
                 gain = _largest_real(scenario, weights) * max(math.prod(d for d in w.dimensions[1:] if d) or 1, 1)
             propagated = carried[0] * gain
-        else:  # RELU, RESHAPE, CONCATENATION: an input's error passes through unchanged
+        else:  # RELU, RELU1, RELU6, RESHAPE, CONCATENATION: an input's error passes through unchanged
             propagated = max(carried, default=0.0)
         out = operation.outputs[0]
         own = operands[out].scale if is_quantized_type(operands[out].type) else 0.0

@@ -20,6 +20,7 @@ from harness.api.hal import (
     Request,
     RequestArgument,
     Subgraph,
+    SymmPerChannelQuantParams,
     is_scalar_type,
     numpy_dtype,
     operand_byte_size,
@@ -50,13 +51,15 @@ class ModelBuilder:
         self.operands.append(operand)
         return len(self.operands) - 1
 
-    def input(self, type: OperandType, dims: Sequence[int] = (), scale: float = 0.0, zero_point: int = 0) -> int:
-        index = self._add(Operand(type, tuple(dims), scale, zero_point, OperandLifeTime.SUBGRAPH_INPUT))
+    def input(self, type: OperandType, dims: Sequence[int] = (), scale: float = 0.0, zero_point: int = 0,
+              *, channel_quant: SymmPerChannelQuantParams | None = None) -> int:
+        index = self._add(Operand(type, tuple(dims), scale, zero_point, OperandLifeTime.SUBGRAPH_INPUT,
+                                  channel_quant=channel_quant))
         self.inputs.append(index)
         return index
 
     def constant(self, type: OperandType, value: object, scale: float = 0.0, zero_point: int = 0,
-                 *, by_reference: bool = False) -> int:
+                 *, by_reference: bool = False, channel_quant: SymmPerChannelQuantParams | None = None) -> int:
         """A constant: CONSTANT_COPY into operandValues, or CONSTANT_REFERENCE into pool 0."""
         array = np.asarray(value, dtype=numpy_dtype(type))
         dims = () if is_scalar_type(type) else tuple(array.shape)
@@ -66,7 +69,7 @@ class ModelBuilder:
         store.extend(b"\0" * (offset - len(store)))
         store.extend(raw)
         lifetime = OperandLifeTime.CONSTANT_REFERENCE if by_reference else OperandLifeTime.CONSTANT_COPY
-        return self._add(Operand(type, dims, scale, zero_point, lifetime, DataLocation(0, offset, len(raw))))
+        return self._add(Operand(type, dims, scale, zero_point, lifetime, DataLocation(0, offset, len(raw)), channel_quant))
 
     def scalar(self, value: int) -> int:
         return self.constant(OperandType.INT32, value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -76,3 +78,41 @@ def call_cases(draw, space: CaseSpace) -> CallCase:
     """A case of ``space``: one labelled draw per parameter, then the target's own ``build``."""
     values = {name: draw(_parameter(parameter), label=name) for name, parameter in space.parameters.items()}
     return space.build(**values)
+
+
+def range_end_cases(space: CaseSpace, limit: int = 64) -> list[CallCase]:
+    """The cases at both ends of every declared `Integers` range, for each `Choice` value: where
+    width bugs live (a count kept in 16 bits fails only past 65535), and where a few random draws
+    rarely land.  Empty for spaces with no ranges; other parameters take their simplest value."""
+    ranges = {name: p for name, p in space.parameters.items() if isinstance(p, Integers)}
+    if not ranges or any(isinstance(p, OperandShapes) for p in space.parameters.values()):
+        return []
+    fixed: dict[str, list] = {}
+    for name, parameter in space.parameters.items():
+        if isinstance(parameter, Integers):
+            fixed[name] = sorted({end for low, high in parameter.ranges for end in (low, high)})
+        elif isinstance(parameter, Choice):
+            fixed[name] = list(parameter.values)
+        elif isinstance(parameter, Opaque):
+            fixed[name] = [b""]
+        elif isinstance(parameter, Text):
+            fixed[name] = ["x" * min(low for low, _ in parameter.lengths)]
+    names = list(fixed)
+    return [space.build(**dict(zip(names, combination))) for combination in itertools.islice(
+        itertools.product(*(fixed[name] for name in names)), limit)]
+
+
+def fixed_values(shape: Shape, seed: int = 0) -> tuple:
+    """Operand values drawn once from a seeded generator (no search): for cases too large to shrink."""
+    rng = np.random.default_rng(seed)
+
+    def one(leaf: Shape):
+        if not isinstance(leaf, Leaf):
+            return tuple(one(element) for element in leaf.elements)
+        dtype = np.dtype(leaf.dtype)
+        if dtype.kind == "f":
+            return rng.standard_normal(leaf.dims).astype(dtype)
+        if dtype == np.int32:
+            return rng.integers(-(2**30), 2**30, leaf.dims, dtype=np.int32)  # sums stay in range (see _elements)
+        return rng.integers(0, 256, leaf.dims).astype(dtype)
+    return one(shape)

@@ -15,11 +15,13 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from harness.judging.builders import ModelBuilder
-from harness.api.hal import Capabilities, OperandLifeTime, OperandType, OperationType, Subgraph
+from harness.api.hal import (Capabilities, OperandLifeTime, OperandType, OperationType, Subgraph,
+                              SymmPerChannelQuantParams)
 
 from .values import FLOAT_TYPES, QUANT_TYPES, arrays, declared_dimensions, operand_types, quantization, shapes
 
 I32 = OperandType.TENSOR_INT32
+PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 _HOW = ("input", "copy", "reference")
 
 
@@ -41,12 +43,13 @@ class _Case:
         self.b = ModelBuilder()
         self.values: list[np.ndarray] = []
 
-    def operand(self, type: OperandType, value: np.ndarray, quant=(0.0, 0), how: str = "input", label: str = "") -> int:
+    def operand(self, type: OperandType, value: np.ndarray, quant=(0.0, 0), how: str = "input", label: str = "",
+                channel_quant: SymmPerChannelQuantParams | None = None) -> int:
         if how == "input":
             dims = self.draw(declared_dimensions(value.shape), label=f"{label} declared dims")
             self.values.append(value)
-            return self.b.input(type, dims, *quant)
-        return self.b.constant(type, value, *quant, by_reference=how == "reference")
+            return self.b.input(type, dims, *quant, channel_quant=channel_quant)
+        return self.b.constant(type, value, *quant, by_reference=how == "reference", channel_quant=channel_quant)
 
     def output(self, op, inputs, type, shape, quant=(0.0, 0), *, final: bool = True) -> int:
         dims = self.draw(declared_dimensions(shape), label=f"{op.name} output declared dims")
@@ -80,7 +83,8 @@ def elementwise_models(draw, caps: Capabilities, activation: int | None = None,
     sometimes followed by RELU through a temporary of unknown shape."""
     if op is None:
         op = draw(st.sampled_from(_supported(caps, OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)), label="operation")
-    allowed = FLOAT_TYPES if op == OperationType.DIV else FLOAT_TYPES + QUANT_TYPES + (I32,)
+    # NNAPI: DIV has no quantized form; on TENSOR_INT32 it rounds toward minus infinity.
+    allowed = FLOAT_TYPES + (I32,) if op == OperationType.DIV else FLOAT_TYPES + QUANT_TYPES + (I32,)
     type = draw(operand_types(allowed, caps.operand_types), label="type")
     shapes = _shapes_of_ranks(ranks) if ranks else hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=4, max_side=4)
     pair = draw(shapes, label="shapes")
@@ -105,14 +109,19 @@ def elementwise_models(draw, caps: Capabilities, activation: int | None = None,
     return case.done([pair.result_shape], f"{op.name}{'+RELU' if chain else ''} {type.name}")
 
 
+_RELUS = (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
+
+
 @st.composite
 def relu_models(draw, caps: Capabilities) -> ModelCase:
+    """RELU, RELU1 (clamp to [-1, 1]) and RELU6 (clamp to [0, 6]) as operations of their own."""
+    op = draw(st.sampled_from(_supported(caps, *_RELUS)), label="operation")
     type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
     shape = draw(shapes(), label="shape")
     case = _Case(draw)
     x = case.operand(type, draw(arrays(type, shape), label="x"), draw(quantization(type)))
-    case.output(OperationType.RELU, [x], type, shape, draw(quantization(type)))
-    return case.done([shape], f"RELU {type.name}")
+    case.output(op, [x], type, shape, draw(quantization(type)))
+    return case.done([shape], f"{op.name} {type.name}")
 
 
 @st.composite
@@ -190,30 +199,76 @@ def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
     return case.done([(batch, units)], f"FULLY_CONNECTED {type.name}")
 
 
+def _same_padding(size: int, stride: int, span: int) -> tuple[int, int]:
+    """NNAPI's SAME scheme: ceil(size / stride) outputs, the padding split with the odd one at the end."""
+    total = max((-(-size // stride) - 1) * stride + span - size, 0)
+    return total // 2, total - total // 2
+
+
 @st.composite
 def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
+    """CONV_2D in each NNAPI signature: explicit padding (10 inputs) or a padding scheme (7), each
+    optionally with the layout flag (NHWC or NCHW tensors) and then dilation factors; a per-channel
+    quantized filter when the driver declares TENSOR_QUANT8_SYMM_PER_CHANNEL."""
     type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
+    implicit = draw(st.booleans(), label="implicit padding")
+    # the layout flag is a BOOL operand: only for a driver that declares the type
+    layouts = [None, False, True] if OperandType.BOOL in caps.operand_types else [None]
+    layout = draw(st.sampled_from(layouts), label="layout flag (None: absent, True: NCHW)")
+    dilation = (draw(st.tuples(st.integers(1, 2), st.integers(1, 2)), label="dilation w h")
+                if layout is not None and draw(st.booleans(), label="dilation inputs") else None)
+    dil_w, dil_h = dilation or (1, 1)
     n, h, w, c, d = (draw(st.integers(1, hi)) for hi in (2, 5, 5, 3, 3))
-    kh, kw = draw(st.integers(1, h)), draw(st.integers(1, w))
-    pads = draw(st.tuples(*[st.integers(0, 1)] * 4), label="pads l r t b")
+    # the dilated filter fits the unpadded input, so every padding and scheme gives an output
+    kh, kw = draw(st.integers(1, (h - 1) // dil_h + 1)), draw(st.integers(1, (w - 1) // dil_w + 1))
+    span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
     strides = draw(st.tuples(st.integers(1, 2), st.integers(1, 2)), label="strides w h")
-    out_h = (h + pads[2] + pads[3] - kh) // strides[1] + 1
-    out_w = (w + pads[0] + pads[1] - kw) // strides[0] + 1
+    if implicit:
+        scheme = draw(st.sampled_from([1, 2]), label="padding scheme (1 SAME, 2 VALID)")
+        if scheme == 1:
+            (top, bottom), (left, right) = _same_padding(h, strides[1], span_h), _same_padding(w, strides[0], span_w)
+        else:
+            top = bottom = left = right = 0
+        padding: tuple[int, ...] = (scheme,)
+    else:
+        left, right, top, bottom = draw(st.tuples(*[st.integers(0, 1)] * 4), label="pads l r t b")
+        padding = (left, right, top, bottom)
+    out_h = (h + top + bottom - span_h) // strides[1] + 1
+    out_w = (w + left + right - span_w) // strides[0] + 1
+    nchw = bool(layout)
+    in_shape, out_shape = ((n, c, h, w), (n, d, out_h, out_w)) if nchw else ((n, h, w, c), (n, out_h, out_w, d))
     case = _Case(draw)
-    in_quant, f_quant = draw(quantization(type)), draw(quantization(type))
-    x = case.operand(type, draw(arrays(type, (n, h, w, c)), label="input"), in_quant)
-    f = case.operand(type, draw(arrays(type, (d, kh, kw, c)), label="filter"), f_quant, draw(st.sampled_from(_HOW[1:])))
-    bias_type, bias, bias_quant = _bias(draw, type, in_quant, f_quant, d)
-    bias_operand = case.operand(bias_type, bias, bias_quant, "copy")
-    scalars = [case.b.scalar(v) for v in (*pads, *strides, draw(st.integers(0, 3), label="activation"))]
-    out_shape = (n, out_h, out_w, d)
+    in_quant = draw(quantization(type))
+    x = case.operand(type, draw(arrays(type, in_shape), label="input"), in_quant)
+    per_channel = (type in QUANT_TYPES and PER_CHANNEL in caps.operand_types
+                   and draw(st.booleans(), label="per-channel filter"))
+    if per_channel:
+        scales = tuple(draw(st.lists(st.sampled_from([0.02, 0.05, 0.1, 0.25]), min_size=d, max_size=d),
+                            label="filter scales"))
+        filt = draw(hnp.arrays(np.int8, (d, kh, kw, c), elements=st.integers(-127, 127)), label="filter")
+        f = case.operand(PER_CHANNEL, filt, how=draw(st.sampled_from(_HOW[1:])), label="filter",
+                         channel_quant=SymmPerChannelQuantParams(scales, 0))
+        bias = draw(hnp.arrays(np.int32, (d,), elements=st.integers(-1000, 1000)), label="bias")
+        bias_operand = case.operand(I32, bias, how="copy")  # scale 0: input scale x each channel's scale
+    else:
+        f_quant = draw(quantization(type))
+        f = case.operand(type, draw(arrays(type, (d, kh, kw, c)), label="filter"), f_quant, draw(st.sampled_from(_HOW[1:])))
+        bias_type, bias, bias_quant = _bias(draw, type, in_quant, f_quant, d)
+        bias_operand = case.operand(bias_type, bias, bias_quant, "copy")
+    scalars = [case.b.scalar(v) for v in (*padding, *strides, draw(st.integers(0, 3), label="activation"))]
+    if layout is not None:
+        scalars.append(case.b.constant(OperandType.BOOL, layout))
+    if dilation is not None:
+        scalars += [case.b.scalar(dil_w), case.b.scalar(dil_h)]
     case.output(OperationType.CONV_2D, [x, f, bias_operand, *scalars], type, out_shape, draw(quantization(type)))
-    return case.done([out_shape], f"CONV_2D {type.name} stride {strides}")
+    form = (f"{'SAME' if padding == (1,) else 'VALID'}" if implicit else "explicit") + (" NCHW" if nchw else "")
+    extras = (" dilation %dx%d" % dilation if dilation else "") + (" per-channel" if per_channel else "")
+    return case.done([out_shape], f"CONV_2D {type.name} {form} stride {strides}{extras}")
 
 
 FAMILIES = {
     "elementwise": (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV),
-    "relu": (OperationType.RELU,),
+    "relu": _RELUS,
     "reshape": (OperationType.RESHAPE,),
     "concatenation": (OperationType.CONCATENATION,),
     "fully_connected": (OperationType.FULLY_CONNECTED,),
@@ -222,7 +277,7 @@ FAMILIES = {
 
 _FAMILIES = [
     ((OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV), elementwise_models),
-    ((OperationType.RELU,), relu_models),
+    (_RELUS, relu_models),
     ((OperationType.RESHAPE,), reshape_models),
     ((OperationType.CONCATENATION,), concatenation_models),
     ((OperationType.FULLY_CONNECTED,), fully_connected_models),

@@ -44,7 +44,9 @@ def elements(operand_type: OperandType, *, nonzero: bool = False) -> st.SearchSt
         case OperandType.TENSOR_INT32:
             # Small values, and the full range: products and sums must wrap around at 32 bits.
             big = st.one_of(st.integers(-2**31, -2**24), st.integers(2**24, 2**31 - 1))  # products well past 2**53
-            return st.one_of(st.integers(-1000, 1000), big, st.integers(-2**31, 2**31 - 1))
+            values = st.one_of(st.integers(-1000, 1000), big, st.integers(-2**31, 2**31 - 1))
+            # a divisor: no 0 (undefined in NNAPI), and no -1, whose quotient of -2**31 overflows (a trap in C)
+            return values.filter(lambda v: v not in (0, -1)) if nonzero else values
         case OperandType.TENSOR_QUANT8_ASYMM:
             return st.integers(0, 255)
         case OperandType.TENSOR_QUANT8_ASYMM_SIGNED:

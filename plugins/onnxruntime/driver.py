@@ -217,8 +217,6 @@ def _check_supported(operation: Operation, operands: Sequence[Operand]) -> None:
     if kind in _ELEMENTWISE:
         if len(ins) != 3 or ins[1].type != data.type or outs[0].type != data.type or ins[2].type != INT32:
             raise _Unsupported("operand types")
-        if data.type == I32 and kind == OperationType.DIV:
-            raise _Unsupported("DIV on TENSOR_INT32 (onnxruntime truncates; NNAPI rounds toward minus infinity)")
         if data.type not in (F32, I32):
             raise _Unsupported("operand types")
     elif kind in _CLAMP:
@@ -323,7 +321,9 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
     for operation in main.operations:
         ins, out = list(operation.inputs), name[operation.outputs[0]]
         kind = operation.type
-        if kind in _ELEMENTWISE:
+        if kind == OperationType.DIV and main.operands[ins[0]].type == I32:
+            nodes.append(helper.make_node("Identity", [_floor_divide(name[ins[0]], name[ins[1]], node, const)], [out]))
+        elif kind in _ELEMENTWISE:
             result = node(_ELEMENTWISE[kind], [name[ins[0]], name[ins[1]]])
             if main.operands[ins[0]].type == I32:
                 nodes.append(helper.make_node("Identity", [result], [out]))  # no activation on integers (NNAPI)
@@ -343,7 +343,7 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
             result = node("Gemm", [flat, name[ins[1]], name[ins[2]]], transB=1)
             activation(result, ins[3], out)
         elif kind == OperationType.CONV_2D:
-            _conv(main.operands, ins, out, name, scalar, node, activation, nodes, helper)
+            _conv(main.operands, ins, out, name, scalar, node, const, activation, nodes, helper)
     graph_inputs = [helper.make_tensor_value_info(name[i], elem[main.operands[i].type],
                                                   _onnx_shape(main.operands[i].dimensions, f"in{i}"))
                     for i in main.input_indexes]
@@ -360,17 +360,51 @@ def _onnx_shape(dimensions: Sequence[int], label: str):
     return [d if d > 0 else f"{label}_{axis}" for axis, d in enumerate(dimensions)]
 
 
-def _conv(operands, ins, out, name, scalar, node, activation, nodes, helper) -> None:
+def _floor_divide(a: str, b: str, node, const) -> str:
+    """NNAPI's DIV on TENSOR_INT32 rounds toward minus infinity; ONNX's Div truncates. The truncated
+    quotient is one too large exactly when the remainder is non-zero and its sign differs from the
+    divisor's (no intermediate can overflow: |quotient x divisor| <= |dividend|)."""
+    from onnx import TensorProto
+
+    quotient = node("Div", [a, b])
+    remainder = node("Sub", [a, node("Mul", [quotient, b])])
+    zero = const(np.int32(0), "zero")
+    inexact = node("Not", [node("Equal", [remainder, zero])])
+    signs_differ = node("Xor", [node("Less", [remainder, zero]), node("Less", [b, zero])])
+    return node("Sub", [quotient, node("Cast", [node("And", [inexact, signs_differ])], to=TensorProto.INT32)])
+
+
+def _same_padded(data: str, strides: list[int], spans: list[int], node, const) -> str:
+    """NNAPI's SAME padding of an NCHW tensor computed in the graph from its height and width (onnxruntime's
+    SAME auto-padding refuses dilation, and the size may be known only at execution): enough for
+    ceil(size / stride) outputs, the odd pixel at the end."""
+    size = node("Gather", [node("Shape", [data]), const(np.asarray([2, 3], np.int64), "hw")])
+    stride = const(np.asarray(strides, np.int64), "strides")
+    outputs = node("Div", [node("Sub", [node("Add", [size, stride]), const(np.int64(1), "one")]), stride])
+    needed = node("Sub", [node("Add", [node("Mul", [node("Sub", [outputs, const(np.int64(1), "one")]), stride]),
+                                       const(np.asarray(spans, np.int64), "spans")]), size])
+    total = node("Max", [needed, const(np.zeros(2, np.int64), "zeros")])
+    before = node("Div", [total, const(np.full(2, 2, np.int64), "two")])
+    after = node("Sub", [total, before])
+    no_pad = const(np.zeros(2, np.int64), "batch_channel")
+    pads = node("Concat", [no_pad, before, no_pad, after], axis=0)
+    return node("Pad", [data, pads])
+
+
+def _conv(operands, ins, out, name, scalar, node, const, activation, nodes, helper) -> None:
     implicit = len(ins) in (7, 8) or (len(ins) == 10 and operands[ins[7]].type == BOOL)
     layout_at = 7 if implicit else 10
     nchw = len(ins) > layout_at and bool(scalar(ins[layout_at]))
     dilations = [scalar(ins[layout_at + 2]), scalar(ins[layout_at + 1])] if len(ins) > layout_at + 1 else [1, 1]
     attributes: dict = {"dilations": dilations}
+    same_dilated = False
     if implicit:
         scheme, stride_w, stride_h = scalar(ins[3]), scalar(ins[4]), scalar(ins[5])
         if scheme not in (1, 2):
             raise _fail(ErrorStatus.INVALID_ARGUMENT, f"CONV_2D: padding scheme {scheme} (NNAPI: 1 SAME or 2 VALID)")
-        attributes["auto_pad"] = "SAME_UPPER" if scheme == 1 else "VALID"  # SAME_UPPER: the odd pixel at the end, as NNAPI
+        # SAME_UPPER: the odd pixel at the end, as NNAPI; with dilation, padded in the graph (_same_padded)
+        same_dilated = scheme == 1 and dilations != [1, 1]
+        attributes["auto_pad"] = "VALID" if scheme == 2 or same_dilated else "SAME_UPPER"
         code_at = 6
     else:
         left, right, top, bottom = (scalar(i) for i in ins[3:7])
@@ -379,6 +413,10 @@ def _conv(operands, ins, out, name, scalar, node, activation, nodes, helper) -> 
         code_at = 9
     attributes["strides"] = [stride_h, stride_w]
     data = name[ins[0]] if nchw else node("Transpose", [name[ins[0]]], perm=[0, 3, 1, 2])
+    if implicit and same_dilated:
+        kernel = operands[ins[1]].dimensions
+        spans = [(kernel[1] - 1) * dilations[0] + 1, (kernel[2] - 1) * dilations[1] + 1]
+        data = _same_padded(data, [stride_h, stride_w], spans, node, const)
     weights = node("Transpose", [name[ins[1]]], perm=[0, 3, 1, 2])  # OHWI -> OIHW
     result = node("Conv", [data, weights, name[ins[2]]], **attributes)
     if nchw:

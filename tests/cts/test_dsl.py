@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -82,6 +84,33 @@ Example({i1: [-2, 3, 4, -5], o1: [-2, 3, 4, -5]}).AddNchw(i1, o1, layout).AddAll
     # layouts x activations x (as-input with the inputs-as-internal pair, since no constant tensor is left
     # for "all tensors as inputs"; or constants with both lifetime variations, four combinations)
     assert len(cases) == 2 * 4 * (2 + 4)
+
+
+def test_operand_lists_and_a_seeded_random_of_the_files_own(tmp_path) -> None:
+    # CTS files write AddNchw([i, o], [layout]) as well as AddNchw(i, o, layout), and build golden data
+    # with `import random; random.seed(0)`
+    source = '''
+import random
+random.seed(0)
+layout = BoolScalar("layout", False)
+i1 = Input("in", "TENSOR_FLOAT32", "{1, 1, 2, 2}")
+f1 = Parameter("filter", "TENSOR_FLOAT32", "{2, 1, 1, 2}", [1, 0, 0, 1])
+b1 = Parameter("bias", "TENSOR_FLOAT32", "{2}", [0, 0])
+o1 = Output("out", "TENSOR_FLOAT32", "{1, 1, 2, 2}")
+Model().Operation("CONV_2D", i1, f1, b1, 2, 1, 1, 0, layout).To(o1)
+values = [-2, 3, 4, -5]
+random.shuffle(values)
+Example({i1: values, o1: values}).AddNchw([i1, o1], [layout], defaultName="nhwc").AddInput([f1, b1])
+'''
+    outer = random.getstate()
+    first = _by_variations(_cases(tmp_path, source))
+    assert random.getstate() == outer  # the file's generator is its own
+    again = _by_variations(_cases(tmp_path, source))
+    assert set(first) >= {("nhwc", "as_input"), ("nchw", "as_input")}
+    nchw = to_golden("spec", first[("nchw", "as_input")])
+    assert nchw.main.operands[0].dimensions == (1, 2, 1, 2) and len(nchw.main.input_indexes) == 3
+    np.testing.assert_array_equal(to_golden("spec", first[("nhwc",)]).inputs[0],
+                                  to_golden("spec", again[("nhwc",)]).inputs[0])  # seeded: the same every load
 
 
 def test_per_channel_internal_and_ignored_outputs(tmp_path) -> None:

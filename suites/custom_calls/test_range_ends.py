@@ -1,0 +1,33 @@
+"""CC-2/CC-3 at the ends of every range a target declares: each end, every choice, called once.
+
+Random draws of a 65536-element case are rare and often rejected, so the width bugs that live
+there (a count kept in 16 bits) are checked here on purpose rather than by luck."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.judging.custom_calls import assert_call_conforms, run_case
+from harness.integration.skips import not_applicable
+from harness.strategies.custom_calls import fixed_values, range_end_cases
+
+
+def _check_ends(custom_calls, target, requirement: str) -> None:
+    cases = range_end_cases(target.cases) if target.cases is not None else []
+    if not cases:
+        not_applicable("custom_call_targets", f"{target.name} declares no integer ranges")
+    for number, case in enumerate(cases):
+        values = tuple(fixed_values(operand, seed=number) for operand in case.operands)
+        assert_call_conforms(requirement, target, case, values, run_case(custom_calls, target, case, values))
+
+
+@pytest.mark.requirement("CC-3", "CC-5")
+@pytest.mark.targets(conventions=("device", "device-status"), failing=False)
+def test_device_targets_at_their_range_ends(custom_calls, target) -> None:
+    _check_ends(custom_calls, target, "CC-3")
+
+
+@pytest.mark.requirement("CC-2", "CC-5")
+@pytest.mark.targets(conventions=("host", "host-unified"), failing=False)
+def test_host_targets_at_their_range_ends(custom_calls, target) -> None:
+    _check_ends(custom_calls, target, "CC-2")
