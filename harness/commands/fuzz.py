@@ -1,14 +1,17 @@
 """``harness fuzz`` and ``harness replay``: time-boxed generation, and re-running what it found.
 
-Fuzzing is rounds of ordinary pytest runs of the generative suites, each with a new
-seed, until the time budget is spent.  Hypothesis saves every failing example in the
-example database the moment it finds it; the records of each round are fsynced per
-test; so a run that is killed keeps everything found so far.  At the end (or on Ctrl-C
-or SIGTERM) it writes fuzz-summary.json and a reproducer per distinct failure.
+Fuzzing is rounds of ordinary pytest runs of the generative tests, each with a new seed
+and more examples per test than the last, until the time budget is spent.  Hypothesis saves
+every failing example in the example database the moment it finds it; a failing test's
+record is fsynced as it is written; so a run that is killed keeps everything found so far.
+While it runs, a line per suite shows examples, examples/s and distinct failures (rich); at
+the end (or on Ctrl-C or SIGTERM) it writes fuzz-summary.json, fuzz-report.html (examples/s
+and failures over time per suite) and a reproducer per distinct failure.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import signal
@@ -19,9 +22,11 @@ import time
 
 from harness.api.errors import UsageError
 from harness.report.files import write_atomically
+from harness.report.fuzz_report import render_fuzz_report
 
 ROUND_EXAMPLES = 25
-PROGRESS_EVERY_S = 10.0
+MAX_ROUND_EXAMPLES = 1000
+SAMPLE_EVERY_S = 1.0
 SUITES = ("harness.suites.memory_pools", "harness.suites.requests", "harness.suites.numerics", "harness.suites.memory_domains", "harness.suites.custom_calls",
           "harness.suites.packed_functions")
 
@@ -66,78 +71,144 @@ def _distinct_failures(records: list[dict]) -> dict[tuple[str, str], dict]:
     return failures
 
 
-def _examples_per_suite(records: list[dict]) -> dict[str, int]:
+def _suite_of(test_id: str) -> str:
+    return test_id.split("/")[1] if test_id.count("/") > 1 else test_id
+
+
+def _progress_of(record: str) -> dict[str, int]:
+    """Examples per suite that the round writing ``record`` has run so far (every worker's file)."""
     examples: dict[str, int] = {}
-    for r in records:
-        suite = r["id"].split("/")[1] if r["id"].count("/") > 1 else r["id"]
-        examples[suite] = examples.get(suite, 0) + (r["examples"] or 0)
+    for path in glob.glob(glob.escape(record) + ".progress*"):
+        try:
+            with open(path, encoding="utf-8") as f:
+                counts = json.load(f)
+        except (OSError, ValueError):
+            continue  # replaced between the listing and the read: the next poll has it
+        for suite, count in counts.items():
+            examples[suite] = examples.get(suite, 0) + int(count)
     return examples
 
 
-def _progress(started: float, rounds: int, records: list[dict]) -> None:
-    examples = _examples_per_suite(records)
-    done = ", ".join(f"{suite} {count}" for suite, count in sorted(examples.items())) or "none finished yet"
-    print(f"[{time.monotonic() - started:7.1f} s] round {rounds}: examples {done}; "
-          f"{len(_distinct_failures(records))} distinct failures", flush=True)
+def _added(total: dict[str, int], more: dict[str, int]) -> dict[str, int]:
+    return {suite: total.get(suite, 0) + more.get(suite, 0) for suite in {*total, *more}}
+
+
+class _Run:
+    """What the run has done so far: examples and distinct failures per suite, sampled over time
+    for the report's plot, and shown live (one line per suite) while it runs."""
+
+    def __init__(self, suites: tuple[str, ...], console) -> None:
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+        self.started = time.monotonic()
+        self.names = [suite.rsplit(".", 1)[1] for suite in suites]
+        self.done: dict[str, int] = {}  # examples of finished rounds
+        self.records: list[dict] = []  # records of finished rounds
+        self.timeline: list[dict] = []
+        self.found: dict[tuple[str, str], float] = {}  # when each distinct failure was first seen (s)
+        self.progress = Progress(TextColumn("{task.description:<17}"), TextColumn("{task.completed:>9,} examples"),
+                                 TextColumn("{task.fields[rate]:>7} /s"), TextColumn("{task.fields[failures]} failures"),
+                                 TimeElapsedColumn(), console=console, transient=False)
+        self.tasks = {name: self.progress.add_task(name, total=None, rate="-", failures=0) for name in self.names}
+
+    def sample(self, current_record: str | None) -> None:
+        now = round(time.monotonic() - self.started, 2)
+        records = self.records + (_read(current_record) if current_record else [])
+        examples = _added(self.done, _progress_of(current_record) if current_record else {})
+        failures: dict[str, int] = {}
+        for key in _distinct_failures(records):
+            self.found.setdefault(key, now)
+            failures[_suite_of(key[0])] = failures.get(_suite_of(key[0]), 0) + 1
+        before: dict = self.timeline[-1] if self.timeline else {"t": 0.0, "examples": {}}
+        span = max(now - before["t"], 1e-9)
+        self.timeline.append({"t": now, "examples": examples, "failures": failures})
+        for name, task in self.tasks.items():
+            rate = (examples.get(name, 0) - before["examples"].get(name, 0)) / span
+            self.progress.update(task, completed=examples.get(name, 0), rate=f"{rate:,.0f}", failures=failures.get(name, 0))
+
+    def finish_round(self, record: str) -> None:
+        self.done = _added(self.done, _progress_of(record))
+        self.records += _read(record)
+        self.sample(None)
+
+    def line(self, rounds: int) -> str:
+        examples = self.timeline[-1]["examples"] if self.timeline else {}
+        done = ", ".join(f"{suite} {count}" for suite, count in sorted(examples.items())) or "none finished yet"
+        return (f"[{time.monotonic() - self.started:7.1f} s] round {rounds}: examples {done}; "
+                f"{len(_distinct_failures(self.records))} distinct failures")
 
 
 def _absolute(db: str) -> str:
     return db if db.startswith("redis://") else os.path.abspath(db)
 
 
+def _round_examples(number: int) -> int:
+    """Examples per test in round ``number``: short first rounds reach every suite early; later
+    ones grow (to the nightly profile's 1000) so a round's start-up is paid over more examples."""
+    return min(ROUND_EXAMPLES * 2 ** (number - 1), MAX_ROUND_EXAMPLES)
+
+
 def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: tuple[str, ...] = SUITES) -> int:
+    from rich.console import Console
+
     out, db = os.path.abspath(out), _absolute(db)
     os.makedirs(out, exist_ok=True)
     deadline = time.monotonic() + minutes * 60
-    started = time.monotonic()
     stop = {"now": False}
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-    all_records: list[dict] = []
+    run = _Run(suites, Console(highlight=False, soft_wrap=True))
     rounds = 0
     try:
-        while not stop["now"] and time.monotonic() < deadline:
-            rounds += 1
-            record = os.path.join(out, f"round-{rounds}.jsonl")
-            command = _pytest(driver, db, record, os.path.join(out, "reproducers"),
-                              [f"--harness-examples={ROUND_EXAMPLES}"], workers, rounds - 1, suites)
-            with tempfile.TemporaryFile("w+") as errors:
-                process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, text=True)
-                shown = time.monotonic()
-                while process.poll() is None:
-                    if stop["now"] or time.monotonic() >= deadline:
-                        process.send_signal(signal.SIGINT)  # pytest stops cleanly; found examples are already saved
-                        break
-                    if time.monotonic() - shown >= PROGRESS_EVERY_S:  # within a round too: rounds can be long
-                        _progress(started, rounds, all_records + _read(record))
-                        shown = time.monotonic()
-                    time.sleep(0.2)
-                try:
-                    process.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-                if process.returncode == 4:
-                    errors.seek(0)
-                    lines = errors.read().strip().splitlines()
-                    print(f"harness fuzz: {lines[-1] if lines else 'usage error'}", file=sys.stderr)
-                    return 2
-            all_records += _read(record)
-            _progress(started, rounds, all_records)
+        with run.progress:
+            while not stop["now"] and time.monotonic() < deadline:
+                rounds += 1
+                record = os.path.join(out, f"round-{rounds}.jsonl")
+                command = _pytest(driver, db, record, os.path.join(out, "reproducers"),
+                                  [f"--harness-examples={_round_examples(rounds)}", "--harness-generative-only"],
+                                  workers, rounds - 1, suites)
+                with tempfile.TemporaryFile("w+") as errors:
+                    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, text=True)
+                    sampled = time.monotonic()
+                    while process.poll() is None:
+                        if stop["now"] or time.monotonic() >= deadline:
+                            process.send_signal(signal.SIGINT)  # pytest stops cleanly; found examples are already saved
+                            break
+                        if time.monotonic() - sampled >= SAMPLE_EVERY_S:
+                            run.sample(record)
+                            sampled = time.monotonic()
+                        time.sleep(0.1)
+                    try:
+                        process.wait(timeout=60)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait()
+                    if process.returncode == 4:
+                        errors.seek(0)
+                        lines = errors.read().strip().splitlines()
+                        print(f"harness fuzz: {lines[-1] if lines else 'usage error'}", file=sys.stderr)
+                        return 2
+                run.finish_round(record)
+                run.progress.console.print(run.line(rounds))
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-    failures = _distinct_failures(all_records)
+    failures = _distinct_failures(run.records)
+    examples = run.timeline[-1]["examples"] if run.timeline else {}
+    seconds = round(time.monotonic() - run.started, 1)
     summary = {
-        "driver": driver, "database": db, "workers": workers, "suites": [s.rsplit(".", 1)[1] for s in suites],
-        "rounds": rounds, "seconds": round(time.monotonic() - started, 1),
-        "examples_per_suite": _examples_per_suite(all_records), "interrupted": stop["now"],
-        "failures": [{"test": r["id"], "requirements": r["requirements"], "message": r["message"],
-                      "reproducer": r.get("reproducer", "")} for r in failures.values()],
+        "driver": driver, "database": db, "workers": workers, "suites": run.names,
+        "rounds": rounds, "seconds": seconds, "examples_per_suite": examples,
+        "examples_per_second": round(sum(examples.values()) / max(seconds, 1e-9), 1), "interrupted": stop["now"],
+        "failures": [{"test": r["id"], "suite": _suite_of(r["id"]), "requirements": r["requirements"],
+                      "message": r["message"], "reproducer": r.get("reproducer", ""),
+                      "found_at_s": run.found.get(key)} for key, r in failures.items()],
+        "timeline": run.timeline,
     }
     write_atomically(os.path.join(out, "fuzz-summary.json"), json.dumps(summary, indent=2))
+    write_atomically(os.path.join(out, "fuzz-report.html"), render_fuzz_report(summary, out))
     print(f"harness fuzz: {driver}: {len(failures)} distinct failures in {rounds} rounds; summary in "
-          f"{os.path.join(out, 'fuzz-summary.json')}")
+          f"{os.path.join(out, 'fuzz-summary.json')}, report in {os.path.join(out, 'fuzz-report.html')}")
     return 1 if failures else 0
 
 

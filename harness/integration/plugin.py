@@ -114,6 +114,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="only re-run the examples stored in the database (no new generation)")
     group.addoption("--harness-no-shrink", action="store_true",
                     help="report the first failing example as found, without shrinking it")
+    group.addoption("--harness-generative-only", action="store_true",
+                    help="run only the tests that generate examples (harness fuzz: the fixed tests find nothing new "
+                         "when run again), and keep a progress file beside --harness-record")
     group.addoption("--cts-specs", action="append", default=[], metavar="PATH",
                     help="NNAPI spec files (*.mod.py) or directories of them for the golden suite (repeatable; "
                          "default: the harness's own corpus)")
@@ -223,7 +226,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(
             Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
                      config.getoption("driver"), config.getoption("harness_reproducers"),
-                     service=lambda: state.service),
+                     service=lambda: state.service, progress=config.getoption("harness_generative_only")),
             "harness-recorder")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeedSharing(seed), "harness-xdist-seed")
@@ -345,6 +348,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from hypothesis import seed as hypothesis_seed
 
     state = state_of(config)
+    if config.getoption("harness_generative_only"):
+        fixed = [item for item in items if not getattr(getattr(item, "obj", None), "is_hypothesis_test", False)]
+        if fixed:
+            config.hook.pytest_deselected(items=fixed)
+            items[:] = [item for item in items if item not in fixed]
     # The harness's own guarantees (SPEC §7, canary drivers) are proved first: a run whose
     # service cannot report a crash or a hang has nothing trustworthy to say after them.
     items.sort(key=lambda item: not canonical_id(item).startswith("suites/service/"))

@@ -18,6 +18,7 @@ import pytest
 from harness.api.errors import HarnessError
 from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
+from harness.report.files import write_atomically
 
 #: The expectations-file entry that applies to a test (set at collection): its skip or xfail is a waiver.
 EXPECTATION = pytest.StashKey[Expectation]()
@@ -27,13 +28,16 @@ def requirements_of(item: pytest.Item) -> list[str]:
     return [r for marker in item.iter_markers("requirement") for r in marker.args]
 
 
+#: How often (at most) a run rewrites its progress file while examples run.
+PROGRESS_EVERY_S = 0.5
+
 #: How much of what the driver printed during a failing test its record keeps.
 DRIVER_OUTPUT_BYTES = 4096
 
 
 class Recorder:
     def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "",
-                 service=None) -> None:
+                 service=None, progress: bool = False) -> None:
         self.driver = driver
         # The driver's service (a callable that returns it, or None): a failure's record carries
         # the last DRIVER_OUTPUT_BYTES it printed during the test.
@@ -49,6 +53,11 @@ class Recorder:
         # (pytest-xdist) appending to the same file never interleave.
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self.worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+        self.per_suite: dict[str, int] = {}  # generated examples per suite, in this process
+        # examples per suite, in FILE.progress[-WORKER], for harness fuzz's live view (when asked)
+        self.progress_path = f"{path}.progress{'-' + self.worker if self.worker else ''}" if progress else ""
+        self._progress_at = 0.0
+        self._suite = ""
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -60,12 +69,24 @@ class Recorder:
             @functools.wraps(inner)
             def counted(*args, __inner=inner, **kwargs):
                 self.examples_run += 1
+                self.per_suite[self._suite] = self.per_suite.get(self._suite, 0) + 1
+                if time.monotonic() - self._progress_at >= PROGRESS_EVERY_S:
+                    self._write_progress()
                 return __inner(*args, **kwargs)
 
             handle.inner_test = counted
             handle._harness_counted = True
 
+    def _write_progress(self) -> None:
+        """Examples so far per suite, for `harness fuzz`'s live view: one small file per worker,
+        replaced atomically (a reader never sees half of it)."""
+        self._progress_at = time.monotonic()
+        if self.progress_path:
+            write_atomically(self.progress_path, json.dumps(self.per_suite), durable=False)
+
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        test_id = self.canonical_id(item)
+        self._suite = test_id.split("/")[1] if test_id.count("/") > 1 else test_id
         self._examples_at_start = self.examples_run
         service = self._service()
         self._output_mark = service.output_mark() if service is not None else None
@@ -153,7 +174,9 @@ class Recorder:
         if golden is not None:  # a golden example: what it covers, for the certificate's coverage table
             record["golden"] = dict(golden.kwargs)
         self._append(record)
-        os.fsync(self._fd)  # a run that dies later still keeps this record
+        if report.failed:
+            os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure
+        self._write_progress()
         if report.failed and self.stop_on and self.stop_on in requirements:
             item.session.shouldstop = f"a test naming {self.stop_on} failed"
 

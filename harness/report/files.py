@@ -21,8 +21,9 @@ def _umask() -> int:
     return current
 
 
-def write_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``.
+def write_atomically(path: str | os.PathLike[str], text: str, *, durable: bool = True) -> None:
+    """Write ``text`` to a temporary file beside ``path``, fsync it (unless not ``durable``: a
+    display aid replaced every second), then rename it over ``path``.
 
     The file gets the mode an ordinary ``open()`` would give it (0666 less the umask), not the
     0600 of a temporary file: a report is meant to be read by others.
@@ -34,7 +35,8 @@ def write_atomically(path: str | os.PathLike[str], text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(temporary, target)
     except BaseException:
         try:

@@ -3,6 +3,8 @@ random gaps, offsets and padding, pools pre-filled with a canary pattern."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from hypothesis import event, note
 from hypothesis import strategies as st
@@ -28,8 +30,7 @@ def canaries() -> st.SearchStrategy[int]:
     return st.sampled_from([0xA5, 0x5A, 0xFF, 0x00])
 
 
-@st.composite
-def request_layouts(draw, case: ModelCase, caps: Capabilities, *, allow_insufficient: bool = True) -> Scenario:
+def _lay_out(draw, case: ModelCase, caps: Capabilities, *, allow_insufficient: bool = True) -> Scenario:
     """Place every input and output of ``case`` in request pools; returns the whole scenario."""
     subgraph = case.subgraph
     kinds = sorted(caps.memory_kinds)
@@ -94,8 +95,25 @@ def request_layouts(draw, case: ModelCase, caps: Capabilities, *, allow_insuffic
     return scenario
 
 
+request_layouts = st.composite(_lay_out)
+
+
 def scenarios(caps: Capabilities, *, allow_insufficient: bool = True, family: str = "",
               models: st.SearchStrategy | None = None) -> st.SearchStrategy[Scenario]:
     """A valid model with a valid request on it, laid out in the driver's memory kinds."""
-    cases = models if models is not None else model_cases(caps, family)
-    return cases.flatmap(lambda case: request_layouts(case, caps, allow_insufficient=allow_insufficient))
+    if models is None:
+        return _scenarios(caps, allow_insufficient, family)
+    return _laid_out(models, caps, allow_insufficient)
+
+
+@functools.lru_cache(maxsize=64)
+def _scenarios(caps: Capabilities, allow_insufficient: bool, family: str) -> st.SearchStrategy[Scenario]:
+    # One strategy object per (capabilities, options): hypothesis validates a strategy and works out
+    # its properties once per object, which cost more than the drawing when built per example.
+    return _laid_out(model_cases(caps, family), caps, allow_insufficient)
+
+
+@st.composite
+def _laid_out(draw, cases: st.SearchStrategy, caps: Capabilities, allow_insufficient: bool) -> Scenario:
+    # request_layouts' body drawn in place (a flatmap would build a new strategy per example)
+    return _lay_out(draw, draw(cases), caps, allow_insufficient=allow_insufficient)

@@ -7,6 +7,7 @@ layouts can size output regions without running any driver).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -65,6 +66,7 @@ def _supported(caps: Capabilities, *ops: OperationType) -> list[OperationType]:
     return [op for op in ops if op in caps.operations]
 
 
+@functools.lru_cache(maxsize=64)
 def _shapes_of_ranks(ranks: tuple[int, int]) -> st.SearchStrategy:
     """Two shapes of the given ranks, each the trailing axes (all longer than 1) of one full shape."""
 
@@ -285,6 +287,7 @@ _FAMILIES = [
 ]
 
 
+@functools.lru_cache(maxsize=64)
 def model_cases(caps: Capabilities, family: str = "") -> st.SearchStrategy[ModelCase]:
     """Any model the driver's declared operations and types allow (of one ``family`` if given);
     without a family, sometimes two of them side by side in one model with two outputs."""
@@ -296,6 +299,7 @@ def model_cases(caps: Capabilities, family: str = "") -> st.SearchStrategy[Model
     return st.one_of(single, two_output_models(single)).map(_noted)
 
 
+@functools.lru_cache(maxsize=16)
 def several_output_cases(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
     """Only models with two outputs (of any declared families, shapes and types)."""
     single = _single_cases(caps, "")

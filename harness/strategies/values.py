@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 
 import numpy as np
@@ -17,12 +18,20 @@ _ZERO_POINT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENS
 
 def operand_types(allowed: Collection[OperandType], supported: Collection[OperandType]) -> st.SearchStrategy[OperandType]:
     """A tensor type in both ``allowed`` (by the operation) and ``supported`` (by the driver)."""
-    choices = sorted(set(allowed) & set(supported))
+    return _types_in(frozenset(allowed) & frozenset(supported))
+
+
+# Strategies below are cached by their (hashable) arguments: models draw them many times per
+# example, and hypothesis validates each new strategy object before its first draw.
+@functools.lru_cache(maxsize=256)
+def _types_in(usable: frozenset[OperandType]) -> st.SearchStrategy[OperandType]:
+    choices = sorted(usable)
     if not choices:
         return st.nothing()
     return st.sampled_from(choices)
 
 
+@functools.lru_cache(maxsize=64)
 def quantization(operand_type: OperandType) -> st.SearchStrategy[tuple[float, int]]:
     """(scale, zeroPoint): (0, 0) for non-quantized types."""
     if not is_quantized_type(operand_type):
@@ -35,6 +44,7 @@ def shapes(min_rank: int = 1, max_rank: int = 4, max_side: int = 4) -> st.Search
     return hnp.array_shapes(min_dims=min_rank, max_dims=max_rank, min_side=1, max_side=max_side)
 
 
+@functools.lru_cache(maxsize=64)
 def elements(operand_type: OperandType, *, nonzero: bool = False) -> st.SearchStrategy:
     """Element values that keep float results exact enough to compare with tolerances."""
     match operand_type:
@@ -54,12 +64,14 @@ def elements(operand_type: OperandType, *, nonzero: bool = False) -> st.SearchSt
     raise ValueError(f"no element strategy for {operand_type!r}")
 
 
+@functools.lru_cache(maxsize=4096)
 def arrays(operand_type: OperandType, shape: tuple[int, ...], *, nonzero: bool = False) -> st.SearchStrategy[np.ndarray]:
     # No fill value: every element is drawn, so a bug that moves elements around shows.
     return hnp.arrays(np.dtype(numpy_dtype(operand_type)), shape, elements=elements(operand_type, nonzero=nonzero),
                       fill=st.nothing())
 
 
+@functools.lru_cache(maxsize=4096)
 def declared_dimensions(shape: tuple[int, ...], *, allow_unknown_rank: bool = True) -> st.SearchStrategy[tuple[int, ...]]:
     """How a model declares a shape: fully, with some axes unknown (0), or with unknown rank."""
     partial = st.lists(st.booleans(), min_size=len(shape), max_size=len(shape)).map(

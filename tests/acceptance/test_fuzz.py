@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from harness.report.fuzz_report import FAILURE_COLOUR, RATE_COLOUR
 
 
 def harness(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -23,11 +30,19 @@ def failed_tests(summary_path: Path) -> set[str]:
     return {f["test"].split("[")[0] for f in json.loads(summary_path.read_text())["failures"]}
 
 
-def test_fuzz_keeps_failures_and_replay_finds_them(tmp_path: Path) -> None:
-    fuzzed = harness(tmp_path, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.45", "--workers", "2",
-                     "--suites", "memory_pools,requests", "--db", "db", "--out", "fz")
-    assert fuzzed.returncode == 1, fuzzed.stderr
-    assert "distinct failures" in fuzzed.stdout and "round 1" in fuzzed.stdout
+@pytest.fixture(scope="module")
+def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A short fuzz run of a seeded bug, two workers: its directory and what it printed."""
+    tmp_path = tmp_path_factory.mktemp("fuzzed")
+    done = harness(tmp_path, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.45", "--workers", "2",
+                   "--suites", "memory_pools,requests", "--db", "db", "--out", "fz")
+    return tmp_path, done
+
+
+def test_fuzz_keeps_failures_and_replay_finds_them(fuzzed: tuple[Path, subprocess.CompletedProcess]) -> None:
+    tmp_path, fuzzed_run = fuzzed
+    assert fuzzed_run.returncode == 1, fuzzed_run.stderr
+    assert "distinct failures" in fuzzed_run.stdout and "round 1" in fuzzed_run.stdout
     summary = json.loads((tmp_path / "fz" / "fuzz-summary.json").read_text())
     assert summary["failures"] and summary["examples_per_suite"] and summary["workers"] == 2
     # The tests ran in two pytest-xdist workers, whose records share one file line by line.
@@ -79,3 +94,46 @@ def test_two_fuzz_processes_sharing_redis_see_each_others_failures(tmp_path: Pat
         assert replayed.returncode == 1, replayed.stdout + replayed.stderr
         still = {line.split(": ")[1].split("[")[0] for line in replayed.stdout.splitlines() if line.startswith("still failing: ")}
         assert still & found, (still, found)
+
+
+def test_fuzz_report_plots_each_suite_and_links_each_reproducer(fuzzed: tuple[Path, subprocess.CompletedProcess]) -> None:
+    tmp_path, _ = fuzzed
+    out = tmp_path / "fz"
+    summary = json.loads((out / "fuzz-summary.json").read_text())
+    # sampled while running: examples per suite never go down, and end at the summary's counts
+    timeline = summary["timeline"]
+    assert len(timeline) >= 3 and summary["examples_per_second"] > 0
+    for suite in summary["suites"]:
+        counts = [sample["examples"].get(suite, 0) for sample in timeline]
+        assert counts == sorted(counts) and counts[-1] == summary["examples_per_suite"].get(suite, 0)
+    assert all(f["found_at_s"] is not None and f["suite"] in summary["suites"] for f in summary["failures"])
+    page = (out / "fuzz-report.html").read_text()
+    assert page.count("<svg") == len(summary["suites"])
+    links = re.findall(r'<a href="([^"]+)">', page)
+    assert links and all((out / link).exists() for link in links)
+    assert {str(Path(f["reproducer"]).relative_to(out)) for f in summary["failures"] if f["reproducer"]} <= set(links)
+
+
+def test_fuzz_report_renders_in_headless_chromium(fuzzed: tuple[Path, subprocess.CompletedProcess], tmp_path: Path) -> None:
+    browser = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    if browser is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; .ci/run installs it where it can)")
+    page = (fuzzed[0] / "fz" / "fuzz-report.html").as_uri()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    screenshot = tmp_path / "fuzz-report.png"
+    shot = subprocess.run([browser, *flags, f"--screenshot={screenshot}", "--window-size=900,1200", page],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
+    header = screenshot.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (900, 1200)
+    from PIL import Image
+
+    with Image.open(screenshot) as image:
+        colours = {colour for _, colour in image.convert("RGB").getcolors(maxcolors=1 << 20)}
+    # both plotted lines are drawn: the examples/s line and the failures line (the run found some)
+    for colour in (RATE_COLOUR, FAILURE_COLOUR):
+        assert tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5)) in colours, f"no {colour} line in the screenshot"
+    dom = subprocess.run([browser, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120)
+    assert "memory_pools" in dom.stdout and "<polyline" in dom.stdout and "reproducer" in dom.stdout

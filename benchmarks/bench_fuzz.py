@@ -1,0 +1,191 @@
+"""Fuzzing throughput, each figure against what limits it, measured in the same run.
+
+    python benchmarks/bench_fuzz.py [--seconds S] [--baseline REV] [--suites a,b] [--profile-examples N]
+
+(a) per suite, examples/s of ``harness fuzz --driver reference`` with 1 worker and with 2, for
+    this checkout and, side by side, for git revision REV (default: none) installed into a
+    scratch directory with ``pip install --no-deps --target`` and put first on PYTHONPATH;
+(b) where one example's time goes (cProfile of one in-process run per suite, each function's
+    own time assigned to hypothesis generation, building the model and its memories, the
+    reference, service calls, judging, recording, or the rest; a built-in's time goes to the
+    part that called it);
+(c) the service's round trip (a trivial call), and the examples/s it would allow at the
+    measured number of service calls per example: the ceiling no strategy tuning can pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import json
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SUITES = ("memory_pools", "requests", "numerics", "memory_domains", "custom_calls", "packed_functions")
+
+#: Where a function's own time goes, by the file it is in (first match wins).
+PARTS = (
+    ("generation", ("/hypothesis/", "/harness/strategies/")),
+    ("model and memories", ("/harness/judging/scenario.py", "/harness/judging/builders.py", "/harness/api/memory.py",
+                            "/harness/api/hal.py")),
+    ("reference", ("/reference_driver/",)),
+    ("service calls", ("/harness/service/", "/pickle.py", "/socket.py", "/selectors.py")),
+    ("judging", ("/harness/judging/", "/numpy/")),
+    ("recording", ("/harness/integration/", "/harness/report/")),
+)
+
+
+def _part(filename: str) -> str | None:
+    for part, needles in PARTS:
+        if any(needle in filename for needle in needles):
+            return part
+    return None
+
+
+def time_split(stats: pstats.Stats) -> dict[str, float]:
+    """Seconds per part; a built-in (no file) counts for the parts of its callers, pro rata."""
+    split: dict[str, float] = defaultdict(float)
+    raw = stats.stats  # type: ignore[attr-defined]
+    for (filename, _, _), (_, _, own, _, callers) in raw.items():
+        part = _part(filename)
+        if part is not None or filename != "~" or not callers:
+            split[part or "other (pytest, imports)"] += own
+            continue
+        by_caller = {caller: timing[2] for caller, timing in callers.items()}
+        total = sum(by_caller.values()) or 1.0
+        for (caller_file, _, _), share in by_caller.items():
+            split[_part(caller_file) or "other (pytest, imports)"] += own * share / total
+    return dict(split)
+
+
+def fuzz_rate(suite: str, workers: int, seconds: float, env: dict[str, str]) -> tuple[float, int]:
+    """Examples/s of a ``harness fuzz`` run of one suite (examples over the run's whole wall time)."""
+    with tempfile.TemporaryDirectory() as out:
+        command = [sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", "reference", "--suites", suite,
+                   "--minutes", str(seconds / 60), "--workers", str(workers), "--db", os.path.join(out, "db"),
+                   "--out", out]
+        subprocess.run(command, cwd=out, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=seconds + 300)
+        with open(os.path.join(out, "fuzz-summary.json"), encoding="utf-8") as f:
+            summary = json.load(f)
+    examples = sum(summary["examples_per_suite"].values())
+    return examples / summary["seconds"], examples
+
+
+def baseline_env(revision: str, where: str) -> dict[str, str]:
+    """An environment whose ``harness`` is REV's: its tree installed (no dependencies) under ``where``."""
+    tree = os.path.join(where, "tree")
+    os.makedirs(tree)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", revision], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+    site = os.path.join(where, "site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", site, tree],
+                   check=True, stdout=subprocess.DEVNULL)
+    return {**os.environ, "PYTHONPATH": site + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int]:
+    """The time split of one in-process run, its generated examples and its service calls."""
+    import pytest
+
+    from harness.service import client
+
+    calls = {"n": 0}
+    original = client.Connection.call
+
+    def counted(self, *args, **kwargs):
+        calls["n"] += 1
+        return original(self, *args, **kwargs)
+
+    with tempfile.TemporaryDirectory() as out:
+        record = os.path.join(out, "record.jsonl")
+        profiler = cProfile.Profile()
+        client.Connection.call = counted  # type: ignore[method-assign]
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # pytest's own report is not a figure
+                profiler.runcall(pytest.main, ["-q", "-p", "no:cacheprovider", "--pyargs", f"harness.suites.{suite}",
+                                               "--driver=reference", "--harness-profile=nightly",
+                                               f"--harness-examples={examples}", "--harness-no-shrink",
+                                               "--harness-generative-only", f"--harness-db={out}/db",
+                                               f"--harness-record={record}", "-p", "no:warnings"])
+        finally:
+            client.Connection.call = original  # type: ignore[method-assign]
+        with open(record, encoding="utf-8") as f:
+            generated = sum(r.get("examples") or 0 for r in map(json.loads, f) if "id" in r)
+    return time_split(pstats.Stats(profiler)), generated, calls["n"]
+
+
+def service_round_trip(seconds: float = 2.0) -> float:
+    from harness.service import DriverService
+
+    service = DriverService("reference")
+    try:
+        device = service.device
+        for _ in range(2000):
+            device.ping()
+        samples = []
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            device.ping()
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples)
+    finally:
+        service.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=30.0, help="fuzzing time per suite and configuration")
+    parser.add_argument("--baseline", default="", help="a git revision to measure side by side (e.g. the code before a change)")
+    parser.add_argument("--suites", default=",".join(SUITES))
+    parser.add_argument("--profile-examples", type=int, default=30, help="examples per test in the profiled runs")
+    args = parser.parse_args()
+    suites = [s for s in args.suites.split(",") if s]
+
+    round_trip = service_round_trip()
+    print(f"(c) service round trip (trivial call): {round_trip * 1e6:.1f} us")
+
+    print("(b) where the time goes (own time per part, in-process run, current code):")
+    calls_per_example: dict[str, float] = {}
+    for suite in suites:
+        split, generated, calls = profile_suite(suite, args.profile_examples)
+        total = sum(split.values())
+        calls_per_example[suite] = calls / max(generated, 1)
+        parts = ", ".join(f"{part} {100 * seconds / total:.0f}%" for part, seconds in sorted(split.items(), key=lambda kv: -kv[1]))
+        print(f"    {suite:<17} {generated} examples, {calls_per_example[suite]:.1f} service calls each: {parts}")
+
+    configurations: list[tuple[str, dict[str, str]]] = [("current", dict(os.environ))]
+    scratch = tempfile.TemporaryDirectory()
+    if args.baseline:
+        configurations.insert(0, (f"baseline {args.baseline}", baseline_env(args.baseline, scratch.name)))
+    print(f"(a) harness fuzz --driver reference, {args.seconds:.0f} s per suite and configuration, examples/s:")
+    rates: dict[tuple[str, str, int], float] = {}
+    for suite in suites:
+        for name, env in configurations:
+            for workers in (1, 2):
+                rates[(suite, name, workers)], _ = fuzz_rate(suite, workers, args.seconds, env)
+        current_1, current_2 = rates[(suite, "current", 1)], rates[(suite, "current", 2)]
+        ceiling = 1 / (round_trip * max(calls_per_example[suite], 1e-9))
+        line = (f"    {suite:<17} current: 1 worker {current_1:8.1f}, 2 workers {current_2:8.1f} "
+                f"(x{current_2 / max(current_1, 1e-9):.2f}); service ceiling {ceiling:,.0f}/s "
+                f"(1 worker at {100 * current_1 / ceiling:.1f}% of it)")
+        if args.baseline:
+            base_1, base_2 = rates[(suite, configurations[0][0], 1)], rates[(suite, configurations[0][0], 2)]
+            line += (f"; baseline: 1 worker {base_1:8.1f}, 2 workers {base_2:8.1f}; "
+                     f"current/baseline per worker x{current_1 / max(base_1, 1e-9):.2f}")
+        print(line, flush=True)
+    scratch.cleanup()
+
+
+if __name__ == "__main__":
+    main()
