@@ -63,3 +63,28 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+class HeadlessChromium:
+    """Chromium offline and sandboxed, as a report is meant to be read: no network, a throw-away profile."""
+
+    def __init__(self, binary: str, profile: Path) -> None:
+        self.binary = binary
+        self.flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                      f"--user-data-dir={profile}"]
+
+    def screenshot(self, page: str, png: Path, width: int, height: int) -> subprocess.CompletedProcess:
+        return subprocess.run([self.binary, *self.flags, f"--screenshot={png}", f"--window-size={width},{height}", page],
+                              capture_output=True, text=True, timeout=120)
+
+    def dom(self, page: str) -> subprocess.CompletedProcess:
+        return subprocess.run([self.binary, *self.flags, "--dump-dom", page], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def chromium(tmp_path: Path) -> HeadlessChromium:
+    binary = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    if binary is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; .ci/run installs it where it can)")
+    return HeadlessChromium(binary, tmp_path / "chromium-profile")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import stat
 import struct
@@ -154,22 +153,10 @@ def test_mutant_fails_with_a_reproducer_that_fails(failed_certification: Path) -
     assert "reproducer" in (failed_certification / "report.html").read_text()
 
 
-def _chromium() -> str | None:
-    return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
-
-
-def test_report_renders_in_headless_chromium(failed_certification: Path, tmp_path: Path) -> None:
-    browser = _chromium()
-    if browser is None:
-        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; .ci/run installs it where it can)")
-    # Offline and sandboxed as the page is meant to be read: no network, a throw-away profile.
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}"]
+def test_report_renders_in_headless_chromium(failed_certification: Path, tmp_path: Path, chromium) -> None:
     page = (failed_certification / "report.html").as_uri()
     screenshot = tmp_path / "report.png"  # under tmp_path: kept out of the repository
-    shot = subprocess.run([browser, *flags, f"--screenshot={screenshot}", "--window-size=1280,1800", page],
-                          capture_output=True, text=True, timeout=120)
+    shot = chromium.screenshot(page, screenshot, 1280, 1800)
     assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
     header = screenshot.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (1280, 1800)
@@ -185,7 +172,7 @@ def test_report_renders_in_headless_chromium(failed_certification: Path, tmp_pat
         wanted = tuple(int(COLOURS[status][i:i + 2], 16) for i in (1, 3, 5))
         assert wanted in colours, f"the matrix shows no {status} cell ({COLOURS[status]}) in the screenshot's top"
     assert len(colours) > 20, "the screenshot is nearly blank"
-    dom = subprocess.run([browser, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120)
+    dom = chromium.dom(page)
     rendered = _Rows()
     rendered.feed(dom.stdout)
     assert all(requirement in rendered.cells for requirement in REQUIREMENTS), dom.stderr[-2000:]

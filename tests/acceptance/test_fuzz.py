@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -114,17 +113,11 @@ def test_fuzz_report_plots_each_suite_and_links_each_reproducer(fuzzed: tuple[Pa
     assert {str(Path(f["reproducer"]).relative_to(out)) for f in summary["failures"] if f["reproducer"]} <= set(links)
 
 
-def test_fuzz_report_renders_in_headless_chromium(fuzzed: tuple[Path, subprocess.CompletedProcess], tmp_path: Path) -> None:
-    browser = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
-    if browser is None:
-        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; .ci/run installs it where it can)")
+def test_fuzz_report_renders_in_headless_chromium(fuzzed: tuple[Path, subprocess.CompletedProcess], tmp_path: Path,
+                                                  chromium) -> None:
     page = (fuzzed[0] / "fz" / "fuzz-report.html").as_uri()
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}"]
     screenshot = tmp_path / "fuzz-report.png"
-    shot = subprocess.run([browser, *flags, f"--screenshot={screenshot}", "--window-size=900,1200", page],
-                          capture_output=True, text=True, timeout=120)
+    shot = chromium.screenshot(page, screenshot, 900, 1200)
     assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
     header = screenshot.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (900, 1200)
@@ -135,5 +128,5 @@ def test_fuzz_report_renders_in_headless_chromium(fuzzed: tuple[Path, subprocess
     # both plotted lines are drawn: the examples/s line and the failures line (the run found some)
     for colour in (RATE_COLOUR, FAILURE_COLOUR):
         assert tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5)) in colours, f"no {colour} line in the screenshot"
-    dom = subprocess.run([browser, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120)
+    dom = chromium.dom(page)
     assert "memory_pools" in dom.stdout and "<polyline" in dom.stdout and "reproducer" in dom.stdout
