@@ -60,7 +60,10 @@ def _read(path: str) -> list[dict]:
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
-        return [r for r in (json.loads(line) for line in f if line.strip()) if "id" in r]
+        text = f.read()
+    # read while the round still appends: a last line without its newline is not written yet
+    complete = text[: text.rfind("\n") + 1]
+    return [r for r in (json.loads(line) for line in complete.splitlines() if line.strip()) if "id" in r]
 
 
 def _distinct_failures(records: list[dict]) -> dict[tuple[str, str], dict]:
