@@ -22,11 +22,9 @@ import io
 import json
 import os
 import pstats
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -125,20 +123,16 @@ def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int
 
 
 def service_round_trip(seconds: float = 2.0) -> float:
+    from bench_service import median_call_seconds  # the trivial call's round trip, as bench_service measures it
+
     from harness.service import DriverService
 
     service = DriverService("reference")
     try:
         device = service.device
         for _ in range(2000):
-            device.ping()
-        samples = []
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
-            start = time.perf_counter()
-            device.ping()
-            samples.append(time.perf_counter() - start)
-        return statistics.median(samples)
+            device.ping()  # warm up
+        return median_call_seconds(device.ping, seconds)
     finally:
         service.close()
 

@@ -27,7 +27,7 @@ from harness.api.memory import create_ashmem
 from harness.service import DriverService
 
 
-def _median_call_seconds(call, seconds: float) -> float:
+def median_call_seconds(call, seconds: float) -> float:
     return statistics.median(_samples(call, seconds))
 
 
@@ -97,7 +97,7 @@ def main() -> None:
         pings: list[float] = []
         raw = raw_ping_pong(args.seconds, rounds=10, between=lambda s: pings.extend(_samples(device.ping, s)))
         trivial = statistics.median(pings)
-        capabilities = _median_call_seconds(device.capabilities, args.seconds)
+        capabilities = median_call_seconds(device.capabilities, args.seconds)
         print(f"(a) trivial call (service ping) round trip: {trivial * 1e6:.1f} us; raw socketpair ping-pong "
               f"{raw * 1e6:.1f} us; ratio {trivial / raw:.2f} (target <= 3); "
               f"Device.capabilities() {capabilities * 1e6:.1f} us ({capabilities / raw:.2f}x)")
@@ -108,8 +108,8 @@ def main() -> None:
         big, keep_big = small_add_request(256 << 20, model)
         prepared.execute(small)
         prepared.execute(big)
-        t_small = _median_call_seconds(lambda: prepared.execute(small), args.seconds)
-        t_big = _median_call_seconds(lambda: prepared.execute(big), args.seconds)
+        t_small = median_call_seconds(lambda: prepared.execute(small), args.seconds)
+        t_big = median_call_seconds(lambda: prepared.execute(big), args.seconds)
         print(f"(b) execute with a 256 MiB input pool {t_big * 1e6:.1f} us vs a 4 KiB pool {t_small * 1e6:.1f} us; "
               f"ratio {t_big / t_small:.2f} (target <= 1.5)")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
 
@@ -42,6 +43,7 @@ __all__ = [
     "Subgraph",
     "SymmPerChannelQuantParams",
     "Timing",
+    "conv_2d_has_padding_scheme",
     "element_size",
     "is_fully_specified",
     "is_scalar_type",
@@ -318,6 +320,12 @@ class Operation:
     type: OperationType
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+
+
+def conv_2d_has_padding_scheme(inputs: Sequence[Operand]) -> bool:
+    """CONV_2D's implicit-padding signature (a padding scheme at input 3, the activation at 6): 7 or 8
+    inputs, or 10 whose input 7 is the BOOL layout flag; explicit padding has 10, 11 or 13."""
+    return len(inputs) in (7, 8) or (len(inputs) == 10 and inputs[7].type == OperandType.BOOL)
 
 
 @dataclass(frozen=True)

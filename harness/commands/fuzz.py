@@ -21,6 +21,7 @@ import tempfile
 import time
 
 from harness.api.errors import UsageError
+from harness.integration.recording import suite_of
 from harness.report.files import write_atomically
 from harness.report.fuzz_report import render_fuzz_report
 
@@ -74,10 +75,6 @@ def _distinct_failures(records: list[dict]) -> dict[tuple[str, str], dict]:
     return failures
 
 
-def _suite_of(test_id: str) -> str:
-    return test_id.split("/")[1] if test_id.count("/") > 1 else test_id
-
-
 def _progress_of(record: str) -> dict[str, int]:
     """Examples per suite that the round writing ``record`` has run so far (every worker's file)."""
     examples: dict[str, int] = {}
@@ -121,7 +118,7 @@ class _Run:
         failures: dict[str, int] = {}
         for key in _distinct_failures(records):
             self.found.setdefault(key, now)
-            failures[_suite_of(key[0])] = failures.get(_suite_of(key[0]), 0) + 1
+            failures[suite_of(key[0])] = failures.get(suite_of(key[0]), 0) + 1
         before: dict = self.timeline[-1] if self.timeline else {"t": 0.0, "examples": {}}
         span = max(now - before["t"], 1e-9)
         self.timeline.append({"t": now, "examples": examples, "failures": failures})
@@ -203,7 +200,7 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
         "driver": driver, "database": db, "workers": workers, "suites": run.names,
         "rounds": rounds, "seconds": seconds, "examples_per_suite": examples,
         "examples_per_second": round(sum(examples.values()) / max(seconds, 1e-9), 1), "interrupted": stop["now"],
-        "failures": [{"test": r["id"], "suite": _suite_of(r["id"]), "requirements": r["requirements"],
+        "failures": [{"test": r["id"], "suite": suite_of(r["id"]), "requirements": r["requirements"],
                       "message": r["message"], "reproducer": r.get("reproducer", ""),
                       "found_at_s": run.found.get(key)} for key, r in failures.items()],
         "timeline": run.timeline,

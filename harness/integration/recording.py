@@ -24,6 +24,11 @@ from harness.report.files import write_atomically
 EXPECTATION = pytest.StashKey[Expectation]()
 
 
+def suite_of(test_id: str) -> str:
+    """The suite a canonical test id ("suites/NAME/...") belongs to."""
+    return test_id.split("/")[1] if test_id.count("/") > 1 else test_id
+
+
 def requirements_of(item: pytest.Item) -> list[str]:
     return [r for marker in item.iter_markers("requirement") for r in marker.args]
 
@@ -85,8 +90,7 @@ class Recorder:
             write_atomically(self.progress_path, json.dumps(self.per_suite), durable=False)
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        test_id = self.canonical_id(item)
-        self._suite = test_id.split("/")[1] if test_id.count("/") > 1 else test_id
+        self._suite = suite_of(self.canonical_id(item))
         self._examples_at_start = self.examples_run
         service = self._service()
         self._output_mark = service.output_mark() if service is not None else None

@@ -28,7 +28,9 @@ import numpy as np
 from harness.api.hal import (
     OperandLifeTime,
     OperandType,
+    Operation,
     OperationType,
+    conv_2d_has_padding_scheme,
     is_quantized_type,
     numpy_dtype,
 )
@@ -49,15 +51,15 @@ _ACTIVATION_INPUT = {OperationType.ADD: 2, OperationType.SUB: 2, OperationType.M
 _CLAMPS = (OperationType.RELU1, OperationType.RELU6)
 
 
-def _activation_input(scenario: Scenario, operation) -> int | None:
-    if operation.type != OperationType.CONV_2D:
-        return _ACTIVATION_INPUT.get(operation.type)
-    inputs = operation.inputs
-    # a padding scheme (7 inputs, or the BOOL layout flag at 7) puts the activation at 6, explicit padding at 9
-    implicit = len(inputs) == 7 or (len(inputs) > 7 and scenario.subgraph.operands[inputs[7]].type == OperandType.BOOL)
-    return 6 if implicit else 9
 _QUANT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
                 OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-127, 127)}
+
+
+def _activation_input(scenario: Scenario, operation: Operation) -> int | None:
+    if operation.type != OperationType.CONV_2D:
+        return _ACTIVATION_INPUT.get(operation.type)
+    inputs = [scenario.subgraph.operands[i] for i in operation.inputs]
+    return 6 if conv_2d_has_padding_scheme(inputs) else 9
 
 
 def _location_of(scenario: Scenario, index: int) -> tuple[str, int, int, int] | None:

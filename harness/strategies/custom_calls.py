@@ -84,8 +84,8 @@ def range_end_cases(space: CaseSpace, limit: int = 64) -> list[CallCase]:
     """The cases at both ends of every declared `Integers` range, for each `Choice` value: where
     width bugs live (a count kept in 16 bits fails only past 65535), and where a few random draws
     rarely land.  Empty for spaces with no ranges; other parameters take their simplest value."""
-    ranges = {name: p for name, p in space.parameters.items() if isinstance(p, Integers)}
-    if not ranges or any(isinstance(p, OperandShapes) for p in space.parameters.values()):
+    parameters = space.parameters.values()
+    if not any(isinstance(p, Integers) for p in parameters) or any(isinstance(p, OperandShapes) for p in parameters):
         return []
     fixed: dict[str, list] = {}
     for name, parameter in space.parameters.items():

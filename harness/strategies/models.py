@@ -201,12 +201,6 @@ def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
     return case.done([(batch, units)], f"FULLY_CONNECTED {type.name}")
 
 
-def _same_padding(size: int, stride: int, span: int) -> tuple[int, int]:
-    """NNAPI's SAME scheme: ceil(size / stride) outputs, the padding split with the odd one at the end."""
-    total = max((-(-size // stride) - 1) * stride + span - size, 0)
-    return total // 2, total - total // 2
-
-
 @st.composite
 def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     """CONV_2D in each NNAPI signature: explicit padding (10 inputs) or a padding scheme (7), each
@@ -227,16 +221,15 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     strides = draw(st.tuples(st.integers(1, 2), st.integers(1, 2)), label="strides w h")
     if implicit:
         scheme = draw(st.sampled_from([1, 2]), label="padding scheme (1 SAME, 2 VALID)")
-        if scheme == 1:
-            (top, bottom), (left, right) = _same_padding(h, strides[1], span_h), _same_padding(w, strides[0], span_w)
-        else:
-            top = bottom = left = right = 0
         padding: tuple[int, ...] = (scheme,)
+        # NNAPI: SAME gives ceil(size / stride) outputs whatever the filter; VALID only whole windows
+        out_h, out_w = ((-(-h // strides[1]), -(-w // strides[0])) if scheme == 1 else
+                        ((h - span_h) // strides[1] + 1, (w - span_w) // strides[0] + 1))
     else:
         left, right, top, bottom = draw(st.tuples(*[st.integers(0, 1)] * 4), label="pads l r t b")
         padding = (left, right, top, bottom)
-    out_h = (h + top + bottom - span_h) // strides[1] + 1
-    out_w = (w + left + right - span_w) // strides[0] + 1
+        out_h = (h + top + bottom - span_h) // strides[1] + 1
+        out_w = (w + left + right - span_w) // strides[0] + 1
     nchw = bool(layout)
     in_shape, out_shape = ((n, c, h, w), (n, d, out_h, out_w)) if nchw else ((n, h, w, c), (n, out_h, out_w, d))
     case = _Case(draw)

@@ -26,7 +26,7 @@ import numpy as np
 
 from harness.api.hal import (BufferDesc, BufferRole, Capabilities, DataLocation, DriverError, ErrorStatus,
                              ExecutionResult, Model, Operand, OperandLifeTime, OperandType, Operation, OperationType,
-                             OutputShape, Request, RequestArgument, numpy_dtype)
+                             OutputShape, Request, RequestArgument, conv_2d_has_padding_scheme, numpy_dtype)
 from harness.api.memory import Memory, MemoryKind
 
 F32, I32, INT32, BOOL = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.INT32, OperandType.BOOL
@@ -380,19 +380,19 @@ def _same_padded(data: str, strides: list[int], spans: list[int], node, const) -
     ceil(size / stride) outputs, the odd pixel at the end."""
     size = node("Gather", [node("Shape", [data]), const(np.asarray([2, 3], np.int64), "hw")])
     stride = const(np.asarray(strides, np.int64), "strides")
-    outputs = node("Div", [node("Sub", [node("Add", [size, stride]), const(np.int64(1), "one")]), stride])
-    needed = node("Sub", [node("Add", [node("Mul", [node("Sub", [outputs, const(np.int64(1), "one")]), stride]),
+    one, zeros = const(np.int64(1), "one"), const(np.zeros(2, np.int64), "zeros")
+    outputs = node("Div", [node("Sub", [node("Add", [size, stride]), one]), stride])
+    needed = node("Sub", [node("Add", [node("Mul", [node("Sub", [outputs, one]), stride]),
                                        const(np.asarray(spans, np.int64), "spans")]), size])
-    total = node("Max", [needed, const(np.zeros(2, np.int64), "zeros")])
+    total = node("Max", [needed, zeros])
     before = node("Div", [total, const(np.full(2, 2, np.int64), "two")])
     after = node("Sub", [total, before])
-    no_pad = const(np.zeros(2, np.int64), "batch_channel")
-    pads = node("Concat", [no_pad, before, no_pad, after], axis=0)
+    pads = node("Concat", [zeros, before, zeros, after], axis=0)  # batch and channel axes are not padded
     return node("Pad", [data, pads])
 
 
 def _conv(operands, ins, out, name, scalar, node, const, activation, nodes, helper) -> None:
-    implicit = len(ins) in (7, 8) or (len(ins) == 10 and operands[ins[7]].type == BOOL)
+    implicit = conv_2d_has_padding_scheme([operands[i] for i in ins])
     layout_at = 7 if implicit else 10
     nchw = len(ins) > layout_at and bool(scalar(ins[layout_at]))
     dilations = [scalar(ins[layout_at + 2]), scalar(ins[layout_at + 1])] if len(ins) > layout_at + 1 else [1, 1]
@@ -413,7 +413,7 @@ def _conv(operands, ins, out, name, scalar, node, const, activation, nodes, help
         code_at = 9
     attributes["strides"] = [stride_h, stride_w]
     data = name[ins[0]] if nchw else node("Transpose", [name[ins[0]]], perm=[0, 3, 1, 2])
-    if implicit and same_dilated:
+    if same_dilated:
         kernel = operands[ins[1]].dimensions
         spans = [(kernel[1] - 1) * dilations[0] + 1, (kernel[2] - 1) * dilations[1] + 1]
         data = _same_padded(data, [stride_h, stride_w], spans, node, const)

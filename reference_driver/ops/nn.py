@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from harness.api.hal import Operand, OperandType
+from harness.api.hal import Operand, OperandType, conv_2d_has_padding_scheme
 
 from ._numeric import (FLOAT_TENSORS, PER_CHANNEL, QUANT_TENSORS, KernelError, Refusal, activate, activation_code,
                        first, from_real, scalar, to_real, type_in)
@@ -109,17 +109,12 @@ def run_fully_connected(values: Sequence[np.ndarray], ins: Sequence[Operand], ou
 # --------------------------------------------------------------------------- CONV_2D
 
 
-def conv_is_implicit(ins: Sequence[Operand]) -> bool:
-    """Implicit padding: 7 or 8 inputs, or 10 whose input 7 is the layout flag."""
-    return len(ins) in (7, 8) or (len(ins) == 10 and ins[7].type == BOOL)
-
-
 def validate_conv_2d(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | None:
     if len(ins) not in (7, 8, 10, 11, 13) or len(outs) != 1:
         return Refusal(f"{len(ins)} inputs and {len(outs)} outputs (NNAPI: 7, 8 or 10 inputs with implicit padding, "
                        "10, 11 or 13 with explicit padding; 1 output)")
     data, filt, bias = ins[:3]
-    layout_at = 7 if conv_is_implicit(ins) else 10
+    layout_at = 7 if conv_2d_has_padding_scheme(ins) else 10
     scalars = [i for i in range(3, len(ins)) if i != layout_at]
     return first((
         type_in(ins, 0, FLOAT_TENSORS | QUANT_TENSORS, "input"),
@@ -164,7 +159,7 @@ def _implicit_padding(size: int, stride: int, dilation: int, kernel: int, scheme
 
 def conv_geometry(values: Sequence[np.ndarray], ins: Sequence[Operand], filter_shape: tuple[int, ...],
                   input_shape: tuple[int, ...]) -> ConvGeometry:
-    implicit = conv_is_implicit(ins)
+    implicit = conv_2d_has_padding_scheme(ins)
     layout_at = 7 if implicit else 10
     nchw = len(values) > layout_at and bool(scalar(values[layout_at]))
     dilation_w, dilation_h = (scalar(values[layout_at + 1]), scalar(values[layout_at + 2])) if len(values) > layout_at + 1 else (1, 1)
