@@ -1,7 +1,8 @@
 """``harness fuzz`` and ``harness replay``: time-boxed generation, and re-running what it found.
 
 Fuzzing is rounds of ordinary pytest runs of the generative tests, each with a new seed
-and more examples per test than the last, until the time budget is spent.  Hypothesis saves
+and more examples per test than the last, until the time budget is spent; ``--workers N``
+runs N such sequences of rounds side by side, as independent processes.  Hypothesis saves
 every failing example in the example database the moment it finds it; a failing test's
 record is fsynced as it is written; so a run that is killed keeps everything found so far.
 While it runs, a line per suite shows examples, examples/s and distinct failures (rich); at
@@ -19,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import IO
 
 from harness.api.errors import UsageError
 from harness.integration.recording import suite_of
@@ -45,16 +48,13 @@ def select_suites(names: str | None) -> tuple[str, ...]:
     return tuple(by_name[name] for name in chosen)
 
 
-def _pytest(driver: str, db: str, record: str, reproducers: str, extra: list[str], workers: int,
+def _pytest(driver: str, db: str, record: str, reproducers: str, extra: list[str],
             first_suite: int = 0, suites: tuple[str, ...] = SUITES) -> list[str]:
     # Rounds start at a different suite each time, so a short budget still reaches them all.
     order = suites[first_suite % len(suites):] + suites[: first_suite % len(suites)]
-    command = [sys.executable, "-m", "pytest", "--pyargs", *order, f"--driver={driver}", "--harness-profile=nightly",
-               f"--harness-db={db}", f"--harness-record={record}", f"--harness-reproducers={reproducers}",
-               "-q", "-p", "no:cacheprovider", *extra]
-    if workers > 1:
-        command += ["-n", str(workers)]
-    return command
+    return [sys.executable, "-m", "pytest", "--pyargs", *order, f"--driver={driver}", "--harness-profile=nightly",
+            f"--harness-db={db}", f"--harness-record={record}", f"--harness-reproducers={reproducers}",
+            "-q", "-p", "no:cacheprovider", *extra]
 
 
 def _read(path: str) -> list[dict]:
@@ -111,10 +111,12 @@ class _Run:
                                  TimeElapsedColumn(), console=console, transient=False)
         self.tasks = {name: self.progress.add_task(name, total=None, rate="-", failures=0) for name in self.names}
 
-    def sample(self, current_record: str | None) -> None:
+    def sample(self, current_records: list[str]) -> None:
         now = round(time.monotonic() - self.started, 2)
-        records = self.records + (_read(current_record) if current_record else [])
-        examples = _added(self.done, _progress_of(current_record) if current_record else {})
+        records = self.records + [r for record in current_records for r in _read(record)]
+        examples = self.done
+        for record in current_records:
+            examples = _added(examples, _progress_of(record))
         failures: dict[str, int] = {}
         for key in _distinct_failures(records):
             self.found.setdefault(key, now)
@@ -129,13 +131,65 @@ class _Run:
     def finish_round(self, record: str) -> None:
         self.done = _added(self.done, _progress_of(record))
         self.records += _read(record)
-        self.sample(None)
 
-    def line(self, rounds: int) -> str:
+    def line(self, worker: int, rounds: int) -> str:
         examples = self.timeline[-1]["examples"] if self.timeline else {}
         done = ", ".join(f"{suite} {count}" for suite, count in sorted(examples.items())) or "none finished yet"
-        return (f"[{time.monotonic() - self.started:7.1f} s] round {rounds}: examples {done}; "
+        return (f"[{time.monotonic() - self.started:7.1f} s] worker {worker} round {rounds}: examples {done}; "
                 f"{len(_distinct_failures(self.records))} distinct failures")
+
+
+class _Worker:
+    """One fuzzing process slot: it runs round after round, each a pytest process of its own.
+
+    Workers are independent processes (each with its own driver service and hypothesis' own
+    random seed, as the nightly profile is unseeded) sharing the example database, rather than
+    pytest-xdist workers splitting one session's tests: a suite with fewer tests than workers
+    still keeps every core busy, and no worker waits for another at the end of a round."""
+
+    def __init__(self, number: int, out: str) -> None:
+        self.number, self.out = number, out
+        self.rounds = 0
+        self.process: subprocess.Popen | None = None
+        self.record = ""
+        self.errors: IO[str] | None = None
+
+    def start(self, command_for: Callable[[str, int], list[str]]) -> None:
+        self.rounds += 1
+        self.record = os.path.join(self.out, f"round-{self.rounds}-w{self.number}.jsonl")
+        self.errors = tempfile.TemporaryFile("w+")
+        self.process = subprocess.Popen(command_for(self.record, self.rounds), stdout=subprocess.DEVNULL,
+                                        stderr=self.errors, text=True)
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def interrupt(self) -> None:
+        if self.running():
+            assert self.process is not None
+            self.process.send_signal(signal.SIGINT)  # pytest stops cleanly; found examples are already saved
+
+    def wait(self) -> int:
+        """The finished round's exit status (waiting up to a minute for an interrupted one)."""
+        process, self.process = self.process, None
+        assert process is not None
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        return process.returncode
+
+    def usage_error(self) -> str:
+        assert self.errors is not None
+        self.errors.seek(0)
+        lines = self.errors.read().strip().splitlines()
+        return lines[-1] if lines else "usage error"
+
+    def close(self) -> None:
+        if self.errors is not None:
+            self.errors.close()
+            self.errors = None
 
 
 def _absolute(db: str) -> str:
@@ -157,42 +211,60 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
     stop = {"now": False}
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     run = _Run(suites, Console(highlight=False, soft_wrap=True))
-    rounds = 0
+    slots = [_Worker(number, out) for number in range(1, workers + 1)]
+
+    def command_for(slot: _Worker) -> Callable[[str, int], list[str]]:
+        # each worker starts its rounds at a different suite, so together they reach every suite early
+        return lambda record, rounds: _pytest(
+            driver, db, record, os.path.join(out, "reproducers"),
+            [f"--harness-examples={_round_examples(rounds)}", "--harness-generative-only"],
+            rounds - 1 + (slot.number - 1) * len(suites) // workers, suites)
+
+    usage_error = ""
     try:
         with run.progress:
-            while not stop["now"] and time.monotonic() < deadline:
-                rounds += 1
-                record = os.path.join(out, f"round-{rounds}.jsonl")
-                command = _pytest(driver, db, record, os.path.join(out, "reproducers"),
-                                  [f"--harness-examples={_round_examples(rounds)}", "--harness-generative-only"],
-                                  workers, rounds - 1, suites)
-                with tempfile.TemporaryFile("w+") as errors:
-                    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, text=True)
+            sampled = time.monotonic()
+            while not usage_error:
+                ending = stop["now"] or time.monotonic() >= deadline
+                for slot in slots:
+                    if slot.running():
+                        if ending:
+                            slot.interrupt()
+                        continue
+                    if slot.process is not None:  # a round just ended
+                        if slot.wait() == 4:
+                            usage_error = slot.usage_error()
+                        run.finish_round(slot.record)
+                        run.progress.console.print(run.line(slot.number, slot.rounds))
+                    if not ending and not usage_error:
+                        slot.close()
+                        slot.start(command_for(slot))
+                if ending and not any(slot.process is not None for slot in slots):
+                    break
+                if time.monotonic() - sampled >= SAMPLE_EVERY_S:
+                    run.sample([slot.record for slot in slots if slot.process is not None])
                     sampled = time.monotonic()
-                    while process.poll() is None:
-                        if stop["now"] or time.monotonic() >= deadline:
-                            process.send_signal(signal.SIGINT)  # pytest stops cleanly; found examples are already saved
-                            break
-                        if time.monotonic() - sampled >= SAMPLE_EVERY_S:
-                            run.sample(record)
-                            sampled = time.monotonic()
-                        time.sleep(0.1)
-                    try:
-                        process.wait(timeout=60)
-                    except subprocess.TimeoutExpired:
-                        process.kill()
-                        process.wait()
-                    if process.returncode == 4:
-                        errors.seek(0)
-                        lines = errors.read().strip().splitlines()
-                        print(f"harness fuzz: {lines[-1] if lines else 'usage error'}", file=sys.stderr)
-                        return 2
-                run.finish_round(record)
-                run.progress.console.print(run.line(rounds))
+                time.sleep(0.1)
+            run.sample([])
     except KeyboardInterrupt:
-        pass
+        for slot in slots:
+            slot.interrupt()
+        for slot in slots:
+            if slot.process is not None:
+                slot.wait()
+                run.finish_round(slot.record)
+        run.sample([])
     finally:
         signal.signal(signal.SIGTERM, previous)
+        for slot in slots:
+            if slot.process is not None:
+                slot.process.kill()
+                slot.wait()
+            slot.close()
+    if usage_error:
+        print(f"harness fuzz: {usage_error}", file=sys.stderr)
+        return 2
+    rounds = sum(slot.rounds for slot in slots)
     failures = _distinct_failures(run.records)
     examples = run.timeline[-1]["examples"] if run.timeline else {}
     seconds = round(time.monotonic() - run.started, 1)
@@ -219,7 +291,7 @@ def replay(driver: str, db: str, out: str) -> int:
     record = os.path.join(out, "replay.jsonl")
     if os.path.exists(record):
         os.unlink(record)
-    command = _pytest(driver, db, record, os.path.join(out, "reproducers"), ["--harness-replay"], 1)
+    command = _pytest(driver, db, record, os.path.join(out, "reproducers"), ["--harness-replay"])
     code = subprocess.run(command, stdin=subprocess.DEVNULL).returncode
     if code == 4:
         return 2
