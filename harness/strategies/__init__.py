@@ -2,13 +2,12 @@
 
 from .layouts import request_layouts, scenarios
 from .models import ModelCase, model_cases
-from .values import arrays, declared_dimensions, elements, operand_types, quantization, shapes
+from .values import arrays, declared_dimensions, operand_types, quantization, shapes
 
 __all__ = [
     "ModelCase",
     "arrays",
     "declared_dimensions",
-    "elements",
     "model_cases",
     "operand_types",
     "quantization",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -24,6 +25,7 @@ def shapes(max_depth: int = 3, leaf=None) -> st.SearchStrategy[Shape]:
     return st.one_of(leaf, st.lists(shapes(max_depth - 1, leaf), max_size=3).map(lambda e: TupleShape(tuple(e))))
 
 
+@functools.lru_cache(maxsize=16)
 def _elements(dtype: str) -> st.SearchStrategy:
     if dtype.startswith("float"):
         return st.floats(width=32 if dtype == "float32" else 64, allow_nan=False, allow_infinity=False)
@@ -32,14 +34,17 @@ def _elements(dtype: str) -> st.SearchStrategy:
     return st.integers(0, 255)
 
 
-@st.composite
-def values_for(draw, shape: Shape):
+# Strategies here are cached by their (frozen, hashable) arguments: they are asked for inside
+# every example, and a new strategy object costs hypothesis more than drawing from it.
+@functools.lru_cache(maxsize=1024)
+def values_for(shape: Shape) -> st.SearchStrategy:
     """A value of ``shape``: an array per leaf, tuples nested like the shape."""
     if isinstance(shape, Leaf):
-        return draw(hnp.arrays(np.dtype(shape.dtype), shape.dims, elements=_elements(shape.dtype)), label=str(shape))
-    return tuple(draw(values_for(element)) for element in shape.elements)
+        return hnp.arrays(np.dtype(shape.dtype), shape.dims, elements=_elements(shape.dtype))
+    return st.tuples(*(values_for(element) for element in shape.elements))
 
 
+@functools.lru_cache(maxsize=1024)
 def operand_values(operands: tuple[Shape, ...]) -> st.SearchStrategy[tuple]:
     return st.tuples(*(values_for(shape) for shape in operands))
 
@@ -58,6 +63,7 @@ def count_leaves(shape: Shape) -> int:
     return sum(1 for _ in leaves(shape))
 
 
+@functools.lru_cache(maxsize=256)
 def _parameter(parameter: Parameter) -> st.SearchStrategy:
     if isinstance(parameter, Choice):
         return st.sampled_from(parameter.values)

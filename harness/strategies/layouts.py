@@ -22,31 +22,37 @@ from harness.judging.scenario import MemorySpec, Scenario
 from harness.api.memory import REQUIRED_KINDS, MemoryKind
 
 from .models import ModelCase, model_cases
+from .values import BOOLEANS, integers, sampled
 
 CONSTANT_POOL_KINDS = REQUIRED_KINDS
 
 
 def canaries() -> st.SearchStrategy[int]:
-    return st.sampled_from([0xA5, 0x5A, 0xFF, 0x00])
+    return sampled((0xA5, 0x5A, 0xFF, 0x00))
 
 
 def _lay_out(draw, case: ModelCase, caps: Capabilities, *, allow_insufficient: bool = True) -> Scenario:
     """Place every input and output of ``case`` in request pools; returns the whole scenario."""
     subgraph = case.subgraph
-    kinds = sorted(caps.memory_kinds)
-    pool_count = draw(st.integers(1, 4), label="pool count")
-    pool_kinds = [draw(st.sampled_from(kinds), label=f"pool {i} kind") for i in range(pool_count)]
+    kinds = tuple(sorted(caps.memory_kinds))
+    pool_count = draw(integers(1, 4), label="pool count")
+    pool_kinds = [draw(sampled(kinds), label=f"pool {i} kind") for i in range(pool_count)]
     canary = draw(canaries(), label="canary byte")
     pools: list[bytearray] = [bytearray() for _ in range(pool_count)]
 
+    arguments = len(case.inputs) + len(case.output_shapes)
+    # Where each argument goes (pool, gap before, padding after) and each pool's tail: one draw of
+    # bytes for the whole request (a draw per number was most of a layout's cost); zero bytes
+    # shrink to pool 0, no gaps, no padding.
+    placement = iter(draw(_placement_bytes(arguments, pool_count), label="placement: pool, gap, padding per argument"))
+
     def place(payload: bytes | int) -> DataLocation:
-        index = draw(st.integers(0, pool_count - 1), label="pool index")
+        index, gap, padding = next(placement) % pool_count, next(placement) % 17, next(placement) % 9
         data = pools[index]
-        data.extend(bytes([canary]) * draw(st.integers(0, 16), label="gap"))
+        data.extend(bytes([canary]) * gap)
         offset = len(data)
         length = payload if isinstance(payload, int) else len(payload)
         data.extend(payload if isinstance(payload, bytes) else bytes([canary]) * length)
-        padding = draw(st.integers(0, 8), label="padding")
         data.extend(bytes([canary]) * padding)
         return DataLocation(index, offset, length, padding)
 
@@ -54,7 +60,7 @@ def _lay_out(draw, case: ModelCase, caps: Capabilities, *, allow_insufficient: b
     for value, index in zip(case.inputs, subgraph.input_indexes):
         operand = subgraph.operands[index]
         full = is_fully_specified(operand.type, operand.dimensions)
-        give_dims = not full or draw(st.booleans(), label="input dims given")
+        give_dims = not full or draw(BOOLEANS, label="input dims given")
         raw = np.ascontiguousarray(value, dtype=numpy_dtype(operand.type)).tobytes()
         inputs.append(RequestArgument(False, place(raw), tuple(value.shape) if give_dims else ()))
 
@@ -63,29 +69,29 @@ def _lay_out(draw, case: ModelCase, caps: Capabilities, *, allow_insufficient: b
         operand = subgraph.operands[index]
         needed = operand_byte_size(operand.type, shape)
         if is_fully_specified(operand.type, operand.dimensions):
-            capacity, dims = needed, (shape if draw(st.booleans(), label="output dims given") else ())
+            capacity, dims = needed, (shape if draw(BOOLEANS, label="output dims given") else ())
         else:
             step = element_size(operand.type)
-            choices = ["exact", "larger"] + (["smaller"] if allow_insufficient else [])
-            fit = draw(st.sampled_from(choices), label="output capacity")
+            choices = ("exact", "larger", "smaller") if allow_insufficient else ("exact", "larger")
+            fit = draw(sampled(choices), label="output capacity")
             event(f"dynamic output capacity: {fit}")
-            capacity = {"exact": needed, "larger": needed + step * draw(st.integers(1, 8)),
-                        "smaller": needed - step * draw(st.integers(1, max(1, needed // step)))}[fit]
+            capacity = (needed if fit == "exact" else needed + step * draw(integers(1, 8)) if fit == "larger"
+                        else needed - step * draw(integers(1, max(1, needed // step))))
             dims = ()
         outputs.append(RequestArgument(False, place(max(capacity, 0)), dims))
 
     for data in pools:
-        data.extend(bytes([canary]) * draw(st.integers(0, 8), label="tail"))
+        data.extend(bytes([canary]) * (next(placement) % 9))  # the pool's tail
         if not data:
             data.append(canary)
     request_pools = tuple(
-        MemorySpec(kind, bytes(data), draw(st.sampled_from([0, 8, 4096 + 16]), label="file offset") if kind == "mmap_fd" else 0)
+        MemorySpec(kind, bytes(data), draw(sampled((0, 8, 4096 + 16)), label="file offset") if kind == "mmap_fd" else 0)
         for kind, data in zip(pool_kinds, pools)
     )
     constant_pools: tuple[MemorySpec, ...] = ()
     if case.pool_data:
-        usable = [k for k in CONSTANT_POOL_KINDS if k in caps.memory_kinds] or [MemoryKind.ASHMEM]  # ashmem is required
-        kind = draw(st.sampled_from(usable), label="constant pool kind")
+        usable = tuple(k for k in CONSTANT_POOL_KINDS if k in caps.memory_kinds) or (MemoryKind.ASHMEM,)  # ashmem is required
+        kind = draw(sampled(usable), label="constant pool kind")
         constant_pools = (MemorySpec(kind, case.pool_data),)
     for kind in pool_kinds:
         event(f"request pool kind: {kind}")
@@ -93,6 +99,11 @@ def _lay_out(draw, case: ModelCase, caps: Capabilities, *, allow_insufficient: b
                         notes=(case.label,))
     note(f"request: {len(inputs)} inputs, {len(outputs)} outputs in pools {pool_kinds}")
     return scenario
+
+
+@functools.lru_cache(maxsize=256)
+def _placement_bytes(arguments: int, pools: int) -> st.SearchStrategy[bytes]:
+    return st.binary(min_size=3 * arguments + pools, max_size=3 * arguments + pools)
 
 
 request_layouts = st.composite(_lay_out)

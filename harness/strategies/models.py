@@ -19,11 +19,15 @@ from harness.judging.builders import ModelBuilder
 from harness.api.hal import (Capabilities, OperandLifeTime, OperandType, OperationType, Subgraph,
                               SymmPerChannelQuantParams)
 
-from .values import FLOAT_TYPES, QUANT_TYPES, arrays, declared_dimensions, operand_types, quantization, shapes
+from .values import (BOOLEANS, FLOAT_TYPES, QUANT_TYPES, arrays, declared_dimensions, integers, operand_types, quantization,
+                     sampled, shapes)
 
 I32 = OperandType.TENSOR_INT32
 PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 _HOW = ("input", "copy", "reference")
+_ONE_OR_TWO_PAIRS = st.tuples(integers(1, 2), integers(1, 2))
+_PADS = st.tuples(*[integers(0, 1)] * 4)
+_BROADCASTABLE = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=4, max_side=4)
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,20 @@ class _Case:
                          tuple(tuple(s) for s in output_shapes), label)
 
 
-def _supported(caps: Capabilities, *ops: OperationType) -> list[OperationType]:
-    return [op for op in ops if op in caps.operations]
+@functools.lru_cache(maxsize=512)
+def _int_arrays(dtype: str, shape: tuple[int, ...], low: int, high: int) -> st.SearchStrategy[np.ndarray]:
+    """Element-wise arrays for operands whose own range differs from their type's (biases,
+    per-channel filters), one strategy object per shape and range."""
+    return hnp.arrays(np.dtype(dtype), shape, elements=integers(low, high))
+
+
+@functools.lru_cache(maxsize=64)
+def _int_lists(low: int, high: int, min_size: int, max_size: int) -> st.SearchStrategy[list[int]]:
+    return st.lists(integers(low, high), min_size=min_size, max_size=max_size)
+
+
+def _supported(caps: Capabilities, *ops: OperationType) -> tuple[OperationType, ...]:
+    return tuple(op for op in ops if op in caps.operations)
 
 
 @functools.lru_cache(maxsize=64)
@@ -72,7 +88,7 @@ def _shapes_of_ranks(ranks: tuple[int, int]) -> st.SearchStrategy:
 
     @st.composite
     def pair(draw):
-        full = tuple(draw(st.lists(st.integers(2, 4), min_size=max(ranks), max_size=max(ranks)), label="broadcast shape"))
+        full = tuple(draw(_int_lists(2, 4, max(ranks), max(ranks)), label="broadcast shape"))
         return hnp.BroadcastableShapes(tuple(full[len(full) - rank :] for rank in ranks), full)
 
     return pair()
@@ -84,24 +100,24 @@ def elementwise_models(draw, caps: Capabilities, activation: int | None = None,
     """ADD/SUB/MUL/DIV with broadcasting, a fused activation, constants by copy or reference,
     sometimes followed by RELU through a temporary of unknown shape."""
     if op is None:
-        op = draw(st.sampled_from(_supported(caps, OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)), label="operation")
+        op = draw(sampled(_supported(caps, OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)), label="operation")
     # NNAPI: DIV has no quantized form; on TENSOR_INT32 it rounds toward minus infinity.
     allowed = FLOAT_TYPES + (I32,) if op == OperationType.DIV else FLOAT_TYPES + QUANT_TYPES + (I32,)
     type = draw(operand_types(allowed, caps.operand_types), label="type")
-    shapes = _shapes_of_ranks(ranks) if ranks else hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=4, max_side=4)
+    shapes = _shapes_of_ranks(ranks) if ranks else _BROADCASTABLE
     pair = draw(shapes, label="shapes")
-    how_a, how_b = draw(st.sampled_from([("input", "input"), ("input", "copy"), ("input", "reference"), ("copy", "input"), ("reference", "input")]), label="operands")
+    how_a, how_b = draw(sampled((("input", "input"), ("input", "copy"), ("input", "reference"), ("copy", "input"), ("reference", "input"))), label="operands")
     case = _Case(draw)
     a = case.operand(type, draw(arrays(type, pair.input_shapes[0]), label="a"), draw(quantization(type)), how_a, "a")
     b = case.operand(type, draw(arrays(type, pair.input_shapes[1], nonzero=op == OperationType.DIV), label="b"),
                      draw(quantization(type)), how_b, "b")
     if activation is None:
-        activation = 0 if type == I32 else draw(st.integers(0, 3), label="activation")
+        activation = 0 if type == I32 else draw(integers(0, 3), label="activation")
     elif type == I32:
         type = draw(operand_types([t for t in allowed if t != I32], caps.operand_types), label="non-integer type")
-    chain = type != I32 and OperationType.RELU in caps.operations and draw(st.booleans(), label="chain RELU")
+    chain = type != I32 and OperationType.RELU in caps.operations and draw(BOOLEANS, label="chain RELU")
     out_quant = draw(quantization(type), label="output quantization")
-    if draw(st.booleans(), label="activation as a request input"):
+    if draw(BOOLEANS, label="activation as a request input"):
         code = case.operand(OperandType.INT32, np.asarray(activation, np.int32), how="input", label="activation")
     else:
         code = case.b.scalar(activation)
@@ -117,7 +133,7 @@ _RELUS = (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
 @st.composite
 def relu_models(draw, caps: Capabilities) -> ModelCase:
     """RELU, RELU1 (clamp to [-1, 1]) and RELU6 (clamp to [0, 6]) as operations of their own."""
-    op = draw(st.sampled_from(_supported(caps, *_RELUS)), label="operation")
+    op = draw(sampled(_supported(caps, *_RELUS)), label="operation")
     type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
     shape = draw(shapes(), label="shape")
     case = _Case(draw)
@@ -135,13 +151,13 @@ def reshape_models(draw, caps: Capabilities) -> ModelCase:
     target = list(draw(st.permutations([d for d in _factor(count)]), label="target factors")) or [1]
     if len(target) > 4:  # NNAPI: RESHAPE's output has rank up to 4 (CHOICE-8)
         target = target[:3] + [int(np.prod(target[3:]))]
-    if draw(st.booleans(), label="infer one axis"):
-        target[draw(st.integers(0, len(target) - 1))] = -1
+    if draw(BOOLEANS, label="infer one axis"):
+        target[draw(integers(0, len(target) - 1))] = -1
     resolved = tuple(count // -int(np.prod(target)) if d == -1 else d for d in target)
     case = _Case(draw)
     quant = draw(quantization(type))
     x = case.operand(type, draw(arrays(type, source), label="x"), quant)
-    shape_how = draw(st.sampled_from(_HOW), label="shape operand")
+    shape_how = draw(sampled(_HOW), label="shape operand")
     shape_operand = case.operand(I32, np.asarray(target, np.int32), how=shape_how, label="shape")
     case.output(OperationType.RESHAPE, [x, shape_operand], type, resolved, quant)
     return case.done([resolved], f"RESHAPE {type.name} shape-{shape_how}")
@@ -161,16 +177,16 @@ def _factor(n: int) -> list[int]:
 def concatenation_models(draw, caps: Capabilities) -> ModelCase:
     type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES + (I32,), caps.operand_types), label="type")
     base = draw(shapes(max_rank=3), label="base shape")
-    axis = draw(st.integers(0, len(base) - 1), label="axis")
-    sizes = draw(st.lists(st.integers(1, 3), min_size=2, max_size=3), label="axis sizes")
+    axis = draw(integers(0, len(base) - 1), label="axis")
+    sizes = draw(_int_lists(1, 3, 2, 3), label="axis sizes")
     case = _Case(draw)
     operands = []
     for i, size in enumerate(sizes):
         shape = base[:axis] + (size,) + base[axis + 1 :]
         operands.append(case.operand(type, draw(arrays(type, shape), label=f"x{i}"), draw(quantization(type)),
-                                     draw(st.sampled_from(_HOW)) if i else "input", f"x{i}"))
+                                     draw(sampled(_HOW)) if i else "input", f"x{i}"))
     out_shape = base[:axis] + (sum(sizes),) + base[axis + 1 :]
-    negative = draw(st.booleans(), label="negative axis")
+    negative = draw(BOOLEANS, label="negative axis")
     axis_value = axis - len(base) if negative else axis
     case.output(OperationType.CONCATENATION, [*operands, case.b.scalar(axis_value)], type, out_shape, draw(quantization(type)))
     return case.done([out_shape], f"CONCATENATION {type.name}")
@@ -178,25 +194,24 @@ def concatenation_models(draw, caps: Capabilities) -> ModelCase:
 
 def _bias(draw, type, in_quant, w_quant, units):
     if type in QUANT_TYPES:
-        small = hnp.arrays(np.int32, (units,), elements=st.integers(-1000, 1000))
-        return I32, draw(small, label="bias"), (in_quant[0] * w_quant[0], 0)
+        return I32, draw(_int_arrays("int32", (units,), -1000, 1000), label="bias"), (in_quant[0] * w_quant[0], 0)
     return type, draw(arrays(type, (units,)), label="bias"), (0.0, 0)
 
 
 @st.composite
 def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
     type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
-    size, units = draw(st.integers(1, 5), label="input size"), draw(st.integers(1, 4), label="units")
+    size, units = draw(integers(1, 5), label="input size"), draw(integers(1, 4), label="units")
     # NNAPI flattens an input of rank above 2 to [batch, input size]: the leading axes are the batch.
-    leading = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=3), label="batch axes"))
+    leading = tuple(draw(_int_lists(1, 3, 1, 3), label="batch axes"))
     batch = int(np.prod(leading))
     case = _Case(draw)
     in_quant, w_quant = draw(quantization(type)), draw(quantization(type))
     x = case.operand(type, draw(arrays(type, leading + (size,)), label="input"), in_quant)
-    w = case.operand(type, draw(arrays(type, (units, size)), label="weights"), w_quant, draw(st.sampled_from(_HOW[1:])))
+    w = case.operand(type, draw(arrays(type, (units, size)), label="weights"), w_quant, draw(sampled(_HOW[1:])))
     bias_type, bias, bias_quant = _bias(draw, type, in_quant, w_quant, units)
-    bias_operand = case.operand(bias_type, bias, bias_quant, draw(st.sampled_from(_HOW[1:])))
-    act = case.b.scalar(draw(st.integers(0, 3), label="activation"))
+    bias_operand = case.operand(bias_type, bias, bias_quant, draw(sampled(_HOW[1:])))
+    act = case.b.scalar(draw(integers(0, 3), label="activation"))
     case.output(OperationType.FULLY_CONNECTED, [x, w, bias_operand, act], type, (batch, units), draw(quantization(type)))
     return case.done([(batch, units)], f"FULLY_CONNECTED {type.name}")
 
@@ -207,26 +222,26 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     optionally with the layout flag (NHWC or NCHW tensors) and then dilation factors; a per-channel
     quantized filter when the driver declares TENSOR_QUANT8_SYMM_PER_CHANNEL."""
     type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
-    implicit = draw(st.booleans(), label="implicit padding")
+    implicit = draw(BOOLEANS, label="implicit padding")
     # the layout flag is a BOOL operand: only for a driver that declares the type
-    layouts = [None, False, True] if OperandType.BOOL in caps.operand_types else [None]
-    layout = draw(st.sampled_from(layouts), label="layout flag (None: absent, True: NCHW)")
-    dilation = (draw(st.tuples(st.integers(1, 2), st.integers(1, 2)), label="dilation w h")
-                if layout is not None and draw(st.booleans(), label="dilation inputs") else None)
+    layouts = (None, False, True) if OperandType.BOOL in caps.operand_types else (None,)
+    layout = draw(sampled(layouts), label="layout flag (None: absent, True: NCHW)")
+    dilation = (draw(_ONE_OR_TWO_PAIRS, label="dilation w h")
+                if layout is not None and draw(BOOLEANS, label="dilation inputs") else None)
     dil_w, dil_h = dilation or (1, 1)
-    n, h, w, c, d = (draw(st.integers(1, hi)) for hi in (2, 5, 5, 3, 3))
+    n, h, w, c, d = (draw(integers(1, hi)) for hi in (2, 5, 5, 3, 3))
     # the dilated filter fits the unpadded input, so every padding and scheme gives an output
-    kh, kw = draw(st.integers(1, (h - 1) // dil_h + 1)), draw(st.integers(1, (w - 1) // dil_w + 1))
+    kh, kw = draw(integers(1, (h - 1) // dil_h + 1)), draw(integers(1, (w - 1) // dil_w + 1))
     span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
-    strides = draw(st.tuples(st.integers(1, 2), st.integers(1, 2)), label="strides w h")
+    strides = draw(_ONE_OR_TWO_PAIRS, label="strides w h")
     if implicit:
-        scheme = draw(st.sampled_from([1, 2]), label="padding scheme (1 SAME, 2 VALID)")
+        scheme = draw(sampled((1, 2)), label="padding scheme (1 SAME, 2 VALID)")
         padding: tuple[int, ...] = (scheme,)
         # NNAPI: SAME gives ceil(size / stride) outputs whatever the filter; VALID only whole windows
         out_h, out_w = ((-(-h // strides[1]), -(-w // strides[0])) if scheme == 1 else
                         ((h - span_h) // strides[1] + 1, (w - span_w) // strides[0] + 1))
     else:
-        left, right, top, bottom = draw(st.tuples(*[st.integers(0, 1)] * 4), label="pads l r t b")
+        left, right, top, bottom = draw(_PADS, label="pads l r t b")
         padding = (left, right, top, bottom)
         out_h = (h + top + bottom - span_h) // strides[1] + 1
         out_w = (w + left + right - span_w) // strides[0] + 1
@@ -236,21 +251,21 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     in_quant = draw(quantization(type))
     x = case.operand(type, draw(arrays(type, in_shape), label="input"), in_quant)
     per_channel = (type in QUANT_TYPES and PER_CHANNEL in caps.operand_types
-                   and draw(st.booleans(), label="per-channel filter"))
+                   and draw(BOOLEANS, label="per-channel filter"))
     if per_channel:
-        scales = tuple(draw(st.lists(st.sampled_from([0.02, 0.05, 0.1, 0.25]), min_size=d, max_size=d),
+        scales = tuple(draw(st.tuples(*[sampled((0.02, 0.05, 0.1, 0.25))] * d),
                             label="filter scales"))
-        filt = draw(hnp.arrays(np.int8, (d, kh, kw, c), elements=st.integers(-127, 127)), label="filter")
-        f = case.operand(PER_CHANNEL, filt, how=draw(st.sampled_from(_HOW[1:])), label="filter",
+        filt = draw(_int_arrays("int8", (d, kh, kw, c), -127, 127), label="filter")
+        f = case.operand(PER_CHANNEL, filt, how=draw(sampled(_HOW[1:])), label="filter",
                          channel_quant=SymmPerChannelQuantParams(scales, 0))
-        bias = draw(hnp.arrays(np.int32, (d,), elements=st.integers(-1000, 1000)), label="bias")
+        bias = draw(_int_arrays("int32", (d,), -1000, 1000), label="bias")
         bias_operand = case.operand(I32, bias, how="copy")  # scale 0: input scale x each channel's scale
     else:
         f_quant = draw(quantization(type))
-        f = case.operand(type, draw(arrays(type, (d, kh, kw, c)), label="filter"), f_quant, draw(st.sampled_from(_HOW[1:])))
+        f = case.operand(type, draw(arrays(type, (d, kh, kw, c)), label="filter"), f_quant, draw(sampled(_HOW[1:])))
         bias_type, bias, bias_quant = _bias(draw, type, in_quant, f_quant, d)
         bias_operand = case.operand(bias_type, bias, bias_quant, "copy")
-    scalars = [case.b.scalar(v) for v in (*padding, *strides, draw(st.integers(0, 3), label="activation"))]
+    scalars = [case.b.scalar(v) for v in (*padding, *strides, draw(integers(0, 3), label="activation"))]
     if layout is not None:
         scalars.append(case.b.constant(OperandType.BOOL, layout))
     if dilation is not None:

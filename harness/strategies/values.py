@@ -40,44 +40,91 @@ def quantization(operand_type: OperandType) -> st.SearchStrategy[tuple[float, in
     return st.tuples(st.sampled_from([0.05, 0.1, 0.25, 0.5, 1.0]), st.integers(low, high))
 
 
+@functools.lru_cache(maxsize=1024)
+def integers(low: int, high: int) -> st.SearchStrategy[int]:
+    """``st.integers(low, high)``, one object per range: strategies are built inside examples, and
+    hypothesis' own strategy cache costs about 20 µs a call, more than most draws."""
+    return st.integers(low, high)
+
+
+@functools.lru_cache(maxsize=1024)
+def sampled(choices: tuple) -> st.SearchStrategy:
+    """``st.sampled_from(choices)``, one object per tuple of choices (see `integers`)."""
+    return st.sampled_from(choices)
+
+
+BOOLEANS = st.booleans()
+
+
+@functools.lru_cache(maxsize=64)
 def shapes(min_rank: int = 1, max_rank: int = 4, max_side: int = 4) -> st.SearchStrategy[tuple[int, ...]]:
     return hnp.array_shapes(min_dims=min_rank, max_dims=max_rank, min_side=1, max_side=max_side)
 
 
-@functools.lru_cache(maxsize=64)
-def elements(operand_type: OperandType, *, nonzero: bool = False) -> st.SearchStrategy:
-    """Element values that keep float results exact enough to compare with tolerances."""
-    match operand_type:
-        case OperandType.TENSOR_FLOAT32 | OperandType.TENSOR_FLOAT16:
-            base = st.floats(-8, 8, width=32 if operand_type == OperandType.TENSOR_FLOAT32 else 16, allow_subnormal=False)
-            return base.filter(lambda v: abs(v) >= 0.25) if nonzero else base
-        case OperandType.TENSOR_INT32:
-            # Small values, and the full range: products and sums must wrap around at 32 bits.
-            big = st.one_of(st.integers(-2**31, -2**24), st.integers(2**24, 2**31 - 1))  # products well past 2**53
-            values = st.one_of(st.integers(-1000, 1000), big, st.integers(-2**31, 2**31 - 1))
-            # a divisor: no 0 (undefined in NNAPI), and no -1, whose quotient of -2**31 overflows (a trap in C)
-            return values.filter(lambda v: v not in (0, -1)) if nonzero else values
-        case OperandType.TENSOR_QUANT8_ASYMM:
-            return st.integers(0, 255)
-        case OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
-            return st.integers(-128, 127)
-    raise ValueError(f"no element strategy for {operand_type!r}")
+#: Bytes that encode one element, per type (see _decode).
+_ENCODED_SIZE = {OperandType.TENSOR_FLOAT32: 4, OperandType.TENSOR_FLOAT16: 2, OperandType.TENSOR_INT32: 5,
+                 OperandType.TENSOR_QUANT8_ASYMM: 1, OperandType.TENSOR_QUANT8_ASYMM_SIGNED: 1}
 
 
 @functools.lru_cache(maxsize=4096)
 def arrays(operand_type: OperandType, shape: tuple[int, ...], *, nonzero: bool = False) -> st.SearchStrategy[np.ndarray]:
-    # No fill value: every element is drawn, so a bug that moves elements around shows.
-    return hnp.arrays(np.dtype(numpy_dtype(operand_type)), shape, elements=elements(operand_type, nonzero=nonzero),
-                      fill=st.nothing())
+    """Element values that keep float results exact enough to compare with tolerances; every
+    element is its own value (no fill), so a bug that moves elements around shows.
+
+    The whole array is one draw of bytes, decoded per element: a draw costs hypothesis about
+    20 µs whatever its size, and arrays were a quarter of a scenario's draws.  All-zero bytes
+    decode to all-zero elements (1 for a divisor), which is where shrinking goes."""
+    count = int(np.prod(shape, dtype=np.int64))
+    size = count * _ENCODED_SIZE[operand_type]
+    return st.binary(min_size=size, max_size=size).map(
+        functools.partial(_decode, operand_type, shape, nonzero))
+
+
+def _decode(operand_type: OperandType, shape: tuple[int, ...], nonzero: bool, encoded: bytes) -> np.ndarray:
+    match operand_type:
+        case OperandType.TENSOR_FLOAT32 | OperandType.TENSOR_FLOAT16:
+            # [-8, 8) in steps of 2**-28 (float32) or 2**-12 (float16, then rounded to it)
+            bits = 32 if operand_type == OperandType.TENSOR_FLOAT32 else 16
+            fixed = np.frombuffer(encoded, f"<i{bits // 8}").astype(np.float64) * 2.0 ** -(bits - 4)
+            if nonzero:  # a divisor at least 0.25 away from zero
+                fixed = np.where(np.abs(fixed) < 0.25, fixed + np.where(fixed < 0, -0.25, 0.25), fixed)
+            values = fixed.astype(numpy_dtype(operand_type))
+        case OperandType.TENSOR_INT32:
+            # a class byte and a 32-bit value per element: small values, magnitudes past 2**24
+            # (products well past 2**53), and the whole range; sums and products must wrap at 32 bits
+            record = np.frombuffer(encoded, np.dtype([("kind", "u1"), ("value", "<i4")]))
+            full = record["value"].astype(np.int64)
+            small = (full + 1000) % 2001 - 1000
+            big = np.where(full < 0, -1, 1) * (2**24 + np.abs(full) % (2**31 - 2**24))
+            values = np.select([record["kind"] % 3 == 0, record["kind"] % 3 == 1], [small, big], full)
+            if nonzero:  # no 0 (undefined in NNAPI), no -1 (-2**31 / -1 overflows: a trap in C)
+                values = np.where(values == 0, 1, np.where(values == -1, -2, values))
+            values = values.astype(np.int32)
+        case OperandType.TENSOR_QUANT8_ASYMM:
+            values = np.frombuffer(encoded, np.uint8)
+        case OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
+            values = np.frombuffer(encoded, np.int8)
+        case _:
+            raise ValueError(f"no element encoding for {operand_type!r}")
+    return values.reshape(shape).copy()
 
 
 @functools.lru_cache(maxsize=4096)
 def declared_dimensions(shape: tuple[int, ...], *, allow_unknown_rank: bool = True) -> st.SearchStrategy[tuple[int, ...]]:
-    """How a model declares a shape: fully, with some axes unknown (0), or with unknown rank."""
-    partial = st.lists(st.booleans(), min_size=len(shape), max_size=len(shape)).map(
-        lambda hide: tuple(0 if h else d for h, d in zip(hide, shape))
-    )
-    options = [st.just(tuple(shape)), partial]
-    if allow_unknown_rank:
-        options.append(st.just(()))
-    return st.one_of(options)
+    """How a model declares a shape: fully, with some axes unknown (0), or with unknown rank,
+    each about a third of the time.
+
+    One integer per declaration (a draw per axis cost more than the rest of an operand): its
+    high part picks the form, its low ``rank`` bits the axes left unknown; 0 is fully known."""
+    rank = len(shape)
+    forms = 3 if allow_unknown_rank else 2
+    return st.integers(0, forms * 2**rank - 1).map(functools.partial(_declared, tuple(shape)))
+
+
+def _declared(shape: tuple[int, ...], code: int) -> tuple[int, ...]:
+    form, hidden = divmod(code, 2 ** len(shape))
+    if form == 0:
+        return shape
+    if form == 1:
+        return tuple(0 if hidden >> axis & 1 else d for axis, d in enumerate(shape))
+    return ()
