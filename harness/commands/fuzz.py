@@ -169,6 +169,12 @@ class _Worker:
             assert self.process is not None
             self.process.send_signal(signal.SIGINT)  # pytest stops cleanly; found examples are already saved
 
+    def end_round(self, run: _Run) -> int:
+        """Wait for the round to end, add what it did to ``run``; its exit status."""
+        status = self.wait()
+        run.finish_round(self.record)
+        return status
+
     def wait(self) -> int:
         """The finished round's exit status (waiting up to a minute for an interrupted one)."""
         process, self.process = self.process, None
@@ -232,9 +238,8 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
                             slot.interrupt()
                         continue
                     if slot.process is not None:  # a round just ended
-                        if slot.wait() == 4:
+                        if slot.end_round(run) == 4:
                             usage_error = slot.usage_error()
-                        run.finish_round(slot.record)
                         run.progress.console.print(run.line(slot.number, slot.rounds))
                     if not ending and not usage_error:
                         slot.close()
@@ -251,8 +256,7 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
             slot.interrupt()
         for slot in slots:
             if slot.process is not None:
-                slot.wait()
-                run.finish_round(slot.record)
+                slot.end_round(run)
         run.sample([])
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -78,6 +78,11 @@ def _int_lists(low: int, high: int, min_size: int, max_size: int) -> st.SearchSt
     return st.lists(integers(low, high), min_size=min_size, max_size=max_size)
 
 
+@functools.lru_cache(maxsize=16)
+def _channel_scales(channels: int) -> st.SearchStrategy[tuple[float, ...]]:
+    return st.tuples(*[sampled((0.02, 0.05, 0.1, 0.25))] * channels)
+
+
 def _supported(caps: Capabilities, *ops: OperationType) -> tuple[OperationType, ...]:
     return tuple(op for op in ops if op in caps.operations)
 
@@ -253,8 +258,7 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     per_channel = (type in QUANT_TYPES and PER_CHANNEL in caps.operand_types
                    and draw(BOOLEANS, label="per-channel filter"))
     if per_channel:
-        scales = tuple(draw(st.tuples(*[sampled((0.02, 0.05, 0.1, 0.25))] * d),
-                            label="filter scales"))
+        scales = draw(_channel_scales(d), label="filter scales")
         filt = draw(_int_arrays("int8", (d, kh, kw, c), -127, 127), label="filter")
         f = case.operand(PER_CHANNEL, filt, how=draw(sampled(_HOW[1:])), label="filter",
                          channel_quant=SymmPerChannelQuantParams(scales, 0))
