@@ -24,7 +24,7 @@ def test_missing_name_gives_none_and_raises_only_when_asked(probes, suffix) -> N
 
     name = probes.library.prefix + "missing." + suffix
     assert tvm_ffi.get_global_func(name, allow_missing=True) is None, f"[FFI-1] {name!r} looked up as present"
-    with pytest.raises(Exception, match="missing"):
+    with pytest.raises(Exception):  # FFI-1 asks that it raise, not in what words (tvm-ffi's own)
         tvm_ffi.get_global_func(name)
 
 
@@ -34,7 +34,7 @@ def test_duplicate_registration_fails_and_override_replaces(probes) -> None:
 
     name = probes.library.prefix + "echo"
     original = tvm_ffi.get_global_func(name)
-    with pytest.raises(Exception, match="already registered"):
+    with pytest.raises(Exception):  # what it says is tvm-ffi's; that nothing changed is checked below
         tvm_ffi.register_global_func(name, lambda value: "replacement")
     assert tvm_ffi.get_global_func(name)(7) == 7, "[FFI-1] a failed registration changed the registry"
     try:

@@ -83,7 +83,8 @@ def test_crash_is_reported_and_the_next_call_gets_a_fresh_service(broken_driver,
         message = str(info.value)
         assert "[SVC-1]" in message and "PreparedModel.execute(request of 2 inputs" in message and reported in message
         if behaviour == "segfault":
-            assert "Fatal Python error: Segmentation fault" in message  # the tail of the service's stderr
+            # the tail of the service's stderr: the crashing thread's stack, down to the driver's own file
+            assert "broken_driver.py" in message, message
         with pytest.raises(DriverCrash, match="belongs to a driver service that was replaced"):
             prepared.execute(request)
         assert service.device.capabilities().memory_domains  # a fresh service answers
