@@ -36,7 +36,8 @@ from harness.api.hal import (
 )
 from harness.judging.scenario import MemorySpec, Scenario
 
-__all__ = ["Outcome", "assert_conforms", "describe_scenario", "execute_scenario", "expect_status", "run_scenario"]
+__all__ = ["Outcome", "assert_conforms", "assert_scenario_conforms", "describe_scenario", "execute_scenario", "expect_status",
+           "run_scenario"]
 
 #: Rules for which SPEC accepts any error status, not one exact status: handle defects (CHOICE-1).
 _ANY_ERROR_RULES = {"POOL-4", "POOL-5", "POOL-3"}
@@ -104,6 +105,15 @@ def run_scenario(device: Device, scenario: Scenario, tokens: Mapping[str, int] |
     finally:
         for pool in model.pools:
             pool.close()
+
+
+def assert_scenario_conforms(requirement: str, scenario: Scenario, reference: Device, driver: Device) -> None:
+    """Run ``scenario`` on the reference and on the driver; the driver's outcome is one SPEC allows.
+
+    (Running the in-process reference on a thread while the driver's service works was measured
+    slower, not faster: the reference holds the GIL the waiting call needs to pick up its reply.)"""
+    __tracebackhide__ = True
+    assert_conforms(requirement, scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
 
 
 def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mapping[str, int] | None = None) -> Outcome:

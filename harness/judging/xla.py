@@ -9,6 +9,7 @@ cases include float64 and uint64 leaves.
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
 import threading
 from typing import Any
@@ -53,17 +54,25 @@ def register(library: str, symbol: str) -> str:
 
 def call_target(target: CustomCallTarget, case: CallCase, operand_values: tuple) -> list[np.ndarray]:
     """Run ``target``'s typed-FFI handler on ``case`` under jax.jit; its output leaves in pre-order."""
-    jax = _jax()
     path = str(target.xla_library() if callable(target.xla_library) else target.xla_library)
     name = register(path, target.xla_symbol)
-    results = [jax.ShapeDtypeStruct(leaf.dims, np.dtype(leaf.dtype)) for _, leaf in leaves(case.output)]
-    attributes = {"opaque": np.frombuffer(case.opaque, dtype=np.uint8)} if target.xla_opaque else {}
+    results = tuple((tuple(leaf.dims), leaf.dtype) for _, leaf in leaves(case.output))
     arguments = [np.asarray(v) for v in leaf_values(tuple(operand_values))]
+    return [np.asarray(out) for out in _jitted(name, results, case.opaque if target.xla_opaque else None)(*arguments)]
+
+
+@functools.lru_cache(maxsize=512)
+def _jitted(name: str, results: tuple[tuple[tuple[int, ...], str], ...], opaque: bytes | None) -> Any:
+    """One jitted call per target, result shapes and opaque attribute: jax compiles a jitted
+    function once per argument shapes, and a new function object for every call compiled every time."""
+    jax = _jax()
+    structs = [jax.ShapeDtypeStruct(dims, np.dtype(dtype)) for dims, dtype in results]
+    attributes = {"opaque": np.frombuffer(opaque, dtype=np.uint8)} if opaque is not None else {}
 
     def run(*args: Any):
-        return jax.ffi.ffi_call(name, results)(*args, **attributes)
+        return jax.ffi.ffi_call(name, structs)(*args, **attributes)
 
-    return [np.asarray(out) for out in jax.jit(run)(*arguments)]
+    return jax.jit(run)
 
 
 def call_handler(library: str, symbol: str, results: list, arguments: list, **options: Any) -> list[np.ndarray]:

@@ -25,6 +25,11 @@ def shapes(max_depth: int = 3, leaf=None) -> st.SearchStrategy[Shape]:
     return st.one_of(leaf, st.lists(shapes(max_depth - 1, leaf), max_size=3).map(lambda e: TupleShape(tuple(e))))
 
 
+#: Leaves up to this many elements are decoded from bytes; larger ones (width tests, past 65535
+#: elements) would make every example, and its smallest form, that many bytes.
+_DECODED_UP_TO = 1024
+
+
 @functools.lru_cache(maxsize=16)
 def _elements(dtype: str) -> st.SearchStrategy:
     if dtype.startswith("float"):
@@ -38,10 +43,49 @@ def _elements(dtype: str) -> st.SearchStrategy:
 # every example, and a new strategy object costs hypothesis more than drawing from it.
 @functools.lru_cache(maxsize=1024)
 def values_for(shape: Shape) -> st.SearchStrategy:
-    """A value of ``shape``: an array per leaf, tuples nested like the shape."""
+    """A value of ``shape``: an array per leaf, tuples nested like the shape.
+
+    A leaf is one draw of bytes decoded per element (a draw costs hypothesis about 20 µs
+    whatever its size): a class byte, then the element's own bytes (see `_decode_leaf`)."""
     if isinstance(shape, Leaf):
-        return hnp.arrays(np.dtype(shape.dtype), shape.dims, elements=_elements(shape.dtype))
+        dtype = np.dtype(shape.dtype)
+        count = int(np.prod(shape.dims, dtype=np.int64))
+        if count > _DECODED_UP_TO:  # large leaves: a few drawn elements and a fill, as hypothesis does
+            return hnp.arrays(dtype, shape.dims, elements=_elements(shape.dtype))
+        size = count * (dtype.itemsize + (dtype.itemsize > 1))
+        return st.binary(min_size=size, max_size=size).map(functools.partial(_decode_leaf, shape.dtype, shape.dims))
     return st.tuples(*(values_for(element) for element in shape.elements))
+
+
+def _special_floats(dtype: np.dtype) -> np.ndarray:
+    info = np.finfo(dtype)
+    return np.array([0.0, -0.0, 1.0, -1.0, 0.5, info.smallest_subnormal, -info.smallest_subnormal,
+                     info.smallest_normal, info.max, -info.max], dtype)
+
+
+def _decode_leaf(dtype_name: str, dims: tuple[int, ...], encoded: bytes) -> np.ndarray:
+    """Elements by class: small exact values, raw bit patterns over the whole finite range
+    (subnormals included), and the special values (signed zeros, extremes) bugs hide behind.
+    All-zero bytes decode to zeros, where shrinking goes.  int32 stays within 2**30 (sums stay
+    in range: signed overflow is undefined in C); uint8 is the bytes themselves, other integer
+    types take byte values."""
+    dtype = np.dtype(dtype_name)
+    if dtype.itemsize == 1:
+        return np.frombuffer(encoded, dtype).reshape(dims).copy()
+    record = np.frombuffer(encoded, np.dtype([("kind", "u1"), ("bits", f"<u{dtype.itemsize}")]))
+    kind, bits = record["kind"] % 3, record["bits"]
+    k = (bits % 2001).astype(np.int64)
+    small = np.where(k <= 1000, k, 1000 - k)  # 0, 1, 2, ... 1000, -1, ... -1000
+    if dtype == np.int32:
+        whole = bits.view(np.int32) >> 1  # [-2**30, 2**30)
+        return np.where(kind == 1, whole, small).astype(dtype).reshape(dims)
+    if dtype.kind != "f":  # other integer leaves: 0..255, as a byte
+        return (bits % 256).astype(dtype).reshape(dims)
+    exponent = {4: 0x7F800000, 8: 0x7FF0000000000000}[dtype.itemsize]
+    finite = np.where((bits & exponent) == exponent, bits & ~np.array(exponent, bits.dtype), bits).view(dtype)
+    specials = _special_floats(dtype)
+    values = np.select([kind == 0, kind == 1], [small / 8, finite], specials[bits % len(specials)])
+    return values.astype(dtype).reshape(dims)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -84,6 +128,47 @@ def call_cases(draw, space: CaseSpace) -> CallCase:
     """A case of ``space``: one labelled draw per parameter, then the target's own ``build``."""
     values = {name: draw(_parameter(parameter), label=name) for name, parameter in space.parameters.items()}
     return space.build(**values)
+
+
+def _simplest(parameter: Parameter):
+    """The simplest value of a parameter that is not the one a fixed case is about."""
+    if isinstance(parameter, Integers):
+        return min(low for low, _ in parameter.ranges)
+    if isinstance(parameter, Choice):
+        return parameter.values[0]
+    if isinstance(parameter, Opaque):
+        return b""
+    assert isinstance(parameter, Text)
+    return "x" * min(low for low, _ in parameter.lengths)
+
+
+def nesting_cases(space: CaseSpace) -> list[CallCase]:
+    """Operand tuples with leaves and nested tuples side by side, in both orders, at the top level
+    and inside a tuple: where flattening-order bugs live, and a few random draws of shapes often
+    miss (a draw gives a leaf or a tuple, rarely both beside each other).  Each leaf a different
+    dtype and size.  Empty for spaces without operand shapes."""
+    shaped = [name for name, parameter in space.parameters.items() if isinstance(parameter, OperandShapes)]
+    if len(shaped) != 1:
+        return []
+    spec = space.parameters[shaped[0]]
+    assert isinstance(spec, OperandShapes)
+    side = max(1, min(spec.max_side, 3))
+    kinds = itertools.cycle([("float32", (side,)), ("int32", (side, 1)), ("uint8", (side,)), ("float64", ())])
+
+    def leaf() -> Leaf:
+        dtype, dims = next(kinds)
+        return Leaf(dtype, dims)
+
+    def pair() -> Shape:  # a tuple where the depth allows one, else a leaf
+        return TupleShape((leaf(), leaf())) if spec.max_depth >= 2 else leaf()
+
+    nestings: list[tuple[Shape, ...]] = []
+    if spec.max_depth >= 1:
+        nestings += [(TupleShape((leaf(), pair(), leaf())),), (TupleShape((pair(), leaf())),)]
+        nestings.append((leaf(), TupleShape((leaf(), leaf())), leaf()))
+    low, high = spec.count
+    fixed = {name: _simplest(parameter) for name, parameter in space.parameters.items() if name != shaped[0]}
+    return [space.build(**fixed, **{shaped[0]: operands}) for operands in nestings if low <= len(operands) <= high]
 
 
 def range_end_cases(space: CaseSpace, limit: int = 64) -> list[CallCase]:

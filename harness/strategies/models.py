@@ -8,26 +8,26 @@ layouts can size output regions without running any driver).
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
-from hypothesis import event, note
+from hypothesis import event, note, reject
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
+from hypothesis.control import current_build_context
 
 from harness.judging.builders import ModelBuilder
 from harness.api.hal import (Capabilities, OperandLifeTime, OperandType, OperationType, Subgraph,
                               SymmPerChannelQuantParams)
 
-from .values import (BOOLEANS, FLOAT_TYPES, QUANT_TYPES, arrays, declared_dimensions, integers, operand_types, quantization,
-                     sampled, shapes)
+from .values import FLOAT_TYPES, QUANT_TYPES, SCALES, ZERO_POINT_RANGE, declared_by_code, arrays, usable_types
 
+_T = TypeVar("_T")
 I32 = OperandType.TENSOR_INT32
 PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 _HOW = ("input", "copy", "reference")
-_ONE_OR_TWO_PAIRS = st.tuples(integers(1, 2), integers(1, 2))
-_PADS = st.tuples(*[integers(0, 1)] * 4)
-_BROADCASTABLE = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=4, max_side=4)
+_CHANNEL_SCALES = (0.02, 0.05, 0.1, 0.25)
 
 
 @dataclass(frozen=True)
@@ -38,65 +38,137 @@ class ModelCase:
     inputs: tuple[np.ndarray, ...]
     output_shapes: tuple[tuple[int, ...], ...]
     label: str
+    #: each small choice made for this model, under its label (printed when an example fails)
+    choices: tuple[tuple[str, object], ...] = ()
+
+
+#: Bytes read by one model's choices; more than any family reads (running past them is an error).
+_CHOICE_BYTES = 64
+_CHOICE_DATA = st.binary(min_size=_CHOICE_BYTES, max_size=_CHOICE_BYTES)
+
+
+class _Choices:
+    """A model's small choices (operation, type, sizes, quantization, how each operand is given,
+    how each shape is declared) read from one draw of bytes.
+
+    Hypothesis charges about 20 µs per draw whatever its size, and these choices were most of a
+    scenario's draws.  Each choice reads one byte (two for a range past 256) modulo its number of
+    options, so all-zero bytes read as every choice's first option, which is where shrinking goes."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data, self._at = data, 0
+        self.made: list[tuple[str, object]] = []
+
+    def _read(self, options: int) -> int:
+        width = 1 if options <= 256 else 2
+        if self._at + width > len(self._data):
+            raise RuntimeError(f"a model read more than its {len(self._data)} choice bytes: raise _CHOICE_BYTES")
+        raw = int.from_bytes(self._data[self._at : self._at + width], "little")
+        self._at += width
+        return raw % options
+
+    def integer(self, low: int, high: int, label: str) -> int:
+        value = low + self._read(high - low + 1)
+        self.made.append((label, value))
+        return value
+
+    def boolean(self, label: str) -> bool:
+        return bool(self.integer(0, 1, label))
+
+    def choice(self, options: Sequence[_T], label: str) -> _T:
+        value = options[self._read(len(options))]
+        self.made.append((label, value))
+        return value
+
+    def shape(self, label: str, min_rank: int = 1, max_rank: int = 4, max_side: int = 4) -> tuple[int, ...]:
+        rank = self.integer(min_rank, max_rank, f"{label} rank")
+        return tuple(self.integer(1, max_side, f"{label} axis {axis}") for axis in range(rank))
+
+    def type(self, allowed: Collection[OperandType], caps: Capabilities, label: str = "type") -> OperandType:
+        """A tensor type both the operation (``allowed``) and the driver support."""
+        usable = usable_types(allowed, caps.operand_types)
+        if not usable:
+            reject()  # this operation has no type the driver declares: not an example
+        return self.choice(usable, label)
+
+    def quantization(self, type: OperandType, label: str) -> tuple[float, int]:
+        """(scale, zeroPoint): (0, 0) for non-quantized types."""
+        if type not in ZERO_POINT_RANGE:
+            return (0.0, 0)
+        low, high = ZERO_POINT_RANGE[type]
+        return self.choice(SCALES, f"{label} scale"), self.integer(low, high, f"{label} zero point")
+
+    def declared(self, shape: tuple[int, ...], label: str) -> tuple[int, ...]:
+        """How the model declares ``shape`` (see values.declared_dimensions)."""
+        return declared_by_code(tuple(shape), self.integer(0, 3 * 2 ** len(shape) - 1, f"{label} declared dims"))
 
 
 class _Case:
     """A ModelBuilder that also records input values in order."""
 
-    def __init__(self, draw) -> None:
+    def __init__(self, draw, choices: _Choices) -> None:
         self.draw = draw
+        self.choices = choices
         self.b = ModelBuilder()
         self.values: list[np.ndarray] = []
 
     def operand(self, type: OperandType, value: np.ndarray, quant=(0.0, 0), how: str = "input", label: str = "",
                 channel_quant: SymmPerChannelQuantParams | None = None) -> int:
         if how == "input":
-            dims = self.draw(declared_dimensions(value.shape), label=f"{label} declared dims")
+            dims = self.choices.declared(value.shape, label)
             self.values.append(value)
             return self.b.input(type, dims, *quant, channel_quant=channel_quant)
         return self.b.constant(type, value, *quant, by_reference=how == "reference", channel_quant=channel_quant)
 
     def output(self, op, inputs, type, shape, quant=(0.0, 0), *, final: bool = True) -> int:
-        dims = self.draw(declared_dimensions(shape), label=f"{op.name} output declared dims")
+        dims = self.choices.declared(shape, f"{op.name} output")
         return self.b.operation(op, inputs, type, dims, *quant, output=final)
 
     def done(self, output_shapes, label: str) -> ModelCase:
         event(f"model: {label}")
         return ModelCase(self.b.subgraph(), bytes(self.b.values), bytes(self.b.pool_data), tuple(self.values),
-                         tuple(tuple(s) for s in output_shapes), label)
+                         tuple(tuple(s) for s in output_shapes), label, tuple(self.choices.made))
+
+
+def _start(draw) -> _Choices:
+    return _Choices(draw(_CHOICE_DATA, label="model choices"))
 
 
 @functools.lru_cache(maxsize=512)
-def _int_arrays(dtype: str, shape: tuple[int, ...], low: int, high: int) -> st.SearchStrategy[np.ndarray]:
-    """Element-wise arrays for operands whose own range differs from their type's (biases,
-    per-channel filters), one strategy object per shape and range."""
-    return hnp.arrays(np.dtype(dtype), shape, elements=integers(low, high))
+def _small_ints(dtype: str, shape: tuple[int, ...], bound: int) -> st.SearchStrategy[np.ndarray]:
+    """Integers in [-bound, bound] for operands whose own range differs from their type's (biases,
+    per-channel filters): one draw of bytes, one or two per element, zero bytes decoding to 0."""
+    width = 1 if 2 * bound + 1 <= 256 else 2
+    size = int(np.prod(shape, dtype=np.int64)) * width
+    return st.binary(min_size=size, max_size=size).map(functools.partial(_decode_small, dtype, shape, bound, width))
 
 
-@functools.lru_cache(maxsize=64)
-def _int_lists(low: int, high: int, min_size: int, max_size: int) -> st.SearchStrategy[list[int]]:
-    return st.lists(integers(low, high), min_size=min_size, max_size=max_size)
-
-
-@functools.lru_cache(maxsize=16)
-def _channel_scales(channels: int) -> st.SearchStrategy[tuple[float, ...]]:
-    return st.tuples(*[sampled((0.02, 0.05, 0.1, 0.25))] * channels)
+def _decode_small(dtype: str, shape: tuple[int, ...], bound: int, width: int, encoded: bytes) -> np.ndarray:
+    k = np.frombuffer(encoded, "<u1" if width == 1 else "<u2").astype(np.int64) % (2 * bound + 1)
+    return np.where(k <= bound, k, bound - k).astype(dtype).reshape(shape)
 
 
 def _supported(caps: Capabilities, *ops: OperationType) -> tuple[OperationType, ...]:
     return tuple(op for op in ops if op in caps.operations)
 
 
-@functools.lru_cache(maxsize=64)
-def _shapes_of_ranks(ranks: tuple[int, int]) -> st.SearchStrategy:
-    """Two shapes of the given ranks, each the trailing axes (all longer than 1) of one full shape."""
+def _broadcast_pair(choices: _Choices, ranks: tuple[int, int] | None):
+    """Two shapes that broadcast together, and the result's shape.  With ``ranks``: shapes of
+    those ranks, each the trailing axes (all longer than 1) of one full shape."""
+    if ranks:
+        full = tuple(choices.integer(2, 4, f"broadcast axis {axis}") for axis in range(max(ranks)))
+        return tuple(full[len(full) - rank :] for rank in ranks), full
+    full = choices.shape("broadcast result")
+    pair = []
+    for name in "ab":
+        rank = choices.integer(1, len(full), f"{name} rank")
+        # an axis is the result's or 1 (broadcast), one time in four
+        pair.append(tuple(1 if choices.integer(0, 3, f"{name} axis {axis} broadcast") == 3 else side
+                          for axis, side in enumerate(full[len(full) - rank :])))
+    return tuple(pair), tuple(np.broadcast_shapes(*pair))
 
-    @st.composite
-    def pair(draw):
-        full = tuple(draw(_int_lists(2, 4, max(ranks), max(ranks)), label="broadcast shape"))
-        return hnp.BroadcastableShapes(tuple(full[len(full) - rank :] for rank in ranks), full)
 
-    return pair()
+_OPERAND_HOWS = (("input", "input"), ("input", "copy"), ("input", "reference"), ("copy", "input"), ("reference", "input"))
 
 
 @st.composite
@@ -104,32 +176,33 @@ def elementwise_models(draw, caps: Capabilities, activation: int | None = None,
                        op: OperationType | None = None, ranks: tuple[int, int] | None = None) -> ModelCase:
     """ADD/SUB/MUL/DIV with broadcasting, a fused activation, constants by copy or reference,
     sometimes followed by RELU through a temporary of unknown shape."""
+    c = _start(draw)
     if op is None:
-        op = draw(sampled(_supported(caps, OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)), label="operation")
-    # NNAPI: DIV has no quantized form; on TENSOR_INT32 it rounds toward minus infinity.
-    allowed = FLOAT_TYPES + (I32,) if op == OperationType.DIV else FLOAT_TYPES + QUANT_TYPES + (I32,)
-    type = draw(operand_types(allowed, caps.operand_types), label="type")
-    shapes = _shapes_of_ranks(ranks) if ranks else _BROADCASTABLE
-    pair = draw(shapes, label="shapes")
-    how_a, how_b = draw(sampled((("input", "input"), ("input", "copy"), ("input", "reference"), ("copy", "input"), ("reference", "input"))), label="operands")
-    case = _Case(draw)
-    a = case.operand(type, draw(arrays(type, pair.input_shapes[0]), label="a"), draw(quantization(type)), how_a, "a")
-    b = case.operand(type, draw(arrays(type, pair.input_shapes[1], nonzero=op == OperationType.DIV), label="b"),
-                     draw(quantization(type)), how_b, "b")
+        op = c.choice(_supported(caps, OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV), "operation")
+    # NNAPI: DIV has no quantized form; on TENSOR_INT32 it rounds toward minus infinity, and an
+    # operation on TENSOR_INT32 takes no fused activation but NONE.
+    allowed: tuple[OperandType, ...] = FLOAT_TYPES + (I32,) if op == OperationType.DIV else FLOAT_TYPES + QUANT_TYPES + (I32,)
+    if activation:
+        allowed = tuple(t for t in allowed if t != I32)
+    type = c.type(allowed, caps)
+    (shape_a, shape_b), result_shape = _broadcast_pair(c, ranks)
+    how_a, how_b = c.choice(_OPERAND_HOWS, "operands")
+    case = _Case(draw, c)
+    a = case.operand(type, draw(arrays(type, shape_a), label="a"), c.quantization(type, "a"), how_a, "a")
+    b = case.operand(type, draw(arrays(type, shape_b, nonzero=op == OperationType.DIV), label="b"),
+                     c.quantization(type, "b"), how_b, "b")
     if activation is None:
-        activation = 0 if type == I32 else draw(integers(0, 3), label="activation")
-    elif type == I32:
-        type = draw(operand_types([t for t in allowed if t != I32], caps.operand_types), label="non-integer type")
-    chain = type != I32 and OperationType.RELU in caps.operations and draw(BOOLEANS, label="chain RELU")
-    out_quant = draw(quantization(type), label="output quantization")
-    if draw(BOOLEANS, label="activation as a request input"):
+        activation = 0 if type == I32 else c.integer(0, 3, "activation")
+    chain = type != I32 and OperationType.RELU in caps.operations and c.boolean("chain RELU")
+    out_quant = c.quantization(type, "output")
+    if c.boolean("activation as a request input"):
         code = case.operand(OperandType.INT32, np.asarray(activation, np.int32), how="input", label="activation")
     else:
         code = case.b.scalar(activation)
-    result = case.output(op, [a, b, code], type, pair.result_shape, out_quant, final=not chain)
+    result = case.output(op, [a, b, code], type, result_shape, out_quant, final=not chain)
     if chain:
-        case.output(OperationType.RELU, [result], type, pair.result_shape, draw(quantization(type)))
-    return case.done([pair.result_shape], f"{op.name}{'+RELU' if chain else ''} {type.name}")
+        case.output(OperationType.RELU, [result], type, result_shape, c.quantization(type, "RELU output"))
+    return case.done([result_shape], f"{op.name}{'+RELU' if chain else ''} {type.name}")
 
 
 _RELUS = (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
@@ -138,31 +211,37 @@ _RELUS = (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
 @st.composite
 def relu_models(draw, caps: Capabilities) -> ModelCase:
     """RELU, RELU1 (clamp to [-1, 1]) and RELU6 (clamp to [0, 6]) as operations of their own."""
-    op = draw(sampled(_supported(caps, *_RELUS)), label="operation")
-    type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
-    shape = draw(shapes(), label="shape")
-    case = _Case(draw)
-    x = case.operand(type, draw(arrays(type, shape), label="x"), draw(quantization(type)))
-    case.output(op, [x], type, shape, draw(quantization(type)))
+    c = _start(draw)
+    op = c.choice(_supported(caps, *_RELUS), "operation")
+    type = c.type(FLOAT_TYPES + QUANT_TYPES, caps)
+    shape = c.shape("shape")
+    case = _Case(draw, c)
+    x = case.operand(type, draw(arrays(type, shape), label="x"), c.quantization(type, "x"), label="x")
+    case.output(op, [x], type, shape, c.quantization(type, "output"))
     return case.done([shape], f"{op.name} {type.name}")
 
 
 @st.composite
 def reshape_models(draw, caps: Capabilities) -> ModelCase:
     """RESHAPE with the target shape as a constant or as an input (output shape from values)."""
-    type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES + (I32,), caps.operand_types), label="type")
-    source = draw(shapes(), label="source shape")
+    c = _start(draw)
+    type = c.type(FLOAT_TYPES + QUANT_TYPES + (I32,), caps)
+    source = c.shape("source shape")
     count = int(np.prod(source))
-    target = list(draw(st.permutations([d for d in _factor(count)]), label="target factors")) or [1]
+    target = _factor(count)
+    for i in range(len(target) - 1, 0, -1):  # a permutation of the factors; zero bytes keep their order
+        j = i - c.integer(0, i, f"target factor {i} swapped back")
+        target[i], target[j] = target[j], target[i]
+    target = target or [1]
     if len(target) > 4:  # NNAPI: RESHAPE's output has rank up to 4 (CHOICE-8)
         target = target[:3] + [int(np.prod(target[3:]))]
-    if draw(BOOLEANS, label="infer one axis"):
-        target[draw(integers(0, len(target) - 1))] = -1
+    if c.boolean("infer one axis"):
+        target[c.integer(0, len(target) - 1, "inferred axis")] = -1
     resolved = tuple(count // -int(np.prod(target)) if d == -1 else d for d in target)
-    case = _Case(draw)
-    quant = draw(quantization(type))
-    x = case.operand(type, draw(arrays(type, source), label="x"), quant)
-    shape_how = draw(sampled(_HOW), label="shape operand")
+    case = _Case(draw, c)
+    quant = c.quantization(type, "x and output")
+    x = case.operand(type, draw(arrays(type, source), label="x"), quant, label="x")
+    shape_how = c.choice(_HOW, "shape operand")
     shape_operand = case.operand(I32, np.asarray(target, np.int32), how=shape_how, label="shape")
     case.output(OperationType.RESHAPE, [x, shape_operand], type, resolved, quant)
     return case.done([resolved], f"RESHAPE {type.name} shape-{shape_how}")
@@ -180,44 +259,47 @@ def _factor(n: int) -> list[int]:
 
 @st.composite
 def concatenation_models(draw, caps: Capabilities) -> ModelCase:
-    type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES + (I32,), caps.operand_types), label="type")
-    base = draw(shapes(max_rank=3), label="base shape")
-    axis = draw(integers(0, len(base) - 1), label="axis")
-    sizes = draw(_int_lists(1, 3, 2, 3), label="axis sizes")
-    case = _Case(draw)
+    c = _start(draw)
+    type = c.type(FLOAT_TYPES + QUANT_TYPES + (I32,), caps)
+    base = c.shape("base shape", max_rank=3)
+    axis = c.integer(0, len(base) - 1, "axis")
+    sizes = [c.integer(1, 3, f"x{i} axis size") for i in range(c.integer(2, 3, "inputs"))]
+    case = _Case(draw, c)
     operands = []
     for i, size in enumerate(sizes):
         shape = base[:axis] + (size,) + base[axis + 1 :]
-        operands.append(case.operand(type, draw(arrays(type, shape), label=f"x{i}"), draw(quantization(type)),
-                                     draw(sampled(_HOW)) if i else "input", f"x{i}"))
+        operands.append(case.operand(type, draw(arrays(type, shape), label=f"x{i}"), c.quantization(type, f"x{i}"),
+                                     c.choice(_HOW, f"x{i} given as") if i else "input", f"x{i}"))
     out_shape = base[:axis] + (sum(sizes),) + base[axis + 1 :]
-    negative = draw(BOOLEANS, label="negative axis")
-    axis_value = axis - len(base) if negative else axis
-    case.output(OperationType.CONCATENATION, [*operands, case.b.scalar(axis_value)], type, out_shape, draw(quantization(type)))
+    axis_value = axis - len(base) if c.boolean("negative axis") else axis
+    case.output(OperationType.CONCATENATION, [*operands, case.b.scalar(axis_value)], type, out_shape,
+                c.quantization(type, "output"))
     return case.done([out_shape], f"CONCATENATION {type.name}")
 
 
-def _bias(draw, type, in_quant, w_quant, units):
+def _bias(draw, c: _Choices, type, in_quant, w_quant, units):
     if type in QUANT_TYPES:
-        return I32, draw(_int_arrays("int32", (units,), -1000, 1000), label="bias"), (in_quant[0] * w_quant[0], 0)
+        return I32, draw(_small_ints("int32", (units,), 1000), label="bias"), (in_quant[0] * w_quant[0], 0)
     return type, draw(arrays(type, (units,)), label="bias"), (0.0, 0)
 
 
 @st.composite
 def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
-    type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
-    size, units = draw(integers(1, 5), label="input size"), draw(integers(1, 4), label="units")
+    c = _start(draw)
+    type = c.type(FLOAT_TYPES + QUANT_TYPES, caps)
+    size, units = c.integer(1, 5, "input size"), c.integer(1, 4, "units")
     # NNAPI flattens an input of rank above 2 to [batch, input size]: the leading axes are the batch.
-    leading = tuple(draw(_int_lists(1, 3, 1, 3), label="batch axes"))
+    leading = c.shape("batch axes", max_rank=3, max_side=3)
     batch = int(np.prod(leading))
-    case = _Case(draw)
-    in_quant, w_quant = draw(quantization(type)), draw(quantization(type))
-    x = case.operand(type, draw(arrays(type, leading + (size,)), label="input"), in_quant)
-    w = case.operand(type, draw(arrays(type, (units, size)), label="weights"), w_quant, draw(sampled(_HOW[1:])))
-    bias_type, bias, bias_quant = _bias(draw, type, in_quant, w_quant, units)
-    bias_operand = case.operand(bias_type, bias, bias_quant, draw(sampled(_HOW[1:])))
-    act = case.b.scalar(draw(integers(0, 3), label="activation"))
-    case.output(OperationType.FULLY_CONNECTED, [x, w, bias_operand, act], type, (batch, units), draw(quantization(type)))
+    case = _Case(draw, c)
+    in_quant, w_quant = c.quantization(type, "input"), c.quantization(type, "weights")
+    x = case.operand(type, draw(arrays(type, leading + (size,)), label="input"), in_quant, label="input")
+    w = case.operand(type, draw(arrays(type, (units, size)), label="weights"), w_quant, c.choice(_HOW[1:], "weights given as"))
+    bias_type, bias, bias_quant = _bias(draw, c, type, in_quant, w_quant, units)
+    bias_operand = case.operand(bias_type, bias, bias_quant, c.choice(_HOW[1:], "bias given as"))
+    act = case.b.scalar(c.integer(0, 3, "activation"))
+    case.output(OperationType.FULLY_CONNECTED, [x, w, bias_operand, act], type, (batch, units),
+                c.quantization(type, "output"))
     return case.done([(batch, units)], f"FULLY_CONNECTED {type.name}")
 
 
@@ -226,55 +308,57 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     """CONV_2D in each NNAPI signature: explicit padding (10 inputs) or a padding scheme (7), each
     optionally with the layout flag (NHWC or NCHW tensors) and then dilation factors; a per-channel
     quantized filter when the driver declares TENSOR_QUANT8_SYMM_PER_CHANNEL."""
-    type = draw(operand_types(FLOAT_TYPES + QUANT_TYPES, caps.operand_types), label="type")
-    implicit = draw(BOOLEANS, label="implicit padding")
+    c = _start(draw)
+    type = c.type(FLOAT_TYPES + QUANT_TYPES, caps)
+    implicit = c.boolean("implicit padding")
     # the layout flag is a BOOL operand: only for a driver that declares the type
     layouts = (None, False, True) if OperandType.BOOL in caps.operand_types else (None,)
-    layout = draw(sampled(layouts), label="layout flag (None: absent, True: NCHW)")
-    dilation = (draw(_ONE_OR_TWO_PAIRS, label="dilation w h")
-                if layout is not None and draw(BOOLEANS, label="dilation inputs") else None)
+    layout = c.choice(layouts, "layout flag (None: absent, True: NCHW)")
+    dilation = ((c.integer(1, 2, "dilation w"), c.integer(1, 2, "dilation h"))
+                if layout is not None and c.boolean("dilation inputs") else None)
     dil_w, dil_h = dilation or (1, 1)
-    n, h, w, c, d = (draw(integers(1, hi)) for hi in (2, 5, 5, 3, 3))
+    n, h, w, ch, d = (c.integer(1, hi, name) for hi, name in ((2, "batches"), (5, "height"), (5, "width"),
+                                                               (3, "input channels"), (3, "output channels")))
     # the dilated filter fits the unpadded input, so every padding and scheme gives an output
-    kh, kw = draw(integers(1, (h - 1) // dil_h + 1)), draw(integers(1, (w - 1) // dil_w + 1))
+    kh, kw = c.integer(1, (h - 1) // dil_h + 1, "filter height"), c.integer(1, (w - 1) // dil_w + 1, "filter width")
     span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
-    strides = draw(_ONE_OR_TWO_PAIRS, label="strides w h")
+    strides = c.integer(1, 2, "stride w"), c.integer(1, 2, "stride h")
     if implicit:
-        scheme = draw(sampled((1, 2)), label="padding scheme (1 SAME, 2 VALID)")
+        scheme = c.choice((1, 2), "padding scheme (1 SAME, 2 VALID)")
         padding: tuple[int, ...] = (scheme,)
         # NNAPI: SAME gives ceil(size / stride) outputs whatever the filter; VALID only whole windows
         out_h, out_w = ((-(-h // strides[1]), -(-w // strides[0])) if scheme == 1 else
                         ((h - span_h) // strides[1] + 1, (w - span_w) // strides[0] + 1))
     else:
-        left, right, top, bottom = draw(_PADS, label="pads l r t b")
+        left, right, top, bottom = (c.integer(0, 1, f"pad {side}") for side in ("left", "right", "top", "bottom"))
         padding = (left, right, top, bottom)
         out_h = (h + top + bottom - span_h) // strides[1] + 1
         out_w = (w + left + right - span_w) // strides[0] + 1
     nchw = bool(layout)
-    in_shape, out_shape = ((n, c, h, w), (n, d, out_h, out_w)) if nchw else ((n, h, w, c), (n, out_h, out_w, d))
-    case = _Case(draw)
-    in_quant = draw(quantization(type))
-    x = case.operand(type, draw(arrays(type, in_shape), label="input"), in_quant)
-    per_channel = (type in QUANT_TYPES and PER_CHANNEL in caps.operand_types
-                   and draw(BOOLEANS, label="per-channel filter"))
+    in_shape, out_shape = ((n, ch, h, w), (n, d, out_h, out_w)) if nchw else ((n, h, w, ch), (n, out_h, out_w, d))
+    case = _Case(draw, c)
+    in_quant = c.quantization(type, "input")
+    x = case.operand(type, draw(arrays(type, in_shape), label="input"), in_quant, label="input")
+    per_channel = type in QUANT_TYPES and PER_CHANNEL in caps.operand_types and c.boolean("per-channel filter")
     if per_channel:
-        scales = draw(_channel_scales(d), label="filter scales")
-        filt = draw(_int_arrays("int8", (d, kh, kw, c), -127, 127), label="filter")
-        f = case.operand(PER_CHANNEL, filt, how=draw(sampled(_HOW[1:])), label="filter",
+        scales = tuple(c.choice(_CHANNEL_SCALES, f"filter scale {i}") for i in range(d))
+        filt = draw(_small_ints("int8", (d, kh, kw, ch), 127), label="filter")
+        f = case.operand(PER_CHANNEL, filt, how=c.choice(_HOW[1:], "filter given as"), label="filter",
                          channel_quant=SymmPerChannelQuantParams(scales, 0))
-        bias = draw(_int_arrays("int32", (d,), -1000, 1000), label="bias")
+        bias = draw(_small_ints("int32", (d,), 1000), label="bias")
         bias_operand = case.operand(I32, bias, how="copy")  # scale 0: input scale x each channel's scale
     else:
-        f_quant = draw(quantization(type))
-        f = case.operand(type, draw(arrays(type, (d, kh, kw, c)), label="filter"), f_quant, draw(sampled(_HOW[1:])))
-        bias_type, bias, bias_quant = _bias(draw, type, in_quant, f_quant, d)
+        f_quant = c.quantization(type, "filter")
+        f = case.operand(type, draw(arrays(type, (d, kh, kw, ch)), label="filter"), f_quant,
+                         c.choice(_HOW[1:], "filter given as"))
+        bias_type, bias, bias_quant = _bias(draw, c, type, in_quant, f_quant, d)
         bias_operand = case.operand(bias_type, bias, bias_quant, "copy")
-    scalars = [case.b.scalar(v) for v in (*padding, *strides, draw(integers(0, 3), label="activation"))]
+    scalars = [case.b.scalar(v) for v in (*padding, *strides, c.integer(0, 3, "activation"))]
     if layout is not None:
         scalars.append(case.b.constant(OperandType.BOOL, layout))
     if dilation is not None:
         scalars += [case.b.scalar(dil_w), case.b.scalar(dil_h)]
-    case.output(OperationType.CONV_2D, [x, f, bias_operand, *scalars], type, out_shape, draw(quantization(type)))
+    case.output(OperationType.CONV_2D, [x, f, bias_operand, *scalars], type, out_shape, c.quantization(type, "output"))
     form = (f"{'SAME' if padding == (1,) else 'VALID'}" if implicit else "explicit") + (" NCHW" if nchw else "")
     extras = (" dilation %dx%d" % dilation if dilation else "") + (" per-channel" if per_channel else "")
     return case.done([out_shape], f"CONV_2D {type.name} {form} stride {strides}{extras}")
@@ -355,9 +439,11 @@ def _side_by_side(first: ModelCase, second: ModelCase) -> ModelCase:
     values = first.operand_values + b"\0" * (values_at - len(first.operand_values)) + second.operand_values
     pool = first.pool_data + b"\0" * (pool_at - len(first.pool_data)) + second.pool_data if second.pool_data else first.pool_data
     return ModelCase(subgraph, values, pool, first.inputs + second.inputs, first.output_shapes + second.output_shapes,
-                     f"{first.label} | {second.label}")
+                     f"{first.label} | {second.label}", first.choices + second.choices)
 
 
 def _noted(case: ModelCase) -> ModelCase:
-    note(f"model: {case.label}; inputs {[v.shape for v in case.inputs]}; outputs {case.output_shapes}")
+    if current_build_context().is_final:  # the report of a failing example: worth the formatting
+        note(f"model: {case.label}; inputs {[v.shape for v in case.inputs]}; outputs {case.output_shapes}")
+        note("model choices: " + ", ".join(f"{label} {value!r}" for label, value in case.choices))
     return case

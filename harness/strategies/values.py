@@ -13,12 +13,24 @@ from harness.api.hal import OperandType, is_quantized_type, numpy_dtype
 
 FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
 QUANT_TYPES = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
-_ZERO_POINT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127)}
+ZERO_POINT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127)}
+#: The scales quantized operands are given: results stay within a few steps of exact.
+SCALES = (0.05, 0.1, 0.25, 0.5, 1.0)
 
 
 def operand_types(allowed: Collection[OperandType], supported: Collection[OperandType]) -> st.SearchStrategy[OperandType]:
     """A tensor type in both ``allowed`` (by the operation) and ``supported`` (by the driver)."""
     return _types_in(frozenset(allowed) & frozenset(supported))
+
+
+def usable_types(allowed: Collection[OperandType], supported: Collection[OperandType]) -> tuple[OperandType, ...]:
+    """The tensor types in both ``allowed`` and ``supported``, in a fixed order."""
+    return _usable(frozenset(allowed), frozenset(supported))
+
+
+@functools.lru_cache(maxsize=256)
+def _usable(allowed: frozenset[OperandType], supported: frozenset[OperandType]) -> tuple[OperandType, ...]:
+    return tuple(sorted(allowed & supported))
 
 
 # Strategies below are cached by their (hashable) arguments: models draw them many times per
@@ -36,8 +48,8 @@ def quantization(operand_type: OperandType) -> st.SearchStrategy[tuple[float, in
     """(scale, zeroPoint): (0, 0) for non-quantized types."""
     if not is_quantized_type(operand_type):
         return st.just((0.0, 0))
-    low, high = _ZERO_POINT_RANGE[operand_type]
-    return st.tuples(st.sampled_from([0.05, 0.1, 0.25, 0.5, 1.0]), st.integers(low, high))
+    low, high = ZERO_POINT_RANGE[operand_type]
+    return st.tuples(st.sampled_from(SCALES), st.integers(low, high))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -118,10 +130,10 @@ def declared_dimensions(shape: tuple[int, ...], *, allow_unknown_rank: bool = Tr
     high part picks the form, its low ``rank`` bits the axes left unknown; 0 is fully known."""
     rank = len(shape)
     forms = 3 if allow_unknown_rank else 2
-    return st.integers(0, forms * 2**rank - 1).map(functools.partial(_declared, tuple(shape)))
+    return st.integers(0, forms * 2**rank - 1).map(functools.partial(declared_by_code, tuple(shape)))
 
 
-def _declared(shape: tuple[int, ...], code: int) -> tuple[int, ...]:
+def declared_by_code(shape: tuple[int, ...], code: int) -> tuple[int, ...]:
     form, hidden = divmod(code, 2 ** len(shape))
     if form == 0:
         return shape

@@ -9,14 +9,14 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from harness.api.hal import OperandLifeTime
-from harness.judging.oracle import assert_conforms, run_scenario
+from harness.judging.oracle import assert_scenario_conforms
 from harness.judging.scenario import DEFECTS, Defect, MemorySpec, with_constants
 from harness.strategies import scenarios
 
 
 def _still_serves(driver, reference, scenario) -> None:
     """After an error, the same driver must serve the valid scenario correctly."""
-    assert_conforms("POOL-5", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+    assert_scenario_conforms("POOL-5", scenario, reference, driver)
 
 
 # Each defect is a test of its own: drawn, a dozen examples can miss one kind altogether
@@ -30,7 +30,7 @@ def test_unusable_request_pool(driver, reference, capabilities, defect, data) ->
     pools = list(scenario.request_pools)
     pools[index] = replace(pools[index], defect=defect)
     broken = replace(scenario, request_pools=tuple(pools))
-    assert_conforms("POOL-5", broken, run_scenario(reference, broken), run_scenario(driver, broken))
+    assert_scenario_conforms("POOL-5", broken, reference, driver)
     _still_serves(driver, reference, scenario)
 
 
@@ -49,7 +49,7 @@ def test_read_only_output_pool(driver, reference, capabilities, data) -> None:
     pools = list(scenario.request_pools)
     pools[index] = replace(pools[index], defect=Defect.READ_ONLY)
     broken = replace(scenario, request_pools=tuple(pools))
-    assert_conforms("POOL-5", broken, run_scenario(reference, broken), run_scenario(driver, broken))
+    assert_scenario_conforms("POOL-5", broken, reference, driver)
     _still_serves(driver, reference, scenario)
 
 
@@ -62,7 +62,7 @@ def test_unusable_constant_pool_fails_preparation(driver, reference, capabilitie
     if not by_reference.constant_pools:
         by_reference = replace(by_reference, constant_pools=(MemorySpec("ashmem", b"\0" * 8),))
     broken = replace(by_reference, constant_pools=(replace(by_reference.constant_pools[0], defect=defect),))
-    assert_conforms("POOL-4", broken, run_scenario(reference, broken), run_scenario(driver, broken))
+    assert_scenario_conforms("POOL-4", broken, reference, driver)
     _still_serves(driver, reference, scenario)
 
 
@@ -74,7 +74,7 @@ def test_non_blob_hardware_buffer_is_not_a_constant_pool(driver, reference, capa
     if not any(o.lifetime == OperandLifeTime.CONSTANT_REFERENCE for o in with_pool.subgraph.operands):
         event("no tensor constant to move")
         return _still_serves(driver, reference, scenario)
-    assert_conforms("POOL-3", with_pool, run_scenario(reference, with_pool), run_scenario(driver, with_pool))
+    assert_scenario_conforms("POOL-3", with_pool, reference, driver)
 
 
 @pytest.mark.requirement("POOL-5", "REQ-2")
@@ -95,4 +95,4 @@ def test_region_out_of_range(driver, reference, capabilities, data) -> None:
     moved = list(getattr(scenario, field))
     moved[i] = replace(argument, location=loc)
     broken = replace(scenario, **{field: tuple(moved)})
-    assert_conforms("POOL-5", broken, run_scenario(reference, broken), run_scenario(driver, broken))
+    assert_scenario_conforms("POOL-5", broken, reference, driver)

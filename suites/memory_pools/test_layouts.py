@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from harness.api.hal import OperationType
 from harness.api.memory import MEMORY_KINDS, REQUIRED_KINDS
-from harness.judging.oracle import assert_conforms, run_scenario
+from harness.judging.oracle import assert_scenario_conforms
 from harness.strategies import scenarios
 from harness.strategies.models import FAMILIES, elementwise_models, several_output_cases
 from harness.integration.skips import not_applicable
@@ -23,7 +23,7 @@ def test_generated_scenarios_match_the_reference(driver, reference, capabilities
     """Random models, inputs spread over several pools with gaps, offsets and padding,
     canary bytes everywhere else; outputs (and too-small dynamic outputs) as the reference."""
     scenario = data.draw(scenarios(capabilities), label="scenario")
-    assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+    assert_scenario_conforms("POOL-2", scenario, reference, driver)
 
 
 @pytest.mark.requirement("POOL-3")
@@ -36,7 +36,7 @@ def test_every_memory_kind_serves_execution(driver, reference, capabilities, kin
         not_applicable("memory_kinds", f"{kind} is optional (SPEC POOL-3) and the driver does not declare it")
     only_this_kind = replace(capabilities, memory_kinds=frozenset({kind}))
     scenario = data.draw(scenarios(only_this_kind, allow_insufficient=False), label="scenario")
-    assert_conforms("POOL-3", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+    assert_scenario_conforms("POOL-3", scenario, reference, driver)
 
 
 @pytest.mark.requirement("POOL-2")
@@ -47,7 +47,7 @@ def test_each_operation_family(driver, reference, capabilities, family, data) ->
     if not any(op in capabilities.operations for op in FAMILIES[family]):
         not_applicable("operations", f"the driver declares no {family} operation")
     scenario = data.draw(scenarios(capabilities, family=family), label="scenario")
-    assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+    assert_scenario_conforms("POOL-2", scenario, reference, driver)
 
 
 @pytest.mark.requirement("POOL-2")
@@ -58,7 +58,7 @@ def test_each_fused_activation(driver, reference, capabilities, activation, data
         not_applicable("operations", "the driver declares no element-wise arithmetic")
     models = elementwise_models(capabilities, activation=activation)
     scenario = data.draw(scenarios(capabilities, models=models), label="scenario")
-    assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+    assert_scenario_conforms("POOL-2", scenario, reference, driver)
 
 
 RANK_PAIRS = [(2, 1), (3, 1), (4, 2), (1, 3)]
@@ -74,7 +74,7 @@ def test_broadcasting(driver, reference, capabilities, op, ranks, data) -> None:
         not_applicable("operations", f"the driver does not declare {op.name}")
     models = elementwise_models(capabilities, op=op, ranks=ranks)
     scenario = data.draw(scenarios(capabilities, models=models), label="scenario")
-    assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+    assert_scenario_conforms("POOL-2", scenario, reference, driver)
 
 
 @pytest.mark.requirement("POOL-2")
@@ -84,4 +84,4 @@ def test_several_outputs_of_different_shapes(driver, reference, capabilities, da
     output's shape reported in its own place."""
     scenario = data.draw(scenarios(capabilities, models=several_output_cases(capabilities), allow_insufficient=False),
                          label="scenario")
-    assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+    assert_scenario_conforms("POOL-2", scenario, reference, driver)

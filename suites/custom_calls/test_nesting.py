@@ -1,0 +1,35 @@
+"""CC-2/CC-3 with operand tuples nested beside leaves, on purpose: each target that takes operand
+shapes is called with a tuple between two leaves, a tuple before a leaf, and a tuple between
+top-level leaves, every leaf of its own dtype and size.
+
+A random shape is a leaf or a tuple at each level, so leaves and tuples side by side (where a
+flattening-order bug shows) come up in only some draws; a dozen examples can miss them."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.judging.custom_calls import assert_call_conforms, run_case
+from harness.integration.skips import not_applicable
+from harness.strategies.custom_calls import fixed_values, nesting_cases
+
+
+def _check_nestings(custom_calls, target, requirement: str) -> None:
+    cases = nesting_cases(target.cases) if target.cases is not None else []
+    if not cases:
+        not_applicable("custom_call_targets", f"{target.name} takes no operand shapes")
+    for number, case in enumerate(cases):
+        values = tuple(fixed_values(operand, seed=number) for operand in case.operands)
+        assert_call_conforms(requirement, target, case, values, run_case(custom_calls, target, case, values))
+
+
+@pytest.mark.requirement("CC-3", "CC-5")
+@pytest.mark.targets(conventions=("device", "device-status"), failing=False)
+def test_device_targets_on_nested_tuples(custom_calls, target) -> None:
+    _check_nestings(custom_calls, target, "CC-3")
+
+
+@pytest.mark.requirement("CC-2", "CC-5")
+@pytest.mark.targets(conventions=("host", "host-unified"), failing=False)
+def test_host_targets_on_nested_tuples(custom_calls, target) -> None:
+    _check_nestings(custom_calls, target, "CC-2")
