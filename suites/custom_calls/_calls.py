@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import event, note
 from hypothesis import strategies as st
 
+from harness.integration.skips import not_applicable
 from harness.judging.custom_calls import assert_call_conforms, describe_case, run_case
-from harness.strategies.custom_calls import call_cases, operand_values
+from harness.strategies.custom_calls import call_cases, fixed_values, operand_values
 
 
 def call_and_check(data: st.DataObject, custom_calls, target, requirement: str, case=None):
@@ -17,3 +18,13 @@ def call_and_check(data: st.DataObject, custom_calls, target, requirement: str, 
     outcome = run_case(custom_calls, target, case, values)
     assert_call_conforms(requirement, target, case, values, outcome)
     return outcome
+
+
+def check_fixed_cases(custom_calls, target, requirement: str, cases: list, none_because: str) -> None:
+    """Call ``target`` on each of a fixed list of cases (operands from a seeded generator) and
+    check each; not applicable (capability custom_call_targets) when the list is empty."""
+    if not cases:
+        not_applicable("custom_call_targets", f"{target.name} {none_because}")
+    for number, case in enumerate(cases):
+        values = tuple(fixed_values(operand, seed=number) for operand in case.operands)
+        assert_call_conforms(requirement, target, case, values, run_case(custom_calls, target, case, values))

@@ -7,18 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.judging.custom_calls import assert_call_conforms, run_case
-from harness.integration.skips import not_applicable
-from harness.strategies.custom_calls import fixed_values, range_end_cases
+from harness.strategies.custom_calls import range_end_cases
+
+from ._calls import check_fixed_cases
 
 
 def _check_ends(custom_calls, target, requirement: str) -> None:
     cases = range_end_cases(target.cases) if target.cases is not None else []
-    if not cases:
-        not_applicable("custom_call_targets", f"{target.name} declares no integer ranges")
-    for number, case in enumerate(cases):
-        values = tuple(fixed_values(operand, seed=number) for operand in case.operands)
-        assert_call_conforms(requirement, target, case, values, run_case(custom_calls, target, case, values))
+    check_fixed_cases(custom_calls, target, requirement, cases, "declares no integer ranges")
 
 
 @pytest.mark.requirement("CC-3", "CC-5")
