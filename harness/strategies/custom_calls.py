@@ -184,10 +184,8 @@ def range_end_cases(space: CaseSpace, limit: int = 64) -> list[CallCase]:
             fixed[name] = sorted({end for low, high in parameter.ranges for end in (low, high)})
         elif isinstance(parameter, Choice):
             fixed[name] = list(parameter.values)
-        elif isinstance(parameter, Opaque):
-            fixed[name] = [b""]
-        elif isinstance(parameter, Text):
-            fixed[name] = ["x" * min(low for low, _ in parameter.lengths)]
+        elif isinstance(parameter, (Opaque, Text)):
+            fixed[name] = [_simplest(parameter)]
     names = list(fixed)
     return [space.build(**dict(zip(names, combination))) for combination in itertools.islice(
         itertools.product(*(fixed[name] for name in names)), limit)]

@@ -21,7 +21,7 @@ from harness.judging.builders import ModelBuilder
 from harness.api.hal import (Capabilities, OperandLifeTime, OperandType, OperationType, Subgraph,
                               SymmPerChannelQuantParams)
 
-from .values import FLOAT_TYPES, QUANT_TYPES, SCALES, ZERO_POINT_RANGE, declared_by_code, arrays, usable_types
+from .values import FLOAT_TYPES, QUANT_TYPES, SCALES, ZERO_POINT_RANGE, arrays, declaration_codes, declared_by_code, usable_types
 
 _T = TypeVar("_T")
 I32 = OperandType.TENSOR_INT32
@@ -100,14 +100,13 @@ class _Choices:
 
     def declared(self, shape: tuple[int, ...], label: str) -> tuple[int, ...]:
         """How the model declares ``shape`` (see values.declared_dimensions)."""
-        return declared_by_code(tuple(shape), self.integer(0, 3 * 2 ** len(shape) - 1, f"{label} declared dims"))
+        return declared_by_code(tuple(shape), self.integer(0, declaration_codes(len(shape)) - 1, f"{label} declared dims"))
 
 
 class _Case:
     """A ModelBuilder that also records input values in order."""
 
-    def __init__(self, draw, choices: _Choices) -> None:
-        self.draw = draw
+    def __init__(self, choices: _Choices) -> None:
         self.choices = choices
         self.b = ModelBuilder()
         self.values: list[np.ndarray] = []
@@ -187,7 +186,7 @@ def elementwise_models(draw, caps: Capabilities, activation: int | None = None,
     type = c.type(allowed, caps)
     (shape_a, shape_b), result_shape = _broadcast_pair(c, ranks)
     how_a, how_b = c.choice(_OPERAND_HOWS, "operands")
-    case = _Case(draw, c)
+    case = _Case(c)
     a = case.operand(type, draw(arrays(type, shape_a), label="a"), c.quantization(type, "a"), how_a, "a")
     b = case.operand(type, draw(arrays(type, shape_b, nonzero=op == OperationType.DIV), label="b"),
                      c.quantization(type, "b"), how_b, "b")
@@ -215,7 +214,7 @@ def relu_models(draw, caps: Capabilities) -> ModelCase:
     op = c.choice(_supported(caps, *_RELUS), "operation")
     type = c.type(FLOAT_TYPES + QUANT_TYPES, caps)
     shape = c.shape("shape")
-    case = _Case(draw, c)
+    case = _Case(c)
     x = case.operand(type, draw(arrays(type, shape), label="x"), c.quantization(type, "x"), label="x")
     case.output(op, [x], type, shape, c.quantization(type, "output"))
     return case.done([shape], f"{op.name} {type.name}")
@@ -238,7 +237,7 @@ def reshape_models(draw, caps: Capabilities) -> ModelCase:
     if c.boolean("infer one axis"):
         target[c.integer(0, len(target) - 1, "inferred axis")] = -1
     resolved = tuple(count // -int(np.prod(target)) if d == -1 else d for d in target)
-    case = _Case(draw, c)
+    case = _Case(c)
     quant = c.quantization(type, "x and output")
     x = case.operand(type, draw(arrays(type, source), label="x"), quant, label="x")
     shape_how = c.choice(_HOW, "shape operand")
@@ -264,7 +263,7 @@ def concatenation_models(draw, caps: Capabilities) -> ModelCase:
     base = c.shape("base shape", max_rank=3)
     axis = c.integer(0, len(base) - 1, "axis")
     sizes = [c.integer(1, 3, f"x{i} axis size") for i in range(c.integer(2, 3, "inputs"))]
-    case = _Case(draw, c)
+    case = _Case(c)
     operands = []
     for i, size in enumerate(sizes):
         shape = base[:axis] + (size,) + base[axis + 1 :]
@@ -277,7 +276,7 @@ def concatenation_models(draw, caps: Capabilities) -> ModelCase:
     return case.done([out_shape], f"CONCATENATION {type.name}")
 
 
-def _bias(draw, c: _Choices, type, in_quant, w_quant, units):
+def _bias(draw, type, in_quant, w_quant, units):
     if type in QUANT_TYPES:
         return I32, draw(_small_ints("int32", (units,), 1000), label="bias"), (in_quant[0] * w_quant[0], 0)
     return type, draw(arrays(type, (units,)), label="bias"), (0.0, 0)
@@ -291,11 +290,11 @@ def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
     # NNAPI flattens an input of rank above 2 to [batch, input size]: the leading axes are the batch.
     leading = c.shape("batch axes", max_rank=3, max_side=3)
     batch = int(np.prod(leading))
-    case = _Case(draw, c)
+    case = _Case(c)
     in_quant, w_quant = c.quantization(type, "input"), c.quantization(type, "weights")
     x = case.operand(type, draw(arrays(type, leading + (size,)), label="input"), in_quant, label="input")
     w = case.operand(type, draw(arrays(type, (units, size)), label="weights"), w_quant, c.choice(_HOW[1:], "weights given as"))
-    bias_type, bias, bias_quant = _bias(draw, c, type, in_quant, w_quant, units)
+    bias_type, bias, bias_quant = _bias(draw, type, in_quant, w_quant, units)
     bias_operand = case.operand(bias_type, bias, bias_quant, c.choice(_HOW[1:], "bias given as"))
     act = case.b.scalar(c.integer(0, 3, "activation"))
     case.output(OperationType.FULLY_CONNECTED, [x, w, bias_operand, act], type, (batch, units),
@@ -336,7 +335,7 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
         out_w = (w + left + right - span_w) // strides[0] + 1
     nchw = bool(layout)
     in_shape, out_shape = ((n, ch, h, w), (n, d, out_h, out_w)) if nchw else ((n, h, w, ch), (n, out_h, out_w, d))
-    case = _Case(draw, c)
+    case = _Case(c)
     in_quant = c.quantization(type, "input")
     x = case.operand(type, draw(arrays(type, in_shape), label="input"), in_quant, label="input")
     per_channel = type in QUANT_TYPES and PER_CHANNEL in caps.operand_types and c.boolean("per-channel filter")
@@ -351,7 +350,7 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
         f_quant = c.quantization(type, "filter")
         f = case.operand(type, draw(arrays(type, (d, kh, kw, ch)), label="filter"), f_quant,
                          c.choice(_HOW[1:], "filter given as"))
-        bias_type, bias, bias_quant = _bias(draw, c, type, in_quant, f_quant, d)
+        bias_type, bias, bias_quant = _bias(draw, type, in_quant, f_quant, d)
         bias_operand = case.operand(bias_type, bias, bias_quant, "copy")
     scalars = [case.b.scalar(v) for v in (*padding, *strides, c.integer(0, 3, "activation"))]
     if layout is not None:

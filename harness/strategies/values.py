@@ -128,9 +128,14 @@ def declared_dimensions(shape: tuple[int, ...], *, allow_unknown_rank: bool = Tr
 
     One integer per declaration (a draw per axis cost more than the rest of an operand): its
     high part picks the form, its low ``rank`` bits the axes left unknown; 0 is fully known."""
-    rank = len(shape)
-    forms = 3 if allow_unknown_rank else 2
-    return st.integers(0, forms * 2**rank - 1).map(functools.partial(declared_by_code, tuple(shape)))
+    return st.integers(0, declaration_codes(len(shape), allow_unknown_rank) - 1).map(
+        functools.partial(declared_by_code, tuple(shape)))
+
+
+def declaration_codes(rank: int, allow_unknown_rank: bool = True) -> int:
+    """How many codes `declared_by_code` reads for a shape of ``rank``: a form (known, some axes
+    unknown, and unknown rank if allowed) times a bit per axis."""
+    return (3 if allow_unknown_rank else 2) * 2**rank
 
 
 def declared_by_code(shape: tuple[int, ...], code: int) -> tuple[int, ...]:

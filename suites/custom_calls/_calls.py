@@ -20,9 +20,11 @@ def call_and_check(data: st.DataObject, custom_calls, target, requirement: str, 
     return outcome
 
 
-def check_fixed_cases(custom_calls, target, requirement: str, cases: list, none_because: str) -> None:
-    """Call ``target`` on each of a fixed list of cases (operands from a seeded generator) and
-    check each; not applicable (capability custom_call_targets) when the list is empty."""
+def check_fixed_cases(custom_calls, target, requirement: str, cases_of, none_because: str) -> None:
+    """Call ``target`` on each of the fixed cases ``cases_of`` makes of its case space (operands
+    from a seeded generator) and check each; not applicable (capability custom_call_targets) when
+    there is none."""
+    cases = cases_of(target.cases) if target.cases is not None else []
     if not cases:
         not_applicable("custom_call_targets", f"{target.name} {none_because}")
     for number, case in enumerate(cases):

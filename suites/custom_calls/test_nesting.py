@@ -14,18 +14,13 @@ from harness.strategies.custom_calls import nesting_cases
 from ._calls import check_fixed_cases
 
 
-def _check_nestings(custom_calls, target, requirement: str) -> None:
-    cases = nesting_cases(target.cases) if target.cases is not None else []
-    check_fixed_cases(custom_calls, target, requirement, cases, "takes no operand shapes")
-
-
 @pytest.mark.requirement("CC-3", "CC-5")
 @pytest.mark.targets(conventions=("device", "device-status"), failing=False)
 def test_device_targets_on_nested_tuples(custom_calls, target) -> None:
-    _check_nestings(custom_calls, target, "CC-3")
+    check_fixed_cases(custom_calls, target, "CC-3", nesting_cases, "takes no operand shapes")
 
 
 @pytest.mark.requirement("CC-2", "CC-5")
 @pytest.mark.targets(conventions=("host", "host-unified"), failing=False)
 def test_host_targets_on_nested_tuples(custom_calls, target) -> None:
-    _check_nestings(custom_calls, target, "CC-2")
+    check_fixed_cases(custom_calls, target, "CC-2", nesting_cases, "takes no operand shapes")

@@ -12,18 +12,13 @@ from harness.strategies.custom_calls import range_end_cases
 from ._calls import check_fixed_cases
 
 
-def _check_ends(custom_calls, target, requirement: str) -> None:
-    cases = range_end_cases(target.cases) if target.cases is not None else []
-    check_fixed_cases(custom_calls, target, requirement, cases, "declares no integer ranges")
-
-
 @pytest.mark.requirement("CC-3", "CC-5")
 @pytest.mark.targets(conventions=("device", "device-status"), failing=False)
 def test_device_targets_at_their_range_ends(custom_calls, target) -> None:
-    _check_ends(custom_calls, target, "CC-3")
+    check_fixed_cases(custom_calls, target, "CC-3", range_end_cases, "declares no integer ranges")
 
 
 @pytest.mark.requirement("CC-2", "CC-5")
 @pytest.mark.targets(conventions=("host", "host-unified"), failing=False)
 def test_host_targets_at_their_range_ends(custom_calls, target) -> None:
-    _check_ends(custom_calls, target, "CC-2")
+    check_fixed_cases(custom_calls, target, "CC-2", range_end_cases, "declares no integer ranges")
