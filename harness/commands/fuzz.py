@@ -1,8 +1,9 @@
 """``harness fuzz`` and ``harness replay``: time-boxed generation, and re-running what it found.
 
-Fuzzing is rounds of ordinary pytest runs of the generative tests, each with a new seed
-and more examples per test than the last, until the time budget is spent; ``--workers N``
-runs N such sequences of rounds side by side, as independent processes.  Hypothesis saves
+Fuzzing is rounds of the generative tests, each with new examples and more of them per test
+than the last, until the time budget is spent: one pytest process runs round after round
+(harness.integration.rounds; it is started again only if it ends early); ``--workers N`` runs
+N such processes side by side, independently.  Hypothesis saves
 every failing example in the example database the moment it finds it; a failing test's
 record is fsynced as it is written; so a run that is killed keeps everything found so far.
 While it runs, a line per suite shows examples, examples/s and distinct failures (rich); at
@@ -28,9 +29,9 @@ from harness.integration.recording import suite_of
 from harness.report.files import write_atomically
 from harness.report.fuzz_report import render_fuzz_report
 
-ROUND_EXAMPLES = 25
-MAX_ROUND_EXAMPLES = 1000
+ROUND_EXAMPLES = 25  # examples per test in the first round; they double each round, up to the nightly profile's
 SAMPLE_EVERY_S = 1.0
+RESTART_IF_LEFT_S = 3.0  # a worker process that ends with less time than this left is not started again
 SUITES = ("harness.suites.memory_pools", "harness.suites.requests", "harness.suites.numerics", "harness.suites.memory_domains", "harness.suites.custom_calls",
           "harness.suites.packed_functions")
 
@@ -57,14 +58,24 @@ def _pytest(driver: str, db: str, record: str, reproducers: str, extra: list[str
             "-q", "-p", "no:cacheprovider", *extra]
 
 
-def _read(path: str) -> list[dict]:
+def _all_records(path: str) -> list[dict]:
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    # read while the round still appends: a last line without its newline is not written yet
+    # read while the process still appends: a last line without its newline is not written yet
     complete = text[: text.rfind("\n") + 1]
-    return [r for r in (json.loads(line) for line in complete.splitlines() if line.strip()) if "id" in r]
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
+
+
+def _read(path: str) -> list[dict]:
+    """The per-test records in ``path``."""
+    return [r for r in _all_records(path) if "id" in r]
+
+
+def _rounds_in(path: str) -> list[dict]:
+    """The round records in ``path``: one written as each round begins."""
+    return [r for r in _all_records(path) if "round" in r]
 
 
 def _distinct_failures(records: list[dict]) -> dict[tuple[str, str], dict]:
@@ -102,8 +113,9 @@ class _Run:
 
         self.started = time.monotonic()
         self.names = [suite.rsplit(".", 1)[1] for suite in suites]
-        self.done: dict[str, int] = {}  # examples of finished rounds
-        self.records: list[dict] = []  # records of finished rounds
+        self.done: dict[str, int] = {}  # examples of finished worker processes
+        self.records: list[dict] = []  # records of finished worker processes
+        self.rounds = 0  # rounds begun by finished worker processes
         self.timeline: list[dict] = []
         self.found: dict[tuple[str, str], float] = {}  # when each distinct failure was first seen (s)
         self.progress = Progress(TextColumn("{task.description:<17}"), TextColumn("{task.completed:>9,} examples"),
@@ -128,19 +140,23 @@ class _Run:
             rate = (examples.get(name, 0) - before["examples"].get(name, 0)) / span
             self.progress.update(task, completed=examples.get(name, 0), rate=f"{rate:,.0f}", failures=failures.get(name, 0))
 
-    def finish_round(self, record: str) -> None:
+    def finish(self, record: str) -> None:
+        """A worker process that wrote ``record`` ended: what it did is the run's."""
         self.done = _added(self.done, _progress_of(record))
         self.records += _read(record)
+        self.rounds += len(_rounds_in(record))
 
-    def line(self, worker: int, rounds: int) -> str:
+    def line(self, worker: int, begun: dict) -> str:
         examples = self.timeline[-1]["examples"] if self.timeline else {}
-        done = ", ".join(f"{suite} {count}" for suite, count in sorted(examples.items())) or "none finished yet"
-        return (f"[{time.monotonic() - self.started:7.1f} s] worker {worker} round {rounds}: examples {done}; "
+        done = ", ".join(f"{suite} {count}" for suite, count in sorted(examples.items())) or "none yet"
+        return (f"[{time.monotonic() - self.started:7.1f} s] worker {worker} round {begun['round']} "
+                f"({begun['examples_per_test']} examples per test) begins; examples so far: {done}; "
                 f"{len(_distinct_failures(self.records))} distinct failures")
 
 
 class _Worker:
-    """One fuzzing process slot: it runs round after round, each a pytest process of its own.
+    """One fuzzing process slot: a pytest process that runs round after round, started again
+    if it ends before the time is up (a run it cannot finish, or a crash of the harness itself).
 
     Workers are independent processes (each with its own driver service and hypothesis' own
     random seed, as the nightly profile is unseeded) sharing the example database, rather than
@@ -149,17 +165,25 @@ class _Worker:
 
     def __init__(self, number: int, out: str) -> None:
         self.number, self.out = number, out
-        self.rounds = 0
+        self.runs = 0  # processes started
+        self.rounds_shown = 0  # rounds of the current process announced on the console
         self.process: subprocess.Popen | None = None
         self.record = ""
         self.errors: IO[str] | None = None
 
     def start(self, command_for: Callable[[str, int], list[str]]) -> None:
-        self.rounds += 1
-        self.record = os.path.join(self.out, f"round-{self.rounds}-w{self.number}.jsonl")
+        self.runs += 1
+        self.rounds_shown = 0
+        self.record = os.path.join(self.out, f"run-{self.runs}-w{self.number}.jsonl")
         self.errors = tempfile.TemporaryFile("w+")
-        self.process = subprocess.Popen(command_for(self.record, self.rounds), stdout=subprocess.DEVNULL,
+        self.process = subprocess.Popen(command_for(self.record, self.runs), stdout=subprocess.DEVNULL,
                                         stderr=self.errors, text=True)
+
+    def new_rounds(self) -> list[dict]:
+        """Rounds the current process began since the last call."""
+        rounds = _rounds_in(self.record)
+        new, self.rounds_shown = rounds[self.rounds_shown:], len(rounds)
+        return new
 
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -169,14 +193,14 @@ class _Worker:
             assert self.process is not None
             self.process.send_signal(signal.SIGINT)  # pytest stops cleanly; found examples are already saved
 
-    def end_round(self, run: _Run) -> int:
-        """Wait for the round to end, add what it did to ``run``; its exit status."""
+    def end(self, run: _Run) -> int:
+        """Wait for the process to end, add what it did to ``run``; its exit status."""
         status = self.wait()
-        run.finish_round(self.record)
+        run.finish(self.record)
         return status
 
     def wait(self) -> int:
-        """The finished round's exit status (waiting up to a minute for an interrupted one)."""
+        """The finished process' exit status (waiting up to a minute for an interrupted one)."""
         process, self.process = self.process, None
         assert process is not None
         try:
@@ -202,12 +226,6 @@ def _absolute(db: str) -> str:
     return db if db.startswith("redis://") else os.path.abspath(db)
 
 
-def _round_examples(number: int) -> int:
-    """Examples per test in round ``number``: short first rounds reach every suite early; later
-    ones grow (to the nightly profile's 1000) so a round's start-up is paid over more examples."""
-    return min(ROUND_EXAMPLES * 2 ** (number - 1), MAX_ROUND_EXAMPLES)
-
-
 def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: tuple[str, ...] = SUITES) -> int:
     from rich.console import Console
 
@@ -220,11 +238,12 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
     slots = [_Worker(number, out) for number in range(1, workers + 1)]
 
     def command_for(slot: _Worker) -> Callable[[str, int], list[str]]:
-        # each worker starts its rounds at a different suite, so together they reach every suite early
-        return lambda record, rounds: _pytest(
+        # each worker starts at a different suite, so together they reach every suite early
+        return lambda record, runs: _pytest(
             driver, db, record, os.path.join(out, "reproducers"),
-            [f"--harness-examples={_round_examples(rounds)}", "--harness-generative-only"],
-            rounds - 1 + (slot.number - 1) * len(suites) // workers, suites)
+            [f"--harness-examples={ROUND_EXAMPLES}", f"--harness-rounds-for={max(deadline - time.monotonic(), 0):.1f}",
+             "--harness-generative-only"],
+            runs - 1 + (slot.number - 1) * len(suites) // workers, suites)
 
     usage_error = ""
     try:
@@ -237,17 +256,19 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
                         if ending:
                             slot.interrupt()
                         continue
-                    if slot.process is not None:  # a round just ended
-                        if slot.end_round(run) == 4:
+                    if slot.process is not None:  # the process just ended
+                        if slot.end(run) == 4:
                             usage_error = slot.usage_error()
-                        run.progress.console.print(run.line(slot.number, slot.rounds))
-                    if not ending and not usage_error:
+                    if not ending and not usage_error and deadline - time.monotonic() > RESTART_IF_LEFT_S:
                         slot.close()
                         slot.start(command_for(slot))
                 if ending and not any(slot.process is not None for slot in slots):
                     break
                 if time.monotonic() - sampled >= SAMPLE_EVERY_S:
                     run.sample([slot.record for slot in slots if slot.process is not None])
+                    for slot in slots:
+                        for begun in slot.new_rounds() if slot.process is not None else ():
+                            run.progress.console.print(run.line(slot.number, begun))
                     sampled = time.monotonic()
                 time.sleep(0.1)
             run.sample([])
@@ -256,7 +277,7 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
             slot.interrupt()
         for slot in slots:
             if slot.process is not None:
-                slot.end_round(run)
+                slot.end(run)
         run.sample([])
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -268,7 +289,7 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
     if usage_error:
         print(f"harness fuzz: {usage_error}", file=sys.stderr)
         return 2
-    rounds = sum(slot.rounds for slot in slots)
+    rounds = run.rounds
     failures = _distinct_failures(run.records)
     examples = run.timeline[-1]["examples"] if run.timeline else {}
     seconds = round(time.monotonic() - run.started, 1)

@@ -18,7 +18,7 @@ import harness
 from harness.api.errors import HarnessError
 from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
-from harness.integration.recording import EXPECTATION
+from harness.integration.recording import EXPECTATION, suite_of
 from harness.drivers.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
 from harness.integration.skips import not_applicable, not_run
 from harness.service import DriverService
@@ -110,6 +110,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-db", default=None, metavar="PATH|redis://HOST:PORT/N",
                     help="hypothesis example database: a directory, or Redis shared with other machines (plus a local copy)")
     group.addoption("--harness-examples", type=int, default=None, metavar="N", help="examples per test (overrides the profile)")
+    group.addoption("--harness-rounds-for", type=float, default=None, metavar="SECONDS",
+                    help="harness fuzz: run the collected tests round after round (--harness-examples per test in "
+                         "the first, doubling up to the profile's count) until SECONDS have passed")
     group.addoption("--harness-replay", action="store_true",
                     help="only re-run the examples stored in the database (no new generation)")
     group.addoption("--harness-no-shrink", action="store_true",
@@ -188,6 +191,9 @@ def pytest_configure(config: pytest.Config) -> None:
         value = config.getoption(option)
         if value is not None and value <= 0:
             raise pytest.UsageError(f"{flag}={value:g}: must be above zero")
+    rounds_for = config.getoption("harness_rounds_for")
+    if rounds_for is not None and rounds_for < 0:
+        raise pytest.UsageError(f"--harness-rounds-for={rounds_for:g}: must be 0 (one round) or more seconds")
     for path in config.getoption("cts_specs"):
         if not os.path.exists(path):
             raise pytest.UsageError(f"--cts-specs={path}: no such file or directory (give *.mod.py files or folders of them)")
@@ -228,6 +234,14 @@ def pytest_configure(config: pytest.Config) -> None:
                      config.getoption("driver"), config.getoption("harness_reproducers"),
                      service=lambda: state.service, progress=config.getoption("harness_generative_only")),
             "harness-recorder")
+    if config.getoption("harness_rounds_for") is not None:
+        from harness.integration.rounds import Rounds
+
+        recorder = config.pluginmanager.get_plugin("harness-recorder")
+        config.pluginmanager.register(
+            Rounds(config.getoption("harness_rounds_for"), config.getoption("harness_examples") or 1, profile,
+                   lambda item: suite_of(canonical_id(item)), recorder.write_round if recorder else lambda _: None),
+            "harness-rounds")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeedSharing(seed), "harness-xdist-seed")
 

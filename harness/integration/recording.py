@@ -106,6 +106,11 @@ class Recorder:
         """How the driver's service fared: starts, calls, slow calls, breakers opened."""
         self._append({"service": summary})
 
+    def write_round(self, info: dict) -> None:
+        """A fuzzing round begins (harness.integration.rounds): its number and examples per test."""
+        self._append({**info, "elapsed": round(time.monotonic() - self.started, 3)})
+        self._write_progress()
+
     def write_session(self, info: dict) -> None:
         self._append({"session": info})
 

@@ -44,8 +44,8 @@ def test_fuzz_keeps_failures_and_replay_finds_them(fuzzed: tuple[Path, subproces
     assert "distinct failures" in fuzzed_run.stdout and "round 1" in fuzzed_run.stdout
     summary = json.loads((tmp_path / "fz" / "fuzz-summary.json").read_text())
     assert summary["failures"] and summary["examples_per_suite"] and summary["workers"] == 2
-    # Two worker processes ran rounds side by side, each keeping its own record per round.
-    tested_by = {path.name.rsplit("-", 1)[1] for path in (tmp_path / "fz").glob("round-*-w*.jsonl")
+    # Two worker processes ran rounds side by side, each keeping its own record.
+    tested_by = {path.name.rsplit("-", 1)[1] for path in (tmp_path / "fz").glob("run-*-w*.jsonl")
                  if any("id" in json.loads(line) for line in path.read_text().splitlines())}
     assert tested_by == {"w1.jsonl", "w2.jsonl"}
     assert any(f["reproducer"] and Path(f["reproducer"]).exists() for f in summary["failures"])
@@ -55,6 +55,34 @@ def test_fuzz_keeps_failures_and_replay_finds_them(fuzzed: tuple[Path, subproces
     fixed = harness(tmp_path, "replay", "--driver", "reference", "--db", "db", "--out", "rp2")
     # Examples are kept per driver: nothing of the mutant's is the reference's to replay.
     assert fixed.returncode == 0 and "nothing is stored for this driver" in fixed.stdout, fixed.stdout
+
+
+def test_rounds_run_in_one_session_with_doubling_examples(tmp_path: Path) -> None:
+    """--harness-rounds-for: the generative tests round after round in one pytest process (one
+    driver service for all of them), each round twice the examples per test, one suite later."""
+    record = tmp_path / "rounds.jsonl"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
+                           "harness.suites.packed_functions", "harness.suites.numerics", "--driver=reference",
+                           "--harness-profile=nightly", "--harness-generative-only", "--harness-examples=2",
+                           "--harness-rounds-for=3", f"--harness-db={tmp_path / 'db'}", f"--harness-record={record}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    starts = [index for index, line in enumerate(lines) if "round" in line]
+    assert len(starts) >= 2
+    assert [lines[i]["round"] for i in starts] == list(range(1, len(starts) + 1))
+    assert [lines[i]["examples_per_test"] for i in starts] == [2 * 2 ** k for k in range(len(starts))]
+    rounds = [[line for line in lines[i + 1:end] if "id" in line] for i, end in zip(starts, starts[1:] + [len(lines)])]
+    tests = {line["id"] for line in rounds[0]}
+    suites = [[line["id"].split("/")[1] for line in tested] for tested in rounds]
+    for number, tested in enumerate(rounds, 1):
+        assert sorted(line["id"] for line in tested) == sorted(tests)  # every test once per round
+        assert all(line["outcome"] == "passed" for line in tested)
+        # the round's count is what a test with examples to spare ran (rejected ones come on top)
+        assert max(line["examples"] for line in tested) >= lines[starts[number - 1]]["examples_per_test"]
+    # each round starts one suite later than the round before
+    assert suites[0][0] == "packed_functions" and suites[1][0] == "numerics"
+    assert [line["service"]["starts"] for line in lines if "service" in line] == [1]
 
 
 def test_unknown_suite_is_one_clear_line(tmp_path: Path) -> None:

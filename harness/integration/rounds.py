@@ -1,0 +1,104 @@
+"""Fuzzing rounds inside one pytest session (``--harness-rounds-for SECONDS``).
+
+``harness fuzz`` runs the generative tests over and over, each time with more examples per
+test.  Doing that as a new pytest process per round paid, every round, for the interpreter,
+the imports (jax for the custom-call suite), collection, the driver service's start and
+everything the process had cached (compiled XLA calls): 1-3 s a round, a third of a short
+run.  Here one session runs the collected tests round after round instead: round ``r`` gives
+each test ``--harness-examples`` x 2**(r-1) examples, up to the profile's own count, and starts
+one suite later than the round before, so a short budget still reaches every suite early.
+New rounds start until SECONDS have passed; the session's driver service and fixtures stay up
+between rounds (pytest tears down only what the next item does not share).
+
+Each round writes a ``{"round": r, ...}`` record before its first test, so the fuzz controller
+can tell rounds apart in one record file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from hypothesis import settings as Settings
+
+def _profile_examples(profile: str) -> int:
+    """A round's examples per test at most: the profile's own count (nightly: 1000), whatever
+    --harness-examples started at."""
+    from hypothesis import settings
+
+    return settings.get_profile(f"harness-{profile}").max_examples
+
+
+def round_examples(number: int, first: int, most: int) -> int:
+    """Examples per test in round ``number`` (from 1): ``first``, doubling, at most ``most``."""
+    return min(first * 2 ** (number - 1), max(most, first))
+
+
+def _suite_rotation(items: list[pytest.Item], suite_of: Callable[[pytest.Item], str], turn: int) -> list[pytest.Item]:
+    """``items`` with their suites (in order of first appearance) rotated by ``turn``."""
+    suites: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        suites.setdefault(suite_of(item), []).append(item)
+    groups = list(suites.values())
+    turn %= max(len(groups), 1)
+    return [item for group in groups[turn:] + groups[:turn] for item in group]
+
+
+class Rounds:
+    """The session's test loop when ``--harness-rounds-for`` is given."""
+
+    def __init__(self, seconds: float, first_examples: int, profile: str, suite_of: Callable[[pytest.Item], str],
+                 write_round: Callable[[dict], None]) -> None:
+        self.seconds = seconds
+        self.first_examples = first_examples
+        self.most_examples = _profile_examples(profile)
+        self._suite_of = suite_of
+        self._write_round = write_round
+        # each hypothesis test's settings and seed as collected, by function id
+        self._given: dict[int, tuple[Settings, int | None]] = {}
+
+    def _set_round(self, items: list[pytest.Item], number: int, examples: int) -> None:
+        from hypothesis import settings
+
+        for item in items:
+            function: Any = getattr(item, "obj", None)
+            if not getattr(function, "is_hypothesis_test", False):
+                continue
+            # @given took the settings in force when the module was imported; a round replaces
+            # them with the same settings and its own example count
+            given, seed = self._given.setdefault(
+                id(function), (function._hypothesis_internal_use_settings, function._hypothesis_internal_use_seed))
+            function._hypothesis_internal_use_settings = settings(given, max_examples=examples)
+            if seed is not None:  # a seeded run (--harness-seed) stays repeatable, with new examples each round
+                function._hypothesis_internal_use_seed = seed + number - 1
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        if session.testsfailed and not session.config.option.continue_on_collection_errors:
+            raise session.Interrupted(f"{session.testsfailed} errors during collection")
+        if session.config.option.collectonly or not session.items:
+            return True
+        ends = time.monotonic() + self.seconds
+        number = 0
+        order = list(session.items)
+        while number == 0 or time.monotonic() < ends:
+            number += 1
+            examples = round_examples(number, self.first_examples, self.most_examples)
+            self._set_round(order, number, examples)
+            self._write_round({"round": number, "examples_per_test": examples})
+            upcoming = _suite_rotation(session.items, self._suite_of, number)
+            for index, item in enumerate(order):
+                # The next round's first test follows this round's last: what the two share
+                # (the session's driver service above all) stays up between rounds.
+                nextitem = order[index + 1] if index + 1 < len(order) else upcoming[0]
+                item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+                if session.shouldfail:
+                    raise session.Failed(session.shouldfail)
+                if session.shouldstop:
+                    raise session.Interrupted(session.shouldstop)
+            order = upcoming
+        return True
