@@ -283,13 +283,39 @@ class Memory:
         self._views[key] = (view, (info.st_dev, info.st_ino))
         return view
 
+    # write and read copy with pwrite/pread, one system call each: a handle that is written
+    # once and read once (every generated pool) would otherwise pay two mmaps and munmaps.
+    # Both see what mappings of the same descriptor see (one page cache).
+
     def write(self, data: bytes | np.ndarray, at: int = 0) -> None:
-        view = self.map(writable=True)
-        raw = np.frombuffer(bytes(data), dtype=np.uint8) if isinstance(data, (bytes, bytearray)) else data.view(np.uint8).reshape(-1)
-        view[at : at + raw.size] = raw
+        """Copy ``data`` into the region at byte ``at``; it must fit (ValueError otherwise)."""
+        raw = memoryview(data).cast("B") if isinstance(data, (bytes, bytearray)) else memoryview(
+            np.ascontiguousarray(data).view(np.uint8).reshape(-1))
+        if at < 0 or at + raw.nbytes > self.size:
+            raise ValueError(f"{raw.nbytes} bytes at {at} do not fit a region of {self.size} bytes")
+        self._region_checked()
+        try:
+            written = os.pwrite(self.fd, raw, self.offset + at)
+        except OSError as error:
+            raise MemoryMapError(error.errno, f"cannot write descriptor {self.fd}: {error.strerror}") from None
+        if written != raw.nbytes:
+            raise MemoryMapError(errno.EIO, f"short write to descriptor {self.fd}")
 
     def read(self) -> bytes:
-        return self.map(writable=False).tobytes()
+        """A copy of the region's bytes."""
+        self._region_checked()
+        try:
+            data = os.pread(self.fd, self.size, self.offset)
+        except OSError as error:
+            raise MemoryMapError(error.errno, f"cannot read descriptor {self.fd}: {error.strerror}") from None
+        if len(data) != self.size:
+            raise MemoryMapError(errno.EINVAL, f"descriptor {self.fd} ended after {len(data)} of {self.size} bytes")
+        return data
+
+    def _region_checked(self) -> None:
+        if self._closed:
+            raise MemoryMapError(errno.EBADF, f"descriptor {self.fd} is not open: the handle was closed")
+        _check_region(self.fd, self.offset, self.size)
 
     def fill(self, value: int) -> None:
         self.map(writable=True)[:] = value
