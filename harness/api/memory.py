@@ -289,8 +289,8 @@ class Memory:
 
     def write(self, data: bytes | np.ndarray, at: int = 0) -> None:
         """Copy ``data`` into the region at byte ``at``; it must fit (ValueError otherwise)."""
-        raw = memoryview(data).cast("B") if isinstance(data, (bytes, bytearray)) else memoryview(
-            np.ascontiguousarray(data).view(np.uint8).reshape(-1))
+        raw = (memoryview(data).cast("B") if isinstance(data, (bytes, bytearray))
+               else np.ascontiguousarray(data).view(np.uint8).reshape(-1).data)
         if at < 0 or at + raw.nbytes > self.size:
             raise ValueError(f"{raw.nbytes} bytes at {at} do not fit a region of {self.size} bytes")
         self._region_checked()

@@ -10,6 +10,7 @@ import os
 
 import random
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import cast
 
 import pytest
@@ -18,7 +19,7 @@ import harness
 from harness.api.errors import HarnessError
 from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
-from harness.integration.recording import EXPECTATION, suite_of
+from harness.integration.recording import EXPECTATION, is_generative, suite_of
 from harness.drivers.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
 from harness.integration.skips import not_applicable, not_run
 from harness.service import DriverService
@@ -181,6 +182,8 @@ def _apply_run_settings(config: pytest.Config, profile: str) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requirement(*ids): the SPEC requirement IDs a test checks")
     config.addinivalue_line("markers", "golden(spec, case, kind, coverage): a golden example (recorded for coverage)")
+    config.addinivalue_line("markers", "generative: a test that generates examples without @given (a state machine run); "
+                                       "it counts each run through the example_counter fixture")
     from harness.integration import custom_calls as custom_call_fixtures
 
     if not config.pluginmanager.is_registered(custom_call_fixtures):
@@ -363,7 +366,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     state = state_of(config)
     if config.getoption("harness_generative_only"):
-        fixed = [item for item in items if not getattr(getattr(item, "obj", None), "is_hypothesis_test", False)]
+        fixed = [item for item in items if not is_generative(item)]
         if fixed:
             config.hook.pytest_deselected(items=fixed)
             items[:] = [item for item in items if item not in fixed]
@@ -476,6 +479,14 @@ def driver_pid(driver: Device, pytestconfig: pytest.Config) -> int:
     if service is None:
         return os.getpid()
     return service.running_pid()
+
+
+@pytest.fixture(scope="session")
+def example_counter(pytestconfig: pytest.Config) -> Callable[[], None]:
+    """Call it once per generated example of a test marked ``generative`` (a @given test's
+    examples are counted without it): the record's example count and harness fuzz's progress."""
+    recorder = pytestconfig.pluginmanager.get_plugin("harness-recorder")
+    return recorder.count_example if recorder is not None else lambda: None
 
 
 @pytest.fixture(scope="session")

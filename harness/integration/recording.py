@@ -29,6 +29,12 @@ def suite_of(test_id: str) -> str:
     return test_id.split("/")[1] if test_id.count("/") > 1 else test_id
 
 
+def is_generative(item: pytest.Item) -> bool:
+    """Whether a test generates examples: a @given test, or one marked ``generative`` (a state
+    machine run inside the test, which counts its runs through the `example_counter` fixture)."""
+    return getattr(getattr(item, "obj", None), "is_hypothesis_test", False) or item.get_closest_marker("generative") is not None
+
+
 def requirements_of(item: pytest.Item) -> list[str]:
     return [r for marker in item.iter_markers("requirement") for r in marker.args]
 
@@ -73,14 +79,18 @@ class Recorder:
 
             @functools.wraps(inner)
             def counted(*args, __inner=inner, **kwargs):
-                self.examples_run += 1
-                self.per_suite[self._suite] = self.per_suite.get(self._suite, 0) + 1
-                if time.monotonic() - self._progress_at >= PROGRESS_EVERY_S:
-                    self._write_progress()
+                self.count_example()
                 return __inner(*args, **kwargs)
 
             handle.inner_test = counted
             handle._harness_counted = True
+
+    def count_example(self) -> None:
+        """One generated example ran (a @given test's, or a state machine run's: see `example_counter`)."""
+        self.examples_run += 1
+        self.per_suite[self._suite] = self.per_suite.get(self._suite, 0) + 1
+        if time.monotonic() - self._progress_at >= PROGRESS_EVERY_S:
+            self._write_progress()
 
     def _write_progress(self) -> None:
         """Examples so far per suite, for `harness fuzz`'s live view: one small file per worker,
@@ -171,8 +181,7 @@ class Recorder:
             "rule": getattr(verdict, "requirement", "") or "",
             "duration": round(report.duration, 4),
             "elapsed": round(time.monotonic() - self.started, 3),
-            "examples": (self.examples_run - self._examples_at_start)
-            if getattr(getattr(item, "obj", None), "hypothesis", None) is not None else None,
+            "examples": (self.examples_run - self._examples_at_start) if is_generative(item) else None,
             "message": message[:2000],
             "details": str(report.longrepr)[-6000:] if report.failed else "",
             "reproducer": reproducer,

@@ -60,9 +60,16 @@ class Rounds:
         self._write_round = write_round
         # each hypothesis test's settings and seed as collected, by function id
         self._given: dict[int, tuple[Settings, int | None]] = {}
+        self._default: Settings | None = None  # the profile in force at the start
 
     def _set_round(self, items: list[pytest.Item], number: int, examples: int) -> None:
         from hypothesis import settings
+
+        # a state machine run inside a test (marked generative) takes the default settings when it runs
+        if self._default is None:
+            self._default = settings.default
+        settings.register_profile("harness-round", self._default, max_examples=examples)
+        settings.load_profile("harness-round")
 
         for item in items:
             function: Any = getattr(item, "obj", None)
@@ -93,8 +100,11 @@ class Rounds:
             upcoming = _suite_rotation(session.items, self._suite_of, number)
             for index, item in enumerate(order):
                 # The next round's first test follows this round's last: what the two share
-                # (the session's driver service above all) stays up between rounds.
-                nextitem = order[index + 1] if index + 1 < len(order) else upcoming[0]
+                # (the session's driver service above all) stays up between rounds.  (A test
+                # that follows itself, in a session of one, is torn down whole: pytest sets up
+                # only what is not still up, and a test's own fixtures must be made again.)
+                following = order[index + 1] if index + 1 < len(order) else upcoming[0]
+                nextitem = following if following is not item else None
                 item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
                 if session.shouldfail:
                     raise session.Failed(session.shouldfail)

@@ -3,6 +3,7 @@ interleaved by hypothesis on the driver under test and the reference in lockstep
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -35,6 +36,7 @@ class MemoryDomainMachine(RuleBasedStateMachine):
     driver = None
     reference = None
     flavor: Flavor  # set per run: a declared operation and type (CHOICE-5)
+    count_example: Callable[[], None]  # set per run: the example_counter fixture
     prepared = Bundle("prepared")
     buffers = Bundle("buffers")
 
@@ -98,10 +100,13 @@ class MemoryDomainMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         note("\n".join(self.step.log))
         self.step.close()
+        self.count_example()
 
 
 @pytest.mark.requirement("DOM-STATE-1", "DOM-STATE-2", "DOM-ROLE-1", "DOM-ROLE-2", "DOM-COPY-1", "DOM-COPY-2", "DOM-ALLOC-1")
-def test_memory_domain_state_machine(driver, reference, flavor, seeded_run) -> None:
-    machine = type("Machine", (MemoryDomainMachine,), {"driver": driver, "reference": reference, "flavor": flavor})
+@pytest.mark.generative
+def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, example_counter) -> None:
+    machine = type("Machine", (MemoryDomainMachine,), {"driver": driver, "reference": reference, "flavor": flavor,
+                                                        "count_example": staticmethod(example_counter)})
     # Seeded runs (ci, certify) must be repeatable; a state machine takes no @seed, so derandomize it.
     run_state_machine_as_test(machine, settings=settings(settings.default, derandomize=seeded_run))

@@ -85,6 +85,25 @@ def test_rounds_run_in_one_session_with_doubling_examples(tmp_path: Path) -> Non
     assert [line["service"]["starts"] for line in lines if "service" in line] == [1]
 
 
+def test_fuzz_rounds_run_the_state_machine_and_count_its_runs(tmp_path: Path) -> None:
+    """The memory-domain state machine runs inside a test (not @given): marked generative, it is
+    kept by --harness-generative-only, each round's count reaches it, and its runs are counted."""
+    record = tmp_path / "rounds.jsonl"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
+                           "harness.suites.memory_domains", "-k", "state_machine", "--driver=reference",
+                           "--harness-profile=nightly", "--harness-generative-only", "--harness-examples=3",
+                           "--harness-rounds-for=0.5", f"--harness-db={tmp_path / 'db'}", f"--harness-record={record}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    rounds = [line for line in lines if "round" in line]
+    runs = [line for line in lines if line.get("id", "").endswith("::test_memory_domain_state_machine")]
+    assert rounds and len(runs) == len(rounds)
+    assert all(line["outcome"] == "passed" and line["examples"] >= 1 for line in runs)
+    # later rounds ask for more runs: the last round ran at least its examples per test
+    assert runs[-1]["examples"] >= rounds[-1]["examples_per_test"]
+
+
 def test_unknown_suite_is_one_clear_line(tmp_path: Path) -> None:
     done = harness(tmp_path, "fuzz", "--driver", "reference", "--minutes", "0.1", "--suites", "memory_pools,tensors")
     assert done.returncode == 2 and "'tensors'" in done.stderr and "memory_domains" in done.stderr
