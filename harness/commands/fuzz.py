@@ -58,24 +58,35 @@ def _pytest(driver: str, db: str, record: str, reproducers: str, extra: list[str
             "-q", "-p", "no:cacheprovider", *extra]
 
 
-def _all_records(path: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    # read while the process still appends: a last line without its newline is not written yet
-    complete = text[: text.rfind("\n") + 1]
-    return [json.loads(line) for line in complete.splitlines() if line.strip()]
+class _Tail:
+    """A record file that a worker process is still appending to, read as it grows: each poll
+    parses only the lines added since the last (a night's file is long; the live view polls
+    every second)."""
 
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.records: list[dict] = []  # per-test records
+        self.rounds: list[dict] = []  # round records, one written as each round begins
+        self._offset = 0
 
-def _read(path: str) -> list[dict]:
-    """The per-test records in ``path``."""
-    return [r for r in _all_records(path) if "id" in r]
-
-
-def _rounds_in(path: str) -> list[dict]:
-    """The round records in ``path``: one written as each round begins."""
-    return [r for r in _all_records(path) if "round" in r]
+    def poll(self) -> _Tail:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                added = f.read()
+        except FileNotFoundError:
+            return self
+        # a last line without its newline is not written yet
+        complete = added[: added.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.decode("utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                if "id" in record:
+                    self.records.append(record)
+                elif "round" in record:
+                    self.rounds.append(record)
+        return self
 
 
 def _distinct_failures(records: list[dict]) -> dict[tuple[str, str], dict]:
@@ -123,12 +134,12 @@ class _Run:
                                  TimeElapsedColumn(), console=console, transient=False)
         self.tasks = {name: self.progress.add_task(name, total=None, rate="-", failures=0) for name in self.names}
 
-    def sample(self, current_records: list[str]) -> None:
+    def sample(self, current: list[_Tail]) -> None:
         now = round(time.monotonic() - self.started, 2)
-        records = self.records + [r for record in current_records for r in _read(record)]
+        records = self.records + [r for tail in current for r in tail.poll().records]
         examples = self.done
-        for record in current_records:
-            examples = _added(examples, _progress_of(record))
+        for tail in current:
+            examples = _added(examples, _progress_of(tail.path))
         failures: dict[str, int] = {}
         for key in _distinct_failures(records):
             self.found.setdefault(key, now)
@@ -140,11 +151,12 @@ class _Run:
             rate = (examples.get(name, 0) - before["examples"].get(name, 0)) / span
             self.progress.update(task, completed=examples.get(name, 0), rate=f"{rate:,.0f}", failures=failures.get(name, 0))
 
-    def finish(self, record: str) -> None:
-        """A worker process that wrote ``record`` ended: what it did is the run's."""
-        self.done = _added(self.done, _progress_of(record))
-        self.records += _read(record)
-        self.rounds += len(_rounds_in(record))
+    def finish(self, tail: _Tail) -> None:
+        """A worker process that wrote ``tail`` ended: what it did is the run's."""
+        self.done = _added(self.done, _progress_of(tail.path))
+        tail.poll()
+        self.records += tail.records
+        self.rounds += len(tail.rounds)
 
     def line(self, worker: int, begun: dict) -> str:
         examples = self.timeline[-1]["examples"] if self.timeline else {}
@@ -168,20 +180,20 @@ class _Worker:
         self.runs = 0  # processes started
         self.rounds_shown = 0  # rounds of the current process announced on the console
         self.process: subprocess.Popen | None = None
-        self.record = ""
+        self.record = _Tail("")
         self.errors: IO[str] | None = None
 
     def start(self, command_for: Callable[[str, int], list[str]]) -> None:
         self.runs += 1
         self.rounds_shown = 0
-        self.record = os.path.join(self.out, f"run-{self.runs}-w{self.number}.jsonl")
+        self.record = _Tail(os.path.join(self.out, f"run-{self.runs}-w{self.number}.jsonl"))
         self.errors = tempfile.TemporaryFile("w+")
-        self.process = subprocess.Popen(command_for(self.record, self.runs), stdout=subprocess.DEVNULL,
+        self.process = subprocess.Popen(command_for(self.record.path, self.runs), stdout=subprocess.DEVNULL,
                                         stderr=self.errors, text=True)
 
     def new_rounds(self) -> list[dict]:
         """Rounds the current process began since the last call."""
-        rounds = _rounds_in(self.record)
+        rounds = self.record.poll().rounds
         new, self.rounds_shown = rounds[self.rounds_shown:], len(rounds)
         return new
 
@@ -320,7 +332,7 @@ def replay(driver: str, db: str, out: str) -> int:
     code = subprocess.run(command, stdin=subprocess.DEVNULL).returncode
     if code == 4:
         return 2
-    records = _read(record)
+    records = _Tail(record).poll().records
     replayed = sum(r.get("examples") or 0 for r in records if "id" in r)
     if not replayed:
         print(f"harness replay: {driver}: nothing is stored for this driver in {db} (0 examples replayed)")
