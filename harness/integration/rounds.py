@@ -25,6 +25,7 @@ import pytest
 if TYPE_CHECKING:
     from hypothesis import settings as Settings
 
+
 def _profile_examples(profile: str) -> int:
     """A round's examples per test at most: the profile's own count (nightly: 1000), whatever
     --harness-examples started at."""
