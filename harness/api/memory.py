@@ -199,18 +199,23 @@ class DetachedRegion(np.ndarray):
             raise MemoryMapError(errno.EIO, f"short write to descriptor {self.fd}")
 
 
-def read_detached(fd: int, offset: int, length: int, *, writable: bool) -> DetachedRegion:
-    """Copy ``[offset, offset + length)`` of ``fd`` with pread; `MemoryMapError` if unreadable or short."""
-    _check_region(fd, offset, length)
-    if writable and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
-        raise MemoryMapError(errno.EACCES, f"descriptor {fd} is open read-only")
+def _pread_exactly(fd: int, offset: int, length: int) -> bytes:
+    """``length`` bytes of ``fd`` at ``offset`` with pread; `MemoryMapError` if unreadable or short."""
     try:
         data = os.pread(fd, length, offset)
     except OSError as error:
         raise MemoryMapError(error.errno, f"cannot read descriptor {fd}: {error.strerror}") from None
     if len(data) != length:
         raise MemoryMapError(errno.EINVAL, f"descriptor {fd} ended after {len(data)} of {length} bytes")
-    region = np.frombuffer(bytearray(data), dtype=np.uint8).view(DetachedRegion)
+    return data
+
+
+def read_detached(fd: int, offset: int, length: int, *, writable: bool) -> DetachedRegion:
+    """Copy ``[offset, offset + length)`` of ``fd`` with pread; `MemoryMapError` if unreadable or short."""
+    _check_region(fd, offset, length)
+    if writable and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+        raise MemoryMapError(errno.EACCES, f"descriptor {fd} is open read-only")
+    region = np.frombuffer(bytearray(_pread_exactly(fd, offset, length)), dtype=np.uint8).view(DetachedRegion)
     region.fd, region.offset = fd, offset
     region.flags.writeable = writable
     return region
@@ -304,13 +309,7 @@ class Memory:
     def read(self) -> bytes:
         """A copy of the region's bytes."""
         self._region_checked()
-        try:
-            data = os.pread(self.fd, self.size, self.offset)
-        except OSError as error:
-            raise MemoryMapError(error.errno, f"cannot read descriptor {self.fd}: {error.strerror}") from None
-        if len(data) != self.size:
-            raise MemoryMapError(errno.EINVAL, f"descriptor {self.fd} ended after {len(data)} of {self.size} bytes")
-        return data
+        return _pread_exactly(self.fd, self.offset, self.size)
 
     def _region_checked(self) -> None:
         if self._closed:

@@ -61,14 +61,16 @@ class Rounds:
         self._write_round = write_round
         # each hypothesis test's settings and seed as collected, by function id
         self._given: dict[int, tuple[Settings, int | None]] = {}
-        self._default: Settings | None = None  # the profile in force at the start
+        from hypothesis import settings
+
+        default = settings.default  # the run's profile, loaded before this plugin is made
+        assert default is not None
+        self._default: Settings = default
 
     def _set_round(self, items: list[pytest.Item], number: int, examples: int) -> None:
         from hypothesis import settings
 
         # a state machine run inside a test (marked generative) takes the default settings when it runs
-        if self._default is None:
-            self._default = settings.default
         settings.register_profile("harness-round", self._default, max_examples=examples)
         settings.load_profile("harness-round")
 

@@ -57,10 +57,14 @@ def values_for(shape: Shape) -> st.SearchStrategy:
     return st.tuples(*(values_for(element) for element in shape.elements))
 
 
+@functools.lru_cache(maxsize=8)
 def _special_floats(dtype: np.dtype) -> np.ndarray:
+    """Made once per dtype (every decoded float leaf looks them up); read-only, as it is shared."""
     info = np.finfo(dtype)
-    return np.array([0.0, -0.0, 1.0, -1.0, 0.5, info.smallest_subnormal, -info.smallest_subnormal,
-                     info.smallest_normal, info.max, -info.max], dtype)
+    specials = np.array([0.0, -0.0, 1.0, -1.0, 0.5, info.smallest_subnormal, -info.smallest_subnormal,
+                         info.smallest_normal, info.max, -info.max], dtype)
+    specials.flags.writeable = False
+    return specials
 
 
 def _decode_leaf(dtype_name: str, dims: tuple[int, ...], encoded: bytes) -> np.ndarray:

@@ -20,7 +20,8 @@ SCALES = (0.05, 0.1, 0.25, 0.5, 1.0)
 
 def operand_types(allowed: Collection[OperandType], supported: Collection[OperandType]) -> st.SearchStrategy[OperandType]:
     """A tensor type in both ``allowed`` (by the operation) and ``supported`` (by the driver)."""
-    return _types_in(frozenset(allowed) & frozenset(supported))
+    usable = usable_types(allowed, supported)
+    return sampled(usable) if usable else st.nothing()
 
 
 def usable_types(allowed: Collection[OperandType], supported: Collection[OperandType]) -> tuple[OperandType, ...]:
@@ -35,14 +36,6 @@ def _usable(allowed: frozenset[OperandType], supported: frozenset[OperandType]) 
 
 # Strategies below are cached by their (hashable) arguments: models draw them many times per
 # example, and hypothesis validates each new strategy object before its first draw.
-@functools.lru_cache(maxsize=256)
-def _types_in(usable: frozenset[OperandType]) -> st.SearchStrategy[OperandType]:
-    choices = sorted(usable)
-    if not choices:
-        return st.nothing()
-    return st.sampled_from(choices)
-
-
 @functools.lru_cache(maxsize=64)
 def quantization(operand_type: OperandType) -> st.SearchStrategy[tuple[float, int]]:
     """(scale, zeroPoint): (0, 0) for non-quantized types."""
