@@ -19,8 +19,9 @@ from typing import Any
 from harness.api.errors import ConformanceError, DriverFault
 from harness.api.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType
 from harness.api.memory import Memory
-from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_scenario
+from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_on_both
 from harness.judging.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
+from harness.service.proxies import begin_call
 
 __all__ = ["Lockstep", "Pair", "Step", "replay"]
 
@@ -131,8 +132,9 @@ class Lockstep:
         self._models += 1
         name = f"model-{self._models}"
         self.steps.append(Step("prepare", (scenario, requirement)))
+        actual_call = begin_call(self.driver, "prepare_model", scenario.build_model())  # the driver works meanwhile
         expected = _call(lambda: self.reference.prepare_model(scenario.build_model()))
-        actual = _call(lambda: self.driver.prepare_model(scenario.build_model()))
+        actual = _call(actual_call)
         self._compare(requirement, call, expected, actual)
         self._scenarios[name] = scenario
         return Pair(expected.value, actual.value, name) if expected.ok else None
@@ -152,8 +154,9 @@ class Lockstep:
         call = f"allocate({name!r}, {desc}, models {len(prepared)}, in {list(input_roles)}, out {list(output_roles)})"
         self.steps.append(Step("allocate", (name, desc, tuple(p.name for p in prepared), tuple(input_roles),
                                             tuple(output_roles), requirement)))
+        actual_call = begin_call(self.driver, "allocate", desc, [p.driver for p in prepared], list(input_roles), list(output_roles))
         expected = _call(lambda: self.reference.allocate(desc, [p.reference for p in prepared], list(input_roles), list(output_roles)))
-        actual = _call(lambda: self.driver.allocate(desc, [p.driver for p in prepared], list(input_roles), list(output_roles)))
+        actual = _call(actual_call)
         # What the allocation asks for, whatever the buffer is called: the same request later is the same.
         signature = (tuple(desc.dimensions), tuple(p.name for p in prepared), tuple(input_roles), tuple(output_roles))
         if expected.ok and actual.status == ErrorStatus.GENERAL_FAILURE:
@@ -194,8 +197,10 @@ class Lockstep:
         pair = self.buffers[name]
         call = f"copy_from({name!r}, {memory.kind} of {memory.size} bytes, dims {tuple(dimensions)})"
         self.steps.append(Step("copy_from", (name, memory, tuple(dimensions), requirement)))
-        expected = _with_memory(memory, lambda m: pair.reference.copy_from(m, tuple(dimensions)))
-        actual = _with_memory(memory, lambda m: pair.driver.copy_from(m, tuple(dimensions)))
+        with make_memory(memory) as driver_memory:
+            actual_call = begin_call(pair.driver, "copy_from", driver_memory, tuple(dimensions))
+            expected = _with_memory(memory, lambda m: pair.reference.copy_from(m, tuple(dimensions)))
+            actual = _call(actual_call)
         self._compare(requirement, call, expected, actual)
         self._computed[name] = False
         return expected.ok
@@ -210,15 +215,17 @@ class Lockstep:
         call = f"copy_to({name!r}, {kind} of {size} bytes{where})"
         self.steps.append(Step("copy_to", (name, size, kind, requirement, file_offset)))
         spec = MemorySpec(kind, b"\xee" * size, file_offset if kind == "mmap_fd" else 0, guard=16 if kind == "mmap_fd" else 0)
-        expected = _with_memory(spec, lambda m: (pair.reference.copy_to(m), m.read())[1])
         around: list[bytes] = []
+        with make_memory(spec) as driver_memory:
+            copied = begin_call(pair.driver, "copy_to", driver_memory)
+            expected = _with_memory(spec, lambda m: (pair.reference.copy_to(m), m.read())[1])
 
-        def copy_out(memory: Memory) -> bytes:
-            pair.driver.copy_to(memory)
-            around.append(outside_region(memory, spec))
-            return memory.read()
+            def copy_out() -> bytes:
+                copied()
+                around.append(outside_region(driver_memory, spec))
+                return driver_memory.read()
 
-        actual = _with_memory(spec, copy_out)
+            actual = _call(copy_out)
         self._compare(requirement, call, expected, actual)
         if around and around[0] != GUARD_BYTE * len(around[0]):
             self.log.append(f"{call}: wrote outside the memory's region")
@@ -237,8 +244,9 @@ class Lockstep:
         """Execute the scenario's request on both, `TokenRef` pools resolved per driver."""
         call = f"execute({', '.join(scenario.notes) or 'request'})"
         self.steps.append(Step("execute", (prepared.name, scenario, requirement)))
-        expected = execute_scenario(prepared.reference, scenario, {n: p.reference for n, p in self.tokens.items()})
-        actual = execute_scenario(prepared.driver, scenario, {n: p.driver for n, p in self.tokens.items()})
+        expected, actual = execute_on_both(prepared.reference, prepared.driver, scenario,
+                                           {n: p.reference for n, p in self.tokens.items()},
+                                           {n: p.driver for n, p in self.tokens.items()})
         self.log.append(f"{call} -> reference {expected.summary()}; driver {actual.summary()}")
         try:
             assert_conforms(requirement, scenario, expected, actual)
@@ -262,8 +270,9 @@ class Lockstep:
         pair = self.buffers.pop(name)
         self.steps.append(Step("release", (name,)))
         self.log.append(f"release({name!r})")
+        released = begin_call(pair.driver, "release")
         pair.reference.release()
-        pair.driver.release()
+        released()
 
     def close(self) -> None:
         for name in list(self.buffers):

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pytest
@@ -35,9 +36,10 @@ from harness.api.hal import (
     operand_byte_size,
 )
 from harness.judging.scenario import MemorySpec, Scenario
+from harness.service.proxies import begin_call
 
-__all__ = ["Outcome", "assert_conforms", "assert_scenario_conforms", "describe_scenario", "execute_scenario", "expect_status",
-           "run_scenario"]
+__all__ = ["Outcome", "assert_conforms", "assert_scenario_conforms", "describe_scenario", "execute_on_both", "execute_scenario",
+           "expect_status", "run_on_both", "run_scenario"]
 
 #: Rules for which SPEC accepts any error status, not one exact status: handle defects (CHOICE-1).
 _ANY_ERROR_RULES = {"POOL-4", "POOL-5", "POOL-3"}
@@ -87,13 +89,98 @@ class Outcome:
 
 def run_scenario(device: Device, scenario: Scenario, tokens: Mapping[str, int] | None = None) -> Outcome:
     """Prepare the scenario's model and execute its request on ``device``, with fresh memories."""
+    return _Run(_scenario_steps(device, scenario, tokens)).complete()
+
+
+def run_on_both(reference: Device, driver: Device, scenario: Scenario) -> tuple[Outcome, Outcome]:
+    """`run_scenario` on the reference and on the driver, call by call side by side: each of the
+    driver's calls is sent first, the reference makes the same call in process meanwhile, then
+    the driver's reply is read.  A driver in its own service works while the reference does,
+    on the other core, and its reply is usually waiting when it is read.  (The reference on a
+    thread instead was measured slower: it holds the GIL the waiting call needs for its reply.)"""
+    return _side_by_side(_scenario_steps(reference, scenario, None), _scenario_steps(driver, scenario, None))
+
+
+def execute_on_both(reference: PreparedModel, driver: PreparedModel, scenario: Scenario,
+                    reference_tokens: Mapping[str, int] | None = None,
+                    driver_tokens: Mapping[str, int] | None = None) -> tuple[Outcome, Outcome]:
+    """`execute_scenario` on both prepared models, side by side like `run_on_both`."""
+    return _side_by_side(_execution_steps(reference, scenario, reference_tokens),
+                         _execution_steps(driver, scenario, driver_tokens))
+
+
+def _side_by_side(expected_steps: _Steps, actual_steps: _Steps) -> tuple[Outcome, Outcome]:
+    actual = _Run(actual_steps)  # started first: its first call is on its way
+    try:
+        expected = _Run(expected_steps)
+        try:
+            while not (expected.done and actual.done):
+                if not expected.done:
+                    expected.advance()
+                if not actual.done:
+                    actual.advance()
+        finally:
+            expected.close()
+    finally:
+        actual.close()
+    assert expected.outcome is not None and actual.outcome is not None
+    return expected.outcome, actual.outcome
+
+
+_Steps = Generator[Callable[[], Any], Any, Outcome]
+
+
+class _Run:
+    """One device's run of a scenario (a `_Steps` generator), advanced one call at a time."""
+
+    __slots__ = ("_steps", "call", "outcome")
+
+    def __init__(self, steps: _Steps) -> None:
+        self._steps = steps
+        self.call: Callable[[], Any] | None = None
+        self.outcome: Outcome | None = None
+        self._resume(steps.send, None)
+
+    @property
+    def done(self) -> bool:
+        return self.call is None
+
+    def advance(self) -> None:
+        """Finish (or make) the pending call, and run on to the next call or the outcome."""
+        assert self.call is not None
+        try:
+            result = self.call()
+        except Exception as error:  # thrown into the run: it judges a DriverError, anything else ends it
+            self._resume(self._steps.throw, error)
+        else:
+            self._resume(self._steps.send, result)
+
+    def complete(self) -> Outcome:
+        while self.call is not None:
+            self.advance()
+        assert self.outcome is not None
+        return self.outcome
+
+    def close(self) -> None:
+        self._steps.close()
+
+    def _resume(self, resume: Callable[[Any], Callable[[], Any]], value: Any) -> None:
+        try:
+            self.call = resume(value)
+        except StopIteration as end:
+            self.call, self.outcome = None, end.value
+
+
+def _scenario_steps(device: Device, scenario: Scenario, tokens: Mapping[str, int] | None) -> _Steps:
+    """`run_scenario`'s work, yielding each call to the device as it is begun (`begin_call`)
+    and receiving its result, or what it raised, thrown in."""
     model = scenario.build_model()
     try:
         try:
-            prepared = device.prepare_model(model)
+            prepared = yield begin_call(device, "prepare_model", model)
         except DriverError as error:
             return Outcome(Stage.PREPARE, error.status, error.message, rule=error.rule)
-        outcome = execute_scenario(prepared, scenario, tokens)
+        outcome = yield from _execution_steps(prepared, scenario, tokens)
         if outcome.ok and tokens is None:
             outcome.magnitudes = functools.partial(_magnitude_outputs, device, scenario)
         return outcome
@@ -108,20 +195,22 @@ def run_scenario(device: Device, scenario: Scenario, tokens: Mapping[str, int] |
 
 
 def assert_scenario_conforms(requirement: str, scenario: Scenario, reference: Device, driver: Device) -> None:
-    """Run ``scenario`` on the reference and on the driver; the driver's outcome is one SPEC allows.
-
-    (Running the in-process reference on a thread while the driver's service works was measured
-    slower, not faster: the reference holds the GIL the waiting call needs to pick up its reply.)"""
+    """Run ``scenario`` on the reference and on the driver; the driver's outcome is one SPEC allows."""
     __tracebackhide__ = True
-    assert_conforms(requirement, scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+    expected, actual = run_on_both(reference, driver, scenario)
+    assert_conforms(requirement, scenario, expected, actual)
 
 
 def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mapping[str, int] | None = None) -> Outcome:
     """Execute the scenario's request (fresh memories; `TokenRef` pools from ``tokens``)."""
+    return _Run(_execution_steps(prepared, scenario, tokens)).complete()
+
+
+def _execution_steps(prepared: PreparedModel, scenario: Scenario, tokens: Mapping[str, int] | None) -> _Steps:
     request, memories = scenario.build_request(tokens)
     try:
         try:
-            result = prepared.execute(request)
+            result = yield begin_call(prepared, "execute", request)
         except DriverError as error:
             return Outcome(Stage.EXECUTE, error.status, error.message, error.output_shapes,
                            pools_after=_read_pools(scenario, memories), rule=error.rule)

@@ -39,14 +39,18 @@ class DriverOutOfMemory(RemoteError):
 
 
 class _Pending:
-    __slots__ = ("description", "done", "ok", "value", "error")
+    """One call sent and not yet answered (what `Connection.begin` gives `Connection.finish`)."""
 
-    def __init__(self, description: str) -> None:
+    __slots__ = ("description", "done", "ok", "value", "error", "call_id", "deadline")
+
+    def __init__(self, description: str, call_id: int = 0, deadline: float = 0.0) -> None:
         self.description = description
         self.done = False
         self.ok = False
         self.value: Any = None
         self.error: BaseException | None = None
+        self.call_id = call_id
+        self.deadline = deadline
 
 
 class Connection:
@@ -98,16 +102,35 @@ class Connection:
         """Call ``method`` of service object ``target`` (a `ServiceObject` or a held object's
         number); ``description`` (anything with a ``str``) names the call in errors and is
         formatted only when one is raised."""
+        pending, leading = self._send(target, method, args, timeout, description, lead=True)
+        self._await(pending.call_id, pending, pending.deadline, leading)
+        return self._result(pending)
+
+    def begin(self, target: Target, method: str, args: tuple, *, timeout: float, description: Any) -> _Pending:
+        """Send a call and return at once; `finish` waits for its reply.  The caller's own work
+        in between (the reference's run of the same scenario) overlaps the driver's, and the
+        reply is usually waiting by the time it is read."""
+        return self._send(target, method, args, timeout, description, lead=False)[0]
+
+    def finish(self, pending: _Pending) -> Any:
+        """The reply to a call `begin` sent (the value, or the error the call raises)."""
+        self._await(pending.call_id, pending, pending.deadline, False)
+        return self._result(pending)
+
+    def _send(self, target: Target, method: str, args: tuple, timeout: float, description: Any, *,
+              lead: bool) -> tuple[_Pending, bool]:
         if self._closed:
             raise self._broken(description, "closed")
         call_id = next(self._ids)
-        pending = _Pending(description)
+        pending = _Pending(description, call_id, time.monotonic() + timeout)
         data, fds = self._encode(tuple.__new__(Call, (call_id, target, method, args)))  # Call(...), minus its __new__
         self._set_socket_timeout(timeout)
         with self._cond:
             self._pending[call_id] = pending
-            leading = not self._reading  # a lone caller reads its own reply: no hand-off, no waiting
-            self._reading = True
+            # A lone caller that waits at once reads its own reply: no hand-off, no waiting.
+            leading = lead and not self._reading
+            if leading:
+                self._reading = True
         try:
             # No send lock: a SOCK_SEQPACKET record is queued whole, never interleaved.
             if self._drops:
@@ -121,11 +144,14 @@ class Connection:
                     self._cond.notify_all()
             # A send that cannot finish in time means the service stopped reading.
             raise self._broken(description, "timeout" if isinstance(error, BlockingIOError) else "eof") from None
-        self._await(call_id, pending, time.monotonic() + timeout, leading)
+        return pending, leading
+
+    def _result(self, pending: _Pending) -> Any:
         if pending.error is not None:
             raise pending.error
         if pending.ok:
             return pending.value
+        description = pending.description
         if isinstance(pending.value, DriverError):
             raise pending.value
         if not isinstance(pending.value, Failure):

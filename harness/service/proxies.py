@@ -6,8 +6,9 @@ generation it came from; using it after the service was replaced is a clear erro
 
 from __future__ import annotations
 
+import functools
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.api.hal import BufferDesc, BufferRole, Capabilities, ExecutionResult, Model, Request
@@ -60,6 +61,10 @@ class Remote:
     def _call(self, method: str, *args: Any) -> Any:
         return self._endpoint.call(self._generation, self._id, method, args, CallDescription(self._kind, method, args))
 
+    def _begin(self, method: str, args: tuple) -> Callable[[], Any]:
+        started = self._endpoint.begin(self._generation, self._id, method, args, CallDescription(self._kind, method, args))
+        return functools.partial(self._endpoint.finish, started)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} #{self._id} of service generation {self._generation}>"
 
@@ -82,6 +87,18 @@ class BufferProxy(Remote):
 
     def release(self) -> None:
         self._call("release")
+
+
+def begin_call(obj: Any, method: str, *args: Any) -> Callable[[], Any]:
+    """Start ``obj.method(*args)``; the function returned gives its result (or raises).
+
+    A call to the driver service is sent now and its reply read when the function is called,
+    so the caller's own work in between runs while the driver works.  Anything else (the
+    in-process reference, an inline driver) is called when the function is."""
+    if isinstance(obj, (Remote, DeviceProxy)):
+        begin = getattr(obj, f"_begin_{method}", None)  # a method that adapts its arguments or result
+        return begin(*args) if begin is not None else obj._begin(method, args)
+    return functools.partial(getattr(obj, method), *args)
 
 
 _KINDS = {HeldKind.PREPARED_MODEL: PreparedModelProxy, HeldKind.BUFFER: BufferProxy}
@@ -109,6 +126,10 @@ class DeviceProxy:
     def _call(self, method: str, *args: Any) -> Any:
         return self._endpoint.call(None, _DEVICE, method, args, CallDescription("Device", method, args))
 
+    def _begin(self, method: str, args: tuple) -> Callable[[], Any]:
+        started = self._endpoint.begin(None, _DEVICE, method, args, CallDescription("Device", method, args))
+        return functools.partial(self._endpoint.finish, started)
+
     def capabilities(self) -> Capabilities:
         return self._call("capabilities")
 
@@ -120,9 +141,14 @@ class DeviceProxy:
 
     def allocate(self, desc: BufferDesc, prepared_models: Sequence[Any], input_roles: Sequence[BufferRole],
                  output_roles: Sequence[BufferRole]) -> tuple[BufferProxy, int]:
+        return self._begin_allocate(desc, prepared_models, input_roles, output_roles)()
+
+    def _begin_allocate(self, desc: BufferDesc, prepared_models: Sequence[Any], input_roles: Sequence[BufferRole],
+                        output_roles: Sequence[BufferRole]) -> Callable[[], tuple[BufferProxy, int]]:
         # An object that is no proxy (another driver's prepared model) reaches the driver as a stranger.
         models = [m if isinstance(m, Remote) else wire.Foreign(repr(m)) for m in prepared_models]
-        return tuple(self._call("allocate", desc, models, list(input_roles), list(output_roles)))
+        finish = self._begin("allocate", (desc, models, list(input_roles), list(output_roles)))
+        return lambda: tuple(finish())
 
     def ping(self) -> None:
         """A round trip through the service that does not reach the driver (benchmarks)."""

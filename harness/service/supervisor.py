@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, IO
+from typing import IO, Any, NoReturn
 
 from harness.api.errors import DriverCrash, DriverFault, DriverHang, DriverLoadError
 from harness.api.hal import Capabilities
@@ -53,6 +53,27 @@ def _tail(file: IO[bytes] | BoundedOutput | None, lines: int = STDERR_TAIL_LINES
     if fatal >= 0:
         return "\n".join(text[fatal:].splitlines()[:200])
     return "\n".join(text.splitlines()[-lines:])
+
+
+def _raise_fault(failure: DriverFault) -> NoReturn:
+    # One place raises every fault of a call, the breaker's too: hypothesis tells failures
+    # apart by where they are raised, and a crash is the same failure before and after the
+    # breaker opens, and whether the call was begun early or made at once.
+    raise failure.with_traceback(None) from None
+
+
+class Started:
+    """A call `_Endpoint.begin` sent (or made at once, or failed to send)."""
+
+    __slots__ = ("description", "target", "method", "time", "connection", "pending", "value", "error")
+
+    def __init__(self, description: Any, target: Target, method: str) -> None:
+        self.description, self.target, self.method = description, target, method
+        self.time = time.monotonic()
+        self.connection: Connection | None = None
+        self.pending: Any = None
+        self.value: Any = None
+        self.error: BaseException | None = None
 
 
 class _Endpoint:
@@ -125,15 +146,53 @@ class _Endpoint:
                     self.breaker.answered(key)
                 return result
             finally:
-                elapsed = time.monotonic() - started
-                if elapsed > SLOW_CALL_S:
-                    self.slow_calls += 1
-                    if elapsed > self.slowest[0]:
-                        self.slowest = (elapsed, str(description))
-        # One place raises every fault of a call, the breaker's too: hypothesis tells failures
-        # apart by where they are raised, and a crash is the same failure before and after the
-        # breaker opens.
-        raise failure.with_traceback(None) from None
+                self._timed(started, description)
+        _raise_fault(failure)
+
+    def begin(self, generation: int | None, target: Target, method: str, args: tuple, description: Any) -> Started:
+        """Send a call and return; `finish` reads its reply.  After a fault (the breaker is
+        watching) the call is made at once, so calls are still admitted one at a time."""
+        if self.breaker.watching:
+            made = Started(description, target, method)
+            try:
+                made.value = self.call(generation, target, method, args, description)
+            except BaseException as error:
+                made.error = error
+            return made
+        self.calls += 1
+        started = Started(description, target, method)
+        try:
+            started.connection = self._connection_for(generation, description)
+            started.pending = started.connection.begin(target, method, args, timeout=self.timeout, description=description)
+        except DriverFault as fault:
+            self.breaker.failed(Breaker.key(description, target, method), fault)
+            started.error = fault
+        return started
+
+    def finish(self, started: Started) -> Any:
+        """The result of a call `begin` sent: its value, or what it raises."""
+        if started.pending is None:  # made or failed in `begin`
+            if isinstance(started.error, DriverFault):
+                _raise_fault(started.error)
+            if started.error is not None:
+                raise started.error
+            return started.value
+        assert started.connection is not None
+        try:
+            return started.connection.finish(started.pending)
+        except DriverFault as fault:
+            self.breaker.failed(Breaker.key(started.description, started.target, started.method), fault)
+            failure = fault
+        finally:
+            self._timed(started.time, started.description)
+        _raise_fault(failure)
+
+    def _timed(self, started: float, description: Any) -> None:
+        elapsed = time.monotonic() - started
+        if elapsed > SLOW_CALL_S:
+            self.slow_calls += 1
+            if elapsed > self.slowest[0]:
+                self.slowest = (elapsed, str(description))
 
     def summary(self) -> dict:
         """What the run asked of the service, as data: for the record and the terminal summary."""

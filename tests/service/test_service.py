@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
 import sys
 import textwrap
 import time
+import traceback
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from harness.api.memory import create_ashmem
 from harness.judging.oracle import expect_status
 from harness.service import AttachedClient, DriverService
 from harness.service.client import RemoteError
+from harness.service.proxies import begin_call
 
 
 def add_request(dims=(4,)):
@@ -137,6 +140,38 @@ def test_calls_from_many_threads_share_one_connection(service) -> None:
     assert all(r[0].dimensions == (256,) for r in results) and out.read() == expected.tobytes()
 
 
+@pytest.mark.requirement("SVC-1")
+def test_calls_sent_early_are_answered_in_any_order(service) -> None:
+    small, large = add_request((4,)), add_request((64,))
+    finishes = [begin_call(service.device, "prepare_model", model) for model, *_ in (small, large)]
+    prepared = [finish() for finish in reversed(finishes)][::-1]  # the later call's reply is read first
+    executions = [begin_call(p, "execute", request) for p, (_, request, _, _) in zip(prepared, (small, large))]
+    shapes = [finish().output_shapes[0].dimensions for finish in reversed(executions)]
+    assert shapes == [(64,), (4,)]
+    assert [out.read() for _, _, out, _ in (small, large)] == [expected.tobytes() for *_, expected in (small, large)]
+
+
+@pytest.mark.requirement("SVC-1")
+def test_a_crash_during_a_call_sent_early_is_the_same_failure_as_during_a_plain_call(broken_driver, monkeypatch) -> None:
+    monkeypatch.setenv("BROKEN_BEHAVIOUR", "segfault")
+    service = DriverService(broken_driver, timeout=10)
+    try:
+        model, request, _, _ = add_request()
+        raised = []
+        for make in (lambda p: p.execute(request), lambda p: begin_call(p, "execute", request)()):
+            with pytest.raises(DriverCrash) as info:
+                make(service.device.prepare_model(model))
+            raised.append(info.value)
+        assert "[SVC-1]" in str(raised[1]) and "killed by signal SIGSEGV" in str(raised[1])
+        # hypothesis tells failures apart by where they are raised: both from the same line
+        assert [traceback.extract_tb(error.__traceback__)[-1][:2] for error in raised] == \
+            [traceback.extract_tb(raised[0].__traceback__)[-1][:2]] * 2
+    finally:
+        service.close()
+        for memory in request.pools:  # the tracebacks kept above hold them: close them now, not at a collection
+            memory.close()
+
+
 OTHER_CLIENT = textwrap.dedent(
     '''
     import json, sys
@@ -198,6 +233,7 @@ def test_second_client_in_this_process_sees_its_own_objects_only(service) -> Non
 @pytest.mark.requirement("SVC-1")
 def test_closing_leaves_no_process_or_descriptor(broken_driver, monkeypatch) -> None:
     monkeypatch.setenv("BROKEN_BEHAVIOUR", "segfault")
+    gc.collect()  # memories earlier tests left to the collector must not count as this test's
     before = open_fds()
     service = DriverService(broken_driver, timeout=10)
     pids = []
