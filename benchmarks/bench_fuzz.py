@@ -98,7 +98,7 @@ def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int
     from harness.service import client
 
     calls = {"n": 0}
-    original = client.Connection.call
+    original = client.Connection._send  # every call is sent here, whether made at once or begun early
 
     def counted(self, *args, **kwargs):
         calls["n"] += 1
@@ -107,7 +107,7 @@ def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int
     with tempfile.TemporaryDirectory() as out:
         record = os.path.join(out, "record.jsonl")
         profiler = cProfile.Profile()
-        client.Connection.call = counted  # type: ignore[method-assign]
+        client.Connection._send = counted  # type: ignore[method-assign]
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # pytest's own report is not a figure
                 profiler.runcall(pytest.main, ["-q", "-p", "no:cacheprovider", "--pyargs", f"harness.suites.{suite}",
@@ -116,7 +116,7 @@ def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int
                                                "--harness-generative-only", f"--harness-db={out}/db",
                                                f"--harness-record={record}", "-p", "no:warnings"])
         finally:
-            client.Connection.call = original  # type: ignore[method-assign]
+            client.Connection._send = original  # type: ignore[method-assign]
         with open(record, encoding="utf-8") as f:
             generated = sum(r.get("examples") or 0 for r in map(json.loads, f) if "id" in r)
     return time_split(pstats.Stats(profiler)), generated, calls["n"]
