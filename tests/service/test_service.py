@@ -151,25 +151,28 @@ def test_calls_sent_early_are_answered_in_any_order(service) -> None:
     assert [out.read() for _, _, out, _ in (small, large)] == [expected.tobytes() for *_, expected in (small, large)]
 
 
-@pytest.mark.requirement("SVC-1")
-def test_a_crash_during_a_call_sent_early_is_the_same_failure_as_during_a_plain_call(broken_driver, monkeypatch) -> None:
+@pytest.fixture
+def segfaulting_service(broken_driver, monkeypatch):
     monkeypatch.setenv("BROKEN_BEHAVIOUR", "segfault")
     service = DriverService(broken_driver, timeout=10)
-    try:
-        model, request, _, _ = add_request()
-        raised = []
-        for make in (lambda p: p.execute(request), lambda p: begin_call(p, "execute", request)()):
-            with pytest.raises(DriverCrash) as info:
-                make(service.device.prepare_model(model))
-            raised.append(info.value)
-        assert "[SVC-1]" in str(raised[1]) and "killed by signal SIGSEGV" in str(raised[1])
-        # hypothesis tells failures apart by where they are raised: both from the same line
-        assert [traceback.extract_tb(error.__traceback__)[-1][:2] for error in raised] == \
-            [traceback.extract_tb(raised[0].__traceback__)[-1][:2]] * 2
-    finally:
-        service.close()
-        for memory in request.pools:  # the tracebacks kept above hold them: close them now, not at a collection
-            memory.close()
+    yield service
+    service.close()
+
+
+@pytest.mark.requirement("SVC-1")
+def test_a_crash_during_a_call_sent_early_is_the_same_failure_as_during_a_plain_call(segfaulting_service) -> None:
+    model, request, _, _ = add_request()
+    raised = []
+    for make in (lambda p: p.execute(request), lambda p: begin_call(p, "execute", request)()):
+        with pytest.raises(DriverCrash) as info:
+            make(segfaulting_service.device.prepare_model(model))
+        raised.append(info.value)
+    assert "[SVC-1]" in str(raised[1]) and "killed by signal SIGSEGV" in str(raised[1])
+    # hypothesis tells failures apart by where they are raised: both from the same line
+    assert [traceback.extract_tb(error.__traceback__)[-1][:2] for error in raised] == \
+        [traceback.extract_tb(raised[0].__traceback__)[-1][:2]] * 2
+    for memory in request.pools:  # the tracebacks kept above hold them: closed now, not at a collection
+        memory.close()
 
 
 OTHER_CLIENT = textwrap.dedent(
