@@ -156,7 +156,7 @@ class _Run:
             self._resume(self._steps.send, result)
 
     def complete(self) -> Outcome:
-        while self.call is not None:
+        while not self.done:
             self.advance()
         assert self.outcome is not None
         return self.outcome

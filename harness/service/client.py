@@ -43,7 +43,7 @@ class _Pending:
 
     __slots__ = ("description", "done", "ok", "value", "error", "call_id", "deadline")
 
-    def __init__(self, description: str, call_id: int = 0, deadline: float = 0.0) -> None:
+    def __init__(self, description: str, call_id: int, deadline: float) -> None:
         self.description = description
         self.done = False
         self.ok = False
@@ -103,7 +103,7 @@ class Connection:
         number); ``description`` (anything with a ``str``) names the call in errors and is
         formatted only when one is raised."""
         pending, leading = self._send(target, method, args, timeout, description, lead=True)
-        self._await(pending.call_id, pending, pending.deadline, leading)
+        self._await(pending, leading)
         return self._result(pending)
 
     def begin(self, target: Target, method: str, args: tuple, *, timeout: float, description: Any) -> _Pending:
@@ -114,7 +114,7 @@ class Connection:
 
     def finish(self, pending: _Pending) -> Any:
         """The reply to a call `begin` sent (the value, or the error the call raises)."""
-        self._await(pending.call_id, pending, pending.deadline, False)
+        self._await(pending, False)
         return self._result(pending)
 
     def _send(self, target: Target, method: str, args: tuple, timeout: float, description: Any, *,
@@ -163,29 +163,29 @@ class Connection:
                                     f"address-space limit, --driver-memory-limit, or the machine's): {message}\n{trace}".rstrip())
         raise RemoteError(f"[SVC-1] {description} raised {kind} inside the driver service: {message}\n{trace}".rstrip())
 
-    def _await(self, call_id: int, pending: _Pending, deadline: float, leading: bool) -> None:
+    def _await(self, pending: _Pending, leading: bool) -> None:
         if leading:
-            self._lead(call_id, pending, deadline)
+            self._lead(pending)
             return
         while True:
             with self._cond:
                 while not pending.done and self._reading:
-                    remaining = deadline - time.monotonic()
+                    remaining = pending.deadline - time.monotonic()
                     if remaining <= 0 or not self._cond.wait(remaining):
                         if not pending.done:
-                            self._pending.pop(call_id, None)
+                            self._pending.pop(pending.call_id, None)
                             pending.error = self._broken(pending.description, "timeout")
                             pending.done = True
                 if pending.done:
                     return
                 self._reading = True  # this thread reads until its own reply arrives
-            self._lead(call_id, pending, deadline)
+            self._lead(pending)
             if pending.done:
                 return
 
-    def _lead(self, call_id: int, pending: _Pending, deadline: float) -> None:
+    def _lead(self, pending: _Pending) -> None:
         try:
-            self._read_until(pending, deadline, call_id)
+            self._read_until(pending)
         finally:
             if not pending.done or pending.error is not None:  # the reader role was not handed on
                 with self._cond:
@@ -205,10 +205,10 @@ class Connection:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
             self._socket_timeout = remaining
 
-    def _read_until(self, pending: _Pending, deadline: float, call_id: int) -> None:
+    def _read_until(self, pending: _Pending) -> None:
         """Receive replies (this thread is the reader) until ``pending``'s arrives."""
         while not pending.done:
-            remaining = deadline - time.monotonic()
+            remaining = pending.deadline - time.monotonic()
             try:
                 if remaining <= 0:
                     raise TimeoutError
@@ -217,7 +217,7 @@ class Connection:
             except (TimeoutError, BlockingIOError):  # SO_RCVTIMEO expired: EAGAIN
                 self._socket_timeout = None
                 with self._cond:
-                    self._pending.pop(call_id, None)
+                    self._pending.pop(pending.call_id, None)
                 pending.error = self._broken(pending.description, "timeout")
                 pending.done = True
                 return

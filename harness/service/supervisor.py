@@ -152,15 +152,14 @@ class _Endpoint:
     def begin(self, generation: int | None, target: Target, method: str, args: tuple, description: Any) -> Started:
         """Send a call and return; `finish` reads its reply.  After a fault (the breaker is
         watching) the call is made at once, so calls are still admitted one at a time."""
-        if self.breaker.watching:
-            made = Started(description, target, method)
-            try:
-                made.value = self.call(generation, target, method, args, description)
-            except BaseException as error:
-                made.error = error
-            return made
-        self.calls += 1
         started = Started(description, target, method)
+        if self.breaker.watching:
+            try:
+                started.value = self.call(generation, target, method, args, description)
+            except BaseException as error:
+                started.error = error
+            return started
+        self.calls += 1
         try:
             started.connection = self._connection_for(generation, description)
             started.pending = started.connection.begin(target, method, args, timeout=self.timeout, description=description)
