@@ -300,6 +300,29 @@ _SOCKET_PATH_MAX = 107
 _SOCKET_NAME_LENGTH = len("service-0123456789ab.sock") + 1
 
 
+_THREAD_HEADERS = ("Thread 0x", "Current thread 0x")
+
+
+def _without_idle_threads(dump: str) -> str:
+    """A hung service's thread stacks with its idle call threads left out and counted.
+
+    The service keeps a pool of call threads; all but the hung ones wait in `wire.receive`.
+    Their stacks say nothing, and listed in thread order they can push the hung thread's
+    stack past what a report keeps (the breaker repeats only the first 6,000 characters)."""
+    idle_frame = f'File "{wire.__file__}"'
+    kept, idle = [], 0
+    for block in dump.split("\n\n"):
+        lines = block.strip("\n").splitlines()
+        if (len(lines) > 1 and lines[0].startswith(_THREAD_HEADERS) and idle_frame in lines[1]
+                and lines[1].rstrip().endswith(f" in {wire.receive.__name__}")):
+            idle += 1
+        else:
+            kept.append(block)
+    if idle:
+        kept.append(f"({idle} more call threads were idle, waiting for a call)")
+    return "\n\n".join(kept)
+
+
 def _socket_directory() -> str:
     """A new directory only this user can enter (0700), in the temporary directory, or in /tmp
     when the temporary directory's path is too long for a socket address in it."""
@@ -404,7 +427,7 @@ class DriverService(_Endpoint):
                     except ProcessLookupError:
                         pass
                     time.sleep(_HANG_DUMP_WAIT_S)
-                    self._hang_stacks = _tail(self._stderr, 200)
+                    self._hang_stacks = _without_idle_threads(_tail(self._stderr, 400))
                     self._kill(pid)
         if self._killed_for:
             cause = ("" if self._killed_for == description

@@ -19,7 +19,7 @@ from harness.api.errors import DriverCrash, DriverHang
 from harness.api.hal import BufferDesc, BufferRole, Buffer, DataLocation, Device, ErrorStatus, PreparedModel, Request, RequestArgument
 from harness.api.memory import create_ashmem
 from harness.judging.oracle import expect_status
-from harness.service import AttachedClient, DriverService
+from harness.service import AttachedClient, DriverService, wire
 from harness.service.client import RemoteError
 from harness.service.proxies import begin_call
 
@@ -111,6 +111,10 @@ def test_hang_is_reported_with_stacks(broken_driver, monkeypatch) -> None:
         message = str(info.value)
         assert "[SVC-2] PreparedModel.execute" in message and "did not return within 1.5 s" in message
         assert "in execute" in message and "broken_driver.py" in message  # the hung thread's stack
+        # The call threads that were only waiting for a call are counted, not listed: listed, they
+        # pushed the hung thread's stack out of the breaker's shortened copy of this report.
+        assert "more call threads were idle" in message
+        assert f'File "{wire.__file__}"' not in message
         assert not alive(hung_pid)
         assert service.device.get_supported_operations(model) == [True]
     finally:
