@@ -3,6 +3,7 @@ and generated role sets (valid and invalid)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ from harness.api.hal import (
 )
 from harness.judging.scenario import MemorySpec, Scenario, TokenRef
 
-from .values import QUANT_TYPES, operand_types, quantization
+from .values import QUANT_TYPES, integers, operand_types, quantization, sampled
 
 DOMAIN_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_QUANT8_ASYMM)
 #: The operations the memory-domain models are made of, in order of preference.
@@ -77,6 +78,14 @@ class TokenUse:
 def binary_model(type: OperandType, dims: Sequence[int], quant=(0.0, 0), op=OperationType.ADD,
                  *, outputs: int = 1, scalar_input: bool = False) -> Scenario:
     """``out = op(a, b)`` (and ``out1 = MUL(a, b)`` with ``outputs=2``) as a model-only scenario."""
+    return _binary_model(type, tuple(dims), tuple(quant), op, outputs, scalar_input)
+
+
+@functools.lru_cache(maxsize=1024)
+def _binary_model(type: OperandType, dims: tuple[int, ...], quant: tuple[float, int], op: OperationType,
+                  outputs: int, scalar_input: bool) -> Scenario:
+    # One Scenario per distinct model (it is frozen data): the memory-domain tests build the same
+    # few small models in nearly every example.
     b = ModelBuilder()
     x = b.input(type, dims, *quant)
     y = b.input(type, dims, *quant)
@@ -140,10 +149,18 @@ def request(model: Scenario, inputs: Sequence[np.ndarray | TokenUse], outputs: S
 
 
 def values_for(type: OperandType, shape: Sequence[int], seed: int = 0) -> np.ndarray:
+    """Small values of ``type`` in ``shape``, the same for the same ``seed`` (read-only)."""
+    return _values_for(type, tuple(shape), seed)
+
+
+@functools.lru_cache(maxsize=1024)
+def _values_for(type: OperandType, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    # Kept per (type, shape, seed): a numpy generator costs more to make than these few values.
     rng = np.random.default_rng(seed)
-    if type in QUANT_TYPES:
-        return rng.integers(0, 100, size=tuple(shape)).astype(numpy_dtype(type))
-    return rng.integers(-4, 5, size=tuple(shape)).astype(numpy_dtype(type))
+    low, high = (0, 100) if type in QUANT_TYPES else (-4, 5)
+    values = rng.integers(low, high, size=shape).astype(numpy_dtype(type))
+    values.setflags(write=False)
+    return values
 
 
 def nbytes(type: OperandType, shape: Sequence[int]) -> int:
@@ -153,14 +170,23 @@ def nbytes(type: OperandType, shape: Sequence[int]) -> int:
 # --------------------------------------------------------------------------- strategies
 
 
-@st.composite
-def domain_flavors(draw, caps: Capabilities, quantized: bool = False) -> Flavor:
+@functools.lru_cache(maxsize=64)
+def domain_flavors(caps: Capabilities, quantized: bool = False) -> st.SearchStrategy[Flavor]:
     """A declared binary operation and a declared memory-domain operand type (with its quantization)."""
     types = [t for t in DOMAIN_TYPES if t in QUANT_TYPES] if quantized else DOMAIN_TYPES
-    type = draw(operand_types(types, caps.operand_types), label="role operand type")
-    ops = [o for o in BINARY_OPS if o in caps.operations]
-    op = draw(st.sampled_from(ops), label="operation") if ops else OperationType.ADD
+    ops = tuple(o for o in BINARY_OPS if o in caps.operations)
+    return _flavors(operand_types(types, caps.operand_types), sampled(ops) if ops else st.just(OperationType.ADD))
+
+
+@st.composite
+def _flavors(draw, types: st.SearchStrategy[OperandType], ops: st.SearchStrategy[OperationType]) -> Flavor:
+    type = draw(types, label="role operand type")
+    op = draw(ops, label="operation")
     return Flavor(op, type, draw(quantization(type), label="quantization"))
+
+
+_MODEL_SHAPES = st.sampled_from([(2, 2), (2, 3), (0, 2), (), (2, 2, 1), (4,)])
+_ODD_MODELS = st.sampled_from(["none", "other-type", "other-scale", "other-zero-point", "scalar-input"])
 
 
 @st.composite
@@ -169,10 +195,9 @@ def role_models(draw, caps: Capabilities) -> list[Scenario]:
     one that differs in type, scale or zeroPoint (conflicting roles) or has a scalar input."""
     flavor = draw(domain_flavors(caps))
     type, quant = flavor.type, flavor.quant
-    shapes = [(2, 2), (2, 3), (0, 2), (), (2, 2, 1), (4,)]
-    models = [flavor.model(draw(st.sampled_from(shapes), label=f"model {i} dims"))
-              for i in range(draw(st.integers(1, 3), label="model count"))]
-    variant = draw(st.sampled_from(["none", "other-type", "other-scale", "other-zero-point", "scalar-input"]), label="odd model")
+    models = [flavor.model(draw(_MODEL_SHAPES, label=f"model {i} dims"))
+              for i in range(draw(integers(1, 3), label="model count"))]
+    variant = draw(_ODD_MODELS, label="odd model")
     event(f"odd model: {variant}")
     if variant == "other-type":
         other = next((t for t in DOMAIN_TYPES if t != type and t in caps.operand_types), None)
@@ -186,6 +211,8 @@ def role_models(draw, caps: Capabilities) -> list[Scenario]:
     return models
 
 
+_BOOLEANS = st.booleans()
+_DESCRIPTOR_DIMS = st.sampled_from([(), (2, 2), (2, 3), (0, 2), (2, 0), (2, 2, 1)])
 _PROBABILITIES = st.one_of(st.just(1.0), st.just(0.5), st.sampled_from([0.0, -0.5, 10.0, 1.0000001]))
 
 
@@ -195,19 +222,19 @@ def role_sets(draw, model_count: int, io_counts: Sequence[tuple[int, int]]) -> t
 
     Mostly valid, with every DOM-ALLOC-1/2 mistake reachable: empty lists, indexes out of
     range, probabilities out of (0, 1], duplicated roles, conflicting descriptor dimensions."""
-    listed = draw(st.lists(st.integers(0, model_count - 1), min_size=0, max_size=3), label="listed models")
-    if not listed and draw(st.booleans(), label="never empty"):
+    listed = draw(st.lists(integers(0, model_count - 1), min_size=0, max_size=3), label="listed models")
+    if not listed and draw(_BOOLEANS, label="never empty"):
         listed = [0]
 
     def roles(direction: int):
         def one(_):
-            model_index = draw(st.integers(0, len(listed)), label="model index") if listed else 0
+            model_index = draw(integers(0, len(listed)), label="model index") if listed else 0
             io_count = io_counts[listed[model_index]][direction] if model_index < len(listed) else 1
-            return BufferRole(model_index, draw(st.integers(0, io_count), label="io index"), draw(_PROBABILITIES, label="probability"))
-        return [one(i) for i in range(draw(st.integers(0, 2), label="role count"))]
+            return BufferRole(model_index, draw(integers(0, io_count), label="io index"), draw(_PROBABILITIES, label="probability"))
+        return [one(i) for i in range(draw(integers(0, 2), label="role count"))]
 
     inputs, outputs = roles(0), roles(1)
-    if inputs and draw(st.booleans(), label="repeat a role"):
+    if inputs and draw(_BOOLEANS, label="repeat a role"):
         inputs.append(inputs[0])
-    desc = BufferDesc(draw(st.sampled_from([(), (2, 2), (2, 3), (0, 2), (2, 0), (2, 2, 1)]), label="descriptor dims"))
+    desc = BufferDesc(draw(_DESCRIPTOR_DIMS, label="descriptor dims"))
     return desc, listed, inputs, outputs

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from harness.api.hal import DataLocation, RequestArgument, element_size, is_fully_specified
 from harness.judging.scenario import Scenario
+from .values import integers, sampled
 
 #: mutation name -> the requirement it breaks
 MUTATIONS = {
@@ -39,32 +40,35 @@ def _with(scenario: Scenario, field: str, index: int, argument: RequestArgument)
     return replace(scenario, **{field: tuple(arguments)})  # type: ignore[arg-type]  # field is inputs or outputs
 
 
+_BOOLEANS = st.booleans()
+
+
 @st.composite
 def request_mutations(draw, scenario: Scenario, names: tuple[str, ...] = ()) -> tuple[str, str, Scenario]:
     """(mutation name, requirement, mutated scenario); ``names`` limits the mutations tried."""
-    name = draw(st.sampled_from(sorted(names or MUTATIONS)), label="mutation")
+    name = draw(sampled(tuple(sorted(names or MUTATIONS))), label="mutation")
     event(f"mutation: {name}")
-    field, index = draw(st.sampled_from(_arguments(scenario)), label="argument")
+    field, index = draw(sampled(tuple(_arguments(scenario))), label="argument")
     if name.startswith("remove-") or name.startswith("extra-"):
         field = "inputs" if name.endswith("input") else "outputs"
         arguments = list(getattr(scenario, field))
         if name.startswith("remove-"):
-            del arguments[draw(st.integers(0, len(arguments) - 1), label="removed")]
+            del arguments[draw(integers(0, len(arguments) - 1), label="removed")]
         else:
-            arguments.append(arguments[draw(st.integers(0, len(arguments) - 1), label="duplicated")])
+            arguments.append(arguments[draw(integers(0, len(arguments) - 1), label="duplicated")])
         return name, MUTATIONS[name], replace(scenario, **{field: tuple(arguments)})  # type: ignore[arg-type]
     argument = getattr(scenario, field)[index]
     loc = argument.location
     operand_index = (scenario.subgraph.input_indexes if field == "inputs" else scenario.subgraph.output_indexes)[index]
     operand = scenario.subgraph.operands[operand_index]
     pool_size = scenario.request_pools[loc.pool_index].size
-    past = draw(st.integers(1, 32), label="bytes past")
+    past = draw(integers(1, 32), label="bytes past")
     match name:
         case "pool-index-out-of-range":
             count = len(scenario.request_pools)
             # Past the end, or negative: a driver that indexes with the number as given counts from the end.
             # (the same pool counted from the end: a driver that indexes with it as given finds the right data)
-            bad = draw(st.sampled_from([count, count + 3, loc.pool_index - count, loc.pool_index - count, -2**31]),
+            bad = draw(sampled((count, count + 3, loc.pool_index - count, loc.pool_index - count, -2**31)),
                        label="pool index")
             argument = replace(argument, location=replace(loc, pool_index=bad))
         case "offset-past-end":
@@ -74,16 +78,16 @@ def request_mutations(draw, scenario: Scenario, names: tuple[str, ...] = ()) -> 
         case "padding-past-end":
             argument = replace(argument, location=replace(loc, padding=pool_size - loc.offset - loc.length + past))
         case "length-not-matching-dimensions":
-            step = element_size(operand.type) * draw(st.sampled_from([-1, 1]), label="direction")
+            step = element_size(operand.type) * draw(sampled((-1, 1)), label="direction")
             argument = replace(argument, location=replace(loc, length=max(0, loc.length + step)))
         case "dimensions-conflict-with-model":
             dims = list(argument.dimensions or operand.dimensions or (1,))
-            axis = draw(st.integers(0, len(dims) - 1), label="axis")
-            dims[axis] = (dims[axis] or 1) + draw(st.integers(1, 3))
+            axis = draw(integers(0, len(dims) - 1), label="axis")
+            dims[axis] = (dims[axis] or 1) + draw(integers(1, 3))
             argument = replace(argument, dimensions=tuple(dims))
         case "rank-conflicts-with-model":
             given = tuple(argument.dimensions or operand.dimensions or (1,))
-            argument = replace(argument, dimensions=given + (1,) if draw(st.booleans()) else given[:-1] or (1, 1))
+            argument = replace(argument, dimensions=given + (1,) if draw(_BOOLEANS) else given[:-1] or (1, 1))
         case "no-value-with-location":
             argument = RequestArgument(True, loc if loc != DataLocation() else DataLocation(0, 4, 4), ())
         case "no-value-with-dimensions":

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.api.custom_calls import CustomCallError, TargetRegistry
+from harness.strategies.values import sampled
 
 
 @pytest.mark.requirement("CC-1")
@@ -22,7 +23,7 @@ def test_every_declared_target_is_registered_in_the_driver(custom_calls, custom_
 @pytest.mark.requirement("CC-1")
 @given(name=st.text(min_size=1, max_size=40), data=st.data())
 def test_unregistered_lookup_is_an_error_naming_the_target(custom_calls, custom_call_targets, name, data) -> None:
-    platform = data.draw(st.sampled_from(sorted({t.platform for t in custom_call_targets})), label="platform")
+    platform = data.draw(sampled(tuple(sorted({t.platform for t in custom_call_targets}))), label="platform")
     if any(t.key == (name, platform) for t in custom_call_targets):
         return
     kind, message = custom_calls.lookup(name, platform)

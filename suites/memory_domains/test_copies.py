@@ -15,6 +15,7 @@ from harness.api.memory import REQUIRED_KINDS
 from harness.judging.lockstep import Lockstep
 from harness.judging.scenario import MemorySpec, make_memory
 from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
+from harness.strategies.values import integers, sampled
 from harness.integration.skips import not_applicable, refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -22,29 +23,31 @@ pytestmark = pytest.mark.usefixtures("memory_domains")
 COPY_KINDS = REQUIRED_KINDS  # DOM-COPY-1: required with memory domains
 DIMS = [(), (2, 2), (2, 3), (3, 2), (1, 2), (0, 2), (2, 0), (4,), (2, 2, 1)]
 
+_BOOLEANS = st.booleans()
+
 
 @pytest.mark.requirement("DOM-COPY-1", "DOM-COPY-2", "DOM-STATE-1", "DOM-STATE-2")
 @given(data=st.data())
 def test_copy_sequences(driver, reference, capabilities, flavor, data) -> None:
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     type = drawn.type
-    model_dims = data.draw(st.sampled_from([(2, 2), (0, 2), (3,), ()]), label="model dims")
+    model_dims = data.draw(sampled(((2, 2), (0, 2), (3,), ())), label="model dims")
     step = Lockstep(driver, reference)
     prepared = step.prepare(drawn.model(model_dims))
-    desc = BufferDesc(data.draw(st.sampled_from([(), (2, 2), (3, 2), (0, 2)]), label="descriptor dims"))
+    desc = BufferDesc(data.draw(sampled(((), (2, 2), (3, 2), (0, 2))), label="descriptor dims"))
     if step.allocate("buffer", desc, [prepared], [BufferRole(0, 0)], [], requirement="DOM-ALLOC-2") is None:
         event("allocation rejected")
         return
     item = element_size(type)
-    for number in range(data.draw(st.integers(1, 6), label="copies")):
-        kind = data.draw(st.sampled_from(COPY_KINDS), label="memory kind")
-        dims = data.draw(st.sampled_from(DIMS), label="dims")
-        size = max(nbytes(type, tuple(d or 1 for d in dims) or (2, 2)) + item * data.draw(st.sampled_from([0, 0, 0, -1, 1])), 0)
-        if data.draw(st.integers(0, 9), label="empty memory") == 0:
+    for number in range(data.draw(integers(1, 6), label="copies")):
+        kind = data.draw(sampled(tuple(COPY_KINDS)), label="memory kind")
+        dims = data.draw(sampled(tuple(DIMS)), label="dims")
+        size = max(nbytes(type, tuple(d or 1 for d in dims) or (2, 2)) + item * data.draw(sampled((0, 0, 0, -1, 1))), 0)
+        if data.draw(integers(0, 9), label="empty memory") == 0:
             size = 0  # a memory of 0 bytes: must be rejected (size mismatch), never hang
         # An mmap_fd memory is a region of a larger file: at an offset, with other bytes around it.
-        file_offset = data.draw(st.sampled_from([0, 24, 4096]), label="file offset") if kind == "mmap_fd" else 0
-        if data.draw(st.booleans(), label="copy_from"):
+        file_offset = data.draw(sampled((0, 24, 4096)), label="file offset") if kind == "mmap_fd" else 0
+        if data.draw(_BOOLEANS, label="copy_from"):
             content = np.random.default_rng(number).integers(0, 100, size, dtype=np.uint8).tobytes()
             memory = MemorySpec(kind, content, file_offset, guard=16 if kind == "mmap_fd" else 0)
             ok = step.copy_from("buffer", memory, dims, requirement="DOM-COPY-2")
@@ -102,7 +105,7 @@ def test_failed_copy_uninitializes(driver, reference, capabilities, flavor, data
         refused_allocation()
     size = nbytes(type, (2, 2))
     step.copy_from("buffer", MemorySpec("ashmem", bytes(range(size))), (), requirement="DOM-COPY-1")
-    wrong = data.draw(st.sampled_from(["size", "dimensions"]), label="how the copy fails")
+    wrong = data.draw(sampled(("size", "dimensions")), label="how the copy fails")
     if wrong == "size":
         step.copy_from("buffer", MemorySpec("ashmem", bytes(size + 1)), (), requirement="DOM-COPY-1")
     else:
@@ -119,7 +122,7 @@ def test_memory_size_must_match(driver, reference, capabilities, flavor, directi
     """A memory one element shorter or longer than the buffer is INVALID_ARGUMENT both ways."""
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     type = drawn.type
-    kind = data.draw(st.sampled_from(COPY_KINDS), label="memory kind")
+    kind = data.draw(sampled(tuple(COPY_KINDS)), label="memory kind")
     step = Lockstep(driver, reference)
     prepared = step.prepare(drawn.model((2, 2)))
     if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
@@ -147,7 +150,7 @@ def test_live_buffers_keep_their_own_contents(driver, reference, capabilities, f
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     step = Lockstep(driver, reference)
     pair = step.prepare(drawn.model((2, 2)))
-    count = data.draw(st.integers(2, 4), label="live buffers")
+    count = data.draw(integers(2, 4), label="live buffers")
     for i in range(count):
         _allocated(step, f"b{i}", pair, [BufferRole(0, 0)], [])
         step.copy_from(f"b{i}", MemorySpec("ashmem", values_for(drawn.type, (2, 2), i).tobytes()), ())
@@ -205,7 +208,7 @@ def test_a_new_shape_of_the_same_size_is_taken(driver, reference, capabilities, 
     if not capabilities.dynamic_buffers:
         not_applicable("dynamic_buffers", "the driver declares that it refuses buffers of unknown shape")
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
-    first, second = data.draw(st.sampled_from([((2, 3), (3, 2)), ((1, 4), (4, 1)), ((2, 2), (1, 4)), ((6, 1), (2, 3))]),
+    first, second = data.draw(sampled((((2, 3), (3, 2)), ((1, 4), (4, 1)), ((2, 2), (1, 4)), ((6, 1), (2, 3)))),
                               label="shapes")
     step = Lockstep(driver, reference)
     pair = step.prepare(drawn.model((0, 0)))
@@ -228,7 +231,7 @@ def test_mmap_fd_regions_inside_larger_files(driver, reference, capabilities, fl
     step = Lockstep(driver, reference)
     pair = step.prepare(drawn.model((2, 2)))
     _allocated(step, "b", pair, [BufferRole(0, 0)], [])
-    content = values_for(drawn.type, (2, 2), data.draw(st.integers(0, 99), label="values")).tobytes()
+    content = values_for(drawn.type, (2, 2), data.draw(integers(0, 99), label="values")).tobytes()
     step.copy_from("b", MemorySpec("mmap_fd", content, file_offset, guard=16), ())
     step.copy_to("b", len(content), "mmap_fd", requirement="DOM-COPY-1", file_offset=file_offset)
     step.close()

@@ -12,6 +12,7 @@ from harness.api.hal import BufferDesc, BufferRole, DataLocation
 from harness.judging.lockstep import Lockstep
 from harness.judging.scenario import MemorySpec, TokenRef
 from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
+from harness.strategies.values import sampled
 from harness.integration.skips import refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -44,9 +45,9 @@ def test_token_uses(driver, reference, capabilities, flavor, data) -> None:
         refused_allocation()
     step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS).tobytes()), ())
     use = data.draw(st.sampled_from(sorted(USES)), label="use")
-    target = data.draw(st.sampled_from(["allocated model", "same graph prepared again"]), label="model")
-    token = data.draw(st.sampled_from(["live", "live", "zero", "negative", "never allocated", "released"]), label="token")
-    location = data.draw(st.sampled_from(["zero", "zero", "offset", "length", "padding"]), label="token location")
+    target = data.draw(sampled(("allocated model", "same graph prepared again")), label="model")
+    token = data.draw(sampled(("live", "live", "zero", "negative", "never allocated", "released")), label="token")
+    location = data.draw(sampled(("zero", "zero", "offset", "length", "padding")), label="token location")
     event(f"use {use}; {target}; token {token}; location {location}")
 
     loc = {"zero": DataLocation(), "offset": DataLocation(0, 4), "length": DataLocation(0, 0, 4), "padding": DataLocation(0, 0, 0, 4)}[location]

@@ -12,6 +12,7 @@ from harness.judging.oracle import assert_conforms, execute_scenario, run_scenar
 from harness.judging.scenario import with_constants
 from harness.strategies import scenarios
 from harness.strategies.layouts import CONSTANT_POOL_KINDS
+from harness.strategies.values import integers, sampled
 
 
 def _has_tensor_constant(scenario) -> bool:
@@ -24,9 +25,9 @@ def _has_tensor_constant(scenario) -> bool:
 def test_copy_and_reference_constants_agree(driver, reference, capabilities, data) -> None:
     scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
     assume(_has_tensor_constant(scenario))
-    kind = data.draw(st.sampled_from([k for k in CONSTANT_POOL_KINDS if k in capabilities.memory_kinds] or ["ashmem"]),
+    kind = data.draw(sampled(tuple(k for k in CONSTANT_POOL_KINDS if k in capabilities.memory_kinds) or ("ashmem",)),
                      label="constant pool kind")
-    file_offset = data.draw(st.sampled_from([0, 8, 4096, 4100]), label="constant pool file offset") if kind == "mmap_fd" else 0
+    file_offset = data.draw(sampled((0, 8, 4096, 4100)), label="constant pool file offset") if kind == "mmap_fd" else 0
     event(f"constant pool kind: {kind}{' at file offset %d' % file_offset if file_offset else ''}")
     by_copy = with_constants(scenario, "copy")
     by_reference = with_constants(scenario, "reference", kind, file_offset)
@@ -49,13 +50,13 @@ def test_a_prepared_model_runs_again_and_again(driver, reference, capabilities, 
     with the same weights (a driver that converts them in place on a run fails the next one)."""
     scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
     assume(_has_tensor_constant(scenario))
-    how = data.draw(st.sampled_from(["copy", "reference"]), label="constants")
+    how = data.draw(sampled(("copy", "reference")), label="constants")
     scenario = with_constants(scenario, how)
     model = scenario.build_model()
     try:
         expected = run_scenario(reference, scenario)
         prepared = driver.prepare_model(model)
-        runs = data.draw(st.integers(2, 4), label="executions")
+        runs = data.draw(integers(2, 4), label="executions")
         event(f"{runs} executions of one prepared model")
         for run in range(runs):
             note(f"execution {run + 1} of {runs}")

@@ -12,6 +12,7 @@ from harness.api.hal import OperandLifeTime
 from harness.judging.oracle import assert_scenario_conforms
 from harness.judging.scenario import DEFECTS, Defect, MemorySpec, with_constants
 from harness.strategies import scenarios
+from harness.strategies.values import integers, sampled
 
 
 def _still_serves(driver, reference, scenario) -> None:
@@ -26,7 +27,7 @@ def _still_serves(driver, reference, scenario) -> None:
 @given(data=st.data())
 def test_unusable_request_pool(driver, reference, capabilities, defect, data) -> None:
     scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
-    index = data.draw(st.integers(0, len(scenario.request_pools) - 1), label="pool to break")
+    index = data.draw(integers(0, len(scenario.request_pools) - 1), label="pool to break")
     pools = list(scenario.request_pools)
     pools[index] = replace(pools[index], defect=defect)
     broken = replace(scenario, request_pools=tuple(pools))
@@ -45,7 +46,7 @@ def test_read_only_output_pool(driver, reference, capabilities, data) -> None:
     if not writable:
         event("no output in a memory pool")
         return _still_serves(driver, reference, scenario)
-    index = data.draw(st.sampled_from(writable), label="output pool made read-only")
+    index = data.draw(sampled(tuple(writable)), label="output pool made read-only")
     pools = list(scenario.request_pools)
     pools[index] = replace(pools[index], defect=Defect.READ_ONLY)
     broken = replace(scenario, request_pools=tuple(pools))
@@ -82,11 +83,11 @@ def test_non_blob_hardware_buffer_is_not_a_constant_pool(driver, reference, capa
 def test_region_out_of_range(driver, reference, capabilities, data) -> None:
     scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
     arguments = [("inputs", i) for i in range(len(scenario.inputs))] + [("outputs", i) for i in range(len(scenario.outputs))]
-    field, i = data.draw(st.sampled_from(arguments), label="argument")
+    field, i = data.draw(sampled(tuple(arguments)), label="argument")
     argument = getattr(scenario, field)[i]
     pool = scenario.request_pools[argument.location.pool_index]
-    overshoot = data.draw(st.integers(1, 64), label="bytes past the end")
-    part = data.draw(st.sampled_from(["offset", "padding"]), label="moved")
+    overshoot = data.draw(integers(1, 64), label="bytes past the end")
+    part = data.draw(sampled(("offset", "padding")), label="moved")
     loc = argument.location
     if part == "offset":
         loc = replace(loc, offset=pool.size - loc.length - loc.padding + overshoot)
