@@ -25,7 +25,7 @@ from harness.api.hal import (
 )
 from harness.judging.scenario import MemorySpec, Scenario, TokenRef
 
-from .values import QUANT_TYPES, integers, operand_types, quantization, sampled
+from .values import BOOLEANS, QUANT_TYPES, integers, operand_types, quantization, sampled
 
 DOMAIN_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_QUANT8_ASYMM)
 #: The operations the memory-domain models are made of, in order of preference.
@@ -211,7 +211,6 @@ def role_models(draw, caps: Capabilities) -> list[Scenario]:
     return models
 
 
-_BOOLEANS = st.booleans()
 _DESCRIPTOR_DIMS = st.sampled_from([(), (2, 2), (2, 3), (0, 2), (2, 0), (2, 2, 1)])
 _PROBABILITIES = st.one_of(st.just(1.0), st.just(0.5), st.sampled_from([0.0, -0.5, 10.0, 1.0000001]))
 
@@ -223,7 +222,7 @@ def role_sets(draw, model_count: int, io_counts: Sequence[tuple[int, int]]) -> t
     Mostly valid, with every DOM-ALLOC-1/2 mistake reachable: empty lists, indexes out of
     range, probabilities out of (0, 1], duplicated roles, conflicting descriptor dimensions."""
     listed = draw(st.lists(integers(0, model_count - 1), min_size=0, max_size=3), label="listed models")
-    if not listed and draw(_BOOLEANS, label="never empty"):
+    if not listed and draw(BOOLEANS, label="never empty"):
         listed = [0]
 
     def roles(direction: int):
@@ -234,7 +233,7 @@ def role_sets(draw, model_count: int, io_counts: Sequence[tuple[int, int]]) -> t
         return [one(i) for i in range(draw(integers(0, 2), label="role count"))]
 
     inputs, outputs = roles(0), roles(1)
-    if inputs and draw(_BOOLEANS, label="repeat a role"):
+    if inputs and draw(BOOLEANS, label="repeat a role"):
         inputs.append(inputs[0])
     desc = BufferDesc(draw(_DESCRIPTOR_DIMS, label="descriptor dims"))
     return desc, listed, inputs, outputs

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from harness.api.hal import DataLocation, RequestArgument, element_size, is_fully_specified
 from harness.judging.scenario import Scenario
-from .values import integers, sampled
+from .values import BOOLEANS, integers, sampled
 
 #: mutation name -> the requirement it breaks
 MUTATIONS = {
@@ -38,9 +38,6 @@ def _with(scenario: Scenario, field: str, index: int, argument: RequestArgument)
     arguments = list(getattr(scenario, field))
     arguments[index] = argument
     return replace(scenario, **{field: tuple(arguments)})  # type: ignore[arg-type]  # field is inputs or outputs
-
-
-_BOOLEANS = st.booleans()
 
 
 @st.composite
@@ -87,7 +84,7 @@ def request_mutations(draw, scenario: Scenario, names: tuple[str, ...] = ()) -> 
             argument = replace(argument, dimensions=tuple(dims))
         case "rank-conflicts-with-model":
             given = tuple(argument.dimensions or operand.dimensions or (1,))
-            argument = replace(argument, dimensions=given + (1,) if draw(_BOOLEANS) else given[:-1] or (1, 1))
+            argument = replace(argument, dimensions=given + (1,) if draw(BOOLEANS) else given[:-1] or (1, 1))
         case "no-value-with-location":
             argument = RequestArgument(True, loc if loc != DataLocation() else DataLocation(0, 4, 4), ())
         case "no-value-with-dimensions":

@@ -15,15 +15,13 @@ from harness.api.memory import REQUIRED_KINDS
 from harness.judging.lockstep import Lockstep
 from harness.judging.scenario import MemorySpec, make_memory
 from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
-from harness.strategies.values import integers, sampled
+from harness.strategies.values import BOOLEANS, integers, sampled
 from harness.integration.skips import not_applicable, refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
 COPY_KINDS = REQUIRED_KINDS  # DOM-COPY-1: required with memory domains
-DIMS = [(), (2, 2), (2, 3), (3, 2), (1, 2), (0, 2), (2, 0), (4,), (2, 2, 1)]
-
-_BOOLEANS = st.booleans()
+DIMS = ((), (2, 2), (2, 3), (3, 2), (1, 2), (0, 2), (2, 0), (4,), (2, 2, 1))
 
 
 @pytest.mark.requirement("DOM-COPY-1", "DOM-COPY-2", "DOM-STATE-1", "DOM-STATE-2")
@@ -40,14 +38,14 @@ def test_copy_sequences(driver, reference, capabilities, flavor, data) -> None:
         return
     item = element_size(type)
     for number in range(data.draw(integers(1, 6), label="copies")):
-        kind = data.draw(sampled(tuple(COPY_KINDS)), label="memory kind")
-        dims = data.draw(sampled(tuple(DIMS)), label="dims")
+        kind = data.draw(sampled(COPY_KINDS), label="memory kind")
+        dims = data.draw(sampled(DIMS), label="dims")
         size = max(nbytes(type, tuple(d or 1 for d in dims) or (2, 2)) + item * data.draw(sampled((0, 0, 0, -1, 1))), 0)
         if data.draw(integers(0, 9), label="empty memory") == 0:
             size = 0  # a memory of 0 bytes: must be rejected (size mismatch), never hang
         # An mmap_fd memory is a region of a larger file: at an offset, with other bytes around it.
         file_offset = data.draw(sampled((0, 24, 4096)), label="file offset") if kind == "mmap_fd" else 0
-        if data.draw(_BOOLEANS, label="copy_from"):
+        if data.draw(BOOLEANS, label="copy_from"):
             content = np.random.default_rng(number).integers(0, 100, size, dtype=np.uint8).tobytes()
             memory = MemorySpec(kind, content, file_offset, guard=16 if kind == "mmap_fd" else 0)
             ok = step.copy_from("buffer", memory, dims, requirement="DOM-COPY-2")
@@ -122,7 +120,7 @@ def test_memory_size_must_match(driver, reference, capabilities, flavor, directi
     """A memory one element shorter or longer than the buffer is INVALID_ARGUMENT both ways."""
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     type = drawn.type
-    kind = data.draw(sampled(tuple(COPY_KINDS)), label="memory kind")
+    kind = data.draw(sampled(COPY_KINDS), label="memory kind")
     step = Lockstep(driver, reference)
     prepared = step.prepare(drawn.model((2, 2)))
     if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
