@@ -308,7 +308,8 @@ def _without_idle_threads(dump: str) -> str:
 
     The service keeps a pool of call threads; all but the hung ones wait in `wire.receive`.
     Their stacks say nothing, and listed in thread order they can push the hung thread's
-    stack past what a report keeps (the breaker repeats only the first 6,000 characters)."""
+    stack past what a report keeps (a breaker refusal repeats only the first fault's first
+    `breaker.FIRST_FAULT_CHARS` characters)."""
     idle_frame = f'File "{wire.__file__}"'
     kept, idle = [], 0
     for block in dump.split("\n\n"):
