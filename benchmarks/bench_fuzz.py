@@ -10,7 +10,11 @@
     reference, service calls, judging, recording, or the rest; a built-in's time goes to the
     part that called it);
 (c) the service's round trip (a trivial call), and the examples/s it would allow at the
-    measured number of service calls per example: the ceiling no strategy tuning can pass.
+    measured number of service calls per example: the ceiling no strategy tuning can pass;
+(d) hypothesis' own ceiling: examples/s of a test that does nothing but make as many choices
+    per example as the suite's examples make (measured in (b)), under the same engine and
+    phases.  No suite can pass it without making fewer choices, so it bounds what any change
+    to the harness's own code can give (a 5x goal above it cannot be met that way).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import pstats
 import subprocess
 import sys
 import tempfile
+import time
 from collections import defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -91,23 +96,34 @@ def baseline_env(revision: str, where: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": site + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int]:
-    """The time split of one in-process run, its generated examples and its service calls."""
+def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int, float]:
+    """The time split of one in-process run, its generated examples, its service calls and the
+    choices each test case made on average."""
     import pytest
+    from hypothesis.internal.conjecture.data import ConjectureData
 
     from harness.service import client
 
     calls = {"n": 0}
     original = client.Connection._send  # every call is sent here, whether made at once or begun early
+    cases = {"n": 0, "choices": 0}
+    original_freeze = ConjectureData.freeze  # every test case the engine ran ends here, once
 
     def counted(self, *args, **kwargs):
         calls["n"] += 1
         return original(self, *args, **kwargs)
 
+    def frozen(self):
+        if not self.frozen:
+            cases["n"] += 1
+            cases["choices"] += len(self.nodes)
+        return original_freeze(self)
+
     with tempfile.TemporaryDirectory() as out:
         record = os.path.join(out, "record.jsonl")
         profiler = cProfile.Profile()
         client.Connection._send = counted  # type: ignore[method-assign]
+        ConjectureData.freeze = frozen  # type: ignore[method-assign]
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # pytest's own report is not a figure
                 profiler.runcall(pytest.main, ["-q", "-p", "no:cacheprovider", "--pyargs", f"harness.suites.{suite}",
@@ -117,9 +133,34 @@ def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int
                                                f"--harness-record={record}", "-p", "no:warnings"])
         finally:
             client.Connection._send = original  # type: ignore[method-assign]
+            ConjectureData.freeze = original_freeze  # type: ignore[method-assign]
         with open(record, encoding="utf-8") as f:
             generated = sum(r.get("examples") or 0 for r in map(json.loads, f) if "id" in r)
-    return time_split(pstats.Stats(profiler)), generated, calls["n"]
+    return time_split(pstats.Stats(profiler)), generated, calls["n"], cases["choices"] / max(cases["n"], 1)
+
+
+def hypothesis_ceiling(choices: float, seconds: float = 3.0) -> float:
+    """Examples/s of a test whose examples only make ``choices`` (rounded) one-byte choices, under
+    the nightly profile's engine settings: hypothesis' own cost per example at that size."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    from harness.strategies.values import integers
+
+    byte, count, ran = integers(0, 255), max(round(choices), 1), [0]
+
+    @settings(max_examples=500, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def only_choices(data) -> None:
+        ran[0] += 1
+        for _ in range(count):
+            data.conjecture_data.draw(byte)
+
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        only_choices()
+    return ran[0] / (time.perf_counter() - start)
 
 
 def service_round_trip(seconds: float = 2.0) -> float:
@@ -151,12 +192,20 @@ def main() -> None:
 
     print("(b) where the time goes (own time per part, in-process run, current code):")
     calls_per_example: dict[str, float] = {}
+    choices_per_example: dict[str, float] = {}
     for suite in suites:
-        split, generated, calls = profile_suite(suite, args.profile_examples)
+        split, generated, calls, choices_per_example[suite] = profile_suite(suite, args.profile_examples)
         total = sum(split.values())
         calls_per_example[suite] = calls / max(generated, 1)
         parts = ", ".join(f"{part} {100 * seconds / total:.0f}%" for part, seconds in sorted(split.items(), key=lambda kv: -kv[1]))
-        print(f"    {suite:<17} {generated} examples, {calls_per_example[suite]:.1f} service calls each: {parts}")
+        print(f"    {suite:<17} {generated} examples, {calls_per_example[suite]:.1f} service calls and "
+              f"{choices_per_example[suite]:.1f} choices each: {parts}")
+
+    print("(d) hypothesis' own ceiling (a test that only makes as many one-byte choices per example):")
+    engine_ceiling: dict[str, float] = {}
+    for suite in suites:
+        engine_ceiling[suite] = hypothesis_ceiling(choices_per_example[suite])
+        print(f"    {suite:<17} {round(choices_per_example[suite])} choices: {engine_ceiling[suite]:8.1f} examples/s", flush=True)
 
     configurations: list[tuple[str, dict[str, str]]] = [("current", dict(os.environ))]
     scratch = tempfile.TemporaryDirectory()
@@ -172,11 +221,13 @@ def main() -> None:
         ceiling = 1 / (round_trip * max(calls_per_example[suite], 1e-9))
         line = (f"    {suite:<17} current: 1 worker {current_1:8.1f}, 2 workers {current_2:8.1f} "
                 f"(x{current_2 / max(current_1, 1e-9):.2f}); service ceiling {ceiling:,.0f}/s "
-                f"(1 worker at {100 * current_1 / ceiling:.1f}% of it)")
+                f"(1 worker at {100 * current_1 / ceiling:.1f}% of it); hypothesis ceiling {engine_ceiling[suite]:,.0f}/s "
+                f"(1 worker at {100 * current_1 / engine_ceiling[suite]:.0f}% of it)")
         if args.baseline:
             base_1, base_2 = rates[(suite, configurations[0][0], 1)], rates[(suite, configurations[0][0], 2)]
             line += (f"; baseline: 1 worker {base_1:8.1f}, 2 workers {base_2:8.1f}; "
-                     f"current/baseline per worker x{current_1 / max(base_1, 1e-9):.2f}")
+                     f"current/baseline per worker x{current_1 / max(base_1, 1e-9):.2f}; "
+                     f"5x baseline is {100 * 5 * base_1 / engine_ceiling[suite]:.0f}% of the hypothesis ceiling")
         print(line, flush=True)
     scratch.cleanup()
 

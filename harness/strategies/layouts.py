@@ -114,7 +114,7 @@ def scenarios(caps: Capabilities, *, allow_insufficient: bool = True, family: st
     """A valid model with a valid request on it, laid out in the driver's memory kinds."""
     if models is None:
         return _scenarios(caps, allow_insufficient, family)
-    return _laid_out(models, caps, allow_insufficient)
+    return _laid_out_models(models, caps, allow_insufficient)
 
 
 @functools.lru_cache(maxsize=64)
@@ -122,6 +122,12 @@ def _scenarios(caps: Capabilities, allow_insufficient: bool, family: str) -> st.
     # One strategy object per (capabilities, options): hypothesis validates a strategy and works out
     # its properties once per object, which cost more than the drawing when built per example.
     return _laid_out(model_cases(caps, family), caps, allow_insufficient)
+
+
+@functools.lru_cache(maxsize=256)
+def _laid_out_models(models: st.SearchStrategy, caps: Capabilities, allow_insufficient: bool) -> st.SearchStrategy[Scenario]:
+    # by the models strategy object: the same object (a cached one) gives the same strategy back
+    return _laid_out(models, caps, allow_insufficient)
 
 
 @st.composite

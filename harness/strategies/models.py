@@ -8,7 +8,7 @@ layouts can size output regions without running any driver).
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -170,11 +170,20 @@ def _broadcast_pair(choices: _Choices, ranks: tuple[int, int] | None):
 _OPERAND_HOWS = (("input", "input"), ("input", "copy"), ("input", "reference"), ("copy", "input"), ("reference", "input"))
 
 
-@st.composite
-def elementwise_models(draw, caps: Capabilities, activation: int | None = None,
-                       op: OperationType | None = None, ranks: tuple[int, int] | None = None) -> ModelCase:
+@functools.lru_cache(maxsize=256)
+def elementwise_models(caps: Capabilities, activation: int | None = None,
+                       op: OperationType | None = None, ranks: tuple[int, int] | None = None) -> st.SearchStrategy[ModelCase]:
     """ADD/SUB/MUL/DIV with broadcasting, a fused activation, constants by copy or reference,
-    sometimes followed by RELU through a temporary of unknown shape."""
+    sometimes followed by RELU through a temporary of unknown shape.
+
+    One strategy object per arguments: tests ask for one inside every example, and hypothesis
+    validates each new object before its first draw."""
+    return _elementwise_models(caps, activation, op, ranks)
+
+
+@st.composite
+def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: OperationType | None,
+                        ranks: tuple[int, int] | None) -> ModelCase:
     c = _start(draw)
     if op is None:
         op = c.choice(_supported(caps, OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV), "operation")
@@ -372,7 +381,7 @@ FAMILIES = {
     "conv_2d": (OperationType.CONV_2D,),
 }
 
-_FAMILIES = [
+_FAMILIES: list[tuple[tuple[OperationType, ...], Callable[[Capabilities], st.SearchStrategy[ModelCase]]]] = [
     ((OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV), elementwise_models),
     (_RELUS, relu_models),
     ((OperationType.RESHAPE,), reshape_models),
