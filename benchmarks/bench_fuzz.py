@@ -149,13 +149,16 @@ def hypothesis_ceiling(choices: float, seconds: float = 3.0) -> float:
 
     byte, count, ran = integers(0, 255), max(round(choices), 1), [0]
 
+    @st.composite
+    def choices(draw) -> None:
+        for _ in range(count):
+            draw(byte)
+
     @settings(max_examples=500, database=None, deadline=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def only_choices(data) -> None:
+    @given(choices())
+    def only_choices(_: None) -> None:
         ran[0] += 1
-        for _ in range(count):
-            data.conjecture_data.draw(byte)
 
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
