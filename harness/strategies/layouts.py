@@ -112,21 +112,14 @@ request_layouts = st.composite(_lay_out)
 def scenarios(caps: Capabilities, *, allow_insufficient: bool = True, family: str = "",
               models: st.SearchStrategy | None = None) -> st.SearchStrategy[Scenario]:
     """A valid model with a valid request on it, laid out in the driver's memory kinds."""
-    if models is None:
-        return _scenarios(caps, allow_insufficient, family)
-    return _laid_out_models(models, caps, allow_insufficient)
-
-
-@functools.lru_cache(maxsize=64)
-def _scenarios(caps: Capabilities, allow_insufficient: bool, family: str) -> st.SearchStrategy[Scenario]:
-    # One strategy object per (capabilities, options): hypothesis validates a strategy and works out
-    # its properties once per object, which cost more than the drawing when built per example.
-    return _laid_out(model_cases(caps, family), caps, allow_insufficient)
+    return _laid_out_once(model_cases(caps, family) if models is None else models, caps, allow_insufficient)
 
 
 @functools.lru_cache(maxsize=256)
-def _laid_out_models(models: st.SearchStrategy, caps: Capabilities, allow_insufficient: bool) -> st.SearchStrategy[Scenario]:
-    # by the models strategy object: the same object (a cached one) gives the same strategy back
+def _laid_out_once(models: st.SearchStrategy, caps: Capabilities, allow_insufficient: bool) -> st.SearchStrategy[Scenario]:
+    # One strategy object per (models strategy, capabilities, options): hypothesis validates a
+    # strategy and works out its properties once per object, which cost more than the drawing when
+    # built per example.  Keyed by the models object, so callers pass cached ones (model_cases is).
     return _laid_out(models, caps, allow_insufficient)
 
 
