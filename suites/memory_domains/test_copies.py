@@ -22,6 +22,7 @@ pytestmark = pytest.mark.usefixtures("memory_domains")
 
 COPY_KINDS = REQUIRED_KINDS  # DOM-COPY-1: required with memory domains
 DIMS = ((), (2, 2), (2, 3), (3, 2), (1, 2), (0, 2), (2, 0), (4,), (2, 2, 1))
+_MIDDLE_ACTIONS = st.lists(sampled(("execute writes", "copy_from", "execute reads", "copy_to")), min_size=1, max_size=6)
 
 
 @pytest.mark.requirement("DOM-COPY-1", "DOM-COPY-2", "DOM-STATE-1", "DOM-STATE-2")
@@ -152,7 +153,7 @@ def test_live_buffers_keep_their_own_contents(driver, reference, capabilities, f
     for i in range(count):
         _allocated(step, f"b{i}", pair, [BufferRole(0, 0)], [])
         step.copy_from(f"b{i}", MemorySpec("ashmem", values_for(drawn.type, (2, 2), i).tobytes()), ())
-    released = data.draw(st.sampled_from(range(count)), label="released buffer")
+    released = data.draw(sampled(tuple(range(count))), label="released buffer")
     event(f"{count} live buffers, buffer {released} released")
     step.release(f"b{released}")
     size = nbytes(drawn.type, (2, 2))
@@ -176,8 +177,7 @@ def test_writes_by_execution_and_by_copy_alternate(driver, reference, capabiliti
     _allocated(step, "b", pair, [BufferRole(0, 0)], [BufferRole(0, 0)])
     size = nbytes(drawn.type, (2, 2))
     step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, (2, 2), 0).tobytes()), ())
-    middle = data.draw(st.lists(st.sampled_from(["execute writes", "copy_from", "execute reads", "copy_to"]), min_size=1,
-                                max_size=6), label="actions")
+    middle = data.draw(_MIDDLE_ACTIONS, label="actions")
     # Always read by an execution, write by a copy, and read by an execution again: a device-side
     # copy of the buffer that the copy does not refresh shows on the second read.
     for number, action in enumerate(["execute reads", *middle, "copy_from", "execute reads"]):

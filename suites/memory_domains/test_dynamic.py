@@ -11,6 +11,7 @@ from harness.api.hal import BufferDesc, BufferRole, OperationType, element_size
 from harness.judging.lockstep import Lockstep
 from harness.judging.scenario import Scenario
 from harness.strategies.domains import Flavor, TokenUse, identity_operand, nbytes, request, reshape_model, values_for
+from harness.strategies.values import sampled
 from harness.integration.skips import not_applicable, not_run, refused_allocation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -47,7 +48,7 @@ def test_buffer_follows_the_latest_output_shape(driver, reference, capabilities,
     producer = _producer(capabilities, flavor)
     consumer = flavor.model((0, 0))
     pairs = step.prepare(producer), step.prepare(consumer)
-    desc = BufferDesc(data.draw(st.sampled_from([(), (0, 0)]), label="descriptor dims"))
+    desc = BufferDesc(data.draw(sampled(((), (0, 0))), label="descriptor dims"))
     if step.allocate("buffer", desc, list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-1") is None:
         not_run("the driver refused a buffer of unknown shape with GENERAL_FAILURE, though it declares dynamic_buffers",
                 DYNAMIC_REFUSAL_FIX)

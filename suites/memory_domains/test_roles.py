@@ -44,7 +44,7 @@ def test_token_uses(driver, reference, capabilities, flavor, data) -> None:
     if step.allocate("buffer", BufferDesc(), [original], input_roles, output_roles) is None:
         refused_allocation()
     step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS).tobytes()), ())
-    use = data.draw(st.sampled_from(sorted(USES)), label="use")
+    use = data.draw(sampled(tuple(sorted(USES))), label="use")
     target = data.draw(sampled(("allocated model", "same graph prepared again")), label="model")
     token = data.draw(sampled(("live", "live", "zero", "negative", "never allocated", "released")), label="token")
     location = data.draw(sampled(("zero", "zero", "offset", "length", "padding")), label="token location")

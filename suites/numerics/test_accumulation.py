@@ -20,6 +20,7 @@ from harness.judging.oracle import assert_scenario_conforms
 from harness.judging.scenario import Scenario
 from harness.integration.skips import not_applicable
 from harness.strategies.domains import request
+from harness.strategies.values import integers, sampled
 
 TERMS = {OperandType.TENSOR_FLOAT32: (256, 576), OperandType.TENSOR_FLOAT16: (16, 96)}
 
@@ -30,10 +31,10 @@ def test_long_sums_are_judged_by_their_terms(driver, reference, capabilities, da
     types = [t for t in TERMS if t in capabilities.operand_types]
     if OperationType.FULLY_CONNECTED not in capabilities.operations or not types:
         not_applicable("operations", "the driver declares no FULLY_CONNECTED on a float type")
-    type = data.draw(st.sampled_from(types), label="type")
-    size = data.draw(st.integers(*TERMS[type]), label="terms")
-    batch, units = data.draw(st.integers(1, 3), label="batch"), data.draw(st.integers(1, 4), label="units")
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="value seed"))
+    type = data.draw(sampled(tuple(types)), label="type")
+    size = data.draw(integers(*TERMS[type]), label="terms")
+    batch, units = data.draw(integers(1, 3), label="batch"), data.draw(integers(1, 4), label="units")
+    rng = np.random.default_rng(data.draw(integers(0, 2**32 - 1), label="value seed"))
     dtype = np.float32 if type == OperandType.TENSOR_FLOAT32 else np.float16
     x = rng.normal(0, 1, (batch, size)).astype(dtype)
     w = rng.normal(0, 1, (units, size)).astype(dtype)

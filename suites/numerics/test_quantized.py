@@ -23,6 +23,7 @@ from harness.strategies import quantization
 from harness.judging.builders import ModelBuilder
 from harness.judging.scenario import Scenario
 from harness.strategies.domains import request
+from harness.strategies.values import integers, sampled
 
 ARITHMETIC = (OperationType.ADD, OperationType.SUB, OperationType.MUL)
 QUANTIZED = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
@@ -35,17 +36,17 @@ def test_quantized_arithmetic_is_within_a_step_and_unbiased(driver, reference, c
     ops = [op for op in ARITHMETIC if op in capabilities.operations]
     if not types or not ops:
         not_applicable("operand_types", "the driver declares no quantized arithmetic (quantized types with ADD, SUB or MUL)")
-    type = data.draw(st.sampled_from(types), label="type")
-    op = data.draw(st.sampled_from(ops), label="operation")
+    type = data.draw(sampled(tuple(types)), label="type")
+    op = data.draw(sampled(tuple(ops)), label="operation")
     quant = data.draw(quantization(type), label="quantization")
-    shape = (data.draw(st.integers(2 * BIAS_MIN_ELEMENTS, 8 * BIAS_MIN_ELEMENTS), label="length"),)
+    shape = (data.draw(integers(2 * BIAS_MIN_ELEMENTS, 8 * BIAS_MIN_ELEMENTS), label="length"),)
     # Values near the zero point, so that most results are rounded rather than saturated.
     low, high = np.iinfo(numpy_dtype(type)).min, np.iinfo(numpy_dtype(type)).max
-    near = st.integers(max(low, quant[1] - 12), min(high, quant[1] + 12))
+    near = integers(max(low, quant[1] - 12), min(high, quant[1] + 12))
     a = data.draw(hnp.arrays(numpy_dtype(type), shape, elements=near), label="a")
     b = data.draw(hnp.arrays(numpy_dtype(type), shape, elements=near), label="b")
     # An output scale that is not the inputs': every result then has a fractional part to round.
-    out_scale = quant[0] * data.draw(st.sampled_from([0.3, 0.7, 1.3, 2.6]), label="output scale / input scale")
+    out_scale = quant[0] * data.draw(sampled((0.3, 0.7, 1.3, 2.6)), label="output scale / input scale")
     builder = ModelBuilder()
     x, y = builder.input(type, shape, *quant), builder.input(type, shape, *quant)
     builder.operation(op, [x, y, builder.scalar(0)], type, shape, out_scale, quant[1])

@@ -8,14 +8,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from harness.strategies.values import integers, sampled
+
 DTYPES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "int64": (0, 64), "uint8": (1, 8)}
 
 
 @st.composite
 def arrays(draw):
-    dtype = draw(st.sampled_from(sorted(DTYPES)), label="dtype")
+    dtype = draw(sampled(tuple(sorted(DTYPES))), label="dtype")
     base = draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6)), label="array")
-    steps = tuple(draw(st.integers(1, 2), label="step") for _ in range(base.ndim))
+    steps = tuple(draw(integers(1, 2), label="step") for _ in range(base.ndim))
     return base[tuple(slice(None, None, s) for s in steps)]  # strided views too
 
 
