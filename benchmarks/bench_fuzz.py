@@ -1,8 +1,8 @@
 """Fuzzing throughput, each figure against what limits it, measured in the same run.
 
-    python benchmarks/bench_fuzz.py [--seconds S] [--baseline REV] [--suites a,b] [--profile-examples N]
+    python benchmarks/bench_fuzz.py [--seconds S] [--repeats N] [--baseline REV] [--suites a,b] [--profile-examples N]
 
-(a) per suite, examples/s of ``harness fuzz --driver reference`` with 1 worker and with 2, for
+(a) per suite, examples/s of ``harness fuzz --driver reference`` with 1 worker and with 2 (N runs of each, interleaved), for
     this checkout and, side by side, for git revision REV (default: none) installed into a
     scratch directory with ``pip install --no-deps --target`` and put first on PYTHONPATH;
 (b) where one example's time goes (cProfile of one in-process run per suite, each function's
@@ -14,7 +14,11 @@
 (d) hypothesis' own ceiling: examples/s of a test that does nothing but make as many choices
     per example as the suite's examples make (measured in (b)), under the same engine and
     phases.  No suite can pass it without making fewer choices, so it bounds what any change
-    to the harness's own code can give (a 5x goal above it cannot be met that way).
+    to the harness's own code can give (a 5x goal above it cannot be met that way);
+(e) the cores each run keeps busy (the CPU time of every process it starts, the workers, their
+    driver services and the controller, over its wall time) and its examples per CPU-second.  A
+    2-worker run short of 2x that keeps every core busy is limited by the work per example (the
+    service's half of it included), not by waiting; one that leaves cores idle is waiting.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import io
 import json
 import os
 import pstats
+import resource
 import subprocess
 import sys
 import tempfile
@@ -71,8 +76,38 @@ def time_split(stats: pstats.Stats) -> dict[str, float]:
     return dict(split)
 
 
-def fuzz_rate(suite: str, workers: int, seconds: float, env: dict[str, str]) -> tuple[float, int]:
-    """Examples/s of a ``harness fuzz`` run of one suite (examples over the run's whole wall time)."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # every waited-for descendant (the zygote waits for services)
+    return usage.ru_utime + usage.ru_stime
+
+
+class _Runs:
+    """What one configuration's runs of a suite did, added up (a rate is over all of them)."""
+
+    def __init__(self) -> None:
+        self.examples, self.seconds, self.cpu_seconds, self.wall = 0, 0.0, 0.0, 0.0
+        self.rates: list[float] = []  # each run's own examples/s
+
+    def add(self, examples: int, seconds: float, cpu_seconds: float, wall: float) -> None:
+        self.examples += examples
+        self.seconds += seconds
+        self.cpu_seconds += cpu_seconds
+        self.wall += wall
+        self.rates.append(examples / seconds)
+
+    @property
+    def rate(self) -> float:
+        return self.examples / max(self.seconds, 1e-9)
+
+    @property
+    def cores(self) -> float:
+        return self.cpu_seconds / max(self.wall, 1e-9)
+
+
+def fuzz_run(suite: str, workers: int, seconds: float, env: dict[str, str], into: _Runs) -> None:
+    """One ``harness fuzz`` run of one suite: its examples and the run's whole wall time (start-up
+    included), and the CPU time of every process it started."""
+    cpu, started = _children_cpu(), time.monotonic()
     with tempfile.TemporaryDirectory() as out:
         command = [sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", "reference", "--suites", suite,
                    "--minutes", str(seconds / 60), "--workers", str(workers), "--db", os.path.join(out, "db"),
@@ -80,8 +115,8 @@ def fuzz_rate(suite: str, workers: int, seconds: float, env: dict[str, str]) -> 
         subprocess.run(command, cwd=out, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=seconds + 300)
         with open(os.path.join(out, "fuzz-summary.json"), encoding="utf-8") as f:
             summary = json.load(f)
-    examples = sum(summary["examples_per_suite"].values())
-    return examples / summary["seconds"], examples
+    into.add(sum(summary["examples_per_suite"].values()), summary["seconds"], _children_cpu() - cpu,
+             time.monotonic() - started)
 
 
 def baseline_env(revision: str, where: str) -> dict[str, str]:
@@ -150,13 +185,13 @@ def hypothesis_ceiling(choices: float, seconds: float = 3.0) -> float:
     byte, count, ran = integers(0, 255), max(round(choices), 1), [0]
 
     @st.composite
-    def choices(draw) -> None:
+    def count_choices(draw) -> None:
         for _ in range(count):
             draw(byte)
 
     @settings(max_examples=500, database=None, deadline=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(choices())
+    @given(count_choices())
     def only_choices(_: None) -> None:
         ran[0] += 1
 
@@ -187,6 +222,9 @@ def main() -> None:
     parser.add_argument("--baseline", default="", help="a git revision to measure side by side (e.g. the code before a change)")
     parser.add_argument("--suites", default=",".join(SUITES))
     parser.add_argument("--profile-examples", type=int, default=30, help="examples per test in the profiled runs")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs per suite and configuration, interleaved (1 worker, 2 workers, 1 worker, ...); "
+                             "rates are over all of them, so the machine's load moves them less")
     args = parser.parse_args()
     suites = [s for s in args.suites.split(",") if s]
 
@@ -214,22 +252,29 @@ def main() -> None:
     scratch = tempfile.TemporaryDirectory()
     if args.baseline:
         configurations.insert(0, (f"baseline {args.baseline}", baseline_env(args.baseline, scratch.name)))
-    print(f"(a) harness fuzz --driver reference, {args.seconds:.0f} s per suite and configuration, examples/s:")
-    rates: dict[tuple[str, str, int], float] = {}
+    print(f"(a) harness fuzz --driver reference, {args.repeats} x {args.seconds:.0f} s per suite and configuration, "
+          f"examples/s:")
+    available = len(os.sched_getaffinity(0))
     for suite in suites:
-        for name, env in configurations:
-            for workers in (1, 2):
-                rates[(suite, name, workers)], _ = fuzz_rate(suite, workers, args.seconds, env)
-        current_1, current_2 = rates[(suite, "current", 1)], rates[(suite, "current", 2)]
+        runs = {(name, workers): _Runs() for name, _ in configurations for workers in (1, 2)}
+        for _ in range(args.repeats):
+            for name, env in configurations:
+                for workers in (1, 2):
+                    fuzz_run(suite, workers, args.seconds, env, runs[(name, workers)])
+        one, two = runs[("current", 1)], runs[("current", 2)]
         ceiling = 1 / (round_trip * max(calls_per_example[suite], 1e-9))
-        line = (f"    {suite:<17} current: 1 worker {current_1:8.1f}, 2 workers {current_2:8.1f} "
-                f"(x{current_2 / max(current_1, 1e-9):.2f}); service ceiling {ceiling:,.0f}/s "
-                f"(1 worker at {100 * current_1 / ceiling:.1f}% of it); hypothesis ceiling {engine_ceiling[suite]:,.0f}/s "
-                f"(1 worker at {100 * current_1 / engine_ceiling[suite]:.0f}% of it)")
+        each = "" if args.repeats == 1 else " [runs: " + ", ".join(
+            f"x{b / max(a, 1e-9):.2f}" for a, b in zip(one.rates, two.rates)) + "]"
+        line = (f"    {suite:<17} current: 1 worker {one.rate:8.1f}, 2 workers {two.rate:8.1f} "
+                f"(x{two.rate / max(one.rate, 1e-9):.2f}{each}; (e) {one.cores:.2f} and {two.cores:.2f} of {available} "
+                f"cores busy, {one.examples / max(one.cpu_seconds, 1e-9):.0f} and "
+                f"{two.examples / max(two.cpu_seconds, 1e-9):.0f} examples per CPU-second); service ceiling {ceiling:,.0f}/s "
+                f"(1 worker at {100 * one.rate / ceiling:.1f}% of it); hypothesis ceiling {engine_ceiling[suite]:,.0f}/s "
+                f"(1 worker at {100 * one.rate / engine_ceiling[suite]:.0f}% of it)")
         if args.baseline:
-            base_1, base_2 = rates[(suite, configurations[0][0], 1)], rates[(suite, configurations[0][0], 2)]
+            base_1, base_2 = runs[(configurations[0][0], 1)].rate, runs[(configurations[0][0], 2)].rate
             line += (f"; baseline: 1 worker {base_1:8.1f}, 2 workers {base_2:8.1f}; "
-                     f"current/baseline per worker x{current_1 / max(base_1, 1e-9):.2f}; "
+                     f"current/baseline per worker x{one.rate / max(base_1, 1e-9):.2f}; "
                      f"5x baseline is {100 * 5 * base_1 / engine_ceiling[suite]:.0f}% of the hypothesis ceiling")
         print(line, flush=True)
     scratch.cleanup()
