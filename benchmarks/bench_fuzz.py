@@ -103,6 +103,10 @@ class _Runs:
     def cores(self) -> float:
         return self.cpu_seconds / max(self.wall, 1e-9)
 
+    @property
+    def per_cpu_second(self) -> float:
+        return self.examples / max(self.cpu_seconds, 1e-9)
+
 
 def fuzz_run(suite: str, workers: int, seconds: float, env: dict[str, str], into: _Runs) -> None:
     """One ``harness fuzz`` run of one suite: its examples and the run's whole wall time (start-up
@@ -267,8 +271,8 @@ def main() -> None:
             f"x{b / max(a, 1e-9):.2f}" for a, b in zip(one.rates, two.rates)) + "]"
         line = (f"    {suite:<17} current: 1 worker {one.rate:8.1f}, 2 workers {two.rate:8.1f} "
                 f"(x{two.rate / max(one.rate, 1e-9):.2f}{each}; (e) {one.cores:.2f} and {two.cores:.2f} of {available} "
-                f"cores busy, {one.examples / max(one.cpu_seconds, 1e-9):.0f} and "
-                f"{two.examples / max(two.cpu_seconds, 1e-9):.0f} examples per CPU-second); service ceiling {ceiling:,.0f}/s "
+                f"cores busy, {one.per_cpu_second:.0f} and {two.per_cpu_second:.0f} examples per CPU-second); "
+                f"service ceiling {ceiling:,.0f}/s "
                 f"(1 worker at {100 * one.rate / ceiling:.1f}% of it); hypothesis ceiling {engine_ceiling[suite]:,.0f}/s "
                 f"(1 worker at {100 * one.rate / engine_ceiling[suite]:.0f}% of it)")
         if args.baseline:
