@@ -8,15 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from harness.strategies.values import integers, sampled
+from harness.strategies.values import integers, sampled, shapes
 
 DTYPES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "int64": (0, 64), "uint8": (1, 8)}
+# One array strategy per dtype, made once: hypothesis validates every new strategy object before
+# its first draw, which cost more than the draw when built inside each example.
+_ARRAYS = {dtype: hnp.arrays(dtype, shapes(min_rank=1, max_rank=3, max_side=6)) for dtype in DTYPES}
 
 
 @st.composite
 def arrays(draw):
     dtype = draw(sampled(tuple(sorted(DTYPES))), label="dtype")
-    base = draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6)), label="array")
+    base = draw(_ARRAYS[dtype], label="array")
     steps = tuple(draw(integers(1, 2), label="step") for _ in range(base.ndim))
     return base[tuple(slice(None, None, s) for s in steps)]  # strided views too
 
