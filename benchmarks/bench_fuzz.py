@@ -1,6 +1,7 @@
 """Fuzzing throughput, each figure against what limits it, measured in the same run.
 
     python benchmarks/bench_fuzz.py [--seconds S] [--repeats N] [--baseline REV] [--suites a,b] [--profile-examples N]
+                                    [--scope suites|whole|both]
 
 (a) per suite, examples/s of ``harness fuzz --driver reference`` with 1 worker and with 2 (N runs of each, interleaved), for
     this checkout and, side by side, for git revision REV (default: none) installed into a
@@ -18,7 +19,12 @@
 (e) the cores each run keeps busy (the CPU time of every process it starts, the workers, their
     driver services and the controller, over its wall time) and its examples per CPU-second.  A
     2-worker run short of 2x that keeps every core busy is limited by the work per example (the
-    service's half of it included), not by waiting; one that leaves cores idle is waiting.
+    service's half of it included), not by waiting; one that leaves cores idle is waiting;
+(f) with ``--scope whole`` or ``both``: the whole nightly run, one ``harness fuzz`` over all the
+    selected suites together, as issue 18 first measured it (``--minutes 1``, 6 suites, 1 worker:
+    about 110 examples/s), with 1 and 2 workers and side by side with REV.  Each round gives every
+    test as many examples, so the run's rate is the harmonic mean of its tests' rates (weighted
+    by their count), with start-up and the short first rounds included.
 """
 
 from __future__ import annotations
@@ -109,8 +115,9 @@ class _Runs:
 
 
 def fuzz_run(suite: str, workers: int, seconds: float, env: dict[str, str], into: _Runs) -> None:
-    """One ``harness fuzz`` run of one suite: its examples and the run's whole wall time (start-up
-    included), and the CPU time of every process it started."""
+    """One ``harness fuzz`` run of one suite (or of several, comma-separated, in one run): its
+    examples and the run's whole wall time (start-up included), and the CPU time of every
+    process it started."""
     cpu, started = _children_cpu(), time.monotonic()
     with tempfile.TemporaryDirectory() as out:
         command = [sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", "reference", "--suites", suite,
@@ -229,16 +236,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1,
                         help="runs per suite and configuration, interleaved (1 worker, 2 workers, 1 worker, ...); "
                              "rates are over all of them, so the machine's load moves them less")
+    parser.add_argument("--scope", choices=("suites", "whole", "both"), default="suites",
+                        help="(a) each suite on its own, (f) the whole nightly run of all of them together, or both")
     args = parser.parse_args()
     suites = [s for s in args.suites.split(",") if s]
+    each_suite = suites if args.scope != "whole" else []  # (a), (b) and (d) are per suite
 
     round_trip = service_round_trip()
     print(f"(c) service round trip (trivial call): {round_trip * 1e6:.1f} us")
 
-    print("(b) where the time goes (own time per part, in-process run, current code):")
+    if each_suite:
+        print("(b) where the time goes (own time per part, in-process run, current code):")
     calls_per_example: dict[str, float] = {}
     choices_per_example: dict[str, float] = {}
-    for suite in suites:
+    for suite in each_suite:
         split, generated, calls, choices_per_example[suite] = profile_suite(suite, args.profile_examples)
         total = sum(split.values())
         calls_per_example[suite] = calls / max(generated, 1)
@@ -246,9 +257,10 @@ def main() -> None:
         print(f"    {suite:<17} {generated} examples, {calls_per_example[suite]:.1f} service calls and "
               f"{choices_per_example[suite]:.1f} choices each: {parts}")
 
-    print("(d) hypothesis' own ceiling (a test that only makes as many one-byte choices per example):")
+    if each_suite:
+        print("(d) hypothesis' own ceiling (a test that only makes as many one-byte choices per example):")
     engine_ceiling: dict[str, float] = {}
-    for suite in suites:
+    for suite in each_suite:
         engine_ceiling[suite] = hypothesis_ceiling(choices_per_example[suite])
         print(f"    {suite:<17} {round(choices_per_example[suite])} choices: {engine_ceiling[suite]:8.1f} examples/s", flush=True)
 
@@ -256,15 +268,12 @@ def main() -> None:
     scratch = tempfile.TemporaryDirectory()
     if args.baseline:
         configurations.insert(0, (f"baseline {args.baseline}", baseline_env(args.baseline, scratch.name)))
-    print(f"(a) harness fuzz --driver reference, {args.repeats} x {args.seconds:.0f} s per suite and configuration, "
-          f"examples/s:")
+    if each_suite:
+        print(f"(a) harness fuzz --driver reference, {args.repeats} x {args.seconds:.0f} s per suite and configuration, "
+              f"examples/s:")
     available = len(os.sched_getaffinity(0))
-    for suite in suites:
-        runs = {(name, workers): _Runs() for name, _ in configurations for workers in (1, 2)}
-        for _ in range(args.repeats):
-            for name, env in configurations:
-                for workers in (1, 2):
-                    fuzz_run(suite, workers, args.seconds, env, runs[(name, workers)])
+    for suite in each_suite:
+        runs = interleaved_runs(suite, configurations, args.repeats, args.seconds)
         one, two = runs[("current", 1)], runs[("current", 2)]
         ceiling = 1 / (round_trip * max(calls_per_example[suite], 1e-9))
         each = "" if args.repeats == 1 else " [runs: " + ", ".join(
@@ -281,7 +290,34 @@ def main() -> None:
                      f"current/baseline per worker x{one.rate / max(base_1, 1e-9):.2f}; "
                      f"5x baseline is {100 * 5 * base_1 / engine_ceiling[suite]:.0f}% of the hypothesis ceiling")
         print(line, flush=True)
+    if args.scope != "suites":
+        print(f"(f) the whole nightly run: harness fuzz --driver reference --suites {','.join(suites)}, "
+              f"{args.repeats} x {args.seconds:.0f} s per configuration, examples/s:")
+        runs = interleaved_runs(",".join(suites), configurations, args.repeats, args.seconds)
+        for name, _ in configurations:
+            one, two = runs[(name, 1)], runs[(name, 2)]
+            print(f"    {name:<17} 1 worker {one.rate:8.1f} {_each(one)}, 2 workers {two.rate:8.1f} {_each(two)} "
+                  f"(x{two.rate / max(one.rate, 1e-9):.2f}; {one.cores:.2f} and {two.cores:.2f} cores busy)", flush=True)
+        if args.baseline:
+            base, now = runs[(configurations[0][0], 1)], runs[("current", 1)]
+            print(f"    current/baseline per worker x{now.rate / max(base.rate, 1e-9):.2f}", flush=True)
     scratch.cleanup()
+
+
+def interleaved_runs(suites: str, configurations: list[tuple[str, dict[str, str]]], repeats: int,
+                     seconds: float) -> dict[tuple[str, int], _Runs]:
+    """Each configuration's runs with 1 and 2 workers, ``repeats`` times, taking turns so that the
+    machine's load moves them alike."""
+    runs = {(name, workers): _Runs() for name, _ in configurations for workers in (1, 2)}
+    for _ in range(repeats):
+        for name, env in configurations:
+            for workers in (1, 2):
+                fuzz_run(suites, workers, seconds, env, runs[(name, workers)])
+    return runs
+
+
+def _each(runs: _Runs) -> str:
+    return "(" + ", ".join(f"{rate:.1f}" for rate in runs.rates) + ")"
 
 
 if __name__ == "__main__":
