@@ -20,6 +20,11 @@
     driver services and the controller, over its wall time) and its examples per CPU-second.  A
     2-worker run short of 2x that keeps every core busy is limited by the work per example (the
     service's half of it included), not by waiting; one that leaves cores idle is waiting;
+(g) hypothesis without its engine: each generative test runs N examples under the engine, then N
+    test cases through ``fuzz_one_input`` (hypothesis' own entry point for external fuzzers: one
+    test case from a buffer of random bytes, with no data tree, no mutations, no shrinking), both
+    timed in the same process with the same fixtures.  What a fuzz loop with no engine at all
+    would do with the same test bodies;
 (f) with ``--scope whole`` or ``both``: the whole nightly run, one ``harness fuzz`` over all the
     selected suites together, as issue 18 first measured it (``--minutes 1``, 6 suites, 1 worker:
     about 110 examples/s), with 1 and 2 workers and side by side with REV.  Each round gives every
@@ -32,16 +37,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import functools
+import inspect
 import io
 import json
 import os
 import pstats
+import random
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -185,6 +194,75 @@ def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int
     return time_split(pstats.Stats(profiler)), generated, calls["n"], cases["choices"] / max(cases["n"], 1)
 
 
+class _EngineAgainstFuzzTarget:
+    """A pytest plugin for (g): each @given test's examples under the engine, then as many test
+    cases through ``fuzz_one_input``, each side counted and timed."""
+
+    def __init__(self, examples: int) -> None:
+        self.examples = examples
+        self.engine = [0, 0.0]  # test cases run, seconds
+        self.no_engine = [0, 0.0]
+        self._buffers = random.Random(0)
+
+    def pytest_runtest_call(self, item) -> None:
+        function: Any = getattr(item, "obj", None)
+        if not getattr(function, "is_hypothesis_test", False):
+            return
+        handle, inner = function.hypothesis, function.hypothesis.inner_test
+        # both sides count the calls of the inner test (the recorder's own count is not on here)
+        handle.inner_test = self._counting(inner, self.engine, {})
+        started = time.perf_counter()
+        try:
+            item.runtest()
+        finally:
+            handle.inner_test = inner
+        self.engine[1] += time.perf_counter() - started
+        target = self._fuzz_target(function, {name: item.funcargs[name] for name in inspect.signature(function).parameters})
+        started = time.perf_counter()
+        for _ in range(self.examples):
+            target(self._buffers.randbytes(8192))
+        self.no_engine[1] += time.perf_counter() - started
+        item.runtest = lambda: None  # pytest's own call of the test follows this hook: the examples above ran
+
+    @staticmethod
+    def _counting(inner, into: list, fixtures: dict):
+        @functools.wraps(inner)
+        def counted(*args, **kwargs):
+            into[0] += 1
+            return inner(*args, **fixtures, **kwargs)
+
+        return counted
+
+    def _fuzz_target(self, function, fixtures: dict):
+        """``fuzz_one_input`` binds no pytest fixtures: the target is made from an inner test with
+        the fixtures bound and an empty signature, then both are put back (hypothesis internals,
+        as in (b): a benchmark with hypothesis pinned)."""
+        handle, inner = function.hypothesis, function.hypothesis.inner_test
+        signature = function.__dict__.get("__signature__")
+        handle.inner_test = self._counting(inner, self.no_engine, fixtures)
+        function.__signature__ = inspect.Signature([])
+        try:
+            return handle._get_fuzz_target()
+        finally:
+            handle.inner_test = inner
+            if signature is None:
+                del function.__signature__
+            else:
+                function.__signature__ = signature
+
+
+def without_engine(suite: str, examples: int) -> tuple[float, float]:
+    """(g): a suite's examples/s under hypothesis' engine and through ``fuzz_one_input``, in one process."""
+    import pytest
+
+    plugin = _EngineAgainstFuzzTarget(examples)
+    with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(io.StringIO()):
+        pytest.main(["-q", "-p", "no:cacheprovider", "--pyargs", f"harness.suites.{suite}", "--driver=reference",
+                     "--harness-profile=nightly", f"--harness-examples={examples}", "--harness-no-shrink",
+                     "--harness-generative-only", f"--harness-db={out}/db", "-p", "no:warnings"], plugins=[plugin])
+    return (plugin.engine[0] / max(plugin.engine[1], 1e-9), plugin.no_engine[0] / max(plugin.no_engine[1], 1e-9))
+
+
 def hypothesis_ceiling(choices: float, seconds: float = 3.0) -> float:
     """Examples/s of a test whose examples only make ``choices`` (rounded) one-byte choices, under
     the nightly profile's engine settings: hypothesis' own cost per example at that size."""
@@ -236,6 +314,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1,
                         help="runs per suite and configuration, interleaved (1 worker, 2 workers, 1 worker, ...); "
                              "rates are over all of them, so the machine's load moves them less")
+    parser.add_argument("--no-engine-examples", type=int, default=200, metavar="N",
+                        help="(g): examples per test on each side (0: skip (g))")
     parser.add_argument("--scope", choices=("suites", "whole", "both"), default="suites",
                         help="(a) each suite on its own, (f) the whole nightly run of all of them together, or both")
     args = parser.parse_args()
@@ -263,6 +343,13 @@ def main() -> None:
     for suite in each_suite:
         engine_ceiling[suite] = hypothesis_ceiling(choices_per_example[suite])
         print(f"    {suite:<17} {round(choices_per_example[suite])} choices: {engine_ceiling[suite]:8.1f} examples/s", flush=True)
+
+    if each_suite and args.no_engine_examples:
+        print(f"(g) {args.no_engine_examples} examples per test under hypothesis' engine, then as many test cases through "
+              f"fuzz_one_input (no engine), in-test examples/s:")
+    for suite in each_suite if args.no_engine_examples else ():
+        engine, no_engine = without_engine(suite, args.no_engine_examples)
+        print(f"    {suite:<17} engine {engine:8.1f}, no engine {no_engine:8.1f} (x{no_engine / max(engine, 1e-9):.2f})", flush=True)
 
     configurations: list[tuple[str, dict[str, str]]] = [("current", dict(os.environ))]
     scratch = tempfile.TemporaryDirectory()
