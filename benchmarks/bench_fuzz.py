@@ -1,7 +1,7 @@
 """Fuzzing throughput, each figure against what limits it, measured in the same run.
 
     python benchmarks/bench_fuzz.py [--seconds S] [--repeats N] [--baseline REV] [--suites a,b] [--profile-examples N]
-                                    [--scope suites|whole|both]
+                                    [--scope suites|whole|both] [--no-engine-examples N]
 
 (a) per suite, examples/s of ``harness fuzz --driver reference`` with 1 worker and with 2 (N runs of each, interleaved), for
     this checkout and, side by side, for git revision REV (default: none) installed into a
@@ -20,16 +20,16 @@
     driver services and the controller, over its wall time) and its examples per CPU-second.  A
     2-worker run short of 2x that keeps every core busy is limited by the work per example (the
     service's half of it included), not by waiting; one that leaves cores idle is waiting;
-(g) hypothesis without its engine: each generative test runs N examples under the engine, then N
-    test cases through ``fuzz_one_input`` (hypothesis' own entry point for external fuzzers: one
-    test case from a buffer of random bytes, with no data tree, no mutations, no shrinking), both
-    timed in the same process with the same fixtures.  What a fuzz loop with no engine at all
-    would do with the same test bodies;
 (f) with ``--scope whole`` or ``both``: the whole nightly run, one ``harness fuzz`` over all the
     selected suites together, as issue 18 first measured it (``--minutes 1``, 6 suites, 1 worker:
     about 110 examples/s), with 1 and 2 workers and side by side with REV.  Each round gives every
     test as many examples, so the run's rate is the harmonic mean of its tests' rates (weighted
-    by their count), with start-up and the short first rounds included.
+    by their count), with start-up and the short first rounds included;
+(g) hypothesis without its engine: each generative test runs N examples under the engine, then N
+    test cases through ``fuzz_one_input`` (hypothesis' own entry point for external fuzzers: one
+    test case from a buffer of random bytes, with no data tree, no mutations, no shrinking), both
+    timed in the same process with the same fixtures.  What a fuzz loop with no engine at all
+    would do with the same test bodies.
 """
 
 from __future__ import annotations
