@@ -151,6 +151,14 @@ def baseline_env(revision: str, where: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": site + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
+def _in_process_run(suite: str, examples: int, out: str) -> list[str]:
+    """pytest's arguments for an in-process run of a suite's generative tests, as a fuzz round runs
+    them (nightly profile, no shrinking), with its example database under ``out``."""
+    return ["-q", "-p", "no:cacheprovider", "--pyargs", f"harness.suites.{suite}", "--driver=reference",
+            "--harness-profile=nightly", f"--harness-examples={examples}", "--harness-no-shrink",
+            "--harness-generative-only", f"--harness-db={out}/db", "-p", "no:warnings"]
+
+
 def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int, float]:
     """The time split of one in-process run, its generated examples, its service calls and the
     choices each test case made on average."""
@@ -181,11 +189,7 @@ def profile_suite(suite: str, examples: int) -> tuple[dict[str, float], int, int
         ConjectureData.freeze = frozen  # type: ignore[method-assign]
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # pytest's own report is not a figure
-                profiler.runcall(pytest.main, ["-q", "-p", "no:cacheprovider", "--pyargs", f"harness.suites.{suite}",
-                                               "--driver=reference", "--harness-profile=nightly",
-                                               f"--harness-examples={examples}", "--harness-no-shrink",
-                                               "--harness-generative-only", f"--harness-db={out}/db",
-                                               f"--harness-record={record}", "-p", "no:warnings"])
+                profiler.runcall(pytest.main, [*_in_process_run(suite, examples, out), f"--harness-record={record}"])
         finally:
             client.Connection._send = original  # type: ignore[method-assign]
             ConjectureData.freeze = original_freeze  # type: ignore[method-assign]
@@ -257,9 +261,7 @@ def without_engine(suite: str, examples: int) -> tuple[float, float]:
 
     plugin = _EngineAgainstFuzzTarget(examples)
     with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(io.StringIO()):
-        pytest.main(["-q", "-p", "no:cacheprovider", "--pyargs", f"harness.suites.{suite}", "--driver=reference",
-                     "--harness-profile=nightly", f"--harness-examples={examples}", "--harness-no-shrink",
-                     "--harness-generative-only", f"--harness-db={out}/db", "-p", "no:warnings"], plugins=[plugin])
+        pytest.main(_in_process_run(suite, examples, out), plugins=[plugin])
     return (plugin.engine[0] / max(plugin.engine[1], 1e-9), plugin.no_engine[0] / max(plugin.no_engine[1], 1e-9))
 
 
