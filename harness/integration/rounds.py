@@ -16,6 +16,7 @@ can tell rounds apart in one record file.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,20 @@ def _suite_rotation(items: list[pytest.Item], suite_of: Callable[[pytest.Item], 
     groups = list(suites.values())
     turn %= max(len(groups), 1)
     return [item for group in groups[turn:] + groups[:turn] for item in group]
+
+
+def _freeze_what_lives_on() -> None:
+    """Take everything alive now out of the cyclic garbage collector's view for the rest of the run.
+
+    What is alive between rounds (the imports, the collected tests, the driver service's client,
+    compiled XLA calls, hypothesis' strategy caches) lives until the session ends, yet each full
+    collection walked all of it again: about 90 ms a time, one every second or two.  Measured over
+    the whole nightly run, 2 x 60 s, freezing gave 5 % more examples/s with one worker and 11 % with
+    two.  The garbage is collected first, and this runs once per round, so what the last round
+    left cached is frozen too.  Reference counting still frees frozen objects; only a cycle among
+    them that dies later stays, and nothing a test builds is alive between rounds."""
+    gc.collect()
+    gc.freeze()
 
 
 class Rounds:
@@ -99,6 +114,7 @@ class Rounds:
             number += 1
             examples = round_examples(number, self.first_examples, self.most_examples)
             self._set_round(order, number, examples)
+            _freeze_what_lives_on()
             self._write_round({"round": number, "examples_per_test": examples})
             upcoming = _suite_rotation(session.items, self._suite_of, number)
             for index, item in enumerate(order):
