@@ -18,6 +18,7 @@ def test_there_are_enough_mutants_covering_every_family() -> None:
     assert all(name.startswith("mutant-") and spec.description for name, spec in mutants.items())
 
 
+@pytest.mark.long_running
 @pytest.mark.timeout(1500)
 def test_every_mutant_is_caught_and_the_reference_passes() -> None:
     scores = score_all(jobs=2)
@@ -39,6 +40,7 @@ def test_there_are_enough_correct_variants_covering_every_choice() -> None:
         assert name.startswith("variant-") and spec.exercises in spec.description, f"{name} does not cite {spec.exercises}"
 
 
+@pytest.mark.long_running
 @pytest.mark.timeout(1500)
 def test_every_correct_variant_passes() -> None:
     """Specificity: a driver that differs from the reference only as SPEC §8 allows gets no failure."""

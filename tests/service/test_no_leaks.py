@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import secrets
 
 import pytest
 
 
-def harness_processes() -> set[int]:
+def harness_processes(marker: str) -> set[int]:
+    """The live service and zygote processes whose environment carries ``marker``: the ones this
+    test's run started (a worker running other tests beside it starts services of its own)."""
     found = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -17,9 +20,11 @@ def harness_processes() -> set[int]:
                 command = f.read()
             with open(f"/proc/{entry}/stat") as f:
                 state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environment = f.read().split(b"\0")
         except OSError:
             continue
-        if b"harness.service" in command and state != "Z":
+        if b"harness.service" in command and state != "Z" and marker.encode() in environment:
             found.add(int(entry))
     return found
 
@@ -35,8 +40,10 @@ def descriptors() -> dict[str, str]:
 
 
 @pytest.mark.requirement("SVC-1", "SVC-3")
-def test_suite_run_leaves_nothing_behind(pytester: pytest.Pytester) -> None:
-    processes_before = harness_processes()
+def test_suite_run_leaves_nothing_behind(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every process the run starts inherits this variable, an orphaned service included.
+    marker = f"HARNESS_LEAK_PROBE={secrets.token_hex(8)}"
+    monkeypatch.setenv(*marker.split("="))
     fds_before = descriptors()
     result = pytester.inline_run("--pyargs", "harness.suites.memory_pools", "harness.suites.memory_domains.test_concurrency",
                                  "--harness-profile=ci", "-p", "no:cacheprovider", "-q")
@@ -45,4 +52,4 @@ def test_suite_run_leaves_nothing_behind(pytester: pytest.Pytester) -> None:
     leaked = {fd: target for fd, target in descriptors().items() if fds_before.get(fd) != target}
     assert not leaked, f"descriptors left open: {leaked}"
     assert not [t for t in leaked.values() if "memfd" in t]
-    assert harness_processes() <= processes_before, "a service or zygote process outlived the run"
+    assert harness_processes(marker) == set(), "a service or zygote process outlived the run"
