@@ -104,3 +104,16 @@ def conflict_as_unknown():
 @mutant("scalar-role-with-dimensions", "DOM-ALLOC-2", "accepts dimensions in the descriptor of a scalar role")
 def scalar_role_with_dimensions():
     return with_rule("scalar_role_without_dimensions", lambda operand_type, dimensions: OK)
+
+
+class _CountedTokens(TokenTable):
+    def new_token(self, live):
+        return len(live) + 1  # "one more than the buffers in use": once an older one is released, a live token comes again
+
+
+@mutant("token-count-reissued", "DOM-ALLOC-3",
+        "numbers each new buffer one more than the live buffers, so after a release it can take a live buffer's token")
+def token_count_reissued():
+    from reference_driver import ReferenceDevice
+
+    return ReferenceDevice(tokens=_CountedTokens())

@@ -6,7 +6,7 @@ import numpy as np
 
 from harness.api.hal import DriverError, ErrorStatus, OutputShape
 from reference_driver import ReferenceDevice
-from reference_driver.buffers import ManagedBuffer
+from reference_driver.buffers import ManagedBuffer, TokenTable
 from reference_driver.device import ReferenceBuffer, ReferencePreparedModel
 from reference_driver.validation import OK, copy_dimensions, memory_size_matches
 
@@ -130,3 +130,61 @@ def copy_dimensions_unchecked():
 
     return with_rule("copy_dimensions", accepting_copy_dimensions)
 
+
+
+class _RecycledStorage(TokenTable):
+    """Keeps released buffers' storage and hands it to the next buffer of the same type and
+    dimensions without clearing its state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._free: list[ManagedBuffer] = []
+
+    def remove(self, token):
+        buffer = self.get(token)
+        super().remove(token)
+        if buffer is not None:
+            self._free.append(buffer)
+
+    def add(self, make):
+        buffer = super().add(make)
+        for old in self._free:
+            if (old.operand_type, old.initial_dimensions) == (buffer.operand_type, buffer.initial_dimensions):
+                self._free.remove(old)
+                buffer.initialized, buffer.dimensions, buffer.data = old.initialized, old.dimensions, old.data
+                break
+        return buffer
+
+
+@mutant("released-storage-recycled", "DOM-STATE-2",
+        "a new buffer reuses a released buffer's storage of the same type and dimensions, initialized with its old contents")
+def released_storage_recycled():
+    return ReferenceDevice(tokens=_RecycledStorage())
+
+
+class _FailedReadUninitializes(ReferenceBuffer):
+    def copy_to(self, memory):
+        try:
+            super().copy_to(memory)
+        except DriverError:
+            self.state.invalidate()  # the failure path of copy_from, pasted into copy_to
+            raise
+
+
+@mutant("failed-copy-to-uninitializes", "DOM-STATE-1", "a failed copy_to (a read) leaves the buffer uninitialized")
+def failed_copy_to_uninitializes():
+    return ReferenceDevice(buffer_class=_FailedReadUninitializes)
+
+
+class _NeighbourForgotten(TokenTable):
+    def remove(self, token):
+        super().remove(token)
+        following = self.get(token + 1)
+        if following is not None:
+            following.invalidate()  # an off-by-one in the slot cleared on release
+
+
+@mutant("release-uninitializes-next", "DOM-STATE-1",
+        "releasing a buffer leaves the buffer allocated after it uninitialized")
+def release_uninitializes_next():
+    return ReferenceDevice(tokens=_NeighbourForgotten())

@@ -129,20 +129,33 @@ def test_each_allocation_mistake(driver, reference, capabilities, flavor, mistak
 @pytest.mark.parametrize("live", [1, 3], ids=["one-at-a-time", "three-live"])
 def test_released_buffers_free_what_they_held(driver, flavor, live) -> None:
     """A driver that served an allocation serves it again after any number of allocate/release
-    cycles: a refusal that grows with history is a leak (DOM-ALLOC-3)."""
+    cycles: a refusal that grows with history is a leak (DOM-ALLOC-3).  The buffers live form a
+    sliding window (each new one releases the oldest beyond ``live``), so an allocation comes
+    after releases of buffers older than some still live, and its token must differ from theirs."""
     prepared = driver.prepare_model(flavor.model((2, 2)).build_model())
-    cycles = 24
-    for cycle in range(cycles):
-        held = []
-        try:
-            for _ in range(live):
-                held.append(driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], []))
-        except DriverError as error:
-            # The plain, fully specified buffer every memory-domain driver serves (as in the test
-            # above): refused now, after earlier tests allocated and released, it is a leak too.
-            raise ConformanceError(
-                f"[DOM-ALLOC-3] cycle {cycle + 1} of {cycles} (allocate {live}, then release them): the driver refused a "
-                f"plain fully specified buffer after earlier allocations were released: {error}") from None
-        finally:
-            for buffer, _ in held:
-                buffer.release()
+    allocations = 24
+    held: list[tuple[object, int]] = []
+    try:
+        for number in range(1, allocations + 1):
+            if len(held) == live:
+                oldest, _ = held.pop(0)
+                oldest.release()
+            try:
+                buffer, token = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
+            except DriverError as error:
+                # The plain, fully specified buffer every memory-domain driver serves (as in the test
+                # above): refused now, after earlier allocations were released, it is a leak.
+                raise ConformanceError(
+                    f"[DOM-ALLOC-3] allocation {number} of {allocations} ({live} live at most, the oldest released "
+                    f"first): the driver refused a plain fully specified buffer after earlier ones were released: "
+                    f"{error}") from None
+            live_tokens = [t for _, t in held]
+            held.append((buffer, token))
+            if token in live_tokens:
+                raise ConformanceError(
+                    f"[DOM-ALLOC-3] allocation {number} of {allocations} ({live} live at most, the oldest released "
+                    f"first): token {token} is already held by a live buffer (live tokens {live_tokens}); tokens must be "
+                    f"unique among live buffers")
+    finally:
+        for buffer, _ in held:
+            buffer.release()

@@ -166,6 +166,49 @@ def test_live_buffers_keep_their_own_contents(driver, reference, capabilities, f
     step.close()
 
 
+#: What may happen to a buffer, or beside it, without a write: DOM-STATE-1 names the only calls that
+#: change a buffer's state (a copyFrom, an execution writing it), so after any of these it holds
+#: what it held, and so does every other live buffer.
+NOT_WRITES = ("copy_to", "failed copy_to", "execution reads it", "failed execution reads it",
+              "the buffer allocated before it released", "the buffer allocated after it released")
+
+
+@pytest.mark.requirement("DOM-STATE-1")
+@pytest.mark.parametrize("happening", NOT_WRITES)
+@given(data=st.data())
+def test_only_writes_change_a_buffer(driver, reference, capabilities, flavor, happening, data) -> None:
+    """Three live buffers for the same role, each written with its own values; one of them is read
+    (successfully or not), or a neighbour is released; then every live buffer still reads back."""
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    step = Lockstep(driver, reference)
+    pair = step.prepare(drawn.model((2, 2)))
+    size, element = nbytes(drawn.type, (2, 2)), element_size(drawn.type)
+    names = ["b0", "b1", "b2"]
+    for i, name in enumerate(names):
+        _allocated(step, name, pair, [BufferRole(0, 0)], [])
+        step.copy_from(name, MemorySpec("ashmem", values_for(drawn.type, (2, 2), i).tobytes()), ())
+    choices = names[1:] if happening.endswith("before it released") else names[:-1] if happening.endswith("after it released") else names
+    target = data.draw(sampled(tuple(choices)), label="buffer")
+    others = values_for(drawn.type, (2, 2), 7)
+    if happening == "copy_to":
+        step.copy_to(target, size, requirement="DOM-COPY-1")
+    elif happening == "failed copy_to":
+        step.copy_to(target, size + element, requirement="DOM-COPY-1")
+    elif happening in ("execution reads it", "failed execution reads it"):
+        capacity, rule = (size, "DOM-ROLE-2") if happening == "execution reads it" else (size - element, "DOM-DYN-2")
+        step.execute(pair, request(drawn.model((2, 2)), [TokenUse(target), others], [capacity], label=f"op({target}, values 7)"),
+                     rule)
+    else:
+        position = names.index(target)
+        neighbour = names[position - 1] if happening.endswith("before it released") else names[position + 1]
+        step.release(neighbour)
+        names.remove(neighbour)
+    event(f"{happening}, on or beside {target}")
+    for name in names:
+        step.copy_to(name, size, requirement="DOM-STATE-1")
+    step.close()
+
+
 @pytest.mark.requirement("DOM-COPY-1", "DOM-STATE-1")
 @given(data=st.data())
 def test_writes_by_execution_and_by_copy_alternate(driver, reference, capabilities, flavor, data) -> None:
