@@ -188,3 +188,21 @@ class _NeighbourForgotten(TokenTable):
         "releasing a buffer leaves the buffer allocated after it uninitialized")
 def release_uninitializes_next():
     return ReferenceDevice(tokens=_NeighbourForgotten())
+
+
+class _FailureUninitializesEveryBuffer(ReferencePreparedModel):
+    def execute(self, request):
+        try:
+            return super().execute(request)
+        except DriverError:
+            for token in request.pools:
+                buffer = self.device.tokens.get(token) if isinstance(token, int) and not isinstance(token, bool) else None
+                if buffer is not None:
+                    buffer.invalidate()  # inputs too, not only the outputs it was to write
+            raise
+
+
+@mutant("failed-execution-uninitializes-inputs", "DOM-STATE-1",
+        "a failed execution leaves every buffer it named uninitialized, its inputs too")
+def failed_execution_uninitializes_inputs():
+    return ReferenceDevice(prepared_model_class=_FailureUninitializesEveryBuffer)
