@@ -189,14 +189,14 @@ def test_only_writes_change_a_buffer(driver, reference, capabilities, flavor, ha
         step.copy_from(name, MemorySpec("ashmem", values_for(drawn.type, (2, 2), i).tobytes()), ())
     choices = names[1:] if happening.endswith("before it released") else names[:-1] if happening.endswith("after it released") else names
     target = data.draw(sampled(tuple(choices)), label="buffer")
-    others = values_for(drawn.type, (2, 2), 7)
+    second_input = values_for(drawn.type, (2, 2), 7)
     if happening == "copy_to":
         step.copy_to(target, size, requirement="DOM-COPY-1")
     elif happening == "failed copy_to":
         step.copy_to(target, size + element, requirement="DOM-COPY-1")
     elif happening in ("execution reads it", "failed execution reads it"):
         capacity, rule = (size, "DOM-ROLE-2") if happening == "execution reads it" else (size - element, "DOM-DYN-2")
-        step.execute(pair, request(drawn.model((2, 2)), [TokenUse(target), others], [capacity], label=f"op({target}, values 7)"),
+        step.execute(pair, request(drawn.model((2, 2)), [TokenUse(target), second_input], [capacity], label=f"op({target}, values 7)"),
                      rule)
     else:
         position = names.index(target)
