@@ -63,13 +63,20 @@ def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed
         return [r for r in records if "id" in r]  # test records, without the session header
 
 
+def _is_verdict(record: dict) -> bool:
+    """Whether a failure judged the driver: not one of hypothesis' own errors about the run (flaky
+    data generation, an invalid strategy), which a driver can provoke without the test seeing its bug."""
+    module = record.get("error_module", "")
+    return not (module == "hypothesis" or module.startswith("hypothesis."))
+
+
 def score_mutant(driver: str, requirement: str, seed: int = SEED) -> Score:
     records = run_suites(driver, stop_on=requirement, seed=seed)
     score = Score(driver, requirement, caught=False)
     for record in records:
         if record["outcome"] != "failed":
             continue
-        if requirement in record["requirements"]:
+        if requirement in record["requirements"] and _is_verdict(record):
             score.caught = True
             score.first_test = record["id"]
             score.seconds_to_catch = record["elapsed"]

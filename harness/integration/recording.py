@@ -178,6 +178,9 @@ class Recorder:
             "skip": skip,
             # What failed, as data: the exception's type and the requirement it carries (when it does).
             "error_type": type(verdict).__name__ if verdict is not None else "",
+            # where that type comes from: a hypothesis error (flaky data generation, say) is about the
+            # test's run, and says nothing of the driver by itself
+            "error_module": type(verdict).__module__ if verdict is not None else "",
             "rule": getattr(verdict, "requirement", "") or "",
             "duration": round(report.duration, 4),
             "elapsed": round(time.monotonic() - self.started, 3),

@@ -416,3 +416,29 @@ class _ReturnsNothingModel(ReferencePreparedModel):
 @mutant("execute-returns-none", "POOL-2", "execute writes its outputs but returns None instead of an ExecutionResult")
 def execute_returns_none():
     return ReferenceDevice(prepared_model_class=_ReturnsNothingModel)
+
+
+class _GivesSlotBack(ReferenceBuffer):
+    def release(self) -> None:
+        super().release()
+        self.device.slots_taken -= 1
+
+
+class _RefusalsKeepSlots(ReferenceDevice):
+    SLOTS = 16
+
+    def __init__(self) -> None:
+        super().__init__(buffer_class=_GivesSlotBack)
+        self.slots_taken = 0
+
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        if self.slots_taken >= self.SLOTS:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of buffer slots")
+        self.slots_taken += 1  # taken before validation; a refusal below never gives it back
+        return super().allocate(desc, prepared_models, input_roles, output_roles)
+
+
+@mutant("refused-allocations-keep-slots", "DOM-ALLOC-3", "takes a buffer slot before validating an allocation and keeps "
+        "it when the allocation is refused, so after 16 refusals every allocation is refused with GENERAL_FAILURE")
+def refused_allocations_keep_slots():
+    return _RefusalsKeepSlots()

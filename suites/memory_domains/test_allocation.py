@@ -125,13 +125,15 @@ def test_each_allocation_mistake(driver, reference, capabilities, flavor, mistak
     step.close()
 
 
-@pytest.mark.requirement("DOM-ALLOC-3")
+@pytest.mark.requirement("DOM-ALLOC-3", "DOM-ALLOC-1")
 @pytest.mark.parametrize("live", [1, 3], ids=["one-at-a-time", "three-live"])
 def test_released_buffers_free_what_they_held(driver, flavor, live) -> None:
     """A driver that served an allocation serves it again after any number of allocate/release
     cycles: a refusal that grows with history is a leak (DOM-ALLOC-3).  The buffers live form a
     sliding window (each new one releases the oldest beyond ``live``), so an allocation comes
-    after releases of buffers older than some still live, and its token must differ from theirs."""
+    after releases of buffers older than some still live, and its token must differ from theirs.
+    Before each allocation the driver refuses an invalid one (a role of probability 0): what a
+    refusal takes while it validates must be given back too."""
     prepared = driver.prepare_model(flavor.model((2, 2)).build_model())
     allocations = 24
     held: list[tuple[object, int]] = []
@@ -140,6 +142,14 @@ def test_released_buffers_free_what_they_held(driver, flavor, live) -> None:
             if len(held) == live:
                 oldest, _ = held.pop(0)
                 oldest.release()
+            try:
+                invalid = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0, 0.0)], [])
+            except DriverError:
+                pass  # refused, as DOM-ALLOC-1 requires: this test looks at what comes after
+            else:
+                invalid[0].release()
+                raise ConformanceError(f"[DOM-ALLOC-1] allocation {number} of {allocations}: the driver served a buffer "
+                                       f"for a role of probability 0", requirement="DOM-ALLOC-1")
             try:
                 buffer, token = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
             except DriverError as error:
