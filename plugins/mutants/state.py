@@ -38,16 +38,21 @@ def failed_copy_keeps_initialized():
     return ReferenceDevice(buffer_class=_StickyCopy)
 
 
+def _buffers_named(device: ReferenceDevice, request) -> list[ManagedBuffer]:
+    """The live buffers a request's token pools name (a memory pool, or a token naming none, is left out)."""
+    named = (device.tokens.get(p) for p in request.pools if isinstance(p, int) and not isinstance(p, bool))
+    return [buffer for buffer in named if buffer is not None]
+
+
 class _StickyExecution(ReferencePreparedModel):
     def execute(self, request):
-        live = [self.device.tokens.get(p) for p in request.pools if isinstance(p, int) and not isinstance(p, bool)]
-        before = {id(b): b.initialized for b in live if b is not None}
+        live = _buffers_named(self.device, request)
+        before = {id(b): b.initialized for b in live}
         try:
             return super().execute(request)
         except DriverError:
             for b in live:
-                if b is not None:
-                    b.initialized = before[id(b)]
+                b.initialized = before[id(b)]
             raise
 
 
@@ -131,7 +136,6 @@ def copy_dimensions_unchecked():
     return with_rule("copy_dimensions", accepting_copy_dimensions)
 
 
-
 class _RecycledStorage(TokenTable):
     """Keeps released buffers' storage and hands it to the next buffer of the same type and
     dimensions without clearing its state."""
@@ -195,10 +199,8 @@ class _FailureUninitializesEveryBuffer(ReferencePreparedModel):
         try:
             return super().execute(request)
         except DriverError:
-            for token in request.pools:
-                buffer = self.device.tokens.get(token) if isinstance(token, int) and not isinstance(token, bool) else None
-                if buffer is not None:
-                    buffer.invalidate()  # inputs too, not only the outputs it was to write
+            for buffer in _buffers_named(self.device, request):
+                buffer.invalidate()  # inputs too, not only the outputs it was to write
             raise
 
 
