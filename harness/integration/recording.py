@@ -135,7 +135,7 @@ class Recorder:
     def _write_reproducer(self, item: pytest.Item, call) -> str:
         """The failing scenario or call sequence as a script, written before anything else can go wrong."""
         error = call.excinfo.value if call.excinfo is not None else None
-        candidates = [error, *getattr(error, "exceptions", ())]
+        candidates = [error, *getattr(error, "exceptions", ()), *([_verdict_of(error)] if error is not None else [])]
         found = next((e for e in candidates if getattr(e, "scenario", None) is not None
                       or getattr(e, "steps", None) or getattr(e, "golden", None)), None)
         if found is None or not self.reproducers:
@@ -211,12 +211,21 @@ class Recorder:
 def _verdict_of(error: BaseException) -> BaseException:
     """The exception that carries a failure's verdict.  Hypothesis wraps what it found in a group
     (several distinct failures, or a FlakyFailure when a driver fails one example in two ways, a
-    crash then a hang): the verdict is the first of them that names a requirement."""
+    crash then a hang): the verdict is the first of them that names a requirement.  Hypothesis
+    also raises its own error while a verdict is propagating when the driver's outcome depends
+    on its history (a leak: the same choices passed earlier in the run, so its data tree
+    disagrees); the verdict it interrupted still stands."""
     if isinstance(error, BaseExceptionGroup):
         for inner in error.exceptions:
             found = _verdict_of(inner)
             if getattr(found, "requirement", ""):
                 return found
+    if type(error).__module__.split(".")[0] == "hypothesis" and not getattr(error, "requirement", ""):
+        interrupted = error.__cause__ or error.__context__
+        if interrupted is not None:
+            verdict = _verdict_of(interrupted)
+            if getattr(verdict, "requirement", ""):
+                return verdict
     return error
 
 

@@ -81,9 +81,16 @@ def _call(fn: Callable[[], Any]) -> _Result:
 
 
 class Lockstep:
-    def __init__(self, driver: Device, reference: Device) -> None:
+    """``leaks``: when given, a refusal of an allocation the driver served before with as many
+    buffers live (DOM-ALLOC-3) is appended to it and the call counts as refused, instead of the
+    failure being raised.  Whether a leaking driver refuses depends on everything it was asked
+    before, not on this sequence alone; hypothesis must not see that as this example's outcome
+    (its replays would disagree), so its state machine reports the leaks after its runs."""
+
+    def __init__(self, driver: Device, reference: Device, leaks: list[ConformanceError] | None = None) -> None:
         self.driver = driver
         self.reference = reference
+        self.leaks = leaks
         self.log: list[str] = []
         self.buffers: dict[str, Pair] = {}
         self.tokens: dict[str, Pair] = {}
@@ -122,6 +129,12 @@ class Lockstep:
             return
         rule = outcome.rule or requirement
         raise self._failure(requirement, f"[{requirement}] {call}: {problem} (reference rule {rule})")
+
+    def refusal_after_serving(self, name: str, when: str) -> ConformanceError:
+        """The DOM-ALLOC-3 failure for the driver's refusal of allocation ``name`` (the last call),
+        which it served ``when``: a refusal that grows with history is a leak."""
+        return self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] allocate({name!r}): the driver refused an allocation it "
+                                            f"served {when}; releasing a buffer must free what it held")
 
     # ----------------------------------------------------------------- calls
 
@@ -165,9 +178,10 @@ class Lockstep:
             self.refused_allocations += 1
             served_with = self._served.get(signature)
             if served_with is not None and len(self.buffers) <= served_with:
-                raise self._failure("DOM-ALLOC-3", (
-                    f"[DOM-ALLOC-3] {call}: the driver refused an allocation it served earlier in this sequence with "
-                    f"as many buffers live ({served_with}); releasing a buffer must free what it held"))
+                leak = self.refusal_after_serving(name, f"earlier in this sequence with as many buffers live ({served_with})")
+                if self.leaks is None:
+                    raise leak
+                self.leaks.append(leak)
             return None
         self._compare(requirement, call, expected, actual)
         if not expected.ok:

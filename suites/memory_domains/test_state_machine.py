@@ -4,14 +4,16 @@ interleaved by hypothesis on the driver under test and the reference in lockstep
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import HealthCheck, event, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, multiple, rule, run_state_machine_as_test
 
+from harness.api.errors import ConformanceError
 from harness.api.hal import BufferDesc, BufferRole, element_size
+from harness.integration.skips import refused_allocation
 from harness.judging.lockstep import Lockstep, Pair
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.strategies.domains import Flavor, TokenUse, nbytes, request, values_for
@@ -36,6 +38,17 @@ class Allocated:
     models: tuple[Prepared, ...]
     inputs: tuple[tuple[Prepared, int], ...]
     outputs: tuple[tuple[Prepared, int], ...]
+    held: bool = True  # False: the driver refused it with GENERAL_FAILURE (DOM-ALLOC-3), the reference served it
+
+
+@dataclass
+class AcrossRuns:
+    """What one call of the test keeps across its runs (DOM-ALLOC-3)."""
+
+    first_served: set[tuple[tuple[int, ...], str]] = field(default_factory=set)  # (dims, direction) a run began with
+    leaks: list[ConformanceError] = field(default_factory=list)
+    held: int = 0  # valid allocations the driver served
+    refused: int = 0  # valid allocations the driver refused
 
 
 def concrete(dims: tuple[int, ...], rows: int) -> tuple[int, ...]:
@@ -53,12 +66,13 @@ class MemoryDomainMachine(RuleBasedStateMachine):
     reference = None
     flavor: Flavor  # set per run: a declared operation and type (CHOICE-5)
     count_example: Callable[[], None]  # set per run: the example_counter fixture
+    across: AcrossRuns  # set per test call
     prepared = Bundle("prepared")
     buffers = Bundle("buffers")
 
     def __init__(self) -> None:
         super().__init__()
-        self.step = Lockstep(self.driver, self.reference)
+        self.step = Lockstep(self.driver, self.reference, leaks=self.across.leaks)
         self.count = 0
 
     def _prepare(self, dims: tuple[int, ...]) -> Prepared | None:
@@ -67,16 +81,25 @@ class MemoryDomainMachine(RuleBasedStateMachine):
         return Prepared(model, pair, dims) if pair else None
 
     def _allocate(self, models: list[Prepared], roles: list[tuple[str, int, int]], desc: tuple[int, ...]) -> Allocated | None:
+        """The buffer, or None when SPEC refuses the allocation.  A buffer only the driver refused
+        stays in the bundle, unheld, so that what hypothesis draws depends on the reference alone:
+        a driver whose refusals grow from run to run (a leak) then gets a verdict, not hypothesis'
+        error about inconsistent data generation."""
         self.count += 1
         name = f"buffer{self.count}"
         inputs = [BufferRole(m % len(models), io) for d, m, io in roles if d == "input"]
         outputs = [BufferRole(m % len(models), io) for d, m, io in roles if d == "output"]
+        refused_before = self.step.refused_allocations
         pair = self.step.allocate(name, BufferDesc(desc), [p.pair for p in models], inputs, outputs, requirement="DOM-ALLOC-1")
-        event(f"allocate {'accepted' if pair else 'rejected'}")
-        if not pair:
+        held = pair is not None
+        if not held and self.step.refused_allocations == refused_before:
+            event("allocate rejected")
             return None
+        event(f"allocate {'accepted' if held else 'refused by the driver alone'}")
+        self.across.held += held
+        self.across.refused += not held
         return Allocated(name, tuple(models), tuple((models[r.model_index], r.io_index) for r in inputs),
-                         tuple((models[r.model_index], r.io_index) for r in outputs))
+                         tuple((models[r.model_index], r.io_index) for r in outputs), held)
 
     # Hypothesis turns rules off at random for a whole run (swarm testing).  A run that started
     # with empty bundles and had `allocate` off could only prepare, step after step: two thirds of
@@ -87,11 +110,19 @@ class MemoryDomainMachine(RuleBasedStateMachine):
         prepared = self._prepare(dims)
         return prepared if prepared else multiple()
 
+    # DOM-ALLOC-3 across runs: each run starts with nothing live, so an allocation the driver served
+    # at the start of an earlier run it must serve again (a refusal that grows with history is a leak).
     @initialize(target=buffers, dims=st.sampled_from(MODEL_DIMS), direction=st.sampled_from(["input", "output"]))
     def first_buffer(self, dims, direction):
         prepared = self._prepare(dims)
         buffer = self._allocate([prepared], [(direction, 0, 0)], ()) if prepared else None
-        return buffer if buffer else multiple()
+        if buffer is None:
+            return multiple()
+        if buffer.held:
+            self.across.first_served.add((dims, direction))
+        elif (dims, direction) in self.across.first_served:
+            self.across.leaks.append(self.step.refusal_after_serving(buffer.name, "at the start of an earlier run, with nothing else live"))
+        return buffer
 
     @rule(target=prepared, dims=st.sampled_from(MODEL_DIMS))
     def prepare(self, dims):
@@ -114,6 +145,8 @@ class MemoryDomainMachine(RuleBasedStateMachine):
 
     @rule(buffer=buffers, rows=st.integers(1, 3), dims_given=st.booleans(), seed=st.integers(0, 3))
     def copy_from(self, buffer, rows, dims_given, seed):
+        if not buffer.held:
+            return
         shape = concrete(buffer.models[0].dims, rows)
         self.step.copy_from(buffer.name, MemorySpec("ashmem", values_for(self.flavor.type, shape, seed).tobytes()),
                             shape if dims_given else (), requirement="DOM-COPY-2")
@@ -121,6 +154,8 @@ class MemoryDomainMachine(RuleBasedStateMachine):
     # now and then a memory one element too long: a failed read, which must change nothing (DOM-STATE-1)
     @rule(buffer=buffers, rows=st.integers(1, 3), extra=st.sampled_from([0, 0, 0, 1]))
     def copy_to(self, buffer, rows, extra):
+        if not buffer.held:
+            return
         size = nbytes(self.flavor.type, concrete(buffer.models[0].dims, rows)) + extra * element_size(self.flavor.type)
         self.step.copy_to(buffer.name, size, requirement="DOM-STATE-2")
 
@@ -128,6 +163,8 @@ class MemoryDomainMachine(RuleBasedStateMachine):
     # once the buffer holds a value, or on any prepared model at any index, which it mostly must refuse.
     @rule(buffer=buffers, model=prepared, own=st.booleans(), pick=st.integers(0, 2), io=st.integers(0, 1), rows=st.integers(1, 3))
     def execute_reading(self, buffer, model, own, pick, io, rows):
+        if not buffer.held:
+            return
         target, io = (_role(buffer, "input", pick) if own else None) or (model, io)
         shape = concrete(target.dims, rows)
         inputs = [TokenUse(buffer.name) if i == io else values_for(self.flavor.type, shape, i) for i in range(2)]
@@ -136,6 +173,8 @@ class MemoryDomainMachine(RuleBasedStateMachine):
 
     @rule(buffer=buffers, model=prepared, own=st.booleans(), pick=st.integers(0, 2), rows=st.integers(1, 3))
     def execute_writing(self, buffer, model, own, pick, rows):
+        if not buffer.held:
+            return
         target, _ = (_role(buffer, "output", pick) if own else None) or (model, 0)
         shape = concrete(target.dims, rows)
         inputs = [values_for(self.flavor.type, shape, 0), values_for(self.flavor.type, shape, 1)]
@@ -144,7 +183,7 @@ class MemoryDomainMachine(RuleBasedStateMachine):
 
     @rule(buffer=consumes(buffers))
     def release(self, buffer):
-        if buffer.name in self.step.buffers:
+        if buffer.held:
             self.step.release(buffer.name)
 
     def teardown(self) -> None:
@@ -158,7 +197,8 @@ class MemoryDomainMachine(RuleBasedStateMachine):
 @pytest.mark.generative
 def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, example_counter) -> None:
     machine = type("Machine", (MemoryDomainMachine,), {"driver": driver, "reference": reference, "flavor": flavor,
-                                                        "count_example": staticmethod(example_counter)})
+                                                        "count_example": staticmethod(example_counter),
+                                                        "across": AcrossRuns()})
     # Seeded runs (ci, certify) must be repeatable; a state machine takes no @seed, so derandomize it.
     # Hypothesis draws each step's rule among those whose bundles are filled, filtering the rest: early
     # in a run most rules wait for a prepared model or a buffer, and an unseeded run (dev, nightly) can
@@ -166,3 +206,8 @@ def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, exam
     checks_off = [*settings.default.suppress_health_check, HealthCheck.filter_too_much]
     run_state_machine_as_test(machine, settings=settings(settings.default, derandomize=seeded_run,
                                                          suppress_health_check=checks_off))
+    # A leak is judged over all the runs: a run's own outcome must not depend on the ones before it.
+    if machine.across.leaks:
+        raise machine.across.leaks[0]
+    if machine.across.refused and not machine.across.held:
+        refused_allocation(f"all {machine.across.refused} valid allocations of the state machine's runs")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -169,6 +170,25 @@ REFUSES_ALL = textwrap.dedent(
 )
 
 
+REFUSES_VALID = textwrap.dedent(
+    '''
+    from harness.api.hal import DriverError, ErrorStatus
+    from reference_driver import ReferenceDevice
+
+
+    class RefusesValidAllocations(ReferenceDevice):
+        def allocate(self, desc, prepared_models, input_roles, output_roles):
+            buffer, _ = super().allocate(desc, prepared_models, input_roles, output_roles)  # an invalid one fails here
+            buffer.release()
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of device memory")
+
+
+    def factory():
+        return RefusesValidAllocations()
+    '''
+)
+
+
 def test_driver_without_memory_domains_skips_them_with_a_reason(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(no_domains=NO_DOMAINS)
     result = run(pytester, "--pyargs", "harness.suites.memory_domains", "--driver=no_domains.py:factory", "-rs")
@@ -184,3 +204,16 @@ def test_driver_refusing_every_allocation_fails_dom_alloc_3(pytester: pytest.Pyt
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = output(result)
     assert "FAILED" in text and "test_simple_fully_specified_buffer_is_served" in text and "[DOM-ALLOC-3]" in text
+
+
+def test_state_machine_whose_every_valid_allocation_was_refused_is_not_run(pytester: pytest.Pytester) -> None:
+    # Refusing is allowed (DOM-ALLOC-3), but then no buffer was copied, executed or released: the
+    # state machine's requirements were not checked, and it must not pass.
+    pytester.makepyfile(refuses_valid=REFUSES_VALID)
+    records = pytester.path / "records.jsonl"
+    result = run(pytester, "--pyargs", "harness.suites.memory_domains.test_state_machine", "--driver=refuses_valid.py:factory",
+                 f"--harness-record={records}")
+    assert result.ret == pytest.ExitCode.OK, output(result)[-3000:]
+    [record] = [r for r in map(json.loads, records.read_text().splitlines()) if "outcome" in r]
+    assert record["outcome"] == "skipped" and record["skip"]["kind"] == "not-run", record
+    assert "DOM-ALLOC-3" in record["skip"]["reason"], record

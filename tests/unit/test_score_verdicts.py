@@ -1,4 +1,5 @@
-"""`harness score` counts a mutant caught only by a failure that judged the driver."""
+"""`harness score` counts a mutant caught only by a failure that judged the driver; the record
+keeps that verdict even when hypothesis raised its own error over it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import hypothesis.errors
 
 from harness.api.errors import ConformanceError
 from harness.commands.score import _is_verdict
+from harness.integration.recording import _verdict_of
 
 
 def _failed(error: BaseException) -> dict:
@@ -21,3 +23,28 @@ def test_a_conformance_error_or_an_assertion_is_a_verdict() -> None:
 def test_hypothesis_complaining_about_the_run_is_not_a_verdict() -> None:
     assert not _is_verdict(_failed(hypothesis.errors.FlakyStrategyDefinition("a bundle was unexpectedly empty")))
     assert not _is_verdict(_failed(hypothesis.errors.InvalidArgument("bad strategy")))
+
+
+def _raised_while_propagating(verdict: BaseException, error: BaseException) -> BaseException:
+    try:
+        try:
+            raise verdict
+        except type(verdict):
+            raise error  # noqa: B904 -- as hypothesis does: the verdict becomes the context
+    except type(error) as raised:
+        return raised
+
+
+def test_a_verdict_that_hypothesis_interrupted_still_stands() -> None:
+    # A leaking driver fails choices that passed earlier in the run; hypothesis' data tree then
+    # disagrees, and its error is raised while the driver's verdict propagates.
+    verdict = ConformanceError("[DOM-ALLOC-1] wrong status", requirement="DOM-ALLOC-1")
+    flaky = _raised_while_propagating(verdict, hypothesis.errors.FlakyStrategyDefinition("stopped drawing earlier"))
+    assert _verdict_of(flaky) is verdict
+    assert _is_verdict(_failed(_verdict_of(flaky)))
+
+
+def test_hypothesis_error_over_a_harness_bug_is_not_made_a_verdict() -> None:
+    flaky = _raised_while_propagating(KeyError("buffer1"), hypothesis.errors.FlakyStrategyDefinition("stopped drawing earlier"))
+    assert _verdict_of(flaky) is flaky
+    assert not _is_verdict(_failed(_verdict_of(flaky)))

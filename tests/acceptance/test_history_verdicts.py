@@ -1,0 +1,60 @@
+"""A driver whose refusals grow with history (a leak, DOM-ALLOC-3) gets a verdict from the
+memory-domain state machine, never hypothesis' own error about inconsistent data generation:
+what the machine draws depends on the reference alone, and a leak is judged across its runs."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+LEAKS_AFTER_FOUR = textwrap.dedent(
+    '''
+    from harness.api.hal import DriverError, ErrorStatus
+    from reference_driver import ReferenceDevice
+
+
+    class LeaksAfterFour(ReferenceDevice):
+        """Validates each allocation first (an invalid one is refused as SPEC says), but serves
+        only four valid ones in its life: releasing never frees what a buffer held."""
+
+        served = 0
+
+        def allocate(self, desc, prepared_models, input_roles, output_roles):
+            buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
+            if self.served >= 4:
+                buffer.release()
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of device memory")
+            self.served += 1
+            return buffer, token
+
+
+    def factory():
+        return LeaksAfterFour()
+    '''
+)
+
+
+def _failures(pytester: pytest.Pytester, driver: str) -> list[dict]:
+    records = pytester.path / "records.jsonl"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile=ci", f"--driver={driver}",
+                                           f"--harness-record={records}", "--pyargs",
+                                           "harness.suites.memory_domains.test_state_machine", timeout=600)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, "\n".join(result.outlines + result.errlines)[-3000:]
+    return [r for r in map(json.loads, records.read_text().splitlines()) if r.get("outcome") == "failed"]
+
+
+@pytest.mark.requirement("DOM-ALLOC-3")
+def test_a_leak_is_judged_across_the_runs(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(leaks=LEAKS_AFTER_FOUR)
+    [failure] = _failures(pytester, "leaks.py:factory")
+    assert (failure["error_type"], failure["rule"]) == ("ConformanceError", "DOM-ALLOC-3"), failure
+
+
+def test_a_verdict_hypothesis_raised_its_own_error_over_is_recorded(pytester: pytest.Pytester) -> None:
+    # This seeded bug, once out of slots, refuses an invalid allocation with GENERAL_FAILURE where
+    # SPEC says INVALID_ARGUMENT; the same choices passed before its slots ran out, so hypothesis'
+    # data tree disagrees and raises its own error over the verdict.
+    [failure] = _failures(pytester, "mutant-refused-allocations-keep-slots")
+    assert (failure["error_module"], failure["rule"]) == ("harness.api.errors", "DOM-ALLOC-1"), failure
