@@ -134,7 +134,9 @@ class _Run:
                                  TimeElapsedColumn(), console=console, transient=False)
         self.tasks = {name: self.progress.add_task(name, total=None, rate="-", failures=0) for name in self.names}
 
-    def sample(self, current: list[_Tail]) -> None:
+    def sample(self, current: list[_Tail], final: bool = False) -> None:
+        """``final``: the run has ended, and each line shows its suite's examples/s over the whole
+        run (over the last second it would show 0, the workers having stopped)."""
         now = round(time.monotonic() - self.started, 2)
         records = self.records + [r for tail in current for r in tail.poll().records]
         examples = self.done
@@ -144,7 +146,7 @@ class _Run:
         for key in _distinct_failures(records):
             self.found.setdefault(key, now)
             failures[suite_of(key[0])] = failures.get(suite_of(key[0]), 0) + 1
-        before: dict = self.timeline[-1] if self.timeline else {"t": 0.0, "examples": {}}
+        before: dict = self.timeline[-1] if self.timeline and not final else {"t": 0.0, "examples": {}}
         span = max(now - before["t"], 1e-9)
         self.timeline.append({"t": now, "examples": examples, "failures": failures})
         for name, task in self.tasks.items():
@@ -283,14 +285,14 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
                             run.progress.console.print(run.line(slot.number, begun))
                     sampled = time.monotonic()
                 time.sleep(0.1)
-            run.sample([])
+            run.sample([], final=True)
     except KeyboardInterrupt:
         for slot in slots:
             slot.interrupt()
         for slot in slots:
             if slot.process is not None:
                 slot.end(run)
-        run.sample([])
+        run.sample([], final=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
         for slot in slots:
