@@ -121,7 +121,9 @@ class MemoryDomainMachine(RuleBasedStateMachine):
         if buffer.held:
             self.across.first_served.add((dims, direction))
         elif (dims, direction) in self.across.first_served:
-            self.across.leaks.append(self.step.refusal_after_serving(buffer.name, "at the start of an earlier run, with nothing else live"))
+            self.across.leaks.append(self.step.refusal_after_serving(
+                buffer.name, "at the start of an earlier run of this test, with nothing else live (the cause includes those "
+                             "runs: this sequence alone, on a fresh driver, may not show it)"))
         return buffer
 
     @rule(target=prepared, dims=st.sampled_from(MODEL_DIMS))
