@@ -21,7 +21,8 @@ from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
 from harness.integration.recording import EXPECTATION, is_generative, suite_of
 from harness.drivers.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
-from harness.integration.skips import not_applicable, not_run
+from harness.integration.skips import not_applicable, not_run, refused_allocation
+from harness.judging.lockstep import counting_allocations
 from harness.service import DriverService
 
 PROFILES = ("dev", "ci", "certify", "nightly")
@@ -359,6 +360,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     state = item.config.stash.get(STATE_KEY, None)
     if state is not None and state.service is not None:
         state.service.breaker.context = item.nodeid
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """A suite test in which the driver refused every valid allocation it was asked for (all its
+    examples together) checked nothing it is for: not run, never a silent pass (DOM-ALLOC-3)."""
+    if not canonical_id(item).startswith("suites/"):
+        return (yield)
+    with counting_allocations() as tally:
+        result = yield
+    if tally.refused and not tally.served:
+        refused_allocation(f"all {tally.refused} valid allocations of this test")
+    return result
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -12,7 +12,8 @@ Every call is also kept as a `Step` (plain data), and a failure carries the step
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_valu
 from harness.judging.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
 from harness.service.proxies import begin_call
 
-__all__ = ["Lockstep", "Pair", "Step", "replay"]
+__all__ = ["AllocationTally", "Lockstep", "Pair", "Step", "counting_allocations", "replay"]
 
 
 @dataclass
@@ -56,6 +57,30 @@ class _Result:
 
     def describe(self) -> str:
         return "success" if self.ok else f"{self.status.name}: {self.message}"
+
+
+@dataclass
+class AllocationTally:
+    """Valid allocations (ones the reference served) that the driver served and refused during
+    one test.  DOM-ALLOC-3 lets a driver refuse them, but a test whose every valid allocation was
+    refused checked nothing it is for: it is not run, never a silent pass."""
+
+    served: int = 0
+    refused: int = 0
+
+
+_TALLIES: list[AllocationTally] = []  # the running test's (the pytest plugin opens one per test call)
+
+
+@contextmanager
+def counting_allocations() -> Iterator[AllocationTally]:
+    """Count the valid allocations of every lockstep inside the block (all threads)."""
+    tally = AllocationTally()
+    _TALLIES.append(tally)
+    try:
+        yield tally
+    finally:
+        _TALLIES.remove(tally)
 
 
 def _keeps_steps(method: Callable) -> Callable:
@@ -176,6 +201,8 @@ class Lockstep:
             self.log.append(f"{call} -> driver refused a valid allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
             expected.value[0].release()
             self.refused_allocations += 1
+            if _TALLIES:
+                _TALLIES[-1].refused += 1
             served_with = self._served.get(signature)
             if served_with is not None and len(self.buffers) <= served_with:
                 leak = self.refusal_after_serving(name, f"earlier in this sequence with as many buffers live ({served_with})")
@@ -196,6 +223,8 @@ class Lockstep:
         if dut_token in live:
             raise self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] {call}: token {dut_token} is already held by a live buffer")
         self._served.setdefault(signature, len(self.buffers))  # buffers live besides this one when it was served
+        if _TALLIES:
+            _TALLIES[-1].served += 1
         self.buffers[name] = Pair(ref_buffer, dut_buffer)
         self.tokens[name] = Pair(ref_token, dut_token)
         direction, role = (("input", input_roles[0]) if input_roles else ("output", output_roles[0]))
