@@ -351,7 +351,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def describe_capabilities(caps: Capabilities) -> str:
     operations = ", ".join(sorted(op.name for op in caps.operations))
-    return (f"capabilities: memory kinds {sorted(caps.memory_kinds)}, memory domains "
+    kinds = ", ".join(sorted(str(kind) for kind in caps.memory_kinds))  # a MemoryKind's str is its name in SPEC
+    return (f"capabilities: memory kinds [{kinds}], memory domains "
             f"{'yes' if caps.memory_domains else 'no'}, operations [{operations}]")
 
 
