@@ -93,6 +93,10 @@ def test_header_names_driver_profile_and_seed(pytester: pytest.Pytester) -> None
     assert result.ret == pytest.ExitCode.OK
     assert "driver 'reference', profile ci, hypothesis seed 1234" in text
     assert "capabilities: memory kinds" in text and "memory domains yes" in text
+    from reference_driver import ReferenceDevice
+
+    kinds = sorted(kind.value for kind in ReferenceDevice().capabilities().memory_kinds)
+    assert f"memory kinds [{', '.join(kinds)}]" in text  # SPEC's names, not an enum's repr
 
 
 EXPECTATIONS = textwrap.dedent(
