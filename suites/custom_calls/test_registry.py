@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.api.custom_calls import CustomCallError, TargetRegistry
+from harness.judging.verdict import require
 from harness.strategies.values import sampled
 
 
@@ -27,7 +28,7 @@ def test_unregistered_lookup_is_an_error_naming_the_target(custom_calls, custom_
     if any(t.key == (name, platform) for t in custom_call_targets):
         return
     kind, message = custom_calls.lookup(name, platform)
-    assert kind == "unregistered" and repr(name) in message, f"[CC-1] looking up {name!r} gave {kind}: {message}"
+    require(kind == "unregistered" and repr(name) in message, "CC-1", f"looking up {name!r} gave {kind}: {message}")
 
 
 @pytest.mark.requirement("CC-1")

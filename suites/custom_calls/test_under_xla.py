@@ -8,6 +8,7 @@ from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
 from harness.judging.custom_calls import compare_outputs, describe_case
+from harness.judging.verdict import require
 from harness.judging.xla import call_target
 from harness.api.errors import ConformanceError
 from harness.strategies.custom_calls import call_cases, operand_values
@@ -41,4 +42,4 @@ def test_status_errors_become_exceptions_with_the_message(custom_call_targets, t
     expected = target.error(case.opaque)
     with pytest.raises(Exception) as raised:
         call_target(target, case, data.draw(operand_values(case.operands), label="operand values"))
-    assert expected in str(raised.value), f"[CC-6] XLA raised {raised.value!r}; expected the message {expected!r}"
+    require(expected in str(raised.value), "CC-6", f"XLA raised {raised.value!r}; expected the message {expected!r}")

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from harness.judging.verdict import require
+
 INT64 = st.one_of(st.sampled_from([0, 1, -1, 2**31 - 1, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63)]),
                   st.integers(-(2**63), 2**63 - 1))
 VALUES = st.one_of(
@@ -34,14 +36,15 @@ def test_values_cross_unchanged(probes, value) -> None:
     kind, sent = value
     event(kind)
     received = probes.echo(sent)
-    assert _same(kind, sent, received), f"[FFI-2] echo of {kind} {sent!r} returned {received!r}"
+    require(_same(kind, sent, received), "FFI-2", f"echo of {kind} {sent!r} returned {received!r}")
 
 
 @pytest.mark.requirement("FFI-2")
 @given(a=INT64, b=INT64)
 def test_int64_arithmetic_in_the_callee(probes, a, b) -> None:
     expected = (a + b + 2**63) % 2**64 - 2**63  # 64-bit two's complement, as the callee computes
-    assert probes.add_int(a, b) == expected, f"[FFI-2] add_int({a}, {b}) = {probes.add_int(a, b)}, expected {expected}"
+    result = probes.add_int(a, b)
+    require(result == expected, "FFI-2", f"add_int({a}, {b}) = {result}, expected {expected}")
 
 
 @pytest.mark.requirement("FFI-2")
@@ -57,5 +60,5 @@ def test_a_callback_from_this_side_is_called_back(probes, value) -> None:
         return answer
 
     result = probes.call_back(callback, sent)
-    assert len(seen) == 1 and _same(kind, sent, seen[0]), f"[FFI-2] the callback received {seen!r}, sent {sent!r}"
-    assert result == answer, f"[FFI-2] call_back returned {result!r}, the callback returned {answer!r}"
+    require(len(seen) == 1 and _same(kind, sent, seen[0]), "FFI-2", f"the callback received {seen!r}, sent {sent!r}")
+    require(result == answer, "FFI-2", f"call_back returned {result!r}, the callback returned {answer!r}")

@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.judging.verdict import require
+
 KINDS = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": RuntimeError,
          "IndexError": IndexError, "KeyError": KeyError, "AttributeError": AttributeError}
 
@@ -18,9 +20,9 @@ KINDS = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": Runti
 def test_errors_cross_with_kind_and_message(probes, kind, message) -> None:
     with pytest.raises(Exception) as raised:
         probes.raise_error(kind, message)
-    assert isinstance(raised.value, KINDS[kind]), f"[FFI-3] raised {type(raised.value).__name__}, expected {kind}"
+    require(isinstance(raised.value, KINDS[kind]), "FFI-3", f"raised {type(raised.value).__name__}, expected {kind}")
     text = str(raised.value.args[0]) if raised.value.args else str(raised.value)  # KeyError: str() is a repr
-    assert message in text, f"[FFI-3] message {message!r} lost: {text!r}"
+    require(message in text, "FFI-3", f"message {message!r} lost: {text!r}")
 
 
 @pytest.mark.requirement("FFI-3")
@@ -31,5 +33,5 @@ def test_wrong_arguments_are_a_type_error_naming_the_function(probes, arguments,
     with pytest.raises(TypeError) as raised:
         probes.add_int(*arguments)
     text = str(raised.value)
-    assert problem in text.lower() and "add_int" in text, f"[FFI-3] {text!r}"
-    assert probes.add_int(1, 2) == 3  # and the callee keeps working
+    require(problem in text.lower() and "add_int" in text, "FFI-3", f"the TypeError does not say {problem!r} of add_int: {text!r}")
+    require(probes.add_int(1, 2) == 3, "FFI-3", "add_int stopped working after a call with wrong arguments")

@@ -7,14 +7,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.judging.verdict import require
+
 
 @pytest.mark.requirement("FFI-1")
 def test_every_probe_is_registered_under_the_prefix(probes) -> None:
     import tvm_ffi
 
     for name, function in probes.functions.items():
-        assert tvm_ffi.get_global_func(probes.library.prefix + name) is not None, f"[FFI-1] {name} is not registered"
-        assert callable(function)
+        require(tvm_ffi.get_global_func(probes.library.prefix + name) is not None, "FFI-1", f"{name} is not registered")
+        require(callable(function), "FFI-1", f"{name} is registered as {function!r}, which is not callable")
 
 
 @pytest.mark.requirement("FFI-1")
@@ -23,7 +25,7 @@ def test_missing_name_gives_none_and_raises_only_when_asked(probes, suffix) -> N
     import tvm_ffi
 
     name = probes.library.prefix + "missing." + suffix
-    assert tvm_ffi.get_global_func(name, allow_missing=True) is None, f"[FFI-1] {name!r} looked up as present"
+    require(tvm_ffi.get_global_func(name, allow_missing=True) is None, "FFI-1", f"{name!r} looked up as present")
     with pytest.raises(Exception):  # FFI-1 asks that it raise, not in what words (tvm-ffi's own)
         tvm_ffi.get_global_func(name)
 
@@ -36,10 +38,10 @@ def test_duplicate_registration_fails_and_override_replaces(probes) -> None:
     original = tvm_ffi.get_global_func(name)
     with pytest.raises(Exception):  # what it says is tvm-ffi's; that nothing changed is checked below
         tvm_ffi.register_global_func(name, lambda value: "replacement")
-    assert tvm_ffi.get_global_func(name)(7) == 7, "[FFI-1] a failed registration changed the registry"
+    require(tvm_ffi.get_global_func(name)(7) == 7, "FFI-1", "a failed registration changed the registry")
     try:
         tvm_ffi.register_global_func(name, lambda value: "replacement", override=True)
-        assert tvm_ffi.get_global_func(name)(7) == "replacement", "[FFI-1] override did not replace the function"
+        require(tvm_ffi.get_global_func(name)(7) == "replacement", "FFI-1", "override did not replace the function")
     finally:
         tvm_ffi.register_global_func(name, original, override=True)
-    assert tvm_ffi.get_global_func(name)(7) == 7
+    require(tvm_ffi.get_global_func(name)(7) == 7, "FFI-1", "overriding back did not restore the function")

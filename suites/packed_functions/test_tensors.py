@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from harness.judging.verdict import require
 from harness.strategies.values import integers, sampled, shapes
 
 DTYPES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "int64": (0, 64), "uint8": (1, 8)}
@@ -31,12 +32,12 @@ def test_tensors_cross_without_copying(probes, array) -> None:
 
     pointer, shape, strides, code, bits, lanes, device_type, device_id = probes.tensor_info(tvm_ffi.from_dlpack(array))
     item = array.itemsize
-    assert pointer == array.ctypes.data, "[FFI-4] the callee saw another data pointer: the tensor was copied"
-    assert tuple(shape) == array.shape, f"[FFI-4] shape {tuple(shape)} != {array.shape}"
-    assert tuple(strides) == tuple(s // item for s in array.strides), \
-        f"[FFI-4] strides {tuple(strides)} != {tuple(s // item for s in array.strides)} (in elements)"
-    assert (code, bits, lanes) == (*DTYPES[array.dtype.name], 1), f"[FFI-4] dtype {(code, bits, lanes)} for {array.dtype}"
-    assert (device_type, device_id) == (1, 0), "[FFI-4] a CPU tensor arrived on another device"
+    require(pointer == array.ctypes.data, "FFI-4", "the callee saw another data pointer: the tensor was copied")
+    require(tuple(shape) == array.shape, "FFI-4", f"shape {tuple(shape)} != {array.shape}")
+    elements = tuple(s // item for s in array.strides)
+    require(tuple(strides) == elements, "FFI-4", f"strides {tuple(strides)} != {elements} (in elements)")
+    require((code, bits, lanes) == (*DTYPES[array.dtype.name], 1), "FFI-4", f"dtype {(code, bits, lanes)} for {array.dtype}")
+    require((device_type, device_id) == (1, 0), "FFI-4", "a CPU tensor arrived on another device")
 
 
 @pytest.mark.requirement("FFI-4")
@@ -45,5 +46,8 @@ def test_a_returned_tensor_is_the_same_memory(probes, array) -> None:
     import tvm_ffi
 
     back = np.from_dlpack(probes.tensor_echo(tvm_ffi.from_dlpack(array)))
-    assert back.ctypes.data == array.ctypes.data and back.shape == array.shape and back.strides == array.strides
-    assert np.shares_memory(back, array) and np.array_equal(back, array, equal_nan=array.dtype.kind == "f")
+    require(back.ctypes.data == array.ctypes.data and back.shape == array.shape and back.strides == array.strides, "FFI-4",
+            f"the returned tensor is another one: data {back.ctypes.data:#x}, shape {back.shape}, strides {back.strides}; "
+            f"sent {array.ctypes.data:#x}, {array.shape}, {array.strides}")
+    require(np.shares_memory(back, array) and np.array_equal(back, array, equal_nan=array.dtype.kind == "f"), "FFI-4",
+            "the returned tensor does not share the sent one's memory and values")
