@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from harness.integration.own_config import own_pytest_options
+from harness.integration.recording import raised_by_hypothesis
 from harness.drivers.registry import DriverSpec, load_registry
 
 SEED = 0
@@ -66,8 +67,7 @@ def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed
 def _is_verdict(record: dict) -> bool:
     """Whether a failure judged the driver: not one of hypothesis' own errors about the run (flaky
     data generation, an invalid strategy), which a driver can provoke without the test seeing its bug."""
-    module = record.get("error_module", "")
-    return not (module == "hypothesis" or module.startswith("hypothesis."))
+    return not raised_by_hypothesis(record.get("error_module", ""))
 
 
 def score_mutant(driver: str, requirement: str, seed: int = SEED) -> Score:

@@ -22,7 +22,6 @@ from harness.api.hal import Capabilities, Device
 from harness.integration.recording import EXPECTATION, is_generative, suite_of
 from harness.drivers.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
 from harness.integration.skips import not_applicable, not_run, refused_allocation
-from harness.judging.lockstep import counting_allocations
 from harness.service import DriverService
 
 PROFILES = ("dev", "ci", "certify", "nightly")
@@ -369,6 +368,8 @@ def pytest_runtest_call(item: pytest.Item):
     examples together) checked nothing it is for: not run, never a silent pass (DOM-ALLOC-3)."""
     if not canonical_id(item).startswith("suites/"):
         return (yield)
+    from harness.judging.lockstep import counting_allocations  # here: `harness list` and the like never need it
+
     with counting_allocations() as tally:
         result = yield
     if tally.refused and not tally.served:

@@ -208,6 +208,12 @@ class Recorder:
         os.close(self._fd)
 
 
+def raised_by_hypothesis(module: str) -> bool:
+    """Whether an exception type from ``module`` is one of hypothesis' own errors about the run
+    (flaky data generation, an invalid strategy): by itself it says nothing of the driver."""
+    return module.split(".")[0] == "hypothesis"
+
+
 def _verdict_of(error: BaseException) -> BaseException:
     """The exception that carries a failure's verdict.  Hypothesis wraps what it found in a group
     (several distinct failures, or a FlakyFailure when a driver fails one example in two ways, a
@@ -220,7 +226,7 @@ def _verdict_of(error: BaseException) -> BaseException:
             found = _verdict_of(inner)
             if getattr(found, "requirement", ""):
                 return found
-    if type(error).__module__.split(".")[0] == "hypothesis" and not getattr(error, "requirement", ""):
+    if raised_by_hypothesis(type(error).__module__) and not getattr(error, "requirement", ""):
         interrupted = error.__cause__ or error.__context__
         if interrupted is not None:
             verdict = _verdict_of(interrupted)
