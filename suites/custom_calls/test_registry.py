@@ -17,8 +17,10 @@ from harness.strategies.values import sampled
 @pytest.mark.requirement("CC-1")
 def test_every_declared_target_is_registered_in_the_driver(custom_calls, custom_call_targets) -> None:
     for target in custom_call_targets:
-        assert custom_calls.lookup(target.name, target.platform) == ("ok", target.convention), \
-            f"[CC-1] declared target {target.name!r} ({target.platform}) is not registered where the driver runs"
+        found = custom_calls.lookup(target.name, target.platform)
+        require(found == ("ok", target.convention), "CC-1",
+                f"declared target {target.name!r} ({target.platform}, {target.convention}) is not registered where the "
+                f"driver runs: lookup gave {found!r}")
 
 
 @pytest.mark.requirement("CC-1")

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.api.errors import ConformanceError
 from harness.api.hal import BufferDesc, BufferRole, DriverError, OperandType, OperationType
 from harness.judging.lockstep import Lockstep
 from harness.strategies.domains import (
@@ -19,6 +18,7 @@ from harness.strategies.domains import (
 )
 from harness.strategies.values import QUANT_TYPES
 from harness.integration.skips import not_applicable, not_run
+from harness.judging.verdict import violation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
@@ -47,13 +47,13 @@ def test_simple_fully_specified_buffer_is_served(driver, flavor) -> None:
         for io_index in (0, 1, 0, 1):
             buffers.append(driver.allocate(BufferDesc(), [prepared], [BufferRole(0, io_index)], []))
     except DriverError as error:
-        raise ConformanceError(
-            f"[DOM-ALLOC-3] the driver declares memory-domain support but refused a fully specified "
+        raise violation("DOM-ALLOC-3",
+            f"the driver declares memory-domain support but refused a fully specified "
             f"{type.name} (2, 2) buffer for one input role: {error}"
         ) from None
     tokens = [token for _, token in buffers]
     if not all(isinstance(t, int) and t > 0 for t in tokens) or len(set(tokens)) != len(tokens):
-        raise ConformanceError(f"[DOM-ALLOC-3] tokens must be positive and unique among live buffers, got {tokens}")
+        raise violation("DOM-ALLOC-3", f"tokens must be positive and unique among live buffers, got {tokens}")
     for buffer, _ in buffers:
         buffer.release()
 
@@ -148,22 +148,22 @@ def test_released_buffers_free_what_they_held(driver, flavor, live) -> None:
                 pass  # refused, as DOM-ALLOC-1 requires: this test looks at what comes after
             else:
                 invalid[0].release()
-                raise ConformanceError(f"[DOM-ALLOC-1] allocation {number} of {allocations}: the driver served a buffer "
-                                       f"for a role of probability 0", requirement="DOM-ALLOC-1")
+                raise violation("DOM-ALLOC-1", f"allocation {number} of {allocations}: the driver served a buffer "
+                                               f"for a role of probability 0")
             try:
                 buffer, token = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
             except DriverError as error:
                 # The plain, fully specified buffer every memory-domain driver serves (as in the test
                 # above): refused now, after earlier allocations were released, it is a leak.
-                raise ConformanceError(
-                    f"[DOM-ALLOC-3] allocation {number} of {allocations} ({live} live at most, the oldest released "
+                raise violation("DOM-ALLOC-3",
+                    f"allocation {number} of {allocations} ({live} live at most, the oldest released "
                     f"first): the driver refused a plain fully specified buffer after earlier ones were released: "
                     f"{error}") from None
             live_tokens = [t for _, t in held]
             held.append((buffer, token))
             if token in live_tokens:
-                raise ConformanceError(
-                    f"[DOM-ALLOC-3] allocation {number} of {allocations} ({live} live at most, the oldest released "
+                raise violation("DOM-ALLOC-3",
+                    f"allocation {number} of {allocations} ({live} live at most, the oldest released "
                     f"first): token {token} is already held by a live buffer (live tokens {live_tokens}); tokens must be "
                     f"unique among live buffers")
     finally:

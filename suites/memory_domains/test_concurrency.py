@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.api.errors import ConformanceError
 from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus
 from harness.judging.oracle import execute_scenario
 from harness.judging.scenario import MemorySpec, make_memory
 from harness.strategies.domains import Flavor, TokenUse, identity_operand, nbytes, request, values_for
 from harness.integration.skips import refused_allocation
+from harness.judging.verdict import violation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
@@ -56,8 +56,8 @@ def _bounded(pool, calls):
     futures = [pool.submit(call) for call in calls]
     done, pending = concurrent.futures.wait(futures, timeout=CALL_DEADLINE_S * 3)
     if pending:
-        raise ConformanceError(f"[DOM-CONC-2] {len(pending)} of {len(futures)} concurrent calls did not return "
-                               f"within {CALL_DEADLINE_S * 3:.0f} s")
+        raise violation("DOM-CONC-2", f"{len(pending)} of {len(futures)} concurrent calls did not return "
+                                      f"within {CALL_DEADLINE_S * 3:.0f} s")
     return [f.result() for f in futures]
 
 
@@ -83,8 +83,8 @@ def test_concurrent_readers_see_the_same_bytes(driver, flavor, threads) -> None:
     wrong = [r for r in results if r != expected]
     buffer.release()
     if wrong:
-        raise ConformanceError(f"[DOM-CONC-1] {len(wrong)} of {len(results)} concurrent reads returned other bytes or "
-                               f"failed, e.g. {wrong[0]!r:.200}")
+        raise violation("DOM-CONC-1", f"{len(wrong)} of {len(results)} concurrent reads returned other bytes or "
+                                      f"failed, e.g. {wrong[0]!r:.200}")
 
 
 @pytest.mark.requirement("DOM-CONC-2")
@@ -121,7 +121,7 @@ def test_concurrent_writes_and_reads_return(driver, reference, flavor, schedule)
     # The driver keeps serving: a fresh buffer works exactly as on the reference.
     _, fresh_prepared, fresh, fresh_token = _setup(driver, flavor)
     if _read_by_copy(fresh, flavor) != values_for(type, SHAPE, 5).tobytes():
-        raise ConformanceError("[DOM-CONC-2] after concurrent use the driver no longer serves a simple copy correctly")
+        raise violation("DOM-CONC-2", "after concurrent use the driver no longer serves a simple copy correctly")
     fresh.release()
 
 
@@ -159,11 +159,11 @@ def test_one_buffer_as_both_inputs_while_it_is_written(driver, flavor, readers) 
         statuses = _bounded(pool, [lambda c=c, i=i: c(i) for i, c in enumerate(calls)])
     buffer.release()
     if not expected.ok:
-        raise ConformanceError(f"[DOM-CONC-1] the same buffer as both inputs failed even alone: {expected.summary()}")
+        raise violation("DOM-CONC-1", f"the same buffer as both inputs failed even alone: {expected.summary()}")
     failed = [s for s, c in zip(statuses, calls) if c is read and s != "NONE"]
     if failed:
-        raise ConformanceError(f"[DOM-CONC-1] {len(failed)} reads of the buffer as both inputs failed while it was "
-                               f"written: {failed[:3]}")
+        raise violation("DOM-CONC-1", f"{len(failed)} reads of the buffer as both inputs failed while it was "
+                                      f"written: {failed[:3]}")
 
 
 @pytest.mark.requirement("DOM-CONC-1")
@@ -184,8 +184,8 @@ def test_concurrent_reads_of_different_buffers(driver, flavor, buffers) -> None:
             results = _bounded(pool, [lambda i=i: _read_by_copy(held[i], flavor) for i in jobs])
         wrong = [i for i, got in zip(jobs, results) if got != values_for(flavor.type, SHAPE, 10 + i).tobytes()]
         if wrong:
-            raise ConformanceError(f"[DOM-CONC-1] {len(wrong)} of {len(jobs)} concurrent copies of {buffers} different "
-                                   f"buffers returned another buffer's bytes (buffers {sorted(set(wrong))})")
+            raise violation("DOM-CONC-1", f"{len(wrong)} of {len(jobs)} concurrent copies of {buffers} different "
+                                          f"buffers returned another buffer's bytes (buffers {sorted(set(wrong))})")
     finally:
         for buffer in held:
             buffer.release()

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.api.errors import ConformanceError
 from harness.api.hal import BufferDesc, BufferRole, element_size
 from harness.api.memory import REQUIRED_KINDS
 from harness.judging.lockstep import Lockstep
@@ -17,6 +16,7 @@ from harness.judging.scenario import MemorySpec, make_memory
 from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
 from harness.strategies.values import BOOLEANS, integers, sampled
 from harness.integration.skips import not_applicable, refused_allocation
+from harness.judging.verdict import violation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
@@ -83,8 +83,8 @@ def test_copies_do_not_leak_descriptors(driver, flavor, driver_pid) -> None:
     buffer.release()
     late_growth = counts[-1] - counts[-2]
     if late_growth > 0 and counts[-1] - counts[0] > COPIES_PER_ROUND // 2:
-        raise ConformanceError(f"[DOM-COPY-1] the driver service's descriptors keep growing: {counts} after rounds "
-                               f"of {COPIES_PER_ROUND} copies (a bounded cache levels off; this does not)")
+        raise violation("DOM-COPY-1", f"the driver service's descriptors keep growing: {counts} after rounds "
+                                      f"of {COPIES_PER_ROUND} copies (a bounded cache levels off; this does not)")
 
 
 #: Rounds of copies in the descriptor test: the first two may warm a bounded cache.

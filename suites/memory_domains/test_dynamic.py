@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from harness.api.hal import BufferDesc, BufferRole, OperationType, element_size
 from harness.judging.lockstep import Lockstep
 from harness.judging.scenario import Scenario
+from harness.judging.verdict import require
 from harness.strategies.domains import Flavor, TokenUse, identity_operand, nbytes, request, reshape_model, values_for
 from harness.strategies.values import sampled
 from harness.integration.skips import not_applicable, not_run, refused_allocation
@@ -55,7 +56,8 @@ def test_buffer_follows_the_latest_output_shape(driver, reference, capabilities,
     for shape in data.draw(st.lists(shapes_2d, min_size=1, max_size=4), label="output shapes"):
         step.execute(pairs[0], _producer_request(producer, flavor, shape, TokenUse("buffer")), "DOM-DYN-1")
         contents = step.copy_to("buffer", nbytes(flavor.type, shape), requirement="DOM-DYN-1")
-        assert contents == _values(flavor, shape).tobytes(), "[DOM-DYN-1] the buffer does not hold the latest output"
+        require(contents == _values(flavor, shape).tobytes(), "DOM-DYN-1",
+                f"after an execution wrote a {shape} output, the buffer does not hold it")
         other = values_for(flavor.type, shape, 3)
         step.execute(pairs[1], request(consumer, [TokenUse("buffer"), other], [nbytes(flavor.type, shape)],
                                        label=f"{flavor.op.name} {shape}"), "DOM-DYN-1")

@@ -6,13 +6,13 @@ import pytest
 from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
-from harness.api.errors import ConformanceError
 from harness.api.hal import OperandLifeTime
 from harness.judging.oracle import assert_conforms, execute_scenario, run_scenario
 from harness.judging.scenario import with_constants
 from harness.strategies import scenarios
 from harness.strategies.layouts import CONSTANT_POOL_KINDS
 from harness.strategies.values import integers, sampled
+from harness.judging.verdict import violation
 
 
 def _has_tensor_constant(scenario) -> bool:
@@ -37,8 +37,8 @@ def test_copy_and_reference_constants_agree(driver, reference, capabilities, dat
     assert_conforms("POOL-1", by_copy, expected, copy_outcome)
     assert_conforms("POOL-1", by_reference, expected, reference_outcome)
     if copy_outcome.outputs != reference_outcome.outputs:
-        raise ConformanceError(
-            f"[POOL-1] the same constants gave different outputs by copy and by reference "
+        raise violation("POOL-1",
+            f"the same constants gave different outputs by copy and by reference "
             f"({copy_outcome.summary()} vs {reference_outcome.summary()})"
         )
 

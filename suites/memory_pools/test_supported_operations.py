@@ -12,12 +12,12 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.api.errors import ConformanceError
 from harness.api.hal import Capabilities, Device, DriverError, Model, OperandType
 from harness.integration.skips import not_applicable
 from harness.strategies import scenarios
 from harness.strategies.models import FAMILIES
 from harness.strategies.values import sampled
+from harness.judging.verdict import violation
 
 #: Every operand type the harness builds models of.
 BUILDABLE_TYPES = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32,
@@ -28,8 +28,8 @@ def _answers(driver: Device, model: Model) -> list[bool]:
     supported = driver.get_supported_operations(model)
     count = len(model.main.operations)
     if not isinstance(supported, (list, tuple)) or len(supported) != count or not all(isinstance(s, bool) for s in supported):
-        raise ConformanceError(f"[POOL-4] get_supported_operations returned {supported!r}; "
-                               f"SPEC requires one bool per operation ({count})")
+        raise violation("POOL-4", f"get_supported_operations returned {supported!r}; "
+                                  f"SPEC requires one bool per operation ({count})")
     return list(supported)
 
 
@@ -54,11 +54,11 @@ def test_declared_operations_are_supported_and_prepare(driver, capabilities, dat
     scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
     supported, refused = _asked(driver, scenario)
     if not all(supported):
-        raise ConformanceError(f"[POOL-4] {', '.join(scenario.notes)}: get_supported_operations says {supported} for a "
-                               f"model made only of declared operations and types")
+        raise violation("POOL-4", f"{', '.join(scenario.notes)}: get_supported_operations says {supported} for a "
+                                  f"model made only of declared operations and types")
     if refused is not None:
-        raise ConformanceError(f"[POOL-4] {', '.join(scenario.notes)}: every operation is reported supported, but "
-                               f"prepare_model refused the model: {refused}")
+        raise violation("POOL-4", f"{', '.join(scenario.notes)}: every operation is reported supported, but "
+                                  f"prepare_model refused the model: {refused}")
 
 
 @pytest.mark.requirement("POOL-4")
@@ -76,5 +76,5 @@ def test_undeclared_operations_are_reported_or_refused(driver, capabilities, dat
     event(f"{op.name}: {'reported unsupported' if not all(supported) else 'reported supported'}, "
           f"{'refused' if refused else 'prepared'}")
     if all(supported) and refused is not None:
-        raise ConformanceError(f"[POOL-4] {', '.join(scenario.notes)} (not declared): get_supported_operations "
-                               f"reports it supported, but prepare_model refused it: {refused}")
+        raise violation("POOL-4", f"{', '.join(scenario.notes)} (not declared): get_supported_operations "
+                                  f"reports it supported, but prepare_model refused it: {refused}")

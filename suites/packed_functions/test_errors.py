@@ -26,12 +26,12 @@ def test_errors_cross_with_kind_and_message(probes, kind, message) -> None:
 
 
 @pytest.mark.requirement("FFI-3")
-@pytest.mark.parametrize("arguments, problem", [((1,), "number of arguments"), ((1, 2, 3), "number of arguments"),
-                                                (("a", 1), "type"), ((1.5, 1), "type")],
+@pytest.mark.parametrize("arguments", [(1,), (1, 2, 3), ("a", 1), (1.5, 1)],
                          ids=["too few", "too many", "str for int", "float for int"])
-def test_wrong_arguments_are_a_type_error_naming_the_function(probes, arguments, problem) -> None:
+def test_wrong_arguments_are_a_type_error_naming_the_function(probes, arguments) -> None:
+    # FFI-3 asks for the kind and the function's name; the rest of the wording is the binding's own.
     with pytest.raises(TypeError) as raised:
         probes.add_int(*arguments)
     text = str(raised.value)
-    require(problem in text.lower() and "add_int" in text, "FFI-3", f"the TypeError does not say {problem!r} of add_int: {text!r}")
+    require("add_int" in text, "FFI-3", f"add_int{arguments!r} raised a TypeError that does not name add_int: {text!r}")
     require(probes.add_int(1, 2) == 3, "FFI-3", "add_int stopped working after a call with wrong arguments")
