@@ -25,9 +25,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+from harness.api.requirements import REQUIREMENTS
 from harness.integration.own_config import own_pytest_options
 from harness.integration.recording import raised_by_hypothesis
 from harness.drivers.registry import DriverSpec, load_registry
+from harness.report.attribution import failed_requirements
 
 SEED = 0
 DRIVER_TIMEOUT_S = 2.0
@@ -76,7 +78,7 @@ def score_mutant(driver: str, requirement: str, seed: int = SEED) -> Score:
     for record in records:
         if record["outcome"] != "failed":
             continue
-        if requirement in record["requirements"] and _is_verdict(record):
+        if requirement in failed_requirements(record) and _is_verdict(record):
             score.caught = True
             score.first_test = record["id"]
             score.seconds_to_catch = record["elapsed"]
@@ -121,6 +123,18 @@ def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SE
     variants = _selected(names, "exercises")
     with ThreadPoolExecutor(jobs) as pool:
         return list(pool.map(lambda spec: score_variant(spec.name, spec.exercises, seed), variants))
+
+
+#: SPEC §7: the harness's own guarantees.  What breaks them is a bug of the harness, not of a driver,
+#: so canary drivers check them (suites/service, tests/service), not seeded bugs.
+HARNESS_GUARANTEES = ("SVC-1", "SVC-2", "SVC-3")
+
+
+def unmeasured_requirements() -> list[str]:
+    """The requirements a driver can break that no seeded-bug driver breaks: whether the suites
+    would catch such a bug is not measured."""
+    broken = {spec.breaks for spec in load_registry().drivers.values() if spec.breaks}
+    return [r for r in REQUIREMENTS if r not in broken and r not in HARNESS_GUARANTEES]
 
 
 def format_table(scores: list[Score]) -> str:
@@ -179,10 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         print()
     parts = ([summary(scores)] if scores else []) + ([specificity(variants)] if variants else [])
     print(f"{'; '.join(parts) or 'nothing matched --only'} (seed {options.seed}; scored in {time.monotonic() - started:.0f} s with {options.jobs} jobs)")
+    unmeasured = unmeasured_requirements()
+    print(f"requirements no seeded bug breaks: {', '.join(unmeasured) or 'none'} "
+          f"({', '.join(HARNESS_GUARANTEES)} are the harness's own, checked with canary drivers)")
     if options.json:
         from harness.report.files import write_atomically
 
-        document = {"sensitivity": [asdict(s) for s in scores], "specificity": [asdict(s) for s in variants]}
+        document = {"sensitivity": [asdict(s) for s in scores], "specificity": [asdict(s) for s in variants],
+                    "unmeasured_requirements": unmeasured}
         write_atomically(options.json, json.dumps(document, indent=2))
     return 0 if all(s.caught for s in scores) and not any(v.caught for v in variants) else 1
 

@@ -18,6 +18,7 @@ import pytest
 from harness.api.errors import HarnessError
 from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
+from harness.report.attribution import failed_requirements
 from harness.report.files import write_atomically
 
 #: The expectations-file entry that applies to a test (set at collection): its skip or xfail is a waiver.
@@ -140,7 +141,6 @@ class Recorder:
                       or getattr(e, "steps", None) or getattr(e, "golden", None)), None)
         if found is None or not self.reproducers:
             return ""
-        from harness.report.files import write_atomically
         from harness.report.reproducer import call_sequence_script, golden_script, reproducer_script
 
         os.makedirs(self.reproducers, exist_ok=True)
@@ -198,8 +198,8 @@ class Recorder:
         if report.failed:
             os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure
         self._write_progress()
-        if report.failed and self.stop_on and self.stop_on in requirements:
-            item.session.shouldstop = f"a test naming {self.stop_on} failed"
+        if self.stop_on and self.stop_on in failed_requirements(record):
+            item.session.shouldstop = f"a test failed on {self.stop_on}"
 
     def _append(self, record: dict) -> None:
         os.write(self._fd, (json.dumps(record) + "\n").encode("utf-8"))

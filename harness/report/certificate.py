@@ -12,6 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from harness.api.requirements import REQUIREMENTS
+from harness.report.attribution import failed_requirements
 
 SCHEMA = "driver-harness/certificate/2"
 
@@ -34,6 +35,8 @@ def _test_status(test: dict) -> str:
     outcome = test["outcome"]
     if outcome == "failed":
         return "fail"
+    if outcome == "stopped":
+        return "not-run"
     if outcome in ("xfailed", "xpassed"):
         return "waived"  # an expectations-file xfail is never a pass in a certificate
     if outcome == "skipped":
@@ -106,6 +109,19 @@ def golden_coverage(tests: list[dict]) -> dict:
     return {op: dict(sorted(types.items())) for op, types in sorted(table.items())}
 
 
+def _as_covering(test: dict, requirement: str) -> dict:
+    """A test's line under ``requirement``.  A test that failed on another of the rules it names
+    stopped before it checked this one: not-run here (the certificate fails on that rule)."""
+    entry = {"test": test["id"], "outcome": test["outcome"], "message": test.get("message", ""),
+             "waiver": test.get("waiver", ""), "skip": test.get("skip"), "reproducer": test.get("reproducer", "")}
+    failed = failed_requirements(test)
+    if failed and requirement not in failed:
+        entry["outcome"] = "stopped"
+        entry["skip"] = {"kind": "not-run", "reason": f"{test['id']} stopped at its failure of {', '.join(failed)}",
+                         "fix": ""}
+    return entry
+
+
 def build(records: Iterable[dict], session: dict, started: str, ended: str, complete: bool,
           duration_s: float | None = None, requirements: Iterable[str] | None = None) -> dict:
     """The certificate of a run; ``requirements`` limits its table (``harness cts``: OPS-1..3 only)."""
@@ -118,9 +134,7 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
     for requirement, summary in REQUIREMENTS.items():
         if requirement not in wanted:
             continue
-        covering = [{"test": t["id"], "outcome": t["outcome"], "message": t.get("message", ""),
-                     "waiver": t.get("waiver", ""), "skip": t.get("skip"), "reproducer": t.get("reproducer", "")}
-                    for t in tests if requirement in t["requirements"]]
+        covering = [_as_covering(t, requirement) for t in tests if requirement in t["requirements"]]
         table[requirement] = {"summary": summary, **requirement_status(covering), "tests": covering}
     verdict = verdict_of((entry["status"] for entry in table.values()), complete)
     counts = {status: sum(entry["status"] == status for entry in table.values()) for status in STATUSES}

@@ -75,9 +75,13 @@ class CustomCallExecutor:
             raise CustomCallError(f"custom-call target {target.name!r}: {path} has no symbol {target.symbol!r}") from None
 
     def lookup(self, name: str, platform: str) -> tuple:
-        """("ok", convention) or ("unregistered", message): for CC-1 checks across the service."""
+        """("ok", convention) or ("unregistered", message): for CC-1 checks across the service.
+        A declared target whose symbol its library does not export is not registered: XLA
+        registers a function's address, and there is none to register."""
         try:
-            return ("ok", self.registry.lookup(name, platform).convention)
+            target = self.registry.lookup(name, platform)
+            self._function(target)
+            return ("ok", target.convention)
         except CustomCallError as error:
             return ("unregistered", str(error))
 
@@ -88,9 +92,9 @@ class CustomCallExecutor:
         ("fault", signal name, byte offset into inputs) or ("unregistered", message)."""
         try:
             target = self.registry.lookup(name, platform)
+            function = self._function(target)
         except CustomCallError as error:
             return ("unregistered", str(error))
-        function = self._function(target)
         in_base = inputs.map(writable=False).ctypes.data if inputs.size else 0
         out_base = outputs.map(writable=True).ctypes.data if outputs.size else 0
         keep: list[Any] = []  # pointer arrays must live until the call returns

@@ -30,6 +30,8 @@ _custom_call_mutant("cc-segfault-on-empty-message", "CC-6", "the failing target 
 
 _custom_call_mutant("cc-message-cut-at-200", "CC-6", "the failing target keeps its message in a 200-byte buffer",
                     "CC_MUTANT_MESSAGE_CUT")
+_custom_call_mutant("cc-symbol-hidden", "CC-1", "builds the device-style add target with hidden visibility, so the "
+                    "symbol it declares is not exported", "CC_MUTANT_SYMBOL_HIDDEN")
 _custom_call_mutant("cc-count-16-bit", "CC-3", "the device-style add target keeps its element count in 16 bits "
                     "(wraps above 65535 elements)", "CC_MUTANT_SHORT_COUNT")
 

@@ -7,6 +7,7 @@ import numpy as np
 from harness.api.hal import DriverError, ErrorStatus, OperandLifeTime, numpy_dtype
 from harness.api.memory import Memory, MemoryMapError, read_detached
 from reference_driver import ReferenceDevice
+from reference_driver.device import ReferencePreparedModel, load_constants, validate_model
 from reference_driver.validation import INVALID, OK
 
 from ._registry import mutant, with_rule
@@ -60,6 +61,31 @@ class _ConstantsFromOffsetZero(ReferenceDevice):
 @mutant("constant-reference-offset-zero", "POOL-1", "reads CONSTANT_REFERENCE values from offset 0 of their pool")
 def constant_reference_offset_zero():
     return _ConstantsFromOffsetZero()
+
+
+@mutant("non-blob-hardware-buffer-constants", "POOL-3",
+        "maps a non-BLOB hardware_buffer as a constant pool, like a BLOB one")
+def non_blob_hardware_buffer_constants():
+    return with_rule("constant_pool_kind_allowed", lambda memory: OK)
+
+
+@mutant("constant-pools-mapped-at-first-execution", "POOL-4",
+        "maps constant pools at a prepared model's first execution, so an unusable one fails execute, not prepare_model")
+def constant_pools_mapped_at_first_execution():
+    return _ConstantPoolsMappedLate()
+
+
+class _ConstantPoolsMappedLate(ReferenceDevice):
+    def prepare_model(self, model):
+        validate_model(self.rules, self.kernels, model)
+        return _LateConstantsModel(self, model, {})
+
+
+class _LateConstantsModel(ReferencePreparedModel):
+    def execute(self, request):
+        if not self.constants:
+            self.constants = load_constants(self.device.rules, self.model)
+        return super().execute(request)
 
 
 @mutant("unknown-memory-kind-accepted", "POOL-5", "maps any memory whatever its kind name says")

@@ -103,6 +103,12 @@ def insufficient_reported_sufficient():
     return with_rule("output_sufficient", lambda needed, capacity: True)
 
 
+@mutant("insufficient-by-one-byte-sufficient", "OPS-2",
+        "an off-by-one size check: an output region one byte short of what the output needs counts as sufficient")
+def insufficient_by_one_byte_sufficient():
+    return with_rule("output_sufficient", lambda needed, capacity: needed <= capacity + 1)
+
+
 class _ShapelessInsufficient(ReferencePreparedModel):
     def execute(self, request):
         try:
@@ -208,3 +214,17 @@ class _FailureUninitializesEveryBuffer(ReferencePreparedModel):
         "a failed execution leaves every buffer it named uninitialized, its inputs too")
 def failed_execution_uninitializes_inputs():
     return ReferenceDevice(prepared_model_class=_FailureUninitializesEveryBuffer)
+
+
+@mutant("rank-4-buffers-kept-channels-first", "OPS-3",
+        "keeps rank-4 driver-managed buffers in its device's NCHW layout and hands them out as kept, so a "
+        "buffer of NHWC values reads back scrambled when it has more than one channel")
+def rank_4_buffers_kept_channels_first():
+    return ReferenceDevice(managed_buffer_class=_ChannelsFirst)
+
+
+class _ChannelsFirst(ManagedBuffer):
+    def store(self, value):
+        super().store(value)
+        if self.data.ndim == 4:  # converted to the device's layout; the shape is left as the caller's
+            self.data = np.ascontiguousarray(self.data.transpose(0, 3, 1, 2))

@@ -48,6 +48,9 @@ ADD_MOD128(double)
 ADD_MOD128(int32_t)
 
 /* Device style: buffers = {B, C, A}; opaque = {n, dtype (0 f32, 1 f64, 2 s32)}. */
+#ifdef CC_MUTANT_SYMBOL_HIDDEN
+__attribute__((visibility("hidden"))) /* built as if with -fvisibility=hidden: the declared symbol is not exported */
+#endif
 void add_mod128_device(CUstream stream, void **buffers, const char *opaque, size_t opaque_len) {
     (void)stream;
     int64_t header[2];

@@ -153,13 +153,15 @@ def test_live_buffers_keep_their_own_contents(driver, reference, capabilities, f
     for i in range(count):
         _allocated(step, f"b{i}", pair, [BufferRole(0, 0)], [])
         step.copy_from(f"b{i}", MemorySpec("ashmem", values_for(drawn.type, (2, 2), i).tobytes()), ())
+    size = nbytes(drawn.type, (2, 2))
+    for i in range(count):  # each holds its own bytes (storage shared between buffers shows here)
+        step.copy_to(f"b{i}", size, requirement="DOM-COPY-1")
     released = data.draw(sampled(tuple(range(count))), label="released buffer")
     event(f"{count} live buffers, buffer {released} released")
     step.release(f"b{released}")
-    size = nbytes(drawn.type, (2, 2))
-    for i in range(count):
+    for i in range(count):  # the others are still live and unchanged (a release that frees another shows here)
         if i != released:
-            step.copy_to(f"b{i}", size, requirement="DOM-COPY-1")
+            step.copy_to(f"b{i}", size, requirement="DOM-ROLE-1")
     scenario = request(drawn.model((2, 2)), [TokenUse(f"b{released}"), values_for(drawn.type, (2, 2))], [size],
                        label=f"released buffer b{released} as input")
     step.execute(pair, scenario, "DOM-ROLE-1")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.drivers.registry import load_registry
-from harness.commands.score import format_table, format_variants, run_suites, score_all, score_variants, specificity, summary
+from harness.commands.score import (format_table, format_variants, run_suites, score_all, score_variants, specificity, summary,
+                                    unmeasured_requirements)
 
 
 def test_there_are_enough_mutants_covering_every_family() -> None:
@@ -16,6 +17,7 @@ def test_there_are_enough_mutants_covering_every_family() -> None:
     families = {spec.breaks.rsplit("-", 1)[0] for spec in mutants.values()}
     assert {"POOL", "REQ", "DOM-ALLOC", "DOM-STATE", "DOM-COPY", "DOM-ROLE", "DOM-DYN", "DOM-CONC", "CC", "FFI"} <= families
     assert all(name.startswith("mutant-") and spec.description for name, spec in mutants.items())
+    assert unmeasured_requirements() == [], "requirements a driver can break with no seeded bug breaking them"
 
 
 @pytest.mark.long_running

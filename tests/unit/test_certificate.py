@@ -83,6 +83,24 @@ def test_certificate_and_report_state_every_reason() -> None:
     assert "{" not in page.split("platform</th><td>")[1].split("</td>")[0]  # platform as text, not a dict
 
 
+@pytest.mark.parametrize("rule, failed", [
+    ("POOL-4", ["POOL-4"]),  # a verdict on one of the test's rules fails that rule alone
+    ("SVC-1", ["POOL-4", "POOL-5"]),  # a crash during the test: nothing says which rule
+    ("", ["POOL-4", "POOL-5"]),  # an unexpected exception
+    ("REQ-2", ["POOL-4", "POOL-5"]),  # a verdict on a rule the test does not name
+])
+def test_a_failure_fails_the_rule_it_carries_and_leaves_the_others_not_run(rule, failed) -> None:
+    records = every_requirement_passing()
+    records.append({**record("t::handles", "POOL-4", "failed"), "requirements": ["POOL-4", "POOL-5"], "rule": rule})
+    document = certificate.build(records, {"driver": "d"}, "start", "end", True, 61.0)
+    assert document["verdict"] == "FAIL"
+    assert sorted(r for r, entry in document["requirements"].items() if entry["status"] == "fail") == failed
+    for other in {"POOL-4", "POOL-5"} - set(failed):
+        entry = document["requirements"][other]
+        assert entry["status"] == "not-run" and entry["reasons"] == [f"t::handles stopped at its failure of {rule}"]
+        assert [t["outcome"] for t in entry["tests"] if t["test"] == "t::handles"] == ["stopped"]
+
+
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_reports_get_the_users_umask(tmp_path, umask, mode) -> None:
     previous = os.umask(umask)

@@ -48,3 +48,20 @@ def test_hypothesis_error_over_a_harness_bug_is_not_made_a_verdict() -> None:
     flaky = _raised_while_propagating(KeyError("buffer1"), hypothesis.errors.FlakyStrategyDefinition("stopped drawing earlier"))
     assert _verdict_of(flaky) is flaky
     assert not _is_verdict(_failed(_verdict_of(flaky)))
+
+
+def test_a_failure_on_another_of_the_tests_rules_is_not_a_catch(monkeypatch) -> None:
+    from harness.commands import score
+
+    def record(test: str, requirements: list[str], rule: str) -> dict:
+        return {"id": test, "requirements": requirements, "outcome": "failed", "rule": rule, "elapsed": 1.0,
+                "examples": 3, "message": f"[{rule}] ...", "error_module": "harness.api.errors"}
+
+    records = [record("handles", ["POOL-4", "POOL-5"], "POOL-5"),  # the test stopped on POOL-5: not a catch
+               record("crash", ["POOL-4", "POOL-5"], "SVC-1"),  # the driver crashed during it: a catch
+               record("stage", ["POOL-4"], "POOL-4")]
+    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0: records)
+    caught = score.score_mutant("mutant-x", "POOL-4")
+    assert caught.caught and caught.first_test == "crash" and caught.failures_elsewhere == 1
+    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0: records[:1])
+    assert not score.score_mutant("mutant-x", "POOL-4").caught
