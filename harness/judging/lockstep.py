@@ -161,6 +161,19 @@ class Lockstep:
         return self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] allocate({name!r}): the driver refused an allocation it "
                                             f"served {when}; releasing a buffer must free what it held")
 
+    @_keeps_steps
+    def served_again(self, name: str, when: str) -> None:
+        """Allocation ``name``, just made, is one the driver served ``when`` (in earlier call sequences,
+        say): a refusal of it is a leak (DOM-ALLOC-3).  Recorded as a step, so that a replay of the
+        whole history judges it again."""
+        self.steps.append(Step("served_again", (name, when)))
+        if name in self.buffers:
+            return
+        leak = self.refusal_after_serving(name, when)
+        if self.leaks is None:
+            raise leak
+        self.leaks.append(leak)
+
     # ----------------------------------------------------------------- calls
 
     @_keeps_steps
@@ -322,6 +335,10 @@ class Lockstep:
             self.release(name)
 
 
+#: A step between the call sequences of two runs on the same drivers (history the later run's verdict may need).
+NEXT_RUN = "next_run"
+
+
 def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep:
     """Run recorded steps again on both drivers; raises the same ConformanceError while the
     driver still has the bug."""
@@ -329,7 +346,9 @@ def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep
     models: dict[str, Pair | None] = {}
     for recorded in steps:
         method, args = recorded.method, recorded.args
-        if method == "prepare":
+        if method == NEXT_RUN:  # the sequence of the next run: its models are named from model-1 again
+            models.clear()
+        elif method == "prepare":
             models[f"model-{len(models) + 1}"] = step.prepare(*args)  # prepare() numbers models the same way
         elif method == "allocate":
             name, desc, model_names, input_roles, output_roles, requirement = args

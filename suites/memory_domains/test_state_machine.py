@@ -13,7 +13,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initial
 
 from harness.api.errors import ConformanceError
 from harness.api.hal import BufferDesc, BufferRole, element_size
-from harness.judging.lockstep import Lockstep, Pair
+from harness.judging.lockstep import NEXT_RUN, Lockstep, Pair, Step
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.strategies.domains import Flavor, TokenUse, nbytes, request, values_for
 
@@ -46,6 +46,18 @@ class AcrossRuns:
 
     first_served: set[tuple[tuple[int, ...], str]] = field(default_factory=set)  # (dims, direction) a run began with
     leaks: list[ConformanceError] = field(default_factory=list)
+    history: list[Step] = field(default_factory=list)  # every run's calls, in order
+    _given_history: int = 0  # leaks[:_given_history] carry the history up to their run
+
+    def end_run(self, steps: list[Step]) -> None:
+        """Add a run's calls to the history.  A leak found in it carries every run so far as its
+        steps: the driver may leak only after all of them, so its reproducer replays them all."""
+        if self.history:
+            self.history.append(Step(NEXT_RUN, ()))
+        self.history.extend(steps)
+        for leak in self.leaks[self._given_history:]:
+            leak.steps = tuple(self.history)
+        self._given_history = len(self.leaks)
 
 
 def concrete(dims: tuple[int, ...], rows: int) -> tuple[int, ...]:
@@ -116,9 +128,7 @@ class MemoryDomainMachine(RuleBasedStateMachine):
         if buffer.held:
             self.across.first_served.add((dims, direction))
         elif (dims, direction) in self.across.first_served:
-            self.across.leaks.append(self.step.refusal_after_serving(
-                buffer.name, "at the start of an earlier run of this test, with nothing else live (the cause includes those "
-                             "runs: this sequence alone, on a fresh driver, may not show it)"))
+            self.step.served_again(buffer.name, "at the start of an earlier run of this test, with nothing else live")
         return buffer
 
     @rule(target=prepared, dims=st.sampled_from(MODEL_DIMS))
@@ -186,6 +196,7 @@ class MemoryDomainMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         note("\n".join(self.step.log))
         self.step.close()
+        self.across.end_run(self.step.steps)
         self.count_example()
 
 

@@ -5,9 +5,13 @@ what the machine draws depends on the reference alone, and a leak is judged acro
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+
 
 LEAKS_AFTER_FOUR = textwrap.dedent(
     '''
@@ -39,7 +43,8 @@ LEAKS_AFTER_FOUR = textwrap.dedent(
 def _failures(pytester: pytest.Pytester, driver: str) -> list[dict]:
     records = pytester.path / "records.jsonl"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile=ci", f"--driver={driver}",
-                                           f"--harness-record={records}", "--pyargs",
+                                           f"--harness-record={records}",
+                                           f"--harness-reproducers={pytester.path / 'reproducers'}", "--pyargs",
                                            "harness.suites.memory_domains.test_state_machine", timeout=600)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, "\n".join(result.outlines + result.errlines)[-3000:]
     return [r for r in map(json.loads, records.read_text().splitlines()) if r.get("outcome") == "failed"]
@@ -50,6 +55,10 @@ def test_a_leak_is_judged_across_the_runs(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(leaks=LEAKS_AFTER_FOUR)
     [failure] = _failures(pytester, "leaks.py:factory")
     assert (failure["error_type"], failure["rule"]) == ("ConformanceError", "DOM-ALLOC-3"), failure
+    # Its reproducer replays the runs up to the one that showed the leak on a fresh driver, and fails the same way.
+    script = Path(failure["reproducer"])
+    replay = subprocess.run([sys.executable, str(script)], cwd=pytester.path, capture_output=True, text=True, timeout=300)
+    assert replay.returncode != 0 and "[DOM-ALLOC-3]" in replay.stderr, replay.stdout + replay.stderr[-3000:]
 
 
 def test_a_verdict_hypothesis_raised_its_own_error_over_is_recorded(pytester: pytest.Pytester) -> None:
