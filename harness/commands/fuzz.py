@@ -1,7 +1,7 @@
 """``harness fuzz`` and ``harness replay``: time-boxed generation, and re-running what it found.
 
-Fuzzing is rounds of the generative tests, each with new examples and more of them per test
-than the last, until the time budget is spent: one pytest process runs round after round
+Fuzzing is rounds of the generative tests (the first round also runs the fixed ones), each with
+new examples and more of them per test than the last, until the time budget is spent: one pytest process runs round after round
 (harness.integration.rounds; it is started again only if it ends early); ``--workers N`` runs
 N such processes side by side, independently.  Hypothesis saves
 every failing example in the example database the moment it finds it; a failing test's
@@ -255,8 +255,7 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
         # each worker starts at a different suite, so together they reach every suite early
         return lambda record, runs: _pytest(
             driver, db, record, os.path.join(out, "reproducers"),
-            [f"--harness-examples={ROUND_EXAMPLES}", f"--harness-rounds-for={max(deadline - time.monotonic(), 0):.1f}",
-             "--harness-generative-only"],
+            [f"--harness-examples={ROUND_EXAMPLES}", f"--harness-rounds-for={max(deadline - time.monotonic(), 0):.1f}"],
             runs - 1 + (slot.number - 1) * len(suites) // workers, suites)
 
     usage_error = ""

@@ -113,7 +113,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-examples", type=int, default=None, metavar="N", help="examples per test (overrides the profile)")
     group.addoption("--harness-rounds-for", type=float, default=None, metavar="SECONDS",
                     help="harness fuzz: run the collected tests round after round (--harness-examples per test in "
-                         "the first, doubling up to the profile's count) until SECONDS have passed")
+                         "the first, doubling up to the profile's count) until SECONDS have passed; tests that "
+                         "generate no examples run in the first round only")
     group.addoption("--harness-replay", action="store_true",
                     help="only re-run the examples stored in the database (no new generation)")
     group.addoption("--harness-no-shrink", action="store_true",
@@ -235,7 +236,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(
             Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
                      config.getoption("driver"), config.getoption("harness_reproducers"),
-                     service=lambda: state.service, progress=config.getoption("harness_generative_only")),
+                     service=lambda: state.service,
+                     progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None),
             "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:
         from harness.integration.rounds import Rounds

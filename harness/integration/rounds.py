@@ -8,7 +8,10 @@ run.  Here one session runs the collected tests round after round instead: round
 each test ``--harness-examples`` x 2**(r-1) examples, up to the profile's own count, and starts
 one suite later than the round before, so a short budget still reaches every suite early.
 New rounds start until SECONDS have passed; the session's driver service and fixtures stay up
-between rounds (pytest tears down only what the next item does not share).
+between rounds (pytest tears down only what the next item does not share).  Tests that generate
+no examples (fixed cases, the concurrency and descriptor checks) run in the first round only:
+run again they check the same thing, but a fuzz run that never ran them would miss the bugs only
+they catch.
 
 Each round writes a ``{"round": r, ...}`` record before its first test, so the fuzz controller
 can tell rounds apart in one record file.
@@ -107,16 +110,19 @@ class Rounds:
             raise session.Interrupted(f"{session.testsfailed} errors during collection")
         if session.config.option.collectonly or not session.items:
             return True
+        from harness.integration.recording import is_generative
+
         ends = time.monotonic() + self.seconds
         number = 0
-        order = list(session.items)
-        while number == 0 or time.monotonic() < ends:
+        order = list(session.items)  # the first round runs every test, fixed ones included
+        generative = [item for item in session.items if is_generative(item)]
+        while number == 0 or (generative and time.monotonic() < ends):
             number += 1
             examples = round_examples(number, self.first_examples, self.most_examples)
             self._set_round(order, number, examples)
             _freeze_what_lives_on()
             self._write_round({"round": number, "examples_per_test": examples})
-            upcoming = _suite_rotation(session.items, self._suite_of, number)
+            upcoming = _suite_rotation(generative or session.items, self._suite_of, number)
             for index, item in enumerate(order):
                 # The next round's first test follows this round's last: what the two share
                 # (the session's driver service above all) stays up between rounds.  (A test
