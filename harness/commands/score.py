@@ -4,12 +4,13 @@
   requirement it breaks;
 - specificity: every correct variant driver (``variant-*``, SPEC §8) passes every test.
 
-    harness score [--jobs N] [--only NAME ...] [--seed N] [--json FILE]
+    harness score [--jobs N] [--only NAME ...] [--seed N] [--profiles P,..] [--seeds N,..] [--json FILE]
     python -m harness.commands.score
 
 Each driver runs the suites in the ``ci`` profile with a fixed seed, through the service,
 without shrinking.  A mutant's run stops at the first failing test that names the requirement
-it breaks; a variant's runs to the end.  The command fails unless both rates are 100%.
+it breaks; a variant's runs to the end, once per profile and seed asked for (``--profiles``,
+``--seeds``): a correct driver must pass them all.  The command fails unless both rates are 100%.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from harness.drivers.registry import DriverSpec, load_registry
 from harness.report.attribution import failed_requirements
 
 SEED = 0
+#: The profiles a whole run of every suite can take here (nightly's 1,000 examples per test are harness fuzz's).
+VARIANT_PROFILES = ("dev", "ci", "certify")
 DRIVER_TIMEOUT_S = 2.0
 RUN_TIMEOUT_S = 600
 
@@ -46,14 +49,17 @@ class Score:
     examples: int | None = None
     failures_elsewhere: int = 0
     message: str = ""
+    profile: str = "ci"
+    seed: int = SEED
 
 
-def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed: int = SEED) -> list[dict]:
+def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed: int = SEED,
+               profile: str = "ci") -> list[dict]:
     """Run every suite against ``driver``; the per-test records of that run."""
     with tempfile.TemporaryDirectory() as tmp:
         record = os.path.join(tmp, "record.jsonl")
         command = [sys.executable, "-m", "pytest", *own_pytest_options(), "--pyargs", "harness.suites", f"--driver={driver}",
-                   "--harness-profile=ci", f"--harness-seed={seed}", f"--driver-timeout={DRIVER_TIMEOUT_S}",
+                   f"--harness-profile={profile}", f"--harness-seed={seed}", f"--driver-timeout={DRIVER_TIMEOUT_S}",
                    "--harness-no-shrink", f"--harness-record={record}", "-q", "-p", "no:randomly", *extra]
         if stop_on:
             command.append(f"--harness-stop-on={stop_on}")
@@ -89,11 +95,11 @@ def score_mutant(driver: str, requirement: str, seed: int = SEED) -> Score:
     return score
 
 
-def score_variant(driver: str, choice: str, seed: int = SEED) -> Score:
+def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci") -> Score:
     """A correct variant passes: no test fails (a failure is a false alarm of the harness)."""
-    records = run_suites(driver, seed=seed)
+    records = run_suites(driver, seed=seed, profile=profile)
     failed = [r for r in records if r["outcome"] == "failed"]
-    score = Score(driver, choice, caught=bool(failed) or not records)
+    score = Score(driver, choice, caught=bool(failed) or not records, profile=profile, seed=seed)
     if failed:
         score.first_test, score.seconds_to_catch, score.examples = failed[0]["id"], failed[0]["elapsed"], failed[0]["examples"]
         score.message = failed[0]["message"][:300]
@@ -118,11 +124,14 @@ def score_all(names: list[str] | None = None, jobs: int = 2, seed: int = SEED) -
         return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed), mutants))
 
 
-def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SEED) -> list[Score]:
-    """Specificity: every correct variant driver through every suite; ``caught`` means a false alarm."""
-    variants = _selected(names, "exercises")
+def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SEED,
+                   profiles: tuple[str, ...] = ("ci",), seeds: tuple[int, ...] = ()) -> list[Score]:
+    """Specificity: every correct variant driver through every suite, once per profile and seed
+    (``seeds``, or ``seed`` alone); ``caught`` means a false alarm."""
+    runs = [(spec, profile, each) for spec in _selected(names, "exercises") for profile in profiles
+            for each in (seeds or (seed,))]
     with ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(lambda spec: score_variant(spec.name, spec.exercises, seed), variants))
+        return list(pool.map(lambda run: score_variant(run[0].name, run[0].exercises, run[2], run[1]), runs))
 
 
 #: SPEC §7: the harness's own guarantees.  What breaks them is a bug of the harness, not of a driver,
@@ -157,11 +166,22 @@ def summary(scores: list[Score]) -> str:
     return f"sensitivity: caught {len(caught)}/{len(scores)} seeded bugs; median time to catch {median}"
 
 
-def format_variants(scores: list[Score]) -> str:
-    rows = [("variant", "choice", "passes", "first false alarm")]
+def _by_driver(scores: list[Score]) -> dict[str, list[Score]]:
+    grouped: dict[str, list[Score]] = {}
     for s in scores:
-        rows.append((s.driver.removeprefix("variant-"), s.requirement, "no" if s.caught else "yes",
-                     f"{s.first_test.removeprefix('suites/')}: {s.message}" if s.caught else "-"))
+        grouped.setdefault(s.driver, []).append(s)
+    return grouped
+
+
+def format_variants(scores: list[Score]) -> str:
+    """A row per variant: the runs it passed (profile x seed), and its first false alarm."""
+    rows = [("variant", "choice", "passes", "runs passed", "first false alarm")]
+    for driver, runs in _by_driver(scores).items():
+        alarms = [s for s in runs if s.caught]
+        first = (f"{alarms[0].profile}, seed {alarms[0].seed}: {alarms[0].first_test.removeprefix('suites/')}: "
+                 f"{alarms[0].message}") if alarms else "-"
+        rows.append((driver.removeprefix("variant-"), runs[0].requirement, "no" if alarms else "yes",
+                     f"{len(runs) - len(alarms)}/{len(runs)}", first))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -169,8 +189,12 @@ def format_variants(scores: list[Score]) -> str:
 
 
 def specificity(scores: list[Score]) -> str:
-    passing = [s for s in scores if not s.caught]
-    return f"specificity: {len(passing)}/{len(scores)} correct variants pass"
+    grouped = _by_driver(scores)
+    passing = [driver for driver, runs in grouped.items() if not any(s.caught for s in runs)]
+    kinds = sorted({(s.profile, s.seed) for s in scores})
+    over = (f" in every run ({len({p for p, _ in kinds})} profiles x {len({n for _, n in kinds})} seeds)"
+            if len(kinds) > 1 else "")
+    return f"specificity: {len(passing)}/{len(grouped)} correct variants pass{over}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,13 +202,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     parser.add_argument("--only", nargs="*", default=None, metavar="NAME", help="score only these mutants and variants")
     parser.add_argument("--seed", type=int, default=SEED, help=f"the seed of every run (default {SEED})")
+    parser.add_argument("--profiles", default="ci", metavar="P,..",
+                        help="run each correct variant in each of these profiles (default ci; dev, ci, certify)")
+    parser.add_argument("--seeds", default="", metavar="N,..", help="run each correct variant with each of these seeds")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the scores as JSON")
     options = parser.parse_args(argv)
     if options.jobs < 1:
         parser.error("--jobs must be at least 1")
+    profiles = tuple(p for p in options.profiles.split(",") if p)
+    unknown = [p for p in profiles if p not in VARIANT_PROFILES]
+    if unknown or not profiles:
+        parser.error(f"--profiles: {', '.join(unknown) or 'none given'}; allowed: {', '.join(VARIANT_PROFILES)} "
+                     f"(nightly is harness fuzz's: fuzz a variant with it)")
+    try:
+        seeds = tuple(int(n) for n in options.seeds.split(",") if n.strip())
+    except ValueError:
+        parser.error(f"--seeds: {options.seeds!r} is not a comma-separated list of integers")
     started = time.monotonic()
     scores = score_all(options.only, options.jobs, options.seed)
-    variants = score_variants(options.only, options.jobs, options.seed)
+    variants = score_variants(options.only, options.jobs, options.seed, profiles, seeds)
     if scores:
         print(format_table(scores))
         print()
@@ -192,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         print(format_variants(variants))
         print()
     parts = ([summary(scores)] if scores else []) + ([specificity(variants)] if variants else [])
-    print(f"{'; '.join(parts) or 'nothing matched --only'} (seed {options.seed}; scored in {time.monotonic() - started:.0f} s with {options.jobs} jobs)")
+    seeded = f"seed {options.seed}" + (f"; variants: seeds {', '.join(map(str, seeds))}" if seeds else "")
+    print(f"{'; '.join(parts) or 'nothing matched --only'} ({seeded}; scored in {time.monotonic() - started:.0f} s "
+          f"with {options.jobs} jobs)")
     unmeasured = unmeasured_requirements()
     print(f"requirements no seeded bug breaks: {', '.join(unmeasured) or 'none'} "
           f"({', '.join(HARNESS_GUARANTEES)} are the harness's own, checked with canary drivers)")

@@ -65,3 +65,17 @@ def test_a_failure_on_another_of_the_tests_rules_is_not_a_catch(monkeypatch) -> 
     assert caught.caught and caught.first_test == "crash" and caught.failures_elsewhere == 1
     monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0: records[:1])
     assert not score.score_mutant("mutant-x", "POOL-4").caught
+
+
+def test_a_variant_passes_only_if_it_passes_every_profile_and_seed() -> None:
+    from harness.commands.score import Score, format_variants, specificity
+
+    runs = [Score("variant-a", "CHOICE-1", caught=False, profile=profile, seed=seed)
+            for profile in ("ci", "certify") for seed in (1, 2)]
+    runs += [Score("variant-b", "CHOICE-6", caught=False, profile="ci", seed=1),
+             Score("variant-b", "CHOICE-6", caught=True, profile="certify", seed=2, first_test="suites/x.py::t",
+                   message="[DOM-ALLOC-3] refused")]
+    rows = [line.split() for line in format_variants(runs).splitlines()[2:]]
+    assert rows[0] == ["a", "CHOICE-1", "yes", "4/4", "-"]
+    assert rows[1][:5] == ["b", "CHOICE-6", "no", "1/2", "certify,"] and rows[1][-1] == "refused"
+    assert specificity(runs) == "specificity: 1/2 correct variants pass in every run (2 profiles x 2 seeds)"
