@@ -118,7 +118,8 @@ def _as_covering(test: dict, requirement: str) -> dict:
     if failed and requirement not in failed:
         entry["outcome"] = "stopped"
         entry["skip"] = {"kind": "not-run", "reason": f"{test['id']} stopped at its failure of {', '.join(failed)}",
-                         "fix": ""}
+                         "fix": f"fix the driver's failure of {', '.join(failed)}: the tests that stopped there "
+                                f"check the rest once it passes"}
     return entry
 
 

@@ -98,6 +98,7 @@ def test_a_failure_fails_the_rule_it_carries_and_leaves_the_others_not_run(rule,
     for other in {"POOL-4", "POOL-5"} - set(failed):
         entry = document["requirements"][other]
         assert entry["status"] == "not-run" and entry["reasons"] == [f"t::handles stopped at its failure of {rule}"]
+        assert entry["fixes"] == [f"fix the driver's failure of {rule}: the tests that stopped there check the rest once it passes"]
         assert [t["outcome"] for t in entry["tests"] if t["test"] == "t::handles"] == ["stopped"]
 
 
