@@ -81,7 +81,7 @@ def binary_model(type: OperandType, dims: Sequence[int], quant=(0.0, 0), op=Oper
     return _binary_model(type, tuple(dims), tuple(quant), op, outputs, scalar_input)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=1024, typed=True)
 def _binary_model(type: OperandType, dims: tuple[int, ...], quant: tuple[float, int], op: OperationType,
                   outputs: int, scalar_input: bool) -> Scenario:
     # One Scenario per distinct model (it is frozen data): the memory-domain tests build the same
@@ -153,7 +153,7 @@ def values_for(type: OperandType, shape: Sequence[int], seed: int = 0) -> np.nda
     return _values_for(type, tuple(shape), seed)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=1024, typed=True)
 def _values_for(type: OperandType, shape: tuple[int, ...], seed: int) -> np.ndarray:
     # Kept per (type, shape, seed): a numpy generator costs more to make than these few values.
     rng = np.random.default_rng(seed)

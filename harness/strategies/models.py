@@ -170,7 +170,7 @@ def _broadcast_pair(choices: _Choices, ranks: tuple[int, int] | None):
 _OPERAND_HOWS = (("input", "input"), ("input", "copy"), ("input", "reference"), ("copy", "input"), ("reference", "input"))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256, typed=True)
 def elementwise_models(caps: Capabilities, activation: int | None = None,
                        op: OperationType | None = None, ranks: tuple[int, int] | None = None) -> st.SearchStrategy[ModelCase]:
     """ADD/SUB/MUL/DIV with broadcasting, a fused activation, constants by copy or reference,

@@ -36,7 +36,7 @@ def _usable(allowed: frozenset[OperandType], supported: frozenset[OperandType]) 
 
 # Strategies below are cached by their (hashable) arguments: models draw them many times per
 # example, and hypothesis validates each new strategy object before its first draw.
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64, typed=True)
 def quantization(operand_type: OperandType) -> st.SearchStrategy[tuple[float, int]]:
     """(scale, zeroPoint): (0, 0) for non-quantized types."""
     if not is_quantized_type(operand_type):
@@ -52,9 +52,16 @@ def integers(low: int, high: int) -> st.SearchStrategy[int]:
     return st.integers(low, high)
 
 
-@functools.lru_cache(maxsize=1024)
 def sampled(choices: tuple) -> st.SearchStrategy:
     """``st.sampled_from(choices)``, one object per tuple of choices (see `integers`)."""
+    # Keyed by the choices' types too: an IntEnum member equals its value and hashes alike, so
+    # (OperationType.ADD,) and (0,) are one key to a plain cache, and a driver declaring ADD alone
+    # was given the strategy another test had made for index 0 (a nightly false alarm, 2026-11-25).
+    return _sampled(choices, tuple(map(type, choices)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _sampled(choices: tuple, types: tuple[type, ...]) -> st.SearchStrategy:
     return st.sampled_from(choices)
 
 
@@ -71,7 +78,7 @@ _ENCODED_SIZE = {OperandType.TENSOR_FLOAT32: 4, OperandType.TENSOR_FLOAT16: 2, O
                  OperandType.TENSOR_QUANT8_ASYMM: 1, OperandType.TENSOR_QUANT8_ASYMM_SIGNED: 1}
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096, typed=True)
 def arrays(operand_type: OperandType, shape: tuple[int, ...], *, nonzero: bool = False) -> st.SearchStrategy[np.ndarray]:
     """Element values that keep float results exact enough to compare with tolerances; every
     element is its own value (no fill), so a bug that moves elements around shows.
