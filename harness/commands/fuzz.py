@@ -191,7 +191,7 @@ class _Worker:
         self.record = _Tail(os.path.join(self.out, f"run-{self.runs}-w{self.number}.jsonl"))
         self.errors = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(command_for(self.record.path, self.runs), stdout=subprocess.DEVNULL,
-                                        stderr=self.errors, text=True, preexec_fn=_interruptible)
+                                        stderr=self.errors, text=True)
 
     def new_rounds(self) -> list[dict]:
         """Rounds the current process began since the last call."""
@@ -234,14 +234,6 @@ class _Worker:
         if self.errors is not None:
             self.errors.close()
             self.errors = None
-
-
-def _interruptible() -> None:
-    """In the worker, before it execs: SIGINT back to its default.  A shell starts a background job
-    (``harness fuzz ... &``, nohup, many schedulers) with SIGINT ignored, the worker inherits that,
-    and Python then installs no KeyboardInterrupt handler: the controller's interrupt at the deadline
-    went unheard, and the worker ran on to the end of its round (20 s past an 18 s budget, measured)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _absolute(db: str) -> str:
