@@ -155,11 +155,15 @@ class Lockstep:
         rule = outcome.rule or requirement
         raise self._failure(requirement, f"[{requirement}] {call}: {problem} (reference rule {rule})")
 
-    def refusal_after_serving(self, name: str, when: str) -> ConformanceError:
-        """The DOM-ALLOC-3 failure for the driver's refusal of allocation ``name`` (the last call),
-        which it served ``when``: a refusal that grows with history is a leak."""
-        return self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] allocate({name!r}): the driver refused an allocation it "
+    def _refused_after_serving(self, name: str, when: str) -> None:
+        """The driver refused allocation ``name`` (the last call), which it served ``when``: a refusal
+        that grows with history is a leak (DOM-ALLOC-3).  Raised at once, or gathered in ``leaks``
+        when the caller judges leaks after its runs."""
+        leak = self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] allocate({name!r}): the driver refused an allocation it "
                                             f"served {when}; releasing a buffer must free what it held")
+        if self.leaks is None:
+            raise leak
+        self.leaks.append(leak)
 
     @_keeps_steps
     def served_again(self, name: str, when: str) -> None:
@@ -167,12 +171,8 @@ class Lockstep:
         say): a refusal of it is a leak (DOM-ALLOC-3).  Recorded as a step, so that a replay of the
         whole history judges it again."""
         self.steps.append(Step("served_again", (name, when)))
-        if name in self.buffers:
-            return
-        leak = self.refusal_after_serving(name, when)
-        if self.leaks is None:
-            raise leak
-        self.leaks.append(leak)
+        if name not in self.buffers:
+            self._refused_after_serving(name, when)
 
     # ----------------------------------------------------------------- calls
 
@@ -218,10 +218,7 @@ class Lockstep:
                 _TALLIES[-1].refused += 1
             served_with = self._served.get(signature)
             if served_with is not None and len(self.buffers) <= served_with:
-                leak = self.refusal_after_serving(name, f"earlier in this sequence with as many buffers live ({served_with})")
-                if self.leaks is None:
-                    raise leak
-                self.leaks.append(leak)
+                self._refused_after_serving(name, f"earlier in this sequence with as many buffers live ({served_with})")
             return None
         self._compare(requirement, call, expected, actual)
         if not expected.ok:
