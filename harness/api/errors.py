@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 __all__ = [
     "ConformanceError",
@@ -25,7 +26,13 @@ __all__ = [
     "ExpectationsError",
     "HarnessError",
     "UsageError",
+    "calls_into_driver",
+    "mark_raised_by_driver",
+    "raised_by_driver",
 ]
+
+_T = TypeVar("_T")
+_RAISED_BY_DRIVER = "_driver_harness_raised_by_driver"
 
 
 class HarnessError(Exception):
@@ -94,3 +101,36 @@ class DriverHang(DriverFault):
     """A call did not return within its deadline; the message carries the service's stacks."""
 
     requirement = "SVC-2"
+
+
+# ------------------------------------------------------------------ whose code raised an exception
+# A test that ends in an exception nobody judged is a verdict on the driver only when the driver's
+# code raised it; anything else the harness raised on its own (a fault of the harness: the
+# certificate says INCOMPLETE, not FAIL).  Exceptions are marked where they leave the driver's
+# code: the service's client, the packed functions a library registered, a target run under XLA.
+
+
+def mark_raised_by_driver(error: BaseException) -> BaseException:
+    """Mark ``error`` as raised by the driver's own code, on its way out of a call into it."""
+    if hasattr(error, "__dict__"):  # every exception class but one built with __slots__ alone
+        setattr(error, _RAISED_BY_DRIVER, True)
+    return error
+
+
+def raised_by_driver(error: BaseException) -> bool:
+    """Whether ``error`` left the driver's own code (see `mark_raised_by_driver`)."""
+    return bool(getattr(error, _RAISED_BY_DRIVER, False))
+
+
+def calls_into_driver(function: Callable[..., _T]) -> Callable[..., _T]:
+    """``function``, the driver's own code called in the harness's process, as a callable whose
+    exceptions are marked as the driver's."""
+
+    def call(*args: Any, **kwargs: Any) -> _T:
+        try:
+            return function(*args, **kwargs)
+        except BaseException as error:
+            mark_raised_by_driver(error)
+            raise
+
+    return call

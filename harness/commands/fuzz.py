@@ -311,7 +311,7 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
         "rounds": rounds, "seconds": seconds, "examples_per_suite": examples,
         "examples_per_second": round(sum(examples.values()) / max(seconds, 1e-9), 1), "interrupted": stop["now"],
         "failures": [{"test": r["id"], "suite": suite_of(r["id"]), "requirements": r["requirements"],
-                      "message": r["message"], "reproducer": r.get("reproducer", ""),
+                      "fault": r.get("fault", "driver"), "message": r["message"], "reproducer": r.get("reproducer", ""),
                       "found_at_s": run.found.get(key)} for key, r in failures.items()],
         "timeline": run.timeline,
     }

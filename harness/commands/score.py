@@ -28,7 +28,6 @@ from dataclasses import asdict, dataclass
 
 from harness.api.requirements import REQUIREMENTS
 from harness.integration.own_config import own_pytest_options
-from harness.integration.recording import raised_by_hypothesis
 from harness.drivers.registry import DriverSpec, load_registry
 from harness.report.attribution import failed_requirements
 
@@ -72,19 +71,13 @@ def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed
         return [r for r in records if "id" in r]  # test records, without the session header
 
 
-def _is_verdict(record: dict) -> bool:
-    """Whether a failure judged the driver: not one of hypothesis' own errors about the run (flaky
-    data generation, an invalid strategy), which a driver can provoke without the test seeing its bug."""
-    return not raised_by_hypothesis(record.get("error_module", ""))
-
-
 def score_mutant(driver: str, requirement: str, seed: int = SEED) -> Score:
     records = run_suites(driver, stop_on=requirement, seed=seed)
     score = Score(driver, requirement, caught=False)
     for record in records:
         if record["outcome"] != "failed":
             continue
-        if requirement in failed_requirements(record) and _is_verdict(record):
+        if requirement in failed_requirements(record):  # a verdict on the driver (attribution.fault_of)
             score.caught = True
             score.first_test = record["id"]
             score.seconds_to_catch = record["elapsed"]

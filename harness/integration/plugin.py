@@ -236,7 +236,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(
             Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
                      config.getoption("driver"), config.getoption("harness_reproducers"),
-                     service=lambda: state.service,
+                     service=lambda: state.service, inline=state.isolation == "inline",
                      progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None),
             "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:

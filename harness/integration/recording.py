@@ -9,6 +9,7 @@ ends the run at the first failure of a test that names REQ (a seeded bug is caug
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import time
@@ -18,7 +19,7 @@ import pytest
 from harness.api.errors import HarnessError
 from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
-from harness.report.attribution import failed_requirements
+from harness.report.attribution import failed_requirements, fault_of, raised_by_hypothesis
 from harness.report.files import write_atomically
 
 #: The expectations-file entry that applies to a test (set at collection): its skip or xfail is a waiver.
@@ -49,8 +50,9 @@ DRIVER_OUTPUT_BYTES = 4096
 
 class Recorder:
     def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "",
-                 service=None, progress: bool = False) -> None:
+                 service=None, progress: bool = False, inline: bool = False) -> None:
         self.driver = driver
+        self.inline = inline  # the driver runs in this process: its exceptions cannot be told from the harness's
         # The driver's service (a callable that returns it, or None): a failure's record carries
         # the last DRIVER_OUTPUT_BYTES it printed during the test.
         self._service = service or (lambda: None)
@@ -159,6 +161,8 @@ class Recorder:
         message = ""
         skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
         verdict = _verdict_of(call.excinfo.value) if report.failed and call.excinfo is not None else None
+        fault = fault_of(verdict, functools.partial(_holds_tests, str(item.path)), self.inline) \
+            if verdict is not None else "driver" if report.failed else ""
         if report.failed:
             if isinstance(verdict, HarnessError):  # the harness's own verdict: its message's first line
                 message = next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
@@ -182,6 +186,8 @@ class Recorder:
             # test's run, and says nothing of the driver by itself
             "error_module": type(verdict).__module__ if verdict is not None else "",
             "rule": getattr(verdict, "requirement", "") or "",
+            # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it
+            "fault": fault,
             "duration": round(report.duration, 4),
             "elapsed": round(time.monotonic() - self.started, 3),
             "examples": (self.examples_run - self._examples_at_start) if is_generative(item) else None,
@@ -208,12 +214,6 @@ class Recorder:
         os.close(self._fd)
 
 
-def raised_by_hypothesis(module: str) -> bool:
-    """Whether an exception type from ``module`` is one of hypothesis' own errors about the run
-    (flaky data generation, an invalid strategy): by itself it says nothing of the driver."""
-    return module.split(".")[0] == "hypothesis"
-
-
 def _verdict_of(error: BaseException) -> BaseException:
     """The exception that carries a failure's verdict.  Hypothesis wraps what it found in a group
     (several distinct failures, or a FlakyFailure when a driver fails one example in two ways, a
@@ -233,6 +233,20 @@ def _verdict_of(error: BaseException) -> BaseException:
             if getattr(verdict, "requirement", ""):
                 return verdict
     return error
+
+
+@functools.cache
+def _suites_folder() -> str:
+    """Where the suites' sources are (an ``assert`` there is a check of the driver)."""
+    spec = importlib.util.find_spec("harness.suites")
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    return os.path.join(os.path.abspath(folders[0]), "") if folders else ""
+
+
+def _holds_tests(test_file: str, filename: str) -> bool:
+    """Whether ``filename`` holds tests: the failing test's own file, or any of the suites'."""
+    suites = _suites_folder()
+    return filename == test_file or bool(suites) and filename.startswith(suites)
 
 
 def _why_skipped(item: pytest.Item, call) -> dict:

@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from harness.api.errors import calls_into_driver
 from harness.api.shapes import leaf_values, leaves
 from harness.api.custom_calls import CallCase, CustomCallTarget
+from harness.judging.verdict import violation
 
 _registered: dict[tuple[str, str], str] = {}
 _lock = threading.Lock()
@@ -46,7 +48,10 @@ def register(library: str, symbol: str) -> str:
         name = _registered.get((library, symbol))
         if name is None:
             name = f"driver_harness_{len(_registered)}_{symbol}"
-            handler = getattr(ctypes.cdll.LoadLibrary(library), symbol)
+            loaded = calls_into_driver(ctypes.cdll.LoadLibrary)(library)  # runs the library's initializers
+            handler = getattr(loaded, symbol, None)
+            if handler is None:
+                raise violation("CC-1", f"the target's symbol {symbol!r} is not exported by {library}")
             jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(handler), platform="cpu")
             _registered[(library, symbol)] = name
         return name
@@ -58,7 +63,13 @@ def call_target(target: CustomCallTarget, case: CallCase, operand_values: tuple)
     name = register(path, target.xla_symbol)
     results = tuple((tuple(leaf.dims), leaf.dtype) for _, leaf in leaves(case.output))
     arguments = [np.asarray(v) for v in leaf_values(tuple(operand_values))]
-    return [np.asarray(out) for out in _jitted(name, results, case.opaque if target.xla_opaque else None)(*arguments)]
+    return calls_into_driver(_run)(_jitted(name, results, case.opaque if target.xla_opaque else None), arguments)
+
+
+def _run(jitted: Any, arguments: list) -> list[np.ndarray]:
+    """Run a jitted call to the driver's handler and wait for its outputs: XLA reports the
+    handler's error status as an exception, raised here by the call or when an output is read."""
+    return [np.asarray(out) for out in jitted(*arguments)]
 
 
 @functools.lru_cache(maxsize=512)
@@ -83,4 +94,4 @@ def call_handler(library: str, symbol: str, results: list, arguments: list, **op
     def run(*args: Any):
         return jax.ffi.ffi_call(name, results, **options)(*args)
 
-    return [np.asarray(out) for out in jax.jit(run)(*arguments)]
+    return calls_into_driver(_run)(jax.jit(run), arguments)

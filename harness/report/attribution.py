@@ -1,22 +1,74 @@
-"""Which requirements a failed test fails: the rule its verdict carries, when the test names it."""
+"""Whose fault a failed test is, and which requirements it fails.
+
+A failure is a verdict on the driver only when something judged the driver: the harness (a
+``HarnessError``: a broken rule, a crash or a hang, a refused declaration), a check in a test's
+own code (an ``assert``, or a ``pytest.raises`` the driver did not satisfy), or an exception the
+driver's own code raised (marked where it left that code, `harness.api.errors.raised_by_driver`).
+Anything else the harness raised on its own is a fault of the harness, and hypothesis' own errors
+about a run (flaky data generation, a failed health check) say nothing of the driver: either way
+the test gave no verdict, and its requirements did not run (the certificate says INCOMPLETE).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import TracebackType
 from typing import Any
 
-__all__ = ["failed_requirements"]
+import pytest
+
+from harness.api.errors import HarnessError, raised_by_driver
+
+__all__ = ["FAULTS", "failed_requirements", "fault_of", "raised_by_hypothesis"]
+
+#: Whose fault a failed test is: a verdict on the driver, a fault of the harness, or of the run.
+FAULTS = ("driver", "harness", "run")
+
+
+def fault_of(error: BaseException, in_a_test: Callable[[str], bool], inline: bool = False) -> str:
+    """Whose fault a test's failure with ``error`` (its verdict, `recording._verdict_of`) is.
+
+    ``in_a_test(filename)``: whether a source file holds tests (an ``assert`` there is a check).
+    ``inline``: the driver runs in the harness's own process (``--driver-isolation=inline``),
+    where nothing tells its code from the harness's: every exception is the driver's.
+    """
+    if isinstance(error, BaseExceptionGroup):
+        faults = {fault_of(inner, in_a_test, inline) for inner in error.exceptions}
+        return next(fault for fault in FAULTS if fault in faults)
+    if isinstance(error, (HarnessError, pytest.fail.Exception)) or raised_by_driver(error) or inline:
+        return "driver"
+    if raised_by_hypothesis(type(error).__module__):
+        return "run"
+    if isinstance(error, AssertionError) and in_a_test(_raised_in(error.__traceback__)):
+        return "driver"
+    return "harness"
+
+
+def raised_by_hypothesis(module: str) -> bool:
+    """Whether an exception type from ``module`` is one of hypothesis' own errors about the run
+    (flaky data generation, an invalid strategy): by itself it says nothing of the driver."""
+    return module.split(".")[0] == "hypothesis"
+
+
+def _raised_in(traceback: TracebackType | None) -> str:
+    """The source file of the innermost frame of ``traceback`` (where the exception was raised)."""
+    filename = ""
+    while traceback is not None:
+        filename = traceback.tb_frame.f_code.co_filename
+        traceback = traceback.tb_next
+    return filename
 
 
 def failed_requirements(record: Mapping[str, Any]) -> tuple[str, ...]:
-    """The requirements a test's record fails (none unless it failed).
+    """The requirements a test's record fails (none unless it failed with a verdict on the driver).
 
     A verdict that carries one of the rules the test names fails that rule alone: the test stopped
-    there, before it had checked the others.  Any other failure (a crash or a hang, whose rule is
-    the service's; an unexpected exception; a verdict without a rule) fails every requirement the
-    test names, since nothing says which of them the driver broke.
+    there, before it had checked the others.  Any other verdict (a crash or a hang, whose rule is
+    the service's; an exception the driver raised; a verdict without a rule) fails every
+    requirement the test names, since nothing says which of them the driver broke.  A failure
+    that was the harness's or the run's fault fails none (records before faults were kept: the driver's).
     """
-    if record["outcome"] != "failed":
+    if record["outcome"] != "failed" or record.get("fault", "driver") != "driver":
         return ()
     rule = record.get("rule") or ""
     requirements = tuple(record["requirements"])

@@ -33,9 +33,9 @@ _ALL_SUITES_FIX = "run every suite: harness certify without -k, --deselect or te
 
 def _test_status(test: dict) -> str:
     outcome = test["outcome"]
-    if outcome == "failed":
-        return "fail"
-    if outcome == "stopped":
+    if outcome == "failed":  # a fault of the harness or of the run is no verdict: the test did not run to one
+        return "fail" if test.get("fault", "driver") == "driver" else "not-run"
+    if outcome in ("stopped", "no-verdict"):
         return "not-run"
     if outcome in ("xfailed", "xpassed"):
         return "waived"  # an expectations-file xfail is never a pass in a certificate
@@ -109,13 +109,30 @@ def golden_coverage(tests: list[dict]) -> dict:
     return {op: dict(sorted(types.items())) for op, types in sorted(table.items())}
 
 
+#: What a test that failed with no verdict on the driver left not run, and what fixes it, by whose fault it was.
+_NO_VERDICT = {
+    "harness": lambda test: {
+        "kind": "not-run", "reason": f"{test['id']}: the harness itself failed ({test.get('message') or test.get('error_type')}), "
+                                     f"which is no verdict on the driver",
+        "fix": "a fault of driver-harness: report it with the test's record (its details and the run's seed)"},
+    "run": lambda test: {
+        "kind": "not-run", "reason": f"{test['id']}: hypothesis stopped the test with its own error about the run "
+                                     f"({test.get('error_type')}), which is no verdict on the driver",
+        "fix": "run again; if it persists, the test's data generation depends on something beyond its draws: "
+               "report it with the test's record"},
+}
+
+
 def _as_covering(test: dict, requirement: str) -> dict:
     """A test's line under ``requirement``.  A test that failed on another of the rules it names
     stopped before it checked this one: not-run here (the certificate fails on that rule)."""
     entry = {"test": test["id"], "outcome": test["outcome"], "message": test.get("message", ""),
              "waiver": test.get("waiver", ""), "skip": test.get("skip"), "reproducer": test.get("reproducer", "")}
     failed = failed_requirements(test)
-    if failed and requirement not in failed:
+    if test["outcome"] == "failed" and not failed:  # the harness's fault, or the run's: no verdict
+        entry["outcome"] = "no-verdict"
+        entry["skip"] = _NO_VERDICT[test.get("fault", "harness")](test)
+    elif failed and requirement not in failed:
         entry["outcome"] = "stopped"
         entry["skip"] = {"kind": "not-run", "reason": f"{test['id']} stopped at its failure of {', '.join(failed)}",
                          "fix": f"fix the driver's failure of {', '.join(failed)}: the tests that stopped there "

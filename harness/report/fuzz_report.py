@@ -78,6 +78,12 @@ def _link(reproducer: str, out: str) -> str:
     return f'<a href="{html.escape(target)}">{html.escape(os.path.basename(reproducer))}</a>'
 
 
+def _no_verdict(failure: dict) -> str:
+    """A failure that is no verdict on the driver (a fault of the harness or the run) says so."""
+    fault = failure.get("fault", "driver")
+    return "" if fault == "driver" else f" <em>(no verdict: a fault of the {html.escape(fault)})</em>"
+
+
 def render_fuzz_report(summary: dict, out: str) -> str:
     """The page for a fuzz-summary.json document; reproducer links are relative to ``out``."""
     timeline = summary.get("timeline", [])
@@ -87,7 +93,7 @@ def render_fuzz_report(summary: dict, out: str) -> str:
     for suite in summary.get("suites", []):
         found = [f for f in failures if f.get("suite") == suite]
         rows = "".join(
-            f"<tr><td>{html.escape(f['test'])}</td><td>{html.escape(', '.join(f['requirements']))}</td>"
+            f"<tr><td>{html.escape(f['test'])}</td><td>{html.escape(', '.join(f['requirements']))}{_no_verdict(f)}</td>"
             f"<td>{_seconds(f.get('found_at_s'))}</td>"
             f"<td>{html.escape(f['message'][:300])}</td><td>{_link(f.get('reproducer', ''), out)}</td></tr>"
             for f in found)

@@ -101,7 +101,9 @@ def render(certificate: dict) -> str:
         if path and os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 reproducer = f"<details><summary>reproducer ({_e(os.path.basename(path))})</summary><pre>{_e(f.read())}</pre></details>"
-        failures.append(f"<h3>{_e(failure['id'])}</h3><p>{_e(failure['message'])}</p>"
+        whose = "" if failure.get("fault", "driver") == "driver" else \
+            f" <small>(no verdict on the driver: a fault of the {_e(failure['fault'])})</small>"
+        failures.append(f"<h3>{_e(failure['id'])}{whose}</h3><p>{_e(failure['message'])}</p>"
                         f"<details open><summary>minimal example and details</summary><pre>{_e(failure.get('details', ''))}</pre></details>"
                         f"{reproducer}{_driver_output(failure)}")
     fixes = "".join(f"<li><code>{_e(fix)}</code></li>" for fix in certificate["fixes"])

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.api.errors import DriverFault
+from harness.api.errors import DriverFault, mark_raised_by_driver
 from harness.api.hal import DriverError
 from harness.service import wire
 from harness.service.messages import FROM_SERVICE, Call, Drop, Failure, Reply, Shutdown, Target
@@ -152,8 +152,8 @@ class Connection:
         if pending.ok:
             return pending.value
         description = pending.description
-        if isinstance(pending.value, DriverError):
-            raise pending.value
+        if isinstance(pending.value, DriverError):  # the driver's own refusal
+            raise mark_raised_by_driver(pending.value)
         if not isinstance(pending.value, Failure):
             raise RemoteError(f"[SVC-1] {description} failed inside the driver service with {pending.value!r}, "
                               "which is neither a DriverError nor a Failure")

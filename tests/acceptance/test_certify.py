@@ -218,3 +218,37 @@ def test_interrupted_run_writes_an_incomplete_certificate(tmp_path: Path) -> Non
     document = json.loads((tmp_path / "out" / "certificate.json").read_text())
     assert document["verdict"] == "INCOMPLETE" and document["run"]["tests"] >= 2
     assert not [p for p in os.listdir(tmp_path / "out") if p.startswith(".certificate")]
+
+
+HARNESS_BUG = textwrap.dedent(
+    '''
+    """Stands for a bug in the harness's own code: one test raises a KeyError no driver code raised."""
+    import pytest
+
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(item):
+        if item.name.startswith("test_generated_scenarios_match_the_reference"):
+            raise KeyError("a slot the harness forgot")
+        yield
+    '''
+)
+
+
+def test_a_fault_of_the_harness_is_no_verdict_and_makes_the_certificate_incomplete(tmp_path: Path) -> None:
+    # The correct reference driver must not FAIL because the harness broke: the test gave no
+    # verdict, so what it covers did not run.
+    (tmp_path / "harness_bug.py").write_text(HARNESS_BUG)
+    done = certify(tmp_path, "--driver", "reference", "--out", "out", "--", "--harness-profile=ci", "-p", "harness_bug",
+                   "-k", "test_generated_scenarios or test_token_uses")
+    assert done.returncode == 1, done.stderr + done.stdout
+    document = json.loads((tmp_path / "out" / "certificate.json").read_text())
+    assert document["verdict"] == "INCOMPLETE"
+    [failure] = document["failures"]
+    assert (failure["fault"], failure["error_type"]) == ("harness", "KeyError"), failure
+    for requirement in ("POOL-2", "REQ-2"):  # what the failing test covers
+        entry = document["requirements"][requirement]
+        assert entry["status"] == "not-run" and entry["fixes"], entry
+        assert [test["outcome"] for test in entry["tests"]] == ["no-verdict"], entry
+    assert document["requirements"]["DOM-ROLE-1"]["status"] == "pass"  # test_token_uses ran and judged
+    assert "driver-harness" in done.stderr  # the fix names whose fault it is

@@ -1,28 +1,93 @@
-"""`harness score` counts a mutant caught only by a failure that judged the driver; the record
-keeps that verdict even when hypothesis raised its own error over it."""
+"""Whose fault a failure is (`harness.report.attribution`): `harness score` counts a mutant
+caught, and a certificate fails a requirement, only on a verdict on the driver; the record keeps
+that verdict even when hypothesis raised its own error over it, and a fault of the harness itself
+(an exception no driver code raised) is no verdict: its requirements did not run."""
 
 from __future__ import annotations
 
 import hypothesis.errors
+import pytest
 
-from harness.api.errors import ConformanceError
-from harness.commands.score import _is_verdict
+from harness.api.errors import ConformanceError, calls_into_driver
 from harness.integration.recording import _verdict_of
+from harness.report.attribution import failed_requirements, fault_of
+from harness.report.certificate import build
 
 
-def _failed(error: BaseException) -> dict:
-    return {"outcome": "failed", "requirements": ["DOM-ALLOC-3"], "error_type": type(error).__name__,
-            "error_module": type(error).__module__}
+def _in_this_file(filename: str) -> bool:
+    return filename == __file__
 
 
-def test_a_conformance_error_or_an_assertion_is_a_verdict() -> None:
-    assert _is_verdict(_failed(ConformanceError("[DOM-ALLOC-3] refused", requirement="DOM-ALLOC-3")))
-    assert _is_verdict(_failed(AssertionError("[FFI-2] wrong value")))
+def _fault(error: BaseException, inline: bool = False) -> str:
+    return fault_of(error, _in_this_file, inline)
+
+
+def _raise(error: BaseException) -> None:
+    raise error
+
+
+def _caught(function, *args) -> BaseException:
+    try:
+        function(*args)
+    except BaseException as error:  # noqa: BLE001 -- the test looks at what was raised
+        return error
+    raise AssertionError(f"{function} raised nothing")
+
+
+def _assert_in(filename: str) -> BaseException:
+    """An AssertionError raised by an ``assert`` in code from ``filename``."""
+    namespace: dict = {}
+    exec(compile("def invariant():\n    assert 1 == 2, 'the harness broke its own invariant'\n", filename, "exec"),
+         namespace)
+    return _caught(namespace["invariant"])
+
+
+def test_what_judged_the_driver_is_a_verdict_on_it() -> None:
+    assert _fault(ConformanceError("[DOM-ALLOC-3] refused", requirement="DOM-ALLOC-3")) == "driver"
+    assert _fault(_assert_in(__file__)) == "driver"  # an assert in a test's own code is a check
+    assert _fault(_caught(_did_not_raise)) == "driver"  # a pytest.raises the driver did not satisfy
+
+
+def _did_not_raise() -> None:
+    with pytest.raises(ValueError):
+        pass
+
+
+def test_what_the_drivers_own_code_raised_is_a_verdict_on_it() -> None:
+    assert _fault(_caught(calls_into_driver(_raise), KeyError("slot"))) == "driver"
+    assert _fault(_caught(_raise, KeyError("slot")), inline=True) == "driver"  # inline: nothing tells them apart
+
+
+def test_what_the_harness_raised_on_its_own_is_its_fault() -> None:
+    assert _fault(_caught(_raise, KeyError("slot"))) == "harness"
+    assert _fault(_assert_in("harness_internals.py")) == "harness"  # an invariant of the harness's code
+    group = ExceptionGroup("two", [_caught(_raise, KeyError("slot")), _caught(calls_into_driver(_raise), OSError(5))])
+    assert _fault(group) == "driver"  # the driver's failure among them is a verdict
+    assert _fault(ExceptionGroup("one", [_caught(_raise, KeyError("slot"))])) == "harness"
 
 
 def test_hypothesis_complaining_about_the_run_is_not_a_verdict() -> None:
-    assert not _is_verdict(_failed(hypothesis.errors.FlakyStrategyDefinition("a bundle was unexpectedly empty")))
-    assert not _is_verdict(_failed(hypothesis.errors.InvalidArgument("bad strategy")))
+    assert _fault(hypothesis.errors.FlakyStrategyDefinition("a bundle was unexpectedly empty")) == "run"
+    assert _fault(hypothesis.errors.InvalidArgument("bad strategy")) == "run"
+
+
+def _record(fault: str, rule: str = "POOL-4") -> dict:
+    return {"id": f"suites/memory_pools/test_x.py::{fault}", "requirements": ["POOL-4", "POOL-5"], "outcome": "failed",
+            "fault": fault, "rule": rule, "message": "KeyError: 'slot'", "error_type": "KeyError", "waiver": "",
+            "skip": None, "reproducer": ""}
+
+
+def test_no_verdict_fails_no_requirement_and_the_certificate_is_incomplete() -> None:
+    assert failed_requirements(_record("driver")) == ("POOL-4",)
+    assert failed_requirements(_record("harness")) == failed_requirements(_record("run")) == ()
+    passed = {**_record("driver"), "id": "suites/memory_pools/test_y.py::t", "outcome": "passed", "fault": ""}
+    for fault in ("harness", "run"):
+        certificate = build([_record(fault), passed], {}, "start", "end", complete=True, requirements=["POOL-4", "POOL-5"])
+        assert certificate["verdict"] == "INCOMPLETE", certificate
+        entry = certificate["requirements"]["POOL-4"]
+        assert entry["status"] == "not-run" and entry["fixes"], entry
+    certificate = build([_record("driver"), passed], {}, "start", "end", complete=True, requirements=["POOL-4", "POOL-5"])
+    assert certificate["verdict"] == "FAIL" and certificate["requirements"]["POOL-4"]["status"] == "fail"
 
 
 def _raised_while_propagating(verdict: BaseException, error: BaseException) -> BaseException:
@@ -41,13 +106,13 @@ def test_a_verdict_that_hypothesis_interrupted_still_stands() -> None:
     verdict = ConformanceError("[DOM-ALLOC-1] wrong status", requirement="DOM-ALLOC-1")
     flaky = _raised_while_propagating(verdict, hypothesis.errors.FlakyStrategyDefinition("stopped drawing earlier"))
     assert _verdict_of(flaky) is verdict
-    assert _is_verdict(_failed(_verdict_of(flaky)))
+    assert _fault(_verdict_of(flaky)) == "driver"
 
 
 def test_hypothesis_error_over_a_harness_bug_is_not_made_a_verdict() -> None:
     flaky = _raised_while_propagating(KeyError("buffer1"), hypothesis.errors.FlakyStrategyDefinition("stopped drawing earlier"))
     assert _verdict_of(flaky) is flaky
-    assert not _is_verdict(_failed(_verdict_of(flaky)))
+    assert _fault(_verdict_of(flaky)) == "run"
 
 
 def test_a_failure_on_another_of_the_tests_rules_is_not_a_catch(monkeypatch) -> None:
