@@ -32,6 +32,9 @@ from harness.report.fuzz_report import render_fuzz_report
 ROUND_EXAMPLES = 25  # examples per test in the first round; they double each round, up to the nightly profile's
 SAMPLE_EVERY_S = 1.0
 RESTART_IF_LEFT_S = 3.0  # a worker process that ends with less time than this left is not started again
+# A worker still running this long after its interrupt is killed: the budget holds whatever the
+# worker is doing (what it found is already saved: records and examples as they are found).
+KILL_AFTER_S = 20.0
 SUITES = ("harness.suites.memory_pools", "harness.suites.requests", "harness.suites.numerics", "harness.suites.memory_domains", "harness.suites.custom_calls",
           "harness.suites.packed_functions")
 
@@ -182,12 +185,14 @@ class _Worker:
         self.runs = 0  # processes started
         self.rounds_shown = 0  # rounds of the current process announced on the console
         self.process: subprocess.Popen | None = None
+        self.interrupted_at: float | None = None  # when the current process was interrupted
         self.record = _Tail("")
         self.errors: IO[str] | None = None
 
     def start(self, command_for: Callable[[str, int], list[str]]) -> None:
         self.runs += 1
         self.rounds_shown = 0
+        self.interrupted_at = None
         self.record = _Tail(os.path.join(self.out, f"run-{self.runs}-w{self.number}.jsonl"))
         self.errors = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(command_for(self.record.path, self.runs), stdout=subprocess.DEVNULL,
@@ -203,9 +208,16 @@ class _Worker:
         return self.process is not None and self.process.poll() is None
 
     def interrupt(self) -> None:
-        if self.running():
-            assert self.process is not None
-            self.process.send_signal(signal.SIGINT)  # pytest stops cleanly; found examples are already saved
+        """Stop the worker: SIGINT once (pytest stops cleanly), SIGKILL if it is still running
+        KILL_AFTER_S later (a worker that ignores SIGINT stops at its own deadline, between tests)."""
+        if not self.running():
+            return
+        assert self.process is not None
+        if self.interrupted_at is None:
+            self.interrupted_at = time.monotonic()
+            self.process.send_signal(signal.SIGINT)
+        elif time.monotonic() - self.interrupted_at > KILL_AFTER_S:
+            self.process.kill()
 
     def end(self, run: _Run) -> int:
         """Wait for the process to end, add what it did to ``run``; its exit status."""

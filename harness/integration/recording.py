@@ -161,9 +161,11 @@ class Recorder:
         message = ""
         skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
         verdict = _verdict_of(call.excinfo.value) if report.failed and call.excinfo is not None else None
-        fault = fault_of(verdict, functools.partial(_holds_tests, str(item.path)), self.inline) \
-            if verdict is not None else "driver" if report.failed else ""
+        fault = ""  # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it
         if report.failed:
+            # (pytest's own report of a failure, with no exception: the driver's, as before faults were kept)
+            fault = "driver" if verdict is None else fault_of(verdict, functools.partial(_holds_tests, str(item.path)),
+                                                              self.inline)
             if isinstance(verdict, HarnessError):  # the harness's own verdict: its message's first line
                 message = next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
             else:  # an unexpected exception (or pytest's own report): the line that names it
@@ -186,7 +188,6 @@ class Recorder:
             # test's run, and says nothing of the driver by itself
             "error_module": type(verdict).__module__ if verdict is not None else "",
             "rule": getattr(verdict, "requirement", "") or "",
-            # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it
             "fault": fault,
             "duration": round(report.duration, 4),
             "elapsed": round(time.monotonic() - self.started, 3),

@@ -7,8 +7,12 @@ everything the process had cached (compiled XLA calls): 1-3 s a round, a third o
 run.  Here one session runs the collected tests round after round instead: round ``r`` gives
 each test ``--harness-examples`` x 2**(r-1) examples, up to the profile's own count, and starts
 one suite later than the round before, so a short budget still reaches every suite early.
-New rounds start until SECONDS have passed; the session's driver service and fixtures stay up
-between rounds (pytest tears down only what the next item does not share).  Tests that generate
+The session stops SECONDS after it began (its configuration), at the end of the test then
+running: no new round starts, and the round under way ends there.  ``harness fuzz`` also
+interrupts its workers at its deadline; the session's own deadline bounds a worker that did not
+hear that (started with SIGINT ignored, as a shell starts a background job).  The session's
+driver service and fixtures stay up between rounds (pytest tears down only what the next item
+does not share).  Tests that generate
 no examples (fixed cases, the concurrency and descriptor checks) run in the first round only:
 run again they check the same thing, but a fuzz run that never ran them would miss the bugs only
 they catch.
@@ -20,6 +24,7 @@ can tell rounds apart in one record file.
 from __future__ import annotations
 
 import gc
+import signal
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -72,7 +77,11 @@ class Rounds:
 
     def __init__(self, seconds: float, first_examples: int, profile: str, suite_of: Callable[[pytest.Item], str],
                  write_round: Callable[[dict], None]) -> None:
-        self.seconds = seconds
+        self.ends = time.monotonic() + seconds
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            # Started with SIGINT ignored (harness fuzz run as a shell's background job): the
+            # controller's interrupt at its deadline must still stop this session.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         self.first_examples = first_examples
         self.most_examples = _profile_examples(profile)
         self._suite_of = suite_of
@@ -112,11 +121,10 @@ class Rounds:
             return True
         from harness.integration.recording import is_generative
 
-        ends = time.monotonic() + self.seconds
         number = 0
         order = list(session.items)  # the first round runs every test, fixed ones included
         generative = [item for item in session.items if is_generative(item)]
-        while number == 0 or (generative and time.monotonic() < ends):
+        while number == 0 or (generative and time.monotonic() < self.ends):
             number += 1
             examples = round_examples(number, self.first_examples, self.most_examples)
             self._set_round(order, number, examples)
@@ -135,5 +143,7 @@ class Rounds:
                     raise session.Failed(session.shouldfail)
                 if session.shouldstop:
                     raise session.Interrupted(session.shouldstop)
+                if time.monotonic() >= self.ends:  # pytest's session end tears down what is still up
+                    return True
             order = upcoming
         return True

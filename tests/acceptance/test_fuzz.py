@@ -184,3 +184,25 @@ def test_fuzz_report_renders_in_headless_chromium(fuzzed: tuple[Path, subprocess
         assert tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5)) in colours, f"no {colour} line in the screenshot"
     dom = chromium.dom(page)
     assert "memory_pools" in dom.stdout and "<polyline" in dom.stdout and "reproducer" in dom.stdout
+
+
+def test_the_budget_holds_for_a_worker_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """A shell starts a background job (``harness fuzz ... &``) with SIGINT ignored, and the
+    workers inherit that; the controller's interrupt at its deadline must still end their
+    round, not let them run it to its end.  Six seconds of budget against a first round of three
+    suites at 25 examples per test: the worker records only part of the round."""
+    import signal
+
+    done = subprocess.run([sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", "reference", "--minutes",
+                           "0.1", "--suites", "memory_pools,memory_domains,custom_calls", "--db", "db", "--out", "fz"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    recorded = [json.loads(line) for line in (tmp_path / "fz" / "run-1-w1.jsonl").read_text().splitlines()]
+    tested = {line["id"] for line in recorded if "id" in line}
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                "--driver=reference", "--pyargs", "harness.suites.memory_pools",
+                                "harness.suites.memory_domains", "harness.suites.custom_calls"],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    in_round = [line for line in collected.stdout.splitlines() if "::" in line]
+    assert tested and len(in_round) > 100 and len(tested) < len(in_round) / 2, (len(tested), len(in_round))
