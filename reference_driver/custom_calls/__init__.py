@@ -99,39 +99,44 @@ def failing_case(message: str) -> CallCase:
 FAILING_CASES = CaseSpace({"message": Text(((0, 200), (201, 900)))}, failing_case)
 
 
+#: The seeded-bug flags xla_ffi_targets.cc knows too (the others leave it as it is, and it is not built again).
+XLA_MUTANT_FLAGS = ("-DCC_MUTANT_SEGFAULT",)
+
+
 @functools.lru_cache(maxsize=None)
-def build_xla_targets() -> Path:
+def build_xla_targets(flags: tuple[str, ...] = ()) -> Path:
     """The typed-FFI handlers, built against the XLA headers jaxlib ships (needs jax)."""
     import jax.ffi
 
     from harness.tooling import build_shared_library
 
-    return build_shared_library("xla-ffi-targets", [HERE / "xla_ffi_targets.cc"], include_dirs=[jax.ffi.include_dir()],
-                                language="c++")
+    return build_shared_library("xla-ffi-targets", [HERE / "xla_ffi_targets.cc"], flags,
+                                include_dirs=[jax.ffi.include_dir()], language="c++")
 
 
 def reference_targets(flags: tuple[str, ...] = ()) -> list[CustomCallTarget]:
     library = functools.partial(build_targets, tuple(flags))
+    xla_library = functools.partial(build_xla_targets, tuple(f for f in flags if f in XLA_MUTANT_FLAGS))
     return [
         CustomCallTarget("add_mod128", "Host", "host", library, "add_mod128_host", add_mod128, ADD_HOST_CASES,
                          description="the seed's A[i] = B[i % 128] + C[i], F32[128] and F32[2048]",
-                         xla_symbol="HarnessAddMod128", xla_library=build_xla_targets),
+                         xla_symbol="HarnessAddMod128", xla_library=xla_library),
         CustomCallTarget("add_mod128", DEVICE, "device", library, "add_mod128_device", add_mod128, ADD_DEVICE_CASES,
                          description="A[i] = B[i % 128] + C[i] for any n and three dtypes; n and dtype in opaque"),
         CustomCallTarget("tuple_concat", "Host", "host-unified", library, "tuple_concat_host", tuple_concat,
                          CONCAT_CASES, scratch=((1,),),
                          description="nested tuple operands concatenated through a scratch output leaf",
-                         xla_symbol="HarnessTupleConcat", xla_library=build_xla_targets),
+                         xla_symbol="HarnessTupleConcat", xla_library=xla_library),
         CustomCallTarget("tuple_concat", DEVICE, "device", library, "tuple_concat_device", tuple_concat,
                          CONCAT_CASES, scratch=((1,),), description="the same with the flat buffers array"),
         CustomCallTarget("echo_opaque", "Host", "host-unified", library, "echo_opaque_host", echo_opaque, ECHO_CASES,
                          description="writes opaque's length and bytes to its output",
-                         xla_symbol="HarnessEchoOpaque", xla_opaque=True, xla_library=build_xla_targets),
+                         xla_symbol="HarnessEchoOpaque", xla_opaque=True, xla_library=xla_library),
         CustomCallTarget("echo_opaque", DEVICE, "device", library, "echo_opaque_device", echo_opaque, ECHO_CASES,
                          description="writes opaque's length and bytes to its output"),
         CustomCallTarget("fail_with_status", "Host", "host-unified", library, "fail_with_status_host",
                          cases=FAILING_CASES, error=failure_message, description="always fails through the status",
-                         xla_symbol="HarnessFailWithStatus", xla_opaque=True, xla_library=build_xla_targets),
+                         xla_symbol="HarnessFailWithStatus", xla_opaque=True, xla_library=xla_library),
         CustomCallTarget("fail_with_status", DEVICE, "device-status", library, "fail_with_status_device",
                          cases=FAILING_CASES, error=failure_message, description="always fails through the status"),
     ]

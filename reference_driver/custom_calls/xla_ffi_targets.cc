@@ -1,6 +1,7 @@
 // The reference driver's custom-call targets again, written against XLA's typed FFI
 // (the header jaxlib ships), for running under real XLA through jax.ffi.  They compute
 // what targets.c computes; the harness compares both with the same numpy references.
+// Seeded bugs: the flags of targets.c this file also knows (XLA_MUTANT_FLAGS in __init__.py).
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -63,6 +64,9 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HarnessEchoOpaque, EchoOpaqueImpl,
 // Always fails: "fail_with_status: " followed by the opaque bytes.
 static ffi::Error FailWithStatusImpl(ffi::Span<const uint8_t> opaque, ffi::ResultBuffer<ffi::F32> out) {
   (void)out;
+#ifdef CC_MUTANT_SEGFAULT
+  if (opaque.size() == 0) *(volatile int *)(uintptr_t)8 = 1; /* an empty message dereferences a bad pointer */
+#endif
   std::string message = "fail_with_status: ";
   message.append(reinterpret_cast<const char *>(opaque.begin()), opaque.size());
   return ffi::Error::Internal(message);
