@@ -137,6 +137,9 @@ class CustomCallTarget:
     def library_path(self) -> str:
         return str(self.library() if callable(self.library) else self.library)
 
+    def xla_library_path(self) -> str:
+        return str(self.xla_library() if callable(self.xla_library) else self.xla_library)
+
 
 def check_target(target: object, plugin: str = "?") -> None:
     """Early validation of a declaration: a plugin's typo is a one-line error at start-up that

@@ -45,10 +45,15 @@ def target(request: pytest.FixtureRequest, custom_call_targets: list[CustomCallT
 def under_xla(target: CustomCallTarget) -> None:
     """The tests that run targets under real XLA need jax (asked after ``target``: a driver with
     no target of the kind is not applicable, whatever is installed)."""
-    from harness.judging.xla import unavailable
+    from harness.service.xla import unavailable
+    from harness.tooling import CompilerMissing
 
     if unavailable():
         not_run("jax is not installed, so the targets were not run under XLA", "pip install 'driver-harness[xla]'")
+    try:
+        target.xla_library_path()  # built here, where a compiler's time counts against no call's deadline
+    except CompilerMissing as error:
+        not_run(f"the typed-FFI handlers cannot be built: {error}", _NO_COMPILER_FIX)
 
 
 @pytest.fixture(scope="session")

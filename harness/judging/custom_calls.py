@@ -14,7 +14,8 @@ import numpy as np
 from harness.judging.arena import Arena, named_leaves
 from harness.api.shapes import leaf_values, leaves
 from harness.api.custom_calls import CallCase, CustomCallTarget
-from harness.api.errors import ConformanceError
+from harness.api.errors import ConformanceError, mark_raised_by_driver
+from harness.judging.verdict import violation
 
 
 @dataclass
@@ -49,6 +50,32 @@ def run_case(executor: Any, target: CustomCallTarget, case: CallCase, operand_va
     finally:
         inputs.close()
         outputs.close()
+
+
+class XlaCallFailed(Exception):
+    """XLA raised for a call of a target's handler (its error status), where the driver runs."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+def call_under_xla(executor: Any, target: CustomCallTarget, case: CallCase, operand_values: tuple) -> list[np.ndarray]:
+    """Run ``target``'s typed-FFI handler on ``case`` under jax.jit, through the driver's executor
+    (in its service: a handler that crashes is a reported crash); its output leaves in pre-order.
+    `XlaCallFailed` (the driver's) when XLA raised; CC-1 when the handler cannot be registered."""
+    results = tuple((tuple(leaf.dims), leaf.dtype) for _, leaf in leaves(case.output))
+    arguments = [np.asarray(v) for v in leaf_values(tuple(operand_values))]
+    reply = executor.under_xla(target.name, target.platform, arguments, results, case.opaque)
+    if reply[0] == "unprepared":  # a process new to XLA (the first call, or a replaced service)
+        prepared = executor.prepare_xla(target.name, target.platform)
+        if prepared[0] != "ok":
+            raise violation("CC-1", f"target {target.name!r} cannot be registered with XLA: {prepared[1]}")
+        reply = executor.under_xla(target.name, target.platform, arguments, results, case.opaque)
+    if reply[0] == "failed":
+        raise mark_raised_by_driver(XlaCallFailed(reply[1], reply[2]))
+    return [np.frombuffer(data, np.dtype(dtype)).reshape(dims) for dims, dtype, data in reply[1]]
 
 
 def _fail(requirement: str, target: CustomCallTarget, case: CallCase, problem: str) -> ConformanceError:

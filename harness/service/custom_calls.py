@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.api.custom_calls import C_INCLUDE_DIR, CONVENTIONS, CustomCallError, CustomCallTarget, TargetRegistry
 from harness.api.memory import Memory
+from harness.service import xla
 
 _C_DIRECTORY = Path(__file__).parent / "c"
 STATUS_CAPACITY = 65536
@@ -58,6 +59,7 @@ class CustomCallExecutor:
     def __init__(self, targets: Iterable[CustomCallTarget]) -> None:
         self.registry = TargetRegistry()
         self._libraries: dict[str, ctypes.CDLL] = {}
+        self._under_xla: set[tuple[str, str]] = set()  # the targets prepare_xla registered with XLA
         for target in targets:
             self.registry.register(target)
 
@@ -124,6 +126,34 @@ class CustomCallExecutor:
             kept = min(status.length, STATUS_CAPACITY)
             return ("failed", ctypes.string_at(ctypes.addressof(status) + _Status.message.offset, kept), status.length)
         return ("ok",)
+
+    def prepare_xla(self, name: str, platform: str) -> tuple:
+        """Import jax and register the target's typed-FFI handler with XLA: ("ok",) or
+        ("unregistered", message).  A set-up step, asked before `under_xla` in a new process."""
+        try:
+            target = self.registry.lookup(name, platform)
+            xla.register(target.xla_library_path(), target.xla_symbol)
+        except CustomCallError as error:
+            return ("unregistered", str(error))
+        self._under_xla.add((name, platform))
+        return ("ok",)
+
+    def under_xla(self, name: str, platform: str, arguments: list, results: tuple, opaque: bytes) -> tuple:
+        """Call the target's typed-FFI handler under jax.jit (``arguments``: its operand leaves in
+        pre-order; ``results``: its output leaves' (dims, dtype); ``opaque``: the case's, passed as
+        the handler's attribute when the target takes one).  Returns ("ok", output leaves as
+        (dims, dtype, bytes): plain data, which the harness reads back without trusting the
+        service with anything more), ("failed", exception type, message) when XLA raised (the
+        handler's error status), or ("unprepared",) before `prepare_xla`."""
+        if (name, platform) not in self._under_xla:
+            return ("unprepared",)
+        target = self.registry.lookup(name, platform)
+        registered = xla.register(target.xla_library_path(), target.xla_symbol)
+        try:
+            outputs = xla.run(registered, results, arguments, opaque if target.xla_opaque else None)
+        except Exception as error:  # XLA's exception for the handler's error status: the answer, as data
+            return ("failed", type(error).__name__, str(error))
+        return ("ok", [(tuple(out.shape), out.dtype.str, out.tobytes()) for out in outputs])
 
 
 @functools.lru_cache(maxsize=4)

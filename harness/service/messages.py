@@ -40,7 +40,7 @@ class HeldKind(enum.StrEnum):
 METHODS: dict[str, frozenset[str]] = {
     ServiceObject.SERVICE: frozenset({"hello", "ping"}),
     ServiceObject.DEVICE: frozenset({"capabilities", "get_supported_operations", "prepare_model", "allocate"}),
-    ServiceObject.CUSTOM_CALLS: frozenset({"lookup", "invoke"}),
+    ServiceObject.CUSTOM_CALLS: frozenset({"lookup", "invoke", "prepare_xla", "under_xla"}),
     HeldKind.PREPARED_MODEL: frozenset({"execute"}),
     HeldKind.BUFFER: frozenset({"copy_from", "copy_to", "release"}),
 }

@@ -21,6 +21,9 @@ from harness.service.messages import HeldKind, ServiceObject
 _SERVICE, _DEVICE, _CUSTOM_CALLS = (str(ServiceObject.SERVICE.value), str(ServiceObject.DEVICE.value),
                                     str(ServiceObject.CUSTOM_CALLS.value))
 
+#: The deadline of a set-up step in the service (importing jax for targets under XLA).
+SETUP_DEADLINE_S = 60.0
+
 
 def _summary(value: Any) -> str:
     if isinstance(value, Model):
@@ -173,3 +176,12 @@ class CustomCallsProxy:
     def invoke(self, name: str, platform: str, inputs: Memory, operands: tuple, outputs: Memory, output: Any,
                opaque: bytes) -> tuple:
         return self._call("invoke", name, platform, inputs, operands, outputs, output, opaque)
+
+    def prepare_xla(self, name: str, platform: str) -> tuple:
+        """Import jax in the service and register the target's handler: a set-up step, given the
+        service's start-up deadline (importing jax takes seconds; a call's deadline may be 2 s)."""
+        return self._endpoint.call(None, _CUSTOM_CALLS, "prepare_xla", (name, platform),
+                                   CallDescription("CustomCalls", "prepare_xla", (name, platform)), deadline=SETUP_DEADLINE_S)
+
+    def under_xla(self, name: str, platform: str, arguments: list, results: tuple, opaque: bytes) -> tuple:
+        return self._call("under_xla", name, platform, arguments, results, opaque)

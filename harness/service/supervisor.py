@@ -121,7 +121,10 @@ class _Endpoint:
     def _connection_for(self, generation: int | None, description: str) -> Connection:
         raise NotImplementedError
 
-    def call(self, generation: int | None, target: Target, method: str, args: tuple, description: Any) -> Any:
+    def call(self, generation: int | None, target: Target, method: str, args: tuple, description: Any,
+             deadline: float | None = None) -> Any:
+        """Make one call; ``deadline`` replaces the per-call one for a set-up step known to be slow
+        (importing jax in the service), never to be shorter."""
         self.calls += 1
         key = ""
         probe, failure = False, None
@@ -129,7 +132,7 @@ class _Endpoint:
             key = Breaker.key(description, target, method)
             probe, failure = self.breaker.admit(key, description)
         if failure is None:
-            timeout = min(self.timeout, PROBE_DEADLINE_S) if probe else self.timeout
+            timeout = min(self.timeout, PROBE_DEADLINE_S) if probe else max(self.timeout, deadline or 0.0)
             started = time.monotonic()
             try:
                 connection = self._connection_for(generation, description)

@@ -7,9 +7,8 @@ import pytest
 from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
-from harness.judging.custom_calls import compare_outputs, describe_case
+from harness.judging.custom_calls import XlaCallFailed, call_under_xla, compare_outputs, describe_case
 from harness.judging.verdict import require
-from harness.judging.xla import call_target
 from harness.api.errors import ConformanceError
 from harness.strategies.custom_calls import call_cases, operand_values
 
@@ -19,12 +18,12 @@ pytestmark = pytest.mark.usefixtures("under_xla")
 @pytest.mark.requirement("CC-2", "CC-4")
 @pytest.mark.targets(failing=False, xla=True)
 @given(data=st.data())
-def test_outputs_match_the_reference_under_jit(custom_call_targets, target, data) -> None:
+def test_outputs_match_the_reference_under_jit(custom_calls, target, data) -> None:
     case = data.draw(call_cases(target.cases), label="case")
     values = data.draw(operand_values(case.operands), label="operand values")
     note(describe_case(target, case))
     event(f"{target.name} under XLA")
-    outputs = call_target(target, case, values)
+    outputs = call_under_xla(custom_calls, target, case, values)
     try:
         compare_outputs("CC-2", target, case, values, outputs)
     except ConformanceError:
@@ -36,10 +35,10 @@ def test_outputs_match_the_reference_under_jit(custom_call_targets, target, data
 @pytest.mark.requirement("CC-6")
 @pytest.mark.targets(failing=True, xla=True)
 @given(data=st.data())
-def test_status_errors_become_exceptions_with_the_message(custom_call_targets, target, data) -> None:
+def test_status_errors_become_exceptions_with_the_message(custom_calls, target, data) -> None:
     case = data.draw(call_cases(target.cases), label="case")
     assume(b"\0" not in case.opaque)  # XLA carries error messages as C strings: a NUL ends them
     expected = target.error(case.opaque)
-    with pytest.raises(Exception) as raised:
-        call_target(target, case, data.draw(operand_values(case.operands), label="operand values"))
-    require(expected in str(raised.value), "CC-6", f"XLA raised {raised.value!r}; expected the message {expected!r}")
+    with pytest.raises(XlaCallFailed) as raised:  # a crash or a hang is its own failure (SVC-1, SVC-2)
+        call_under_xla(custom_calls, target, case, data.draw(operand_values(case.operands), label="operand values"))
+    require(expected in raised.value.message, "CC-6", f"XLA raised {raised.value!r}; expected the message {expected!r}")

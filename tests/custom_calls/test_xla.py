@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.judging.xla import call_handler, unavailable
+from harness.service.xla import call_handler, unavailable
 
 WHY_NOT = unavailable()
 pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "jax is available")

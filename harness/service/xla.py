@@ -1,4 +1,6 @@
-"""Custom-call targets under real XLA: registered with jax.ffi, run under jax.jit on the CPU.
+"""Custom-call targets under real XLA, where the driver runs (its service by default, so a
+handler that crashes is a reported crash, not the harness's end): registered with jax.ffi and
+run under jax.jit on the CPU.
 
 Only what jax offers is used: `jax.ffi.register_ffi_target` for the handler,
 `jax.ffi.ffi_call` to call it (operand leaves as arguments in pre-order, output leaves as
@@ -16,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.api.errors import calls_into_driver
-from harness.api.shapes import leaf_values, leaves
-from harness.api.custom_calls import CallCase, CustomCallTarget
-from harness.judging.verdict import violation
+from harness.api.custom_calls import CustomCallError
+
+#: An output leaf: its dimensions and dtype name.
+Result = tuple[tuple[int, ...], str]
 
 _registered: dict[tuple[str, str], str] = {}
 _lock = threading.Lock()
@@ -42,56 +44,48 @@ def _jax():
 
 
 def register(library: str, symbol: str) -> str:
-    """Register ``symbol`` of ``library`` as a CPU FFI target once; returns its XLA name."""
+    """Register ``symbol`` of ``library`` as a CPU FFI target once; returns its XLA name.
+    `CustomCallError` when the library does not export the symbol (XLA registers an address)."""
     jax = _jax()
     with _lock:
         name = _registered.get((library, symbol))
         if name is None:
-            name = f"driver_harness_{len(_registered)}_{symbol}"
-            loaded = calls_into_driver(ctypes.cdll.LoadLibrary)(library)  # runs the library's initializers
-            handler = getattr(loaded, symbol, None)
+            handler = getattr(ctypes.cdll.LoadLibrary(library), symbol, None)  # loading runs its initializers
             if handler is None:
-                raise violation("CC-1", f"the target's symbol {symbol!r} is not exported by {library}")
+                raise CustomCallError(f"{library} does not export the typed-FFI handler {symbol!r}")
+            name = f"driver_harness_{len(_registered)}_{symbol}"
             jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(handler), platform="cpu")
             _registered[(library, symbol)] = name
         return name
 
 
-def call_target(target: CustomCallTarget, case: CallCase, operand_values: tuple) -> list[np.ndarray]:
-    """Run ``target``'s typed-FFI handler on ``case`` under jax.jit; its output leaves in pre-order."""
-    path = str(target.xla_library() if callable(target.xla_library) else target.xla_library)
-    name = register(path, target.xla_symbol)
-    results = tuple((tuple(leaf.dims), leaf.dtype) for _, leaf in leaves(case.output))
-    arguments = [np.asarray(v) for v in leaf_values(tuple(operand_values))]
-    return calls_into_driver(_run)(_jitted(name, results, case.opaque if target.xla_opaque else None), arguments)
-
-
-def _run(jitted: Any, arguments: list) -> list[np.ndarray]:
-    """Run a jitted call to the driver's handler and wait for its outputs: XLA reports the
-    handler's error status as an exception, raised here by the call or when an output is read."""
-    return [np.asarray(out) for out in jitted(*arguments)]
+def run(name: str, results: tuple[Result, ...], arguments: list[np.ndarray], opaque: bytes | None) -> list[np.ndarray]:
+    """Call the registered handler ``name`` under jax.jit; its output leaves in pre-order.  XLA
+    reports the handler's error status as an exception, raised by the call or when an output is read."""
+    return [np.asarray(out) for out in _jitted(name, results, opaque)(*arguments)]
 
 
 @functools.lru_cache(maxsize=512)
-def _jitted(name: str, results: tuple[tuple[tuple[int, ...], str], ...], opaque: bytes | None) -> Any:
+def _jitted(name: str, results: tuple[Result, ...], opaque: bytes | None) -> Any:
     """One jitted call per target, result shapes and opaque attribute: jax compiles a jitted
     function once per argument shapes, and a new function object for every call compiled every time."""
     jax = _jax()
     structs = [jax.ShapeDtypeStruct(dims, np.dtype(dtype)) for dims, dtype in results]
     attributes = {"opaque": np.frombuffer(opaque, dtype=np.uint8)} if opaque is not None else {}
 
-    def run(*args: Any):
+    def call(*args: Any):
         return jax.ffi.ffi_call(name, structs)(*args, **attributes)
 
-    return jax.jit(run)
+    return jax.jit(call)
 
 
 def call_handler(library: str, symbol: str, results: list, arguments: list, **options: Any) -> list[np.ndarray]:
-    """Call any handler with explicit result shapes and ffi_call options (input_output_aliases, ...)."""
+    """Call any handler in this process with explicit result shapes and ffi_call options
+    (input_output_aliases, ...): for the project's own tests of XLA, not a driver's."""
     jax = _jax()
     name = register(library, symbol)
 
-    def run(*args: Any):
+    def call(*args: Any):
         return jax.ffi.ffi_call(name, results, **options)(*args)
 
-    return calls_into_driver(_run)(jax.jit(run), arguments)
+    return [np.asarray(out) for out in jax.jit(call)(*arguments)]
