@@ -23,6 +23,8 @@ _packed_function_mutant("ffi-strides-assumed-compact", "FFI-4", "reports compact
 _packed_function_mutant("ffi-callback-result-dropped", "FFI-2", "calls a callback but returns its own argument",
                         "FFI_MUTANT_CALLBACK_RESULT_DROPPED")
 _packed_function_mutant("ffi-message-cut-at-200", "FFI-3", "cuts error messages to 200 bytes", "FFI_MUTANT_MESSAGE_CUT")
+_packed_function_mutant("ffi-segfault-on-empty-message", "FFI-3", "raise_error dereferences a bad pointer when the "
+                        "message is empty", "FFI_MUTANT_SEGFAULT_ON_EMPTY_MESSAGE")
 _packed_function_mutant("ffi-probe-unregistered", "FFI-1", "never registers tensor_echo (its registration list lost "
                         "the entry)", "FFI_MUTANT_PROBE_UNREGISTERED")
 

@@ -51,6 +51,9 @@ ffi::Any CallBack(ffi::Function callback, ffi::Any value) {
 }
 
 void RaiseError(ffi::String kind, ffi::String message) {
+#ifdef FFI_MUTANT_SEGFAULT_ON_EMPTY_MESSAGE
+  if (message.size() == 0) *(volatile int *)(uintptr_t)8 = 1;  // an empty message dereferences a bad pointer
+#endif
 #ifdef FFI_MUTANT_ERROR_KIND_LOST
   throw ffi::Error("RuntimeError", std::string(message), "");  // every error becomes a RuntimeError
 #elif defined(FFI_MUTANT_MESSAGE_CUT)
