@@ -20,6 +20,7 @@ from harness.api.errors import HarnessError
 from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
 from harness.integration.recording import EXPECTATION, is_generative, suite_of
+from harness.integration import forked
 from harness.drivers.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
 from harness.integration.skips import not_applicable, not_run, refused_allocation
 from harness.service import DriverService
@@ -185,10 +186,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "golden(spec, case, kind, coverage): a golden example (recorded for coverage)")
     config.addinivalue_line("markers", "generative: a test that generates examples without @given (a state machine run); "
                                        "it counts each run through the example_counter fixture")
+    config.addinivalue_line("markers", f"{forked.MARKER}: the test calls the driver's code in this process (packed "
+                                       "functions); it makes its call in a forked child, so a crash is reported")
     from harness.integration import custom_calls as custom_call_fixtures
 
     if not config.pluginmanager.is_registered(custom_call_fixtures):
         config.pluginmanager.register(custom_call_fixtures, "harness-custom-calls")
+    if not config.pluginmanager.is_registered(forked):
+        config.pluginmanager.register(forked, "harness-forked")
     from hypothesis import settings
 
     for option, flag in (("driver_timeout", "--driver-timeout"), ("harness_examples", "--harness-examples")):

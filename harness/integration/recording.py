@@ -90,8 +90,12 @@ class Recorder:
 
     def count_example(self) -> None:
         """One generated example ran (a @given test's, or a state machine run's: see `example_counter`)."""
-        self.examples_run += 1
-        self.per_suite[self._suite] = self.per_suite.get(self._suite, 0) + 1
+        self.count_examples(1)
+
+    def count_examples(self, number: int) -> None:
+        """``number`` generated examples ran (one, or a forked child's: `harness.integration.forked`)."""
+        self.examples_run += number
+        self.per_suite[self._suite] = self.per_suite.get(self._suite, 0) + number
         if time.monotonic() - self._progress_at >= PROGRESS_EVERY_S:
             self._write_progress()
 
@@ -164,8 +168,7 @@ class Recorder:
         fault = ""  # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it
         if report.failed:
             # (pytest's own report of a failure, with no exception: the driver's, as before faults were kept)
-            fault = "driver" if verdict is None else fault_of(verdict, functools.partial(_holds_tests, str(item.path)),
-                                                              self.inline)
+            fault = "driver" if verdict is None else judged(verdict, str(item.path), self.inline)[1]
             if isinstance(verdict, HarnessError):  # the harness's own verdict: its message's first line
                 message = next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
             else:  # an unexpected exception (or pytest's own report): the line that names it
@@ -234,6 +237,13 @@ def _verdict_of(error: BaseException) -> BaseException:
             if getattr(verdict, "requirement", ""):
                 return verdict
     return error
+
+
+def judged(error: BaseException, test_file: str, inline: bool = False) -> tuple[BaseException, str]:
+    """The exception that carries a failure's verdict (`_verdict_of`), and whose fault it is
+    (`attribution.fault_of`; an ``assert`` in ``test_file`` or the suites is a check)."""
+    verdict = _verdict_of(error)
+    return verdict, fault_of(verdict, functools.partial(_holds_tests, test_file), inline)
 
 
 @functools.cache

@@ -7,8 +7,8 @@ everything the process had cached (compiled XLA calls): 1-3 s a round, a third o
 run.  Here one session runs the collected tests round after round instead: round ``r`` gives
 each test ``--harness-examples`` x 2**(r-1) examples, up to the profile's own count, and starts
 one suite later than the round before, so a short budget still reaches every suite early.
-The session stops SECONDS after it began (its configuration), at the end of the test then
-running: no new round starts, and the round under way ends there.  ``harness fuzz`` also
+The session stops SECONDS after its first test began, at the end of the test then running: no
+new round starts, and the round under way ends there.  ``harness fuzz`` also
 interrupts its workers at its deadline; the session's own deadline bounds a worker that did not
 hear that (started with SIGINT ignored, as a shell starts a background job).  The session's
 driver service and fixtures stay up between rounds (pytest tears down only what the next item
@@ -77,7 +77,8 @@ class Rounds:
 
     def __init__(self, seconds: float, first_examples: int, profile: str, suite_of: Callable[[pytest.Item], str],
                  write_round: Callable[[dict], None]) -> None:
-        self.ends = time.monotonic() + seconds
+        self.seconds = seconds
+        self.ends = 0.0  # set when the first test begins
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             # Started with SIGINT ignored (harness fuzz run as a shell's background job): the
             # controller's interrupt at its deadline must still stop this session.
@@ -121,6 +122,7 @@ class Rounds:
             return True
         from harness.integration.recording import is_generative
 
+        self.ends = time.monotonic() + self.seconds
         number = 0
         order = list(session.items)  # the first round runs every test, fixed ones included
         generative = [item for item in session.items if is_generative(item)]

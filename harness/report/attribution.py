@@ -19,10 +19,11 @@ import pytest
 
 from harness.api.errors import HarnessError, raised_by_driver
 
-__all__ = ["FAULTS", "failed_requirements", "fault_of", "raised_by_hypothesis"]
+__all__ = ["FAULTS", "attribute_fault", "failed_requirements", "fault_of", "raised_by_hypothesis"]
 
 #: Whose fault a failed test is: a verdict on the driver, a fault of the harness, or of the run.
 FAULTS = ("driver", "harness", "run")
+_ATTRIBUTED = "_driver_harness_fault"
 
 
 def fault_of(error: BaseException, in_a_test: Callable[[str], bool], inline: bool = False) -> str:
@@ -32,6 +33,9 @@ def fault_of(error: BaseException, in_a_test: Callable[[str], bool], inline: boo
     ``inline``: the driver runs in the harness's own process (``--driver-isolation=inline``),
     where nothing tells its code from the harness's: every exception is the driver's.
     """
+    attributed = getattr(error, _ATTRIBUTED, None)
+    if attributed in FAULTS:  # decided where it was raised (a forked child), where its traceback was
+        return str(attributed)
     if isinstance(error, BaseExceptionGroup):
         faults = {fault_of(inner, in_a_test, inline) for inner in error.exceptions}
         return next(fault for fault in FAULTS if fault in faults)
@@ -42,6 +46,13 @@ def fault_of(error: BaseException, in_a_test: Callable[[str], bool], inline: boo
     if isinstance(error, AssertionError) and in_a_test(_raised_in(error.__traceback__)):
         return "driver"
     return "harness"
+
+
+def attribute_fault(error: BaseException, fault: str) -> BaseException:
+    """Give ``error`` the fault decided for it elsewhere: rebuilt from another process, its own
+    traceback (which `fault_of` would read) is not here."""
+    setattr(error, _ATTRIBUTED, fault)
+    return error
 
 
 def raised_by_hypothesis(module: str) -> bool:

@@ -11,6 +11,9 @@ from hypothesis import strategies as st
 
 from harness.judging.verdict import require
 
+# the driver's code runs in this process: each test makes its call in a forked child (a crash is reported)
+pytestmark = pytest.mark.in_forked_child
+
 INT64 = st.one_of(st.sampled_from([0, 1, -1, 2**31 - 1, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63)]),
                   st.integers(-(2**63), 2**63 - 1))
 VALUES = st.one_of(

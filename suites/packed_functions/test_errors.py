@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 
 from harness.judging.verdict import require
 
+# the driver's code runs in this process: each test makes its call in a forked child (a crash is reported)
+pytestmark = pytest.mark.in_forked_child
+
 KINDS = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": RuntimeError,
          "IndexError": IndexError, "KeyError": KeyError, "AttributeError": AttributeError}
 

@@ -11,6 +11,9 @@ from harness.api.errors import calls_into_driver
 from harness.api.packed import PROBES
 from harness.judging.verdict import require
 
+# the driver's code runs in this process: each test makes its call in a forked child (a crash is reported)
+pytestmark = pytest.mark.in_forked_child
+
 
 @pytest.mark.requirement("FFI-1")
 def test_every_probe_is_registered_under_the_prefix(probes) -> None:

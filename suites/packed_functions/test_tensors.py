@@ -11,6 +11,9 @@ from hypothesis.extra import numpy as hnp
 from harness.judging.verdict import require
 from harness.strategies.values import integers, sampled, shapes
 
+# the driver's code runs in this process: each test makes its call in a forked child (a crash is reported)
+pytestmark = pytest.mark.in_forked_child
+
 DTYPES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "int64": (0, 64), "uint8": (1, 8)}
 # One array strategy per dtype, made once: hypothesis validates every new strategy object before
 # its first draw, which cost more than the draw when built inside each example.

@@ -22,10 +22,14 @@ CASES = {
     # a typed-FFI handler that crashes under XLA: XLA runs it in the driver's service, not the harness
     "mutant-cc-segfault-on-empty-message": (["harness.suites.custom_calls.test_under_xla"],
                                             ["DriverCrash", "killed by signal SIGSEGV", "CustomCalls.under_xla"]),
+    # a packed function that crashes: called in the harness's process, the test makes its call in a forked child
+    "mutant-ffi-segfault-on-empty-message": (["harness.suites.packed_functions.test_errors"],
+                                             ["DriverCrash", "killed by signal SIGSEGV", "test_errors.py"]),
 }
 # Failures with no scenario or call sequence for a reproducer script to print.
 NO_SCRIPT = {"mutant-deadlock-concurrent-writes",  # a deadlock of concurrent calls
-             "mutant-cc-segfault-on-empty-message"}  # a custom call: its case is in the record
+             "mutant-cc-segfault-on-empty-message",  # a custom call: its case is in the record
+             "mutant-ffi-segfault-on-empty-message"}  # a packed function's arguments are in the record
 
 
 @pytest.mark.requirement("SVC-1", "SVC-2")

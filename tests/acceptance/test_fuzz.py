@@ -60,7 +60,7 @@ def test_fuzz_keeps_failures_and_replay_finds_them(fuzzed: tuple[Path, subproces
 def test_rounds_run_in_one_session_with_doubling_examples(tmp_path: Path) -> None:
     """--harness-rounds-for: the generative tests round after round in one pytest process (one
     driver service for all of them), each round twice the examples per test, one suite later; the
-    fixed tests in the first round only."""
+    fixed tests in the first round only; the session ends at its deadline, within a round."""
     record = tmp_path / "rounds.jsonl"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
                            "harness.suites.packed_functions", "harness.suites.numerics", "--driver=reference",
@@ -82,8 +82,9 @@ def test_rounds_run_in_one_session_with_doubling_examples(tmp_path: Path) -> Non
     tests = {line["id"] for line in rounds[0]}
     suites = [[line["id"].split("/")[1] for line in tested] for tested in rounds]
     for number, tested in enumerate(rounds, 1):
-        assert sorted(line["id"] for line in tested) == sorted(tests)  # every generative test once per round
-        assert all(line["outcome"] == "passed" for line in tested)
+        if number < len(rounds):  # every generative test once per round; the deadline cut the last round short
+            assert sorted(line["id"] for line in tested) == sorted(tests)
+        assert {line["id"] for line in tested} <= tests and all(line["outcome"] == "passed" for line in tested)
         # the round's count is what a test with examples to spare ran (rejected ones come on top)
         assert max(line["examples"] for line in tested) >= lines[starts[number - 1]]["examples_per_test"]
     # each round starts one suite later than the round before
