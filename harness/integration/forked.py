@@ -59,9 +59,9 @@ def run_in_child(call: Callable[[], None], judge: Callable[[BaseException], tupl
             before = examples_run()
             outcome = _outcome(call, judge)
             outcome["examples"] = examples_run() - before
-            data = json.dumps(outcome).encode("utf-8")
-            while data:
-                data = data[os.write(write_end, data):]
+            unsent = json.dumps(outcome).encode("utf-8")
+            while unsent:
+                unsent = unsent[os.write(write_end, unsent):]
         except BaseException:  # noqa: BLE001 -- nothing may leave the child but its exit status
             status = 70
         finally:
@@ -86,7 +86,7 @@ def run_in_child(call: Callable[[], None], judge: Callable[[BaseException], tupl
 
 def _read_until_closed(fd: int, deadline: float) -> bytes | None:
     """Everything written to the pipe ``fd`` until its writer closed it; None at ``deadline``."""
-    chunks = []
+    chunks: list[bytes] = []
     try:
         while True:
             ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0.0))
