@@ -25,6 +25,8 @@ _packed_function_mutant("ffi-callback-result-dropped", "FFI-2", "calls a callbac
 _packed_function_mutant("ffi-message-cut-at-200", "FFI-3", "cuts error messages to 200 bytes", "FFI_MUTANT_MESSAGE_CUT")
 _packed_function_mutant("ffi-segfault-on-empty-message", "FFI-3", "raise_error dereferences a bad pointer when the "
                         "message is empty", "FFI_MUTANT_SEGFAULT_ON_EMPTY_MESSAGE")
+_packed_function_mutant("ffi-crash-on-load", "FFI-1", "the library's static initializer, which registers the probes, "
+                        "dereferences a bad pointer", "FFI_MUTANT_CRASH_ON_LOAD")
 _packed_function_mutant("ffi-probe-unregistered", "FFI-1", "never registers tensor_echo (its registration list lost "
                         "the entry)", "FFI_MUTANT_PROBE_UNREGISTERED")
 

@@ -87,6 +87,9 @@ ffi::Tensor TensorEcho(ffi::Tensor tensor) { return tensor; }
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
+#ifdef FFI_MUTANT_CRASH_ON_LOAD
+  *(volatile int *)(uintptr_t)8 = 1;  // a static initializer that dereferences a bad pointer
+#endif
   namespace refl = tvm::ffi::reflection;
   refl::GlobalDef()
       .def(DRIVER_HARNESS_PREFIX "echo", Echo)
