@@ -84,6 +84,15 @@ def run_in_child(call: Callable[[], None], judge: Callable[[BaseException], tupl
     _raise(outcome)
 
 
+def first_in_child(call: Callable[[], object], description: str, deadline: float) -> None:
+    """Make ``call`` (the driver's code: a library's static initializers) in a forked child
+    first, where a crash cannot take the harness down; raise what it raised (SVC-1 if it died)."""
+    def make() -> None:
+        call()
+
+    run_in_child(make, lambda error: (error, "driver"), lambda: 0, lambda number: None, description, deadline)
+
+
 def _read_until_closed(fd: int, deadline: float) -> bytes | None:
     """Everything written to the pipe ``fd`` until its writer closed it; None at ``deadline``."""
     chunks: list[bytes] = []
