@@ -85,6 +85,6 @@ def load(library: PackedFunctionLibrary) -> LoadedLibrary:
     """Load the library (its static initializers register the probes) and look them up."""
     import tvm_ffi
 
-    module = tvm_ffi.load_module(str(library.build()))
+    module = calls_into_driver(tvm_ffi.load_module)(str(calls_into_driver(library.build)()))  # the driver's code
     functions = {name: tvm_ffi.get_global_func(library.prefix + name, allow_missing=True) for name in PROBES}
     return LoadedLibrary(library, module, functions)

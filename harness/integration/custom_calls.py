@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from harness.api.custom_calls import CustomCallTarget
+from harness.api.errors import calls_into_driver
 from harness.integration.skips import not_applicable, not_run
 
 _NO_COMPILER_FIX = "install a C compiler (Debian: apt-get install gcc) or set CC to one"
@@ -24,7 +25,8 @@ def custom_call_targets(pytestconfig: pytest.Config, driver: Any) -> list[Custom
                                               "(hook harness_custom_call_targets)")
     try:
         for target in targets:
-            target.library_path()  # built here once, so a missing compiler is one clear statement
+            # built here once, so a missing compiler is one clear statement (the plugin's build: its code)
+            calls_into_driver(target.library_path)()
     except CompilerMissing as error:
         not_run(f"the custom-call targets cannot be built: {error}", _NO_COMPILER_FIX)
     return targets
@@ -51,7 +53,8 @@ def under_xla(target: CustomCallTarget) -> None:
     if unavailable():
         not_run("jax is not installed, so the targets were not run under XLA", "pip install 'driver-harness[xla]'")
     try:
-        target.xla_library_path()  # built here, where a compiler's time counts against no call's deadline
+        # built here, where a compiler's time counts against no call's deadline (the plugin's build: its code)
+        calls_into_driver(target.xla_library_path)()
     except CompilerMissing as error:
         not_run(f"the typed-FFI handlers cannot be built: {error}", _NO_COMPILER_FIX)
 

@@ -14,7 +14,7 @@ import numpy as np
 from harness.judging.arena import Arena, named_leaves
 from harness.api.shapes import leaf_values, leaves
 from harness.api.custom_calls import CallCase, CustomCallTarget
-from harness.api.errors import ConformanceError, mark_raised_by_driver
+from harness.api.errors import ConformanceError, calls_into_driver, mark_raised_by_driver
 from harness.judging.verdict import violation
 
 
@@ -98,7 +98,7 @@ def assert_call_conforms(requirement: str, target: CustomCallTarget, case: CallC
     if kind == "unregistered":
         raise _fail("CC-1", target, case, f"the driver's service does not know the declared target: {outcome.result[1]}")
     if target.error is not None:
-        expected = target.error(case.opaque)
+        expected = calls_into_driver(target.error)(case.opaque)  # the plugin's declaration: its code
         if kind != "failed":
             raise _fail("CC-6", target, case, f"the target reported success; it must fail with {expected!r}")
         message = outcome.result[1].decode("utf-8", "replace")
@@ -131,7 +131,7 @@ def compare_outputs(requirement: str, target: CustomCallTarget, case: CallCase, 
     if denormals_are_zero:
         operand_values, outputs = flush_subnormals(tuple(operand_values)), [flush_subnormals(o) for o in outputs]
     assert target.reference is not None, f"target {target.name!r} has no reference (it always fails)"
-    expected_leaves = leaf_values(target.reference(tuple(operand_values), case.opaque))
+    expected_leaves = leaf_values(calls_into_driver(target.reference)(tuple(operand_values), case.opaque))
     if denormals_are_zero:
         expected_leaves = [None if leaf is None else flush_subnormals(leaf) for leaf in expected_leaves]
     scratch = set(target.scratch)

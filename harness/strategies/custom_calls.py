@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from harness.api.custom_calls import CallCase, CaseSpace, Choice, Integers, Opaque, OperandShapes, Parameter, Text
+from harness.api.errors import calls_into_driver
 from harness.api.shapes import DTYPES, Leaf, Shape, TupleShape, leaves
 
 
@@ -131,7 +132,7 @@ def _parameter(parameter: Parameter) -> st.SearchStrategy:
 def call_cases(draw, space: CaseSpace) -> CallCase:
     """A case of ``space``: one labelled draw per parameter, then the target's own ``build``."""
     values = {name: draw(_parameter(parameter), label=name) for name, parameter in space.parameters.items()}
-    return space.build(**values)
+    return calls_into_driver(space.build)(**values)  # the plugin's case builder: its code
 
 
 def _simplest(parameter: Parameter):
@@ -172,7 +173,8 @@ def nesting_cases(space: CaseSpace) -> list[CallCase]:
         nestings.append((leaf(), TupleShape((leaf(), leaf())), leaf()))
     low, high = spec.count
     fixed = {name: _simplest(parameter) for name, parameter in space.parameters.items() if name != shaped[0]}
-    return [space.build(**fixed, **{shaped[0]: operands}) for operands in nestings if low <= len(operands) <= high]
+    build = calls_into_driver(space.build)  # the plugin's case builder: its code
+    return [build(**fixed, **{shaped[0]: operands}) for operands in nestings if low <= len(operands) <= high]
 
 
 def range_end_cases(space: CaseSpace, limit: int = 64) -> list[CallCase]:
@@ -191,7 +193,8 @@ def range_end_cases(space: CaseSpace, limit: int = 64) -> list[CallCase]:
         elif isinstance(parameter, (Opaque, Text)):
             fixed[name] = [_simplest(parameter)]
     names = list(fixed)
-    return [space.build(**dict(zip(names, combination))) for combination in itertools.islice(
+    build = calls_into_driver(space.build)  # the plugin's case builder: its code
+    return [build(**dict(zip(names, combination))) for combination in itertools.islice(
         itertools.product(*(fixed[name] for name in names)), limit)]
 
 

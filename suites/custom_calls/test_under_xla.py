@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from harness.judging.custom_calls import XlaCallFailed, call_under_xla, compare_outputs, describe_case
 from harness.judging.verdict import require
-from harness.api.errors import ConformanceError
+from harness.api.errors import ConformanceError, calls_into_driver
 from harness.strategies.custom_calls import call_cases, operand_values
 
 pytestmark = pytest.mark.usefixtures("under_xla")
@@ -38,7 +38,7 @@ def test_outputs_match_the_reference_under_jit(custom_calls, target, data) -> No
 def test_status_errors_become_exceptions_with_the_message(custom_calls, target, data) -> None:
     case = data.draw(call_cases(target.cases), label="case")
     assume(b"\0" not in case.opaque)  # XLA carries error messages as C strings: a NUL ends them
-    expected = target.error(case.opaque)
+    expected = calls_into_driver(target.error)(case.opaque)  # the plugin's declaration: its code
     with pytest.raises(XlaCallFailed) as raised:  # a crash or a hang is its own failure (SVC-1, SVC-2)
         call_under_xla(custom_calls, target, case, data.draw(operand_values(case.operands), label="operand values"))
     require(expected in raised.value.message, "CC-6", f"XLA raised {raised.value!r}; expected the message {expected!r}")

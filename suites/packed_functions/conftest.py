@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.api.errors import calls_into_driver
 from harness.api.packed import LoadedLibrary, PackedFunctionLibrary, load, unavailable
 from harness.integration.forked import first_in_child
 from harness.integration.plugin import declared_for_driver, parametrize_declared
@@ -42,7 +43,7 @@ def probes(packed_library: PackedFunctionLibrary, driver) -> LoadedLibrary:
     from harness.tooling import CompilerMissing
 
     try:
-        path = packed_library.build()
+        path = calls_into_driver(packed_library.build)()  # the plugin's build: its code
         if packed_library not in _loaded_in_a_child:  # its static initializers are the driver's code
             first_in_child(lambda: tvm_ffi.load_module(str(path)), f"loading {path}", LOAD_DEADLINE_S)
             _loaded_in_a_child.add(packed_library)
