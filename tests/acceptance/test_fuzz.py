@@ -65,8 +65,9 @@ def test_rounds_run_in_one_session_with_doubling_examples(tmp_path: Path) -> Non
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
                            "harness.suites.packed_functions", "harness.suites.numerics", "--driver=reference",
                            "--harness-profile=nightly", "--harness-examples=1",
-                           # long enough for a second round on a slow machine (round 1 takes ~1 s here)
-                           "--harness-rounds-for=6", f"--harness-db={tmp_path / 'db'}", f"--harness-record={record}"],
+                           # long enough for a second round on a slow machine (round 1 takes ~1 s here, but
+                           # up to 6 s in a busy fresh checkout: hypothesis' first text strategy, the builds)
+                           "--harness-rounds-for=12", f"--harness-db={tmp_path / 'db'}", f"--harness-record={record}"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = [json.loads(line) for line in record.read_text().splitlines()]
