@@ -30,6 +30,7 @@ import pytest
 from harness.api import errors
 from harness.api.errors import DriverCrash, DriverHang
 from harness.integration.skips import NotApplicable, NotRun
+from harness.service.client import RemoteError
 from harness.report.attribution import attribute_fault
 
 MARKER = "in_forked_child"
@@ -79,8 +80,12 @@ def run_in_child(call: Callable[[], None], judge: Callable[[BaseException], tupl
                else f"exited with code {os.WEXITSTATUS(wait_status)}")
         raise DriverCrash(f"[SVC-1] {description}: the process calling the driver's code died ({how}); the harness "
                           f"made the call in a child of its own, and goes on")
-    outcome = json.loads(data)
-    count_examples(int(outcome["examples"]))
+    try:  # the driver's code ran in the child, and could have written to the pipe too
+        outcome = json.loads(data)
+        count_examples(int(outcome["examples"]))
+    except (ValueError, KeyError, TypeError):
+        raise RemoteError(f"[SVC-1] {description}: the child that made the call sent an outcome the harness cannot "
+                          f"read: {data[:200]!r}") from None
     _raise(outcome)
 
 

@@ -90,3 +90,14 @@ def test_a_child_past_its_deadline_is_killed_as_a_hang() -> None:
     with pytest.raises(DriverHang) as raised:
         _run(lambda: time.sleep(60), deadline=0.5)
     assert raised.value.requirement == "SVC-2"
+
+
+def test_an_outcome_the_harness_cannot_read_is_the_drivers(monkeypatch) -> None:
+    # The driver's code runs in the child and could write to the pipe: what comes back is checked.
+    from harness.integration import forked
+    from harness.service.client import RemoteError
+
+    monkeypatch.setattr(forked.json, "dumps", lambda outcome: "{not json")
+    with pytest.raises(RemoteError) as raised:
+        _run(lambda: None)
+    assert raised.value.requirement == "SVC-1"
