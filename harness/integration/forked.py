@@ -45,7 +45,7 @@ class RaisedInChild(Exception):
         self.kind = kind
 
 
-def run_in_child(call: Callable[[], None], judge: Callable[[BaseException], tuple[BaseException, str]],
+def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tuple[BaseException, str]],
                  examples_run: Callable[[], int], count_examples: Callable[[int], None], description: str,
                  deadline: float) -> None:
     """Make ``call`` in a forked child and raise here what it raised there (see the module).
@@ -92,10 +92,7 @@ def run_in_child(call: Callable[[], None], judge: Callable[[BaseException], tupl
 def first_in_child(call: Callable[[], object], description: str, deadline: float) -> None:
     """Make ``call`` (the driver's code: a library's static initializers) in a forked child
     first, where a crash cannot take the harness down; raise what it raised (SVC-1 if it died)."""
-    def make() -> None:
-        call()
-
-    run_in_child(make, lambda error: (error, "driver"), lambda: 0, lambda number: None, description, deadline)
+    run_in_child(call, lambda error: (error, "driver"), lambda: 0, lambda number: None, description, deadline)
 
 
 def _read_until_closed(fd: int, deadline: float) -> bytes | None:
@@ -114,7 +111,7 @@ def _read_until_closed(fd: int, deadline: float) -> bytes | None:
         os.close(fd)
 
 
-def _outcome(call: Callable[[], None], judge: Callable[[BaseException], tuple[BaseException, str]]) -> dict[str, Any]:
+def _outcome(call: Callable[[], object], judge: Callable[[BaseException], tuple[BaseException, str]]) -> dict[str, Any]:
     try:
         call()
     except NotApplicable as skip:
@@ -165,9 +162,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """A test marked ``in_forked_child`` makes its call in a forked child (see the module)."""
     if pyfuncitem.get_closest_marker(MARKER) is None:
         return None
-    from harness.integration.recording import judged
-
     from harness.integration.plugin import state_of
+    from harness.integration.recording import judged
 
     recorder = pyfuncitem.config.pluginmanager.get_plugin("harness-recorder")
     # every call may take up to the driver's deadline; a test makes about two per example

@@ -164,11 +164,12 @@ class Recorder:
     def _record(self, item: pytest.Item, report, call, reproducer: str = "") -> None:
         message = ""
         skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
-        verdict = _verdict_of(call.excinfo.value) if report.failed and call.excinfo is not None else None
-        fault = ""  # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it
+        # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it; pytest's
+        # own report of a failure, with no exception, is the driver's, as before faults were kept
+        verdict, fault = None, "driver" if report.failed else ""
+        if report.failed and call.excinfo is not None:
+            verdict, fault = judged(call.excinfo.value, str(item.path), self.inline)
         if report.failed:
-            # (pytest's own report of a failure, with no exception: the driver's, as before faults were kept)
-            fault = "driver" if verdict is None else judged(verdict, str(item.path), self.inline)[1]
             if isinstance(verdict, HarnessError):  # the harness's own verdict: its message's first line
                 message = next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
             else:  # an unexpected exception (or pytest's own report): the line that names it

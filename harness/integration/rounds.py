@@ -78,7 +78,6 @@ class Rounds:
     def __init__(self, seconds: float, first_examples: int, profile: str, suite_of: Callable[[pytest.Item], str],
                  write_round: Callable[[dict], None]) -> None:
         self.seconds = seconds
-        self.ends = 0.0  # set when the first test begins
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             # Started with SIGINT ignored (harness fuzz run as a shell's background job): the
             # controller's interrupt at its deadline must still stop this session.
@@ -122,11 +121,11 @@ class Rounds:
             return True
         from harness.integration.recording import is_generative
 
-        self.ends = time.monotonic() + self.seconds
+        ends = time.monotonic() + self.seconds
         number = 0
         order = list(session.items)  # the first round runs every test, fixed ones included
         generative = [item for item in session.items if is_generative(item)]
-        while number == 0 or (generative and time.monotonic() < self.ends):
+        while number == 0 or (generative and time.monotonic() < ends):
             number += 1
             examples = round_examples(number, self.first_examples, self.most_examples)
             self._set_round(order, number, examples)
@@ -145,7 +144,7 @@ class Rounds:
                     raise session.Failed(session.shouldfail)
                 if session.shouldstop:
                     raise session.Interrupted(session.shouldstop)
-                if time.monotonic() >= self.ends:  # pytest's session end tears down what is still up
+                if time.monotonic() >= ends:  # pytest's session end tears down what is still up
                     return True
             order = upcoming
         return True

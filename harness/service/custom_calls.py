@@ -59,7 +59,7 @@ class CustomCallExecutor:
     def __init__(self, targets: Iterable[CustomCallTarget]) -> None:
         self.registry = TargetRegistry()
         self._libraries: dict[str, ctypes.CDLL] = {}
-        self._under_xla: set[tuple[str, str]] = set()  # the targets prepare_xla registered with XLA
+        self._under_xla: dict[tuple[str, str], str] = {}  # the targets prepare_xla registered: their XLA names
         for target in targets:
             self.registry.register(target)
 
@@ -132,10 +132,9 @@ class CustomCallExecutor:
         ("unregistered", message).  A set-up step, asked before `under_xla` in a new process."""
         try:
             target = self.registry.lookup(name, platform)
-            xla.register(target.xla_library_path(), target.xla_symbol)
+            self._under_xla[(name, platform)] = xla.register(target.xla_library_path(), target.xla_symbol)
         except CustomCallError as error:
             return ("unregistered", str(error))
-        self._under_xla.add((name, platform))
         return ("ok",)
 
     def under_xla(self, name: str, platform: str, arguments: list, results: tuple, opaque: bytes) -> tuple:
@@ -145,10 +144,10 @@ class CustomCallExecutor:
         (dims, dtype, bytes): plain data, which the harness reads back without trusting the
         service with anything more), ("failed", exception type, message) when XLA raised (the
         handler's error status), or ("unprepared",) before `prepare_xla`."""
-        if (name, platform) not in self._under_xla:
+        registered = self._under_xla.get((name, platform))
+        if registered is None:
             return ("unprepared",)
         target = self.registry.lookup(name, platform)
-        registered = xla.register(target.xla_library_path(), target.xla_symbol)
         try:
             outputs = xla.run(registered, results, arguments, opaque if target.xla_opaque else None)
         except Exception as error:  # XLA's exception for the handler's error status: the answer, as data
