@@ -8,8 +8,8 @@
     python -m harness.commands.score
 
 Each driver runs the suites in the ``ci`` profile with a fixed seed, through the service,
-without shrinking.  A mutant's run stops at the first failing test that names the requirement
-it breaks; a variant's runs to the end, once per profile and seed asked for (``--profiles``,
+without shrinking.  A mutant's run collects only the test files naming the requirement it breaks
+(only a test naming it can catch it) and stops at the first such test that fails on it; a variant's runs to the end, once per profile and seed asked for (``--profiles``,
 ``--seeds``): a correct driver must pass them all.  The command fails unless both rates are 100%.
 """
 
@@ -53,11 +53,12 @@ class Score:
 
 
 def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed: int = SEED,
-               profile: str = "ci") -> list[dict]:
-    """Run every suite against ``driver``; the per-test records of that run."""
+               profile: str = "ci", modules: tuple[str, ...] = ()) -> list[dict]:
+    """Run every suite (or only the test files ``modules``) against ``driver``; the per-test records of that run."""
     with tempfile.TemporaryDirectory() as tmp:
         record = os.path.join(tmp, "record.jsonl")
-        command = [sys.executable, "-m", "pytest", *own_pytest_options(), "--pyargs", "harness.suites", f"--driver={driver}",
+        where = list(modules) if modules else ["--pyargs", "harness.suites"]
+        command = [sys.executable, "-m", "pytest", *own_pytest_options(), *where, f"--driver={driver}",
                    f"--harness-profile={profile}", f"--harness-seed={seed}", f"--driver-timeout={DRIVER_TIMEOUT_S}",
                    "--harness-no-shrink", f"--harness-record={record}", "-q", "-p", "no:randomly", *extra]
         if stop_on:
@@ -71,8 +72,24 @@ def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed
         return [r for r in records if "id" in r]  # test records, without the session header
 
 
-def score_mutant(driver: str, requirement: str, seed: int = SEED) -> Score:
-    records = run_suites(driver, stop_on=requirement, seed=seed)
+def modules_naming_requirements() -> dict[str, tuple[str, ...]]:
+    """The test files holding a test that names each requirement, from one collection of every
+    suite (the reference's: a test's requirement markers do not depend on the driver)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "requirements.json")
+        subprocess.run([sys.executable, "-m", "pytest", *own_pytest_options(), "--collect-only", "-q", "--pyargs", "harness.suites",
+                        "--driver=reference", "-p", "harness.integration.requirement_map", f"--harness-requirement-map={path}"],
+                       cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
+        if not os.path.exists(path):
+            return {}
+        with open(path, encoding="utf-8") as f:
+            return {requirement: tuple(files) for requirement, files in json.load(f).items()}
+
+
+def score_mutant(driver: str, requirement: str, seed: int = SEED, modules: tuple[str, ...] = ()) -> Score:
+    """A seeded bug's run: the tests naming ``requirement`` first (``modules``: only their files,
+    as only they can catch it), stopping at the first that fails on it."""
+    records = run_suites(driver, stop_on=requirement, seed=seed, modules=modules)
     score = Score(driver, requirement, caught=False)
     for record in records:
         if record["outcome"] != "failed":
@@ -113,8 +130,9 @@ def _selected(names: list[str] | None, kind: str) -> list[DriverSpec]:
 def score_all(names: list[str] | None = None, jobs: int = 2, seed: int = SEED) -> list[Score]:
     """Sensitivity: every seeded-bug driver, each until its requirement's first failure."""
     mutants = _selected(names, "breaks")
+    naming = modules_naming_requirements()  # empty if the collection failed: then each run takes every suite
     with ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed), mutants))
+        return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed, naming.get(spec.breaks, ())), mutants))
 
 
 def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SEED,

@@ -44,10 +44,12 @@ def test_fuzz_keeps_failures_and_replay_finds_them(fuzzed: tuple[Path, subproces
     assert "distinct failures" in fuzzed_run.stdout and "round 1" in fuzzed_run.stdout
     summary = json.loads((tmp_path / "fz" / "fuzz-summary.json").read_text())
     assert summary["failures"] and summary["examples_per_suite"] and summary["workers"] == 2
-    # Two worker processes ran rounds side by side, each keeping its own record.
-    tested_by = {path.name.rsplit("-", 1)[1] for path in (tmp_path / "fz").glob("run-*-w*.jsonl")
-                 if any("id" in json.loads(line) for line in path.read_text().splitlines())}
-    assert tested_by == {"w1.jsonl", "w2.jsonl"}
+    # Two worker processes ran rounds side by side, each keeping its own record. (Not every worker
+    # need finish a test in the budget: on a loaded machine shrinking its first failures can take it all.)
+    records = {path.name.rsplit("-", 1)[1]: [json.loads(line) for line in path.read_text().splitlines()]
+               for path in (tmp_path / "fz").glob("run-*-w*.jsonl")}
+    assert {name for name, lines in records.items() if any("round" in line for line in lines)} == {"w1.jsonl", "w2.jsonl"}
+    assert any("id" in line for lines in records.values() for line in lines)
     assert any(f["reproducer"] and Path(f["reproducer"]).exists() for f in summary["failures"])
     assert any((tmp_path / "db").iterdir())
     replayed = harness(tmp_path, "replay", "--driver", "mutant-writes-past-output", "--db", "db", "--out", "rp")

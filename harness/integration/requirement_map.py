@@ -1,0 +1,36 @@
+"""A pytest plugin for ``harness score``: after collecting the suites, write which test modules
+hold a test naming each requirement (their files' absolute paths).
+
+A seeded bug is caught only by a test naming the requirement it breaks, so its scoring run needs
+those modules and no other: collecting and importing every suite for each of a hundred runs was
+a quarter of each run's time.  The map comes from the very markers the runs are judged by.
+
+    python -m pytest --collect-only -p harness.integration.requirement_map --harness-requirement-map=FILE ...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--harness-requirement-map", default="", metavar="FILE",
+                     help="write {requirement: [test module, ...]} of the collected tests to FILE (JSON)")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    path = session.config.getoption("harness_requirement_map")
+    if not path:
+        return
+    modules: dict[str, set[str]] = {}
+    for item in session.items:
+        for marker in item.iter_markers("requirement"):
+            for requirement in marker.args:
+                modules.setdefault(requirement, set()).add(str(item.path))
+    partial = f"{path}.partial"
+    with open(partial, "w", encoding="utf-8") as f:
+        json.dump({requirement: sorted(names) for requirement, names in sorted(modules.items())}, f)
+    os.replace(partial, path)
