@@ -103,15 +103,28 @@ FAILING_CASES = CaseSpace({"message": Text(((0, 200), (201, 900)))}, failing_cas
 XLA_MUTANT_FLAGS = ("-DCC_MUTANT_SEGFAULT",)
 
 
+def _xla_include_dir() -> str:
+    """The XLA headers jaxlib ships, found without importing jax: importing it takes about a second
+    and starts nothing this process needs (the handlers run in the driver's service), and a
+    process without jax forks safely (the packed-function tests fork).  jax.ffi.include_dir()
+    names the same directory; it is asked only when jaxlib's layout ever moves the headers."""
+    import jaxlib
+
+    headers = Path(jaxlib.__file__).resolve().parent / "include"
+    if (headers / "xla" / "ffi" / "api" / "ffi.h").is_file():
+        return str(headers)
+    import jax.ffi
+
+    return jax.ffi.include_dir()
+
+
 @functools.lru_cache(maxsize=None)
 def build_xla_targets(flags: tuple[str, ...] = ()) -> Path:
     """The typed-FFI handlers, built against the XLA headers jaxlib ships (needs jax)."""
-    import jax.ffi
-
     from harness.tooling import build_shared_library
 
     return build_shared_library("xla-ffi-targets", [HERE / "xla_ffi_targets.cc"], flags,
-                                include_dirs=[jax.ffi.include_dir()], language="c++")
+                                include_dirs=[_xla_include_dir()], language="c++")
 
 
 def reference_targets(flags: tuple[str, ...] = ()) -> list[CustomCallTarget]:

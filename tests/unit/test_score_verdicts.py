@@ -125,10 +125,10 @@ def test_a_failure_on_another_of_the_tests_rules_is_not_a_catch(monkeypatch) -> 
     records = [record("handles", ["POOL-4", "POOL-5"], "POOL-5"),  # the test stopped on POOL-5: not a catch
                record("crash", ["POOL-4", "POOL-5"], "SVC-1"),  # the driver crashed during it: a catch
                record("stage", ["POOL-4"], "POOL-4")]
-    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0: records)
+    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0, modules=(): records)
     caught = score.score_mutant("mutant-x", "POOL-4")
     assert caught.caught and caught.first_test == "crash" and caught.failures_elsewhere == 1
-    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0: records[:1])
+    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0, modules=(): records[:1])
     assert not score.score_mutant("mutant-x", "POOL-4").caught
 
 
