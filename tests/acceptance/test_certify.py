@@ -135,11 +135,14 @@ def test_an_invalid_declaration_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def failed_certification(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A certification of a seeded-bug driver: the richest report (failures, reproducers)."""
-    where = tmp_path_factory.mktemp("failed-certification")
-    done = certify(where, "--driver", "mutant-offset-ignored", "--out", "out", *QUICK)
-    assert done.returncode == 1, done.stderr + done.stdout
+def failed_certification(once_per_run) -> Path:
+    """A certification of a seeded-bug driver: the richest report (failures, reproducers); one for the test run."""
+    def run(where: Path) -> list:
+        done = certify(where, "--driver", "mutant-offset-ignored", "--out", "out", *QUICK)
+        return [done.returncode, done.stderr + done.stdout]
+
+    where, (code, said) = once_per_run("failed-certification", run)
+    assert code == 1, said
     return where / "out"
 
 

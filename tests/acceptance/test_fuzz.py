@@ -30,12 +30,16 @@ def failed_tests(summary_path: Path) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
-    """A short fuzz run of a seeded bug, two workers: its directory and what it printed."""
-    tmp_path = tmp_path_factory.mktemp("fuzzed")
-    done = harness(tmp_path, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.45", "--workers", "2",
-                   "--suites", "memory_pools,requests", "--db", "db", "--out", "fz")
-    return tmp_path, done
+def fuzzed(once_per_run) -> tuple[Path, subprocess.CompletedProcess]:
+    """A short fuzz run of a seeded bug, two workers: its directory and what it printed (one run
+    for the test run, whichever worker asks first)."""
+    def fuzz(directory: Path) -> list:
+        done = harness(directory, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.45", "--workers", "2",
+                       "--suites", "memory_pools,requests", "--db", "db", "--out", "fz")
+        return [done.returncode, done.stdout, done.stderr]
+
+    directory, (code, stdout, stderr) = once_per_run("fuzzed", fuzz)
+    return directory, subprocess.CompletedProcess("harness fuzz", code, stdout, stderr)
 
 
 def test_fuzz_keeps_failures_and_replay_finds_them(fuzzed: tuple[Path, subprocess.CompletedProcess]) -> None:
