@@ -9,8 +9,9 @@
 
 Each driver runs the suites in the ``ci`` profile with a fixed seed, through the service,
 without shrinking.  A mutant's run collects only the test files naming the requirement it breaks
-(only a test naming it can catch it) and stops at the first such test that fails on it; a variant's runs to the end, once per profile and seed asked for (``--profiles``,
-``--seeds``): a correct driver must pass them all.  The command fails unless both rates are 100%.
+(only a test naming it can catch it) and stops at the first such test that fails on it; a
+variant's runs to the end, once per profile and seed asked for (``--profiles``, ``--seeds``):
+a correct driver must pass them all.  The command fails unless both rates are 100%.
 """
 
 from __future__ import annotations
@@ -52,19 +53,25 @@ class Score:
     seed: int = SEED
 
 
+def _quiet_pytest(arguments: list[str], cwd: str) -> None:
+    """A pytest session with the harness's own configuration, started in ``cwd``; what it finds
+    is read from the files it writes, never from its output."""
+    subprocess.run([sys.executable, "-m", "pytest", *own_pytest_options(), *arguments], cwd=cwd, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
+
+
 def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed: int = SEED,
                profile: str = "ci", modules: tuple[str, ...] = ()) -> list[dict]:
     """Run every suite (or only the test files ``modules``) against ``driver``; the per-test records of that run."""
     with tempfile.TemporaryDirectory() as tmp:
         record = os.path.join(tmp, "record.jsonl")
         where = list(modules) if modules else ["--pyargs", "harness.suites"]
-        command = [sys.executable, "-m", "pytest", *own_pytest_options(), *where, f"--driver={driver}",
-                   f"--harness-profile={profile}", f"--harness-seed={seed}", f"--driver-timeout={DRIVER_TIMEOUT_S}",
-                   "--harness-no-shrink", f"--harness-record={record}", "-q", "-p", "no:randomly", *extra]
+        command = [*where, f"--driver={driver}", f"--harness-profile={profile}", f"--harness-seed={seed}",
+                   f"--driver-timeout={DRIVER_TIMEOUT_S}", "--harness-no-shrink", f"--harness-record={record}", "-q",
+                   "-p", "no:randomly", *extra]
         if stop_on:
             command.append(f"--harness-stop-on={stop_on}")
-        subprocess.run(command, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
+        _quiet_pytest(command, tmp)
         if not os.path.exists(record):
             return []
         with open(record, encoding="utf-8") as f:
@@ -77,9 +84,8 @@ def modules_naming_requirements() -> dict[str, tuple[str, ...]]:
     suite (the reference's: a test's requirement markers do not depend on the driver)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "requirements.json")
-        subprocess.run([sys.executable, "-m", "pytest", *own_pytest_options(), "--collect-only", "-q", "--pyargs", "harness.suites",
-                        "--driver=reference", "-p", "harness.integration.requirement_map", f"--harness-requirement-map={path}"],
-                       cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
+        _quiet_pytest(["--collect-only", "-q", "--pyargs", "harness.suites", "--driver=reference",
+                       "-p", "harness.integration.requirement_map", f"--harness-requirement-map={path}"], tmp)
         if not os.path.exists(path):
             return {}
         with open(path, encoding="utf-8") as f:

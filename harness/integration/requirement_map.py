@@ -11,9 +11,10 @@ a quarter of each run's time.  The map comes from the very markers the runs are 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
+
+from harness.report.files import write_atomically
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,7 +31,5 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         for marker in item.iter_markers("requirement"):
             for requirement in marker.args:
                 modules.setdefault(requirement, set()).add(str(item.path))
-    partial = f"{path}.partial"
-    with open(partial, "w", encoding="utf-8") as f:
-        json.dump({requirement: sorted(names) for requirement, names in sorted(modules.items())}, f)
-    os.replace(partial, path)
+    write_atomically(path, json.dumps({requirement: sorted(names) for requirement, names in sorted(modules.items())}),
+                     durable=False)  # read once, by the score that asked for it
