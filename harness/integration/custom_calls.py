@@ -62,11 +62,12 @@ def under_xla(target: CustomCallTarget) -> None:
 @pytest.fixture(scope="session")
 def custom_calls(pytestconfig: pytest.Config, custom_call_targets: list[CustomCallTarget]) -> Any:
     """Where the targets are called: the driver service (default) or this process (inline)."""
-    from harness.service.custom_calls import CustomCallExecutor
+    from harness.drivers.inline import InlineCustomCalls
     from harness.integration.plugin import state_of
+    from harness.service.custom_calls import CustomCallExecutor
 
     service = state_of(pytestconfig).service
-    return service.custom_calls if service is not None else CustomCallExecutor(custom_call_targets)
+    return service.custom_calls if service is not None else InlineCustomCalls(CustomCallExecutor(custom_call_targets))
 
 
 def targets_where(targets: list[CustomCallTarget], *, conventions: tuple[str, ...] = (), failing: bool | None = None,

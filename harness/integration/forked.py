@@ -169,9 +169,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     # every call may take up to the driver's deadline; a test makes about two per example
     given = getattr(pyfuncitem.obj, "_hypothesis_internal_use_settings", None)
     deadline = state_of(pyfuncitem.config).timeout * (2 * (given.max_examples if given is not None else 1) + 10)
-    inline = bool(getattr(recorder, "inline", False))
     arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    run_in_child(lambda: pyfuncitem.obj(**arguments), lambda error: judged(error, str(pyfuncitem.path), inline),
+    run_in_child(lambda: pyfuncitem.obj(**arguments), lambda error: judged(error, str(pyfuncitem.path)),
                  (lambda: recorder.examples_run) if recorder is not None else (lambda: 0),
                  recorder.count_examples if recorder is not None else (lambda number: None),
                  f"{pyfuncitem.path.name}::{pyfuncitem.name}", deadline)

@@ -66,7 +66,9 @@ class HarnessState:
         if self.device is None:
             spec = self.resolve()
             if self.isolation == "inline":
-                self.device = spec.create()
+                from harness.drivers.inline import InlineDevice
+
+                self.device = cast(Device, InlineDevice(spec.create()))  # its calls mark what the driver raises
             else:
                 self.service = DriverService(self.driver_name, timeout=self.timeout,
                                              memory_limit=self.memory_limit_mib * 1024 * 1024)
@@ -241,7 +243,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(
             Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
                      config.getoption("driver"), config.getoption("harness_reproducers"),
-                     service=lambda: state.service, inline=state.isolation == "inline",
+                     service=lambda: state.service,
                      progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None),
             "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:

@@ -50,9 +50,8 @@ DRIVER_OUTPUT_BYTES = 4096
 
 class Recorder:
     def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "",
-                 service=None, progress: bool = False, inline: bool = False) -> None:
+                 service=None, progress: bool = False) -> None:
         self.driver = driver
-        self.inline = inline  # the driver runs in this process: its exceptions cannot be told from the harness's
         # The driver's service (a callable that returns it, or None): a failure's record carries
         # the last DRIVER_OUTPUT_BYTES it printed during the test.
         self._service = service or (lambda: None)
@@ -168,7 +167,7 @@ class Recorder:
         # own report of a failure, with no exception, is the driver's, as before faults were kept
         verdict, fault = None, "driver" if report.failed else ""
         if report.failed and call.excinfo is not None:
-            verdict, fault = judged(call.excinfo.value, str(item.path), self.inline)
+            verdict, fault = judged(call.excinfo.value, str(item.path))
         if report.failed:
             if isinstance(verdict, HarnessError):  # the harness's own verdict: its message's first line
                 message = next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
@@ -240,11 +239,11 @@ def _verdict_of(error: BaseException) -> BaseException:
     return error
 
 
-def judged(error: BaseException, test_file: str, inline: bool = False) -> tuple[BaseException, str]:
+def judged(error: BaseException, test_file: str) -> tuple[BaseException, str]:
     """The exception that carries a failure's verdict (`_verdict_of`), and whose fault it is
     (`attribution.fault_of`; an ``assert`` in ``test_file`` or the suites is a check)."""
     verdict = _verdict_of(error)
-    return verdict, fault_of(verdict, functools.partial(_holds_tests, test_file), inline)
+    return verdict, fault_of(verdict, functools.partial(_holds_tests, test_file))
 
 
 @functools.cache

@@ -26,20 +26,20 @@ FAULTS = ("driver", "harness", "run")
 _ATTRIBUTED = "_driver_harness_fault"
 
 
-def fault_of(error: BaseException, in_a_test: Callable[[str], bool], inline: bool = False) -> str:
+def fault_of(error: BaseException, in_a_test: Callable[[str], bool]) -> str:
     """Whose fault a test's failure with ``error`` (its verdict, `recording._verdict_of`) is.
 
     ``in_a_test(filename)``: whether a source file holds tests (an ``assert`` there is a check).
-    ``inline``: the driver runs in the harness's own process (``--driver-isolation=inline``),
-    where nothing tells its code from the harness's: every exception is the driver's.
+    A driver running in the harness's own process (``--driver-isolation=inline``) is called
+    through `harness.drivers.inline`, which marks what leaves its code as a service's client does.
     """
     attributed = getattr(error, _ATTRIBUTED, None)
     if attributed in FAULTS:  # decided where it was raised (a forked child), where its traceback was
         return str(attributed)
     if isinstance(error, BaseExceptionGroup):
-        faults = {fault_of(inner, in_a_test, inline) for inner in error.exceptions}
+        faults = {fault_of(inner, in_a_test) for inner in error.exceptions}
         return next(fault for fault in FAULTS if fault in faults)
-    if isinstance(error, (HarnessError, pytest.fail.Exception)) or raised_by_driver(error) or inline:
+    if isinstance(error, (HarnessError, pytest.fail.Exception)) or raised_by_driver(error):
         return "driver"
     if raised_by_hypothesis(type(error).__module__):
         return "run"

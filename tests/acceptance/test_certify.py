@@ -238,12 +238,13 @@ HARNESS_BUG = textwrap.dedent(
 )
 
 
-def test_a_fault_of_the_harness_is_no_verdict_and_makes_the_certificate_incomplete(tmp_path: Path) -> None:
+@pytest.mark.parametrize("isolation", ["process", "inline"])
+def test_a_fault_of_the_harness_is_no_verdict_and_makes_the_certificate_incomplete(tmp_path: Path, isolation: str) -> None:
     # The correct reference driver must not FAIL because the harness broke: the test gave no
-    # verdict, so what it covers did not run.
+    # verdict, so what it covers did not run.  Inline too, where the driver shares the harness's stack.
     (tmp_path / "harness_bug.py").write_text(HARNESS_BUG)
     done = certify(tmp_path, "--driver", "reference", "--out", "out", "--", "--harness-profile=ci", "-p", "harness_bug",
-                   "-k", "test_generated_scenarios or test_token_uses")
+                   f"--driver-isolation={isolation}", "-k", "test_generated_scenarios or test_token_uses")
     assert done.returncode == 1, done.stderr + done.stdout
     document = json.loads((tmp_path / "out" / "certificate.json").read_text())
     assert document["verdict"] == "INCOMPLETE"
@@ -255,3 +256,39 @@ def test_a_fault_of_the_harness_is_no_verdict_and_makes_the_certificate_incomple
         assert [test["outcome"] for test in entry["tests"]] == ["no-verdict"], entry
     assert document["requirements"]["DOM-ROLE-1"]["status"] == "pass"  # test_token_uses ran and judged
     assert "driver-harness" in done.stderr  # the fix names whose fault it is
+    assert document["driver"]["isolation"] == isolation
+
+
+RAISES_IN_EXECUTE = textwrap.dedent(
+    '''
+    """Prepares as the reference does; every execution raises a KeyError from the driver's own code."""
+    from reference_driver import ReferenceDevice
+
+
+    class _Forgetful:
+        def __init__(self, prepared):
+            self.model = prepared.model
+
+        def execute(self, request):
+            raise KeyError("a slot the driver forgot")
+
+
+    class RaisesInExecute(ReferenceDevice):
+        def prepare_model(self, model):
+            return _Forgetful(super().prepare_model(model))
+
+
+    def factory():
+        return RaisesInExecute()
+    '''
+)
+
+
+def test_what_an_inline_drivers_code_raises_is_a_verdict_on_it(tmp_path: Path) -> None:
+    (tmp_path / "forgetful.py").write_text(RAISES_IN_EXECUTE)
+    done = certify(tmp_path, "--driver", "forgetful.py:factory", "--out", "out", "--", "--harness-profile=ci",
+                   "--driver-isolation=inline", "-k", "test_generated_scenarios")
+    assert done.returncode == 1, done.stderr + done.stdout
+    document = json.loads((tmp_path / "out" / "certificate.json").read_text())
+    assert document["verdict"] == "FAIL" and document["driver"]["isolation"] == "inline"
+    assert {(f["fault"], f["error_type"]) for f in document["failures"]} == {("driver", "KeyError")}, document["failures"]

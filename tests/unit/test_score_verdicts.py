@@ -18,8 +18,8 @@ def _in_this_file(filename: str) -> bool:
     return filename == __file__
 
 
-def _fault(error: BaseException, inline: bool = False) -> str:
-    return fault_of(error, _in_this_file, inline)
+def _fault(error: BaseException) -> str:
+    return fault_of(error, _in_this_file)
 
 
 def _raise(error: BaseException) -> None:
@@ -55,7 +55,6 @@ def _did_not_raise() -> None:
 
 def test_what_the_drivers_own_code_raised_is_a_verdict_on_it() -> None:
     assert _fault(_caught(calls_into_driver(_raise), KeyError("slot"))) == "driver"
-    assert _fault(_caught(_raise, KeyError("slot")), inline=True) == "driver"  # inline: nothing tells them apart
 
 
 def test_what_the_harness_raised_on_its_own_is_its_fault() -> None:
