@@ -19,7 +19,7 @@ import pytest
 
 from harness.api.errors import HarnessError, raised_by_driver
 
-__all__ = ["FAULTS", "attribute_fault", "failed_requirements", "fault_of", "raised_by_hypothesis"]
+__all__ = ["FAULTS", "attribute_fault", "failed_requirements", "fault_of", "no_verdict_note", "raised_by_hypothesis"]
 
 #: Whose fault a failed test is: a verdict on the driver, a fault of the harness, or of the run.
 FAULTS = ("driver", "harness", "run")
@@ -46,6 +46,12 @@ def fault_of(error: BaseException, in_a_test: Callable[[str], bool]) -> str:
     if isinstance(error, AssertionError) and in_a_test(_raised_in(error.__traceback__)):
         return "driver"
     return "harness"
+
+
+def no_verdict_note(fault: str) -> str:
+    """How a report says that a failure with ``fault`` is no verdict on the driver (plain text;
+    empty for the driver's own failures).  One wording for every page that shows failures."""
+    return "" if fault == "driver" else f"no verdict on the driver: a fault of the {fault}"
 
 
 def attribute_fault(error: BaseException, fault: str) -> BaseException:

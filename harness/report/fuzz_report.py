@@ -11,6 +11,8 @@ import html
 import os
 from collections.abc import Sequence
 
+from harness.report.attribution import no_verdict_note
+
 __all__ = ["render_fuzz_report"]
 
 _WIDTH, _HEIGHT, _MARGIN = 640, 180, 44
@@ -80,8 +82,8 @@ def _link(reproducer: str, out: str) -> str:
 
 def _no_verdict(failure: dict) -> str:
     """A failure that is no verdict on the driver (a fault of the harness or the run) says so."""
-    fault = failure.get("fault", "driver")
-    return "" if fault == "driver" else f" <em>(no verdict: a fault of the {html.escape(fault)})</em>"
+    note = no_verdict_note(failure.get("fault", "driver"))
+    return f" <em>({html.escape(note)})</em>" if note else ""
 
 
 def render_fuzz_report(summary: dict, out: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import os
 
+from harness.report.attribution import no_verdict_note
 from harness.report.certificate import STATUSES
 
 COLOURS = {"pass": "#2a8c2a", "fail": "#c62828", "waived": "#c99a00", "not-applicable": "#8a8a8a", "not-run": "#e06c00"}
@@ -101,8 +102,8 @@ def render(certificate: dict) -> str:
         if path and os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 reproducer = f"<details><summary>reproducer ({_e(os.path.basename(path))})</summary><pre>{_e(f.read())}</pre></details>"
-        whose = "" if failure.get("fault", "driver") == "driver" else \
-            f" <small>(no verdict on the driver: a fault of the {_e(failure['fault'])})</small>"
+        note = no_verdict_note(failure.get("fault", "driver"))
+        whose = f" <small>({_e(note)})</small>" if note else ""
         failures.append(f"<h3>{_e(failure['id'])}{whose}</h3><p>{_e(failure['message'])}</p>"
                         f"<details open><summary>minimal example and details</summary><pre>{_e(failure.get('details', ''))}</pre></details>"
                         f"{reproducer}{_driver_output(failure)}")

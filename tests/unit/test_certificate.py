@@ -111,3 +111,15 @@ def test_reports_get_the_users_umask(tmp_path, umask, mode) -> None:
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == mode
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_both_reports_say_a_failure_is_no_verdict_in_the_same_words() -> None:
+    from harness.report.attribution import no_verdict_note
+    from harness.report.fuzz_report import _no_verdict
+
+    records = every_requirement_passing()
+    records[0] = {**record("t::POOL-1", "POOL-1", "failed"), "fault": "harness", "message": "KeyError: slot"}
+    page = html.render(certificate.build(records, {"driver": "d"}, "start", "end", True, 1.0))
+    note = no_verdict_note("harness")
+    assert note and note in page and note in _no_verdict({"fault": "harness"})
+    assert no_verdict_note("driver") == "" and _no_verdict({"fault": "driver"}) == ""
