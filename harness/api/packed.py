@@ -94,11 +94,17 @@ def _errors_made_ready() -> None:
 
 
 @functools.lru_cache(maxsize=None)
+def built(library: PackedFunctionLibrary) -> str:
+    """The path of the library's shared object: its ``build()`` (the driver's code), once per process."""
+    return str(calls_into_driver(library.build)())
+
+
+@functools.lru_cache(maxsize=None)
 def load(library: PackedFunctionLibrary) -> LoadedLibrary:
     """Load the library (its static initializers register the probes) and look them up."""
     import tvm_ffi
 
     _errors_made_ready()
-    module = calls_into_driver(tvm_ffi.load_module)(str(calls_into_driver(library.build)()))  # the driver's code
+    module = calls_into_driver(tvm_ffi.load_module)(built(library))  # the driver's code
     functions = {name: tvm_ffi.get_global_func(library.prefix + name, allow_missing=True) for name in PROBES}
     return LoadedLibrary(library, module, functions)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.api.errors import calls_into_driver
-from harness.api.packed import LoadedLibrary, PackedFunctionLibrary, load, unavailable
+from harness.api.packed import LoadedLibrary, PackedFunctionLibrary, built, load, unavailable
 from harness.integration.forked import first_in_child
 from harness.integration.plugin import declared_for_driver, parametrize_declared
 from harness.integration.skips import not_applicable, not_run
@@ -43,7 +42,7 @@ def probes(packed_library: PackedFunctionLibrary, driver) -> LoadedLibrary:
     from harness.tooling import CompilerMissing
 
     try:
-        path = calls_into_driver(packed_library.build)()  # the plugin's build: its code
+        path = built(packed_library)  # the plugin's build (its code), once per session
         if packed_library not in _loaded_in_a_child:  # its static initializers are the driver's code
             first_in_child(lambda: tvm_ffi.load_module(str(path)), f"loading {path}", LOAD_DEADLINE_S)
             _loaded_in_a_child.add(packed_library)
