@@ -22,6 +22,7 @@ import select
 import signal
 import time
 import traceback
+import unittest
 from collections.abc import Callable
 from typing import Any
 
@@ -120,6 +121,8 @@ def _outcome(call: Callable[[], object], judge: Callable[[BaseException], tuple[
         return {"kind": "not-run", "reason": skip.reason, "fix": skip.fix}
     except pytest.skip.Exception as skip:
         return {"kind": "skipped", "message": str(skip.msg)}
+    except unittest.SkipTest as skip:  # hypothesis' own (a replay run with nothing stored): a skip, as in-process
+        return {"kind": "skipped", "message": str(skip)}
     except BaseException as error:  # noqa: BLE001 -- the outcome, sent to the parent
         verdict, fault = judge(error)
         return {"kind": "raised", "module": type(verdict).__module__, "name": type(verdict).__qualname__,

@@ -191,9 +191,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{forked.MARKER}: the test calls the driver's code in this process (packed "
                                        "functions); it makes its call in a forked child, so a crash is reported")
     from harness.integration import custom_calls as custom_call_fixtures
+    from harness.integration import histories
 
     if not config.pluginmanager.is_registered(custom_call_fixtures):
         config.pluginmanager.register(custom_call_fixtures, "harness-custom-calls")
+    if not config.pluginmanager.is_registered(histories):
+        config.pluginmanager.register(histories, "harness-histories")
     if not config.pluginmanager.is_registered(forked):
         config.pluginmanager.register(forked, "harness-forked")
     from hypothesis import settings

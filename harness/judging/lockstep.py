@@ -341,6 +341,15 @@ def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep
     driver still has the bug."""
     step = Lockstep(driver, reference)
     models: dict[str, Pair | None] = {}
+    refused: set[str] = set()  # buffers not served in this replay
+
+    def served_when_recorded(names: Sequence[str]) -> None:
+        # A recorded sequence uses only buffers the driver served when it was recorded; one it
+        # refuses now, after as much history or more, is a leak (DOM-ALLOC-3), not a missing name.
+        for name in names:
+            if name in refused and name not in step.buffers:
+                step.served_again(name, "when this call sequence was recorded")
+
     for recorded in steps:
         method, args = recorded.method, recorded.args
         if method == NEXT_RUN:  # the sequence of the next run: its models are named from model-1 again
@@ -349,11 +358,15 @@ def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep
             models[f"model-{len(models) + 1}"] = step.prepare(*args)  # prepare() numbers models the same way
         elif method == "allocate":
             name, desc, model_names, input_roles, output_roles, requirement = args
-            step.allocate(name, desc, [models[m] for m in model_names], input_roles, output_roles, requirement)
+            served = step.allocate(name, desc, [models[m] for m in model_names], input_roles, output_roles, requirement)
+            (refused.discard if served is not None else refused.add)(name)
         elif method == "execute":
             model_name, scenario, requirement = args
+            served_when_recorded([pool.buffer for pool in scenario.request_pools if isinstance(pool, TokenRef)])
             step.execute(models[model_name], scenario, requirement)
         else:
+            if method in ("copy_from", "copy_to", "release"):
+                served_when_recorded(args[:1])
             getattr(step, method)(*args)
     return step
 

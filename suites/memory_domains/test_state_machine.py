@@ -3,6 +3,7 @@ interleaved by hypothesis on the driver under test and the reference in lockstep
 
 from __future__ import annotations
 
+import unittest
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -203,7 +204,7 @@ class MemoryDomainMachine(RuleBasedStateMachine):
 @pytest.mark.requirement("DOM-STATE-1", "DOM-STATE-2", "DOM-ROLE-1", "DOM-ROLE-2", "DOM-COPY-1", "DOM-COPY-2", "DOM-ALLOC-1",
                          "DOM-ALLOC-3")
 @pytest.mark.generative
-def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, example_counter) -> None:
+def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, example_counter, stored_histories) -> None:
     machine = type("Machine", (MemoryDomainMachine,), {"driver": driver, "reference": reference, "flavor": flavor,
                                                         "count_example": staticmethod(example_counter),
                                                         "across": AcrossRuns()})
@@ -212,8 +213,18 @@ def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, exam
     # in a run most rules wait for a prepared model or a buffer, and an unseeded run (dev, nightly) can
     # fail the filter_too_much health check on that alone (8 runs kept, 50 filtered, in one fuzz round).
     checks_off = [*settings.default.suppress_health_check, HealthCheck.filter_too_much]
-    run_state_machine_as_test(machine, settings=settings(settings.default, derandomize=seeded_run,
-                                                         suppress_health_check=checks_off))
+    # A replay run (harness replay) plays the call sequences stored for this test first: a leak's.
+    played = stored_histories.replay_stored(driver, reference)
+    try:
+        run_state_machine_as_test(machine, settings=settings(settings.default, derandomize=seeded_run,
+                                                             suppress_health_check=checks_off))
+    except unittest.SkipTest:  # hypothesis had no stored example of its own to replay
+        if not played:
+            raise
+        return
     # A leak is judged over all the runs: a run's own outcome must not depend on the ones before it.
+    # No example of hypothesis' carries it, so its history is stored for `harness replay`.
     if machine.across.leaks:
-        raise machine.across.leaks[0]
+        leak = machine.across.leaks[0]
+        stored_histories.keep(leak.steps)
+        raise leak

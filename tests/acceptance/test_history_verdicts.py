@@ -40,9 +40,9 @@ LEAKS_AFTER_FOUR = textwrap.dedent(
 )
 
 
-def _failures(pytester: pytest.Pytester, driver: str) -> list[dict]:
+def _failures(pytester: pytest.Pytester, driver: str, *options: str) -> list[dict]:
     records = pytester.path / "records.jsonl"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile=ci", f"--driver={driver}",
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile=ci", f"--driver={driver}", *options,
                                            f"--harness-record={records}",
                                            f"--harness-reproducers={pytester.path / 'reproducers'}", "--pyargs",
                                            "harness.suites.memory_domains.test_state_machine", timeout=600)
@@ -67,3 +67,30 @@ def test_a_verdict_hypothesis_raised_its_own_error_over_is_recorded(pytester: py
     # data tree disagrees and raises its own error over the verdict.
     [failure] = _failures(pytester, "mutant-refused-allocations-keep-slots")
     assert (failure["error_module"], failure["rule"]) == ("harness.api.errors", "DOM-ALLOC-1"), failure
+
+
+def _replay(path: Path, driver: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.commands.cli", "replay", "--driver", driver, "--db", "db",
+                           "--out", "replayed"], cwd=path, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.requirement("DOM-ALLOC-3")
+def test_a_leak_is_kept_for_replay_and_dropped_once_fixed(pytester: pytest.Pytester) -> None:
+    # No single example of hypothesis' carries a leak, so its database alone would keep nothing of
+    # it: the test stores the leak's call sequence beside them, and harness replay plays it again.
+    pytester.makepyfile(leaks=LEAKS_AFTER_FOUR)
+    [failure] = _failures(pytester, "leaks.py:factory", f"--harness-db={pytester.path / 'db'}")
+    assert failure["rule"] == "DOM-ALLOC-3", failure
+    still = _replay(pytester.path, "leaks.py:factory")
+    assert still.returncode == 1, still.stdout + still.stderr[-3000:]
+    [replayed] = [r for r in map(json.loads, (pytester.path / "replayed" / "replay.jsonl").read_text().splitlines())
+                  if r.get("outcome") == "failed"]
+    assert (replayed["id"], replayed["rule"], replayed["examples"]) == (failure["id"], "DOM-ALLOC-3", 1), replayed
+    assert Path(replayed["reproducer"]).exists()
+    # The same driver name, fixed: the stored sequence passes and is dropped, as hypothesis drops
+    # an example that no longer fails.
+    pytester.makepyfile(leaks="from reference_driver import ReferenceDevice\n\n\ndef factory():\n    return ReferenceDevice()\n")
+    fixed = _replay(pytester.path, "leaks.py:factory")
+    assert fixed.returncode == 0 and "1 stored examples replayed; 0 failures reproduce" in fixed.stdout, fixed.stdout
+    again = _replay(pytester.path, "leaks.py:factory")
+    assert again.returncode == 0 and "0 examples replayed" in again.stdout, again.stdout

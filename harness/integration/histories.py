@@ -1,0 +1,67 @@
+"""Call sequences a test judged across its runs, kept in the example database beside hypothesis'
+own examples, so that ``harness replay`` runs them again (the ``stored_histories`` fixture).
+
+Hypothesis stores an example that fails by itself.  A leak (DOM-ALLOC-3) is judged across every
+run of one test call, after them, so no single example of hypothesis' fails and its database
+keeps nothing of it.  The test keeps the verdict's call sequence here instead: in the database
+the run uses, under the test's own key (per driver, as every example is), as data
+(`harness.judging.stored_steps`).  A replay run plays each stored sequence on the driver again:
+one that still fails raises its verdict, one that passes is deleted, as hypothesis does with
+examples that no longer fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from harness.api.hal import Device
+from harness.judging.lockstep import Step, replay
+from harness.judging.stored_steps import StoredStepsError, decode_steps, encode_steps
+
+__all__ = ["StoredHistories", "stored_histories"]
+
+
+class StoredHistories:
+    """The call sequences stored for one test of one driver."""
+
+    def __init__(self, database: Any, key: bytes, replaying: bool, count_example: Callable[[], None]) -> None:
+        self.database = database  # hypothesis' database for this run (None: the profile keeps none)
+        self.key = key
+        self.replaying = replaying
+        self._count_example = count_example
+
+    def keep(self, steps: tuple[Step, ...]) -> None:
+        """Store a failing call sequence (before its verdict is raised: nothing is lost)."""
+        if self.database is not None and not self.replaying and steps:
+            self.database.save(self.key, encode_steps(steps))
+
+    def replay_stored(self, driver: Device, reference: Device) -> int:
+        """In a replay run, play every stored sequence on ``driver`` again; the first that still
+        fails raises its verdict.  Those that pass are deleted.  The number played."""
+        if self.database is None or not self.replaying:
+            return 0
+        played = 0
+        for value in sorted(self.database.fetch(self.key), key=len):  # the shortest first
+            try:
+                steps = decode_steps(value)
+            except StoredStepsError as error:  # not the driver's doing: the run is incomplete, and says why
+                raise RuntimeError(f"a call sequence stored for this test in {self.database!r} is unreadable: {error}") from None
+            self._count_example()
+            played += 1
+            replay(steps, driver, reference).close()  # raises the verdict while the driver still has the bug
+            self.database.delete(self.key, value)
+        return played
+
+
+@pytest.fixture
+def stored_histories(request: pytest.FixtureRequest, example_counter: Callable[[], None]) -> StoredHistories:
+    """The call sequences stored for this test (see the module's docstring)."""
+    from hypothesis import settings
+
+    from harness.integration.plugin import canonical_id
+
+    key = b"driver-harness-history/" + canonical_id(request.node).encode("utf-8")
+    return StoredHistories(settings().database, key, bool(request.config.getoption("harness_replay")), example_counter)
