@@ -12,16 +12,22 @@ examples that no longer fail.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from harness.api.errors import ConformanceError
 from harness.api.hal import Device
 from harness.judging.lockstep import Step, replay
+from harness.judging.shrinking import shortest_failing
 from harness.judging.stored_steps import StoredStepsError, decode_steps, encode_steps
 
-__all__ = ["StoredHistories", "stored_histories"]
+__all__ = ["SHRINK_SECONDS", "StoredHistories", "shortest_history", "stored_histories"]
+
+#: How long a verdict judged across runs may be shrunk (a failing test's time only).
+SHRINK_SECONDS = 10.0
 
 
 class StoredHistories:
@@ -37,6 +43,12 @@ class StoredHistories:
         """Store a failing call sequence (before its verdict is raised: nothing is lost)."""
         if self.database is not None and not self.replaying and steps:
             self.database.save(self.key, encode_steps(steps))
+
+    def replace(self, kept: tuple[Step, ...], shorter: tuple[Step, ...]) -> None:
+        """Store ``shorter`` in place of ``kept`` (which fails the same way)."""
+        if self.database is not None and not self.replaying and shorter != kept:
+            self.database.save(self.key, encode_steps(shorter))
+            self.database.delete(self.key, encode_steps(kept))
 
     def replay_stored(self, driver: Device, reference: Device) -> int:
         """In a replay run, play every stored sequence on ``driver`` again; the first that still
@@ -65,3 +77,27 @@ def stored_histories(request: pytest.FixtureRequest, example_counter: Callable[[
 
     key = b"driver-harness-history/" + canonical_id(request.node).encode("utf-8")
     return StoredHistories(settings().database, key, bool(request.config.getoption("harness_replay")), example_counter)
+
+
+@pytest.fixture
+def shortest_history(pytestconfig: pytest.Config, reference: Device) -> Callable[[ConformanceError], tuple[Step, ...]]:
+    """``shortest_history(verdict)``: a shorter call sequence that fails with the verdict's
+    requirement, replayed from the start on a fresh driver each time (`harness.judging.shrinking`);
+    the verdict's own steps when none is found within `SHRINK_SECONDS`."""
+    from harness.integration.plugin import state_of
+
+    state = state_of(pytestconfig)
+
+    def shortest(verdict: ConformanceError) -> tuple[Step, ...]:
+        def fails(candidate: tuple[Step, ...]) -> bool:
+            try:
+                replay(candidate, state.fresh_device(), reference).close()
+            except ConformanceError as error:
+                return error.requirement == verdict.requirement
+            except Exception:  # noqa: BLE001 -- any other end (a crash, a broken sequence) is not this failure
+                return False
+            return False
+
+        return shortest_failing(verdict.steps, fails, time.monotonic() + SHRINK_SECONDS)
+
+    return shortest

@@ -75,6 +75,17 @@ class HarnessState:
                 self.device = cast(Device, self.service.device)  # a proxy presenting the Driver API
         return self.device
 
+    def fresh_device(self) -> Device:
+        """The driver as new, for a sequence that must start from nothing: its service's process
+        replaced (process isolation), or a new instance of it (inline)."""
+        device = self.create()
+        if self.service is not None:
+            self.service.restart()
+            return device
+        from harness.drivers.inline import InlineDevice
+
+        return cast(Device, InlineDevice(self.resolve().create()))
+
     def capabilities(self) -> Capabilities:
         device = self.create()
         if self.spec is not None and self.spec.capabilities is not None:

@@ -364,6 +364,10 @@ def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep
             model_name, scenario, requirement = args
             served_when_recorded([pool.buffer for pool in scenario.request_pools if isinstance(pool, TokenRef)])
             step.execute(models[model_name], scenario, requirement)
+        elif method == "served_again":
+            if args[0] not in refused and args[0] not in step.buffers:  # it judges the allocation just before it
+                raise ValueError(f"a served_again step for {args[0]!r}, which this sequence never allocated")
+            step.served_again(*args)
         else:
             if method in ("copy_from", "copy_to", "release"):
                 served_when_recorded(args[:1])

@@ -378,6 +378,15 @@ class DriverService(_Endpoint):
             self.close()
             raise DriverLoadError(f"driver {self.driver!r}: the service process did not start: {tail or error}") from None
 
+    def restart(self) -> None:
+        """Replace the service's process with a new one: a fresh driver, as after a crash (the
+        objects of the old one are gone; the device proxy goes on meaning "the driver")."""
+        with self._lock:
+            if self._closed:
+                raise DriverCrash("[SVC-1] a restart of the driver service: the service was closed")
+            self._stop_process()
+            self._start()
+
     @property
     def running(self) -> bool:
         return (self.pid is not None and self.connection is not None and self.connection.alive

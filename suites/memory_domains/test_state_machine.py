@@ -204,7 +204,8 @@ class MemoryDomainMachine(RuleBasedStateMachine):
 @pytest.mark.requirement("DOM-STATE-1", "DOM-STATE-2", "DOM-ROLE-1", "DOM-ROLE-2", "DOM-COPY-1", "DOM-COPY-2", "DOM-ALLOC-1",
                          "DOM-ALLOC-3")
 @pytest.mark.generative
-def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, example_counter, stored_histories) -> None:
+def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, example_counter, stored_histories,
+                                     shortest_history) -> None:
     machine = type("Machine", (MemoryDomainMachine,), {"driver": driver, "reference": reference, "flavor": flavor,
                                                         "count_example": staticmethod(example_counter),
                                                         "across": AcrossRuns()})
@@ -223,8 +224,11 @@ def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, exam
             raise
         return
     # A leak is judged over all the runs: a run's own outcome must not depend on the ones before it.
-    # No example of hypothesis' carries it, so its history is stored for `harness replay`.
+    # No example of hypothesis' carries it, so its history is stored for `harness replay`, then
+    # shrunk (on a fresh driver each time: everything it ran before is part of the history).
     if machine.across.leaks:
         leak = machine.across.leaks[0]
         stored_histories.keep(leak.steps)
+        history, leak.steps = leak.steps, shortest_history(leak)
+        stored_histories.replace(history, leak.steps)
         raise leak

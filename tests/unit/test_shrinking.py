@@ -1,0 +1,98 @@
+"""A leak's call sequence (every run of a test call up to the one that saw it) is shrunk to a
+short one that still fails the same way on a fresh driver (`harness.judging.shrinking`)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.api.errors import ConformanceError
+from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus, OperandType, OperationType
+from harness.judging.lockstep import NEXT_RUN, Lockstep, Step, replay
+from harness.judging.scenario import MemorySpec
+from harness.judging.shrinking import shortest_failing
+from harness.strategies.domains import Flavor, values_for
+from harness.suites.memory_domains.test_state_machine import AcrossRuns
+from reference_driver import ReferenceDevice
+
+FLAVOR = Flavor(OperationType.ADD, OperandType.TENSOR_FLOAT32)
+
+
+class _ServesTwo(ReferenceDevice):
+    """Serves two valid allocations in its life: releasing never frees what a buffer held."""
+
+    served = 0
+
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
+        if self.served >= 2:
+            buffer.release()
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of device memory")
+        self.served += 1
+        return buffer, token
+
+
+def _run(across: AcrossRuns, driver, reference, number: int) -> None:
+    """A run as the state machine makes one: a model, a buffer with copies in and out, released."""
+    step = Lockstep(driver, reference, leaks=across.leaks)
+    pair = step.prepare(FLAVOR.model((2, 2)))
+    if step.allocate("buffer1", BufferDesc((2, 2)), [pair], [BufferRole(0, 0)], []) is None:
+        step.served_again("buffer1", "at the start of an earlier run")
+    else:
+        for seed in range(3):
+            step.copy_from("buffer1", MemorySpec("ashmem", values_for(FLAVOR.type, (2, 2), seed + number).tobytes()), (2, 2))
+            step.copy_to("buffer1", 16)
+    step.close()
+    across.end_run(step.steps)
+
+
+def _fails(candidate) -> bool:
+    try:
+        replay(candidate, _ServesTwo(), ReferenceDevice()).close()
+    except ConformanceError as error:
+        return error.requirement == "DOM-ALLOC-3"
+    except Exception:  # noqa: BLE001 -- any other end is not this failure
+        return False
+    return False
+
+
+def _leak() -> ConformanceError:
+    across, driver, reference = AcrossRuns(), _ServesTwo(), ReferenceDevice()
+    for number in range(3):
+        _run(across, driver, reference, number)
+    [leak] = across.leaks
+    return leak
+
+
+def test_a_leak_shrinks_to_the_calls_it_needs_and_still_fails_on_a_fresh_driver() -> None:
+    leak = _leak()
+    assert _fails(leak.steps)
+    shortest = shortest_failing(leak.steps, _fails, time.monotonic() + 30)
+    assert _fails(shortest) and len(shortest) < len(leak.steps)
+    methods = [step.method for step in shortest]
+    assert not {"copy_from", "copy_to"} & set(methods), methods  # nothing a leak needs
+    assert methods.count(NEXT_RUN) == 2 and methods.count("allocate") == 3, methods  # each run served or refused one
+    with pytest.raises(ConformanceError) as again:
+        replay(shortest, _ServesTwo(), ReferenceDevice())
+    assert again.value.requirement == "DOM-ALLOC-3"
+
+
+def test_shrinking_stops_at_its_deadline_with_what_still_fails() -> None:
+    leak = _leak()
+    assert shortest_failing(leak.steps, _fails, time.monotonic() - 1) == leak.steps
+
+
+def test_a_judged_allocation_is_never_shrunk_away() -> None:
+    # Without its allocation, a served_again step would judge a buffer the sequence never asked for.
+    leak = _leak()
+    judged = lambda candidate: any(step.method == "served_again" for step in candidate)  # noqa: E731
+    shortest = shortest_failing(leak.steps, judged, time.monotonic() + 30)
+    methods = [step.method for step in shortest]
+    index = methods.index("served_again")
+    assert methods[index - 1] == "allocate" and shortest[index - 1].args[0] == shortest[index].args[0]
+
+
+def test_replaying_a_judgement_of_a_buffer_never_allocated_is_refused() -> None:
+    with pytest.raises(ValueError, match="never allocated"):
+        replay([Step("served_again", ("buffer9", "earlier"))], ReferenceDevice(), ReferenceDevice())
