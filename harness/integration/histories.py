@@ -24,10 +24,12 @@ from harness.judging.lockstep import Step, replay
 from harness.judging.shrinking import shortest_failing
 from harness.judging.stored_steps import StoredStepsError, decode_steps, encode_steps
 
-__all__ = ["SHRINK_SECONDS", "StoredHistories", "shortest_history", "stored_histories"]
+__all__ = ["KEEP_AT_MOST", "SHRINK_SECONDS", "StoredHistories", "shortest_history", "stored_histories"]
 
 #: How long a verdict judged across runs may be shrunk (a failing test's time only).
 SHRINK_SECONDS = 10.0
+#: Sequences kept per test and driver: a night of rounds finds the same leak again and again.
+KEEP_AT_MOST = 8
 
 
 class StoredHistories:
@@ -43,12 +45,20 @@ class StoredHistories:
         """Store a failing call sequence (before its verdict is raised: nothing is lost)."""
         if self.database is not None and not self.replaying and steps:
             self.database.save(self.key, encode_steps(steps))
+            self._trim()
+
+    def _trim(self) -> None:
+        """Keep the `KEEP_AT_MOST` shortest sequences of this test."""
+        assert self.database is not None
+        for value in sorted(self.database.fetch(self.key), key=len)[KEEP_AT_MOST:]:
+            self.database.delete(self.key, value)
 
     def replace(self, kept: tuple[Step, ...], shorter: tuple[Step, ...]) -> None:
         """Store ``shorter`` in place of ``kept`` (which fails the same way)."""
         if self.database is not None and not self.replaying and shorter != kept:
-            self.database.save(self.key, encode_steps(shorter))
+            self.database.save(self.key, encode_steps(shorter))  # first: a death between the two loses nothing
             self.database.delete(self.key, encode_steps(kept))
+            self._trim()
 
     def replay_stored(self, driver: Device, reference: Device) -> int:
         """In a replay run, play every stored sequence on ``driver`` again; the first that still
