@@ -171,7 +171,10 @@ class Recorder:
         if report.failed:
             if isinstance(verdict, HarnessError):  # the harness's own verdict: its message's first line
                 message = next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
-            else:  # an unexpected exception (or pytest's own report): the line that names it
+            elif verdict is not None:  # an unexpected exception: its type and its message's first line, as data
+                text = next((line.strip() for line in str(verdict).splitlines() if line.strip()), "")
+                message = f"{type(verdict).__name__}: {text}" if text else type(verdict).__name__
+            else:  # pytest's own report, without an exception: the line that names the error
                 lines = [line.lstrip("E| +").strip() for line in str(report.longrepr).splitlines()]
                 errors = [line for line in lines if "Error" in line and ":" in line]
                 message = (errors or [line for line in lines if line] or [""])[0]

@@ -292,3 +292,6 @@ def test_what_an_inline_drivers_code_raises_is_a_verdict_on_it(tmp_path: Path) -
     document = json.loads((tmp_path / "out" / "certificate.json").read_text())
     assert document["verdict"] == "FAIL" and document["driver"]["isolation"] == "inline"
     assert {(f["fault"], f["error_type"]) for f in document["failures"]} == {("driver", "KeyError")}, document["failures"]
+    # the message names the exception and what it said, whatever the traceback's format
+    assert all(f["message"].startswith("KeyError: ") and "a slot the driver forgot" in f["message"]
+               for f in document["failures"]), [f["message"] for f in document["failures"]]
