@@ -6,27 +6,13 @@ from __future__ import annotations
 import pytest
 
 from harness.api.errors import ConformanceError
-from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus, OperandType, OperationType
+from harness.api.hal import BufferDesc, BufferRole, OperandType, OperationType
 from harness.judging.lockstep import NEXT_RUN, Lockstep, replay
 from harness.strategies.domains import Flavor
 from harness.suites.memory_domains.test_state_machine import AcrossRuns
 from reference_driver import ReferenceDevice
 
 FLAVOR = Flavor(OperationType.ADD, OperandType.TENSOR_FLOAT32)
-
-
-class _ServesOnce(ReferenceDevice):
-    """Serves one valid allocation in its life: releasing never frees what a buffer held."""
-
-    served = 0
-
-    def allocate(self, desc, prepared_models, input_roles, output_roles):
-        buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
-        if self.served:
-            buffer.release()
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of device memory")
-        self.served += 1
-        return buffer, token
 
 
 def _run(across: AcrossRuns, driver, reference, first_run: bool) -> None:
@@ -40,14 +26,14 @@ def _run(across: AcrossRuns, driver, reference, first_run: bool) -> None:
     across.end_run(step.steps)
 
 
-def test_a_leak_across_runs_replays_with_every_run_before_it() -> None:
-    across, driver, reference = AcrossRuns(), _ServesOnce(), ReferenceDevice()
+def test_a_leak_across_runs_replays_with_every_run_before_it(leaky) -> None:
+    across, driver, reference = AcrossRuns(), leaky(1), ReferenceDevice()
     _run(across, driver, reference, first_run=True)
     _run(across, driver, reference, first_run=False)
     [leak] = across.leaks
     assert leak.requirement == "DOM-ALLOC-3" and [s.method for s in leak.steps].count(NEXT_RUN) == 1
     with pytest.raises(ConformanceError) as again:
-        replay(leak.steps, _ServesOnce(), ReferenceDevice())
+        replay(leak.steps, leaky(1), ReferenceDevice())
     assert again.value.requirement == "DOM-ALLOC-3"
     second_run = leak.steps[[s.method for s in leak.steps].index(NEXT_RUN) + 1:]
-    replay(second_run, _ServesOnce(), ReferenceDevice()).close()  # alone, on a fresh driver, it passes
+    replay(second_run, leaky(1), ReferenceDevice()).close()  # alone, on a fresh driver, it passes

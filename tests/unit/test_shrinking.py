@@ -8,7 +8,7 @@ import time
 import pytest
 
 from harness.api.errors import ConformanceError
-from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus, OperandType, OperationType
+from harness.api.hal import BufferDesc, BufferRole, OperandType, OperationType
 from harness.judging.lockstep import NEXT_RUN, Lockstep, Step, replay
 from harness.judging.scenario import MemorySpec
 from harness.judging.shrinking import shortest_failing
@@ -17,20 +17,6 @@ from harness.suites.memory_domains.test_state_machine import AcrossRuns
 from reference_driver import ReferenceDevice
 
 FLAVOR = Flavor(OperationType.ADD, OperandType.TENSOR_FLOAT32)
-
-
-class _ServesTwo(ReferenceDevice):
-    """Serves two valid allocations in its life: releasing never frees what a buffer held."""
-
-    served = 0
-
-    def allocate(self, desc, prepared_models, input_roles, output_roles):
-        buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
-        if self.served >= 2:
-            buffer.release()
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of device memory")
-        self.served += 1
-        return buffer, token
 
 
 def _run(across: AcrossRuns, driver, reference, number: int) -> None:
@@ -47,9 +33,14 @@ def _run(across: AcrossRuns, driver, reference, number: int) -> None:
     across.end_run(step.steps)
 
 
-def _fails(candidate) -> bool:
+def _fails_on(fresh_driver):
+    """Whether a candidate fails with DOM-ALLOC-3, replayed on ``fresh_driver()``."""
+    return lambda candidate: _fails(candidate, fresh_driver())
+
+
+def _fails(candidate, driver) -> bool:
     try:
-        replay(candidate, _ServesTwo(), ReferenceDevice()).close()
+        replay(candidate, driver, ReferenceDevice()).close()
     except ConformanceError as error:
         return error.requirement == "DOM-ALLOC-3"
     except Exception:  # noqa: BLE001 -- any other end is not this failure
@@ -57,35 +48,35 @@ def _fails(candidate) -> bool:
     return False
 
 
-def _leak() -> ConformanceError:
-    across, driver, reference = AcrossRuns(), _ServesTwo(), ReferenceDevice()
+def _leak(driver) -> ConformanceError:
+    across, reference = AcrossRuns(), ReferenceDevice()
     for number in range(3):
         _run(across, driver, reference, number)
     [leak] = across.leaks
     return leak
 
 
-def test_a_leak_shrinks_to_the_calls_it_needs_and_still_fails_on_a_fresh_driver() -> None:
-    leak = _leak()
-    assert _fails(leak.steps)
-    shortest = shortest_failing(leak.steps, _fails, time.monotonic() + 30)
-    assert _fails(shortest) and len(shortest) < len(leak.steps)
+def test_a_leak_shrinks_to_the_calls_it_needs_and_still_fails_on_a_fresh_driver(leaky) -> None:
+    leak, fails = _leak(leaky(2)), _fails_on(lambda: leaky(2))
+    assert fails(leak.steps)
+    shortest = shortest_failing(leak.steps, fails, time.monotonic() + 30)
+    assert fails(shortest) and len(shortest) < len(leak.steps)
     methods = [step.method for step in shortest]
     assert not {"copy_from", "copy_to"} & set(methods), methods  # nothing a leak needs
     assert methods.count(NEXT_RUN) == 2 and methods.count("allocate") == 3, methods  # each run served or refused one
     with pytest.raises(ConformanceError) as again:
-        replay(shortest, _ServesTwo(), ReferenceDevice())
+        replay(shortest, leaky(2), ReferenceDevice())
     assert again.value.requirement == "DOM-ALLOC-3"
 
 
-def test_shrinking_stops_at_its_deadline_with_what_still_fails() -> None:
-    leak = _leak()
-    assert shortest_failing(leak.steps, _fails, time.monotonic() - 1) == leak.steps
+def test_shrinking_stops_at_its_deadline_with_what_still_fails(leaky) -> None:
+    leak = _leak(leaky(2))
+    assert shortest_failing(leak.steps, _fails_on(lambda: leaky(2)), time.monotonic() - 1) == leak.steps
 
 
-def test_a_judged_allocation_is_never_shrunk_away() -> None:
+def test_a_judged_allocation_is_never_shrunk_away(leaky) -> None:
     # Without its allocation, a served_again step would judge a buffer the sequence never asked for.
-    leak = _leak()
+    leak = _leak(leaky(2))
     judged = lambda candidate: any(step.method == "served_again" for step in candidate)  # noqa: E731
     shortest = shortest_failing(leak.steps, judged, time.monotonic() + 30)
     methods = [step.method for step in shortest]

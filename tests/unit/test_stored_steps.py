@@ -11,7 +11,7 @@ import zlib
 import pytest
 
 from harness.api.errors import ConformanceError
-from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus, OperandType, OperationType
+from harness.api.hal import BufferDesc, BufferRole, OperandType, OperationType
 from harness.judging.lockstep import NEXT_RUN, Lockstep, Step, replay
 from harness.judging.scenario import MemorySpec
 from harness.judging.stored_steps import FORMAT, StoredStepsError, decode_steps, encode_steps
@@ -45,24 +45,10 @@ def test_a_stored_sequence_comes_back_as_the_same_steps_and_replays() -> None:
     replay(decode_steps(stored), ReferenceDevice(), ReferenceDevice()).close()
 
 
-class _ServesOnce(ReferenceDevice):
-    """Serves one valid allocation in its life: releasing never frees what a buffer held."""
-
-    served = 0
-
-    def allocate(self, desc, prepared_models, input_roles, output_roles):
-        buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
-        if self.served:
-            buffer.release()
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of device memory")
-        self.served += 1
-        return buffer, token
-
-
-def test_a_buffer_refused_on_replay_that_the_recorded_run_used_is_a_leak() -> None:
+def test_a_buffer_refused_on_replay_that_the_recorded_run_used_is_a_leak(leaky) -> None:
     # Recorded on a fresh driver, which served the buffer; replayed on the same driver, which has
     # leaked since: its refusal is judged (DOM-ALLOC-3), not a missing name in the harness.
-    driver = _ServesOnce()
+    driver = leaky(1)
     recorded = Lockstep(driver, ReferenceDevice())
     pair = recorded.prepare(FLAVOR.model((2, 2)))
     recorded.allocate("buffer1", BufferDesc((2, 2)), [pair], [BufferRole(0, 0)], [])
