@@ -100,3 +100,36 @@ if __name__ == "__main__":
     check_one(load_registry().resolve(DRIVER).create(), **GOLDEN)
     print("the driver now passes this golden example")
 '''
+
+
+def rerun_script(test_id: str, driver: str, requirement: str, message: str = "", isolation: str = "process") -> str:
+    """A script that runs one fixed test (``suites/area/test_x.py::test_name[param]``, no examples
+    of its own to replay) on ``driver`` again, with the harness's own pytest configuration; it
+    exits non-zero while the test still fails."""
+    path, _, name = test_id.partition("::")
+    module = "harness." + path.removesuffix(".py").replace("/", ".")
+    summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
+    return f'''#!/usr/bin/env python3
+"""Reproducer written by driver-harness: {requirement or 'a failure'} of {test_id} on driver {driver!r}.
+
+Run: python {{this file}}  (with driver-harness installed).  It runs that test again (a fixed test:
+it generates no examples) and exits non-zero while it still fails.
+"""
+{summary}
+import importlib
+import sys
+
+import pytest
+
+from harness.integration.own_config import own_pytest_options
+
+DRIVER = {driver!r}
+MODULE = {module!r}
+TEST = {name!r}
+ISOLATION = {isolation!r}
+
+if __name__ == "__main__":
+    test_file = importlib.import_module(MODULE).__file__
+    sys.exit(pytest.main([*own_pytest_options(), f"{{test_file}}::{{TEST}}", f"--driver={{DRIVER}}",
+                          f"--driver-isolation={{ISOLATION}}", "-q"]))
+'''

@@ -27,3 +27,38 @@ def test_call_sequence_failure_is_written_as_a_replayable_script(tmp_path: Path)
     fixed.write_text(text.replace("DRIVER = 'mutant-released-token-usable'", "DRIVER = 'reference'"))
     conforms = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=120)
     assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
+
+
+REFUSES_EVERY_ALLOCATION = '''
+from harness.api.hal import DriverError, ErrorStatus
+from reference_driver import ReferenceDevice
+
+
+class RefusesAll(ReferenceDevice):
+    """Declares memory domains, then refuses every buffer it is asked for."""
+
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        raise DriverError(ErrorStatus.GENERAL_FAILURE, "no device memory")
+
+
+def factory():
+    return RefusesAll()
+'''
+
+
+def test_a_fixed_test_failure_is_written_as_a_script_that_runs_the_test_again(tmp_path: Path) -> None:
+    # A fixed test has no scenario or example to print: its reproducer runs that one test again.
+    (tmp_path / "refuses.py").write_text(REFUSES_EVERY_ALLOCATION)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "harness.suites.memory_domains.test_allocation",
+         "-k", "test_simple_fully_specified_buffer_is_served", "--driver=refuses.py:factory", "--harness-profile=ci",
+         f"--harness-record={tmp_path / 'records.jsonl'}", f"--harness-reproducers={tmp_path / 'reproducers'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    [script] = (tmp_path / "reproducers").glob("*.py")
+    again = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1, again.stdout[-3000:] + again.stderr[-3000:]  # pytest's code for failed tests
+    fixed = tmp_path / "reference.py"
+    fixed.write_text(script.read_text().replace("DRIVER = 'refuses.py:factory'", "DRIVER = 'reference'"))
+    passes = subprocess.run([sys.executable, str(fixed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert passes.returncode == 0, passes.stdout[-3000:] + passes.stderr[-3000:]  # ran and passed (5: nothing ran)
