@@ -1,4 +1,5 @@
-"""Reproducers of call-sequence (lockstep) failures: a script that replays the calls and fails the same way."""
+"""Reproducers: a call-sequence (lockstep) failure is a script that replays the calls and fails the
+same way; a fixed test's failure is a script that runs that test again."""
 
 from __future__ import annotations
 
@@ -7,14 +8,21 @@ import sys
 from pathlib import Path
 
 
-def test_call_sequence_failure_is_written_as_a_replayable_script(tmp_path: Path) -> None:
+def _reproducer_of_a_failing_run(tmp_path: Path, module: str, selected: str, driver: str) -> Path:
+    """The one reproducer script a ``ci`` run of the ``selected`` tests of ``module`` on ``driver`` writes."""
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "harness.suites.memory_domains.test_roles",
-         "-k", "test_each_misuse and released", "--driver=mutant-released-token-usable", "--harness-profile=ci",
-         f"--harness-record={tmp_path / 'records.jsonl'}", f"--harness-reproducers={tmp_path / 'reproducers'}"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", module, "-k", selected,
+         f"--driver={driver}", "--harness-profile=ci", f"--harness-record={tmp_path / 'records.jsonl'}",
+         f"--harness-reproducers={tmp_path / 'reproducers'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr
     [script] = (tmp_path / "reproducers").glob("*.py")
+    return script
+
+
+def test_call_sequence_failure_is_written_as_a_replayable_script(tmp_path: Path) -> None:
+    script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains.test_roles", "test_each_misuse and released",
+                                          "mutant-released-token-usable")
     text = script.read_text()
     assert "STEPS = [" in text and "Step(method='release'" in text
 
@@ -49,13 +57,8 @@ def factory():
 def test_a_fixed_test_failure_is_written_as_a_script_that_runs_the_test_again(tmp_path: Path) -> None:
     # A fixed test has no scenario or example to print: its reproducer runs that one test again.
     (tmp_path / "refuses.py").write_text(REFUSES_EVERY_ALLOCATION)
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "harness.suites.memory_domains.test_allocation",
-         "-k", "test_simple_fully_specified_buffer_is_served", "--driver=refuses.py:factory", "--harness-profile=ci",
-         f"--harness-record={tmp_path / 'records.jsonl'}", f"--harness-reproducers={tmp_path / 'reproducers'}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 1, run.stdout + run.stderr
-    [script] = (tmp_path / "reproducers").glob("*.py")
+    script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains.test_allocation",
+                                          "test_simple_fully_specified_buffer_is_served", "refuses.py:factory")
     again = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 1, again.stdout[-3000:] + again.stderr[-3000:]  # pytest's code for failed tests
     fixed = tmp_path / "reference.py"
