@@ -13,11 +13,11 @@ it unwrapped (a driver may check that a model is one of its own), and anything e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from harness.api.errors import calls_into_driver
-from harness.api.hal import BufferDesc, BufferRole, Capabilities, Device, ExecutionResult, Model, Request
+from harness.api.hal import BufferDesc, BufferRole, Capabilities, Device, Model
 
 __all__ = ["InlineBuffer", "InlineCustomCalls", "InlineDevice", "InlinePreparedModel"]
 
@@ -29,7 +29,8 @@ class InlinePreparedModel:
 
     def __init__(self, driver_object: Any) -> None:
         self.driver_object = driver_object
-        self.execute = calls_into_driver(_execute_of(driver_object))
+        # looked up at the call, inside the marked region: a "model" without execute is the driver's mistake
+        self.execute = calls_into_driver(lambda request: driver_object.execute(request))
 
     def __repr__(self) -> str:
         return f"<inline {self.driver_object!r}>"
@@ -48,11 +49,6 @@ class InlineBuffer:
 
     def __repr__(self) -> str:
         return f"<inline {self.driver_object!r}>"
-
-
-def _execute_of(driver_object: Any) -> Callable[[Request], ExecutionResult]:
-    # looked up at the call, inside the marked region: a "model" without execute is the driver's mistake
-    return lambda request: driver_object.execute(request)
 
 
 class InlineDevice:

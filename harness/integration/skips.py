@@ -17,12 +17,15 @@ is counted as not-run: what the harness cannot explain, it never counts as passe
 
 from __future__ import annotations
 
-from typing import Final, NoReturn
+from collections.abc import Sequence
+from typing import Any, Final, NoReturn
 
 import pytest
 
+from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus
+
 __all__ = ["CAPABILITIES", "REFUSED_ALLOCATION_FIX", "NotApplicable", "NotRun", "not_applicable", "not_run",
-           "refused_allocation"]
+           "allocated_or_not_run", "refused_allocation"]
 
 #: What a driver declares, and so what may make a test not applicable.
 CAPABILITIES: Final = (
@@ -78,3 +81,17 @@ def refused_allocation(detail: object = "") -> NoReturn:
     suffix = f": {detail}" if detail else ""
     raise NotRun(f"the driver refused a valid allocation with GENERAL_FAILURE (DOM-ALLOC-3 allows it, but nothing was "
                  f"checked){suffix}", REFUSED_ALLOCATION_FIX)
+
+
+def allocated_or_not_run(driver: Any, desc: BufferDesc, prepared_models: Sequence[Any], input_roles: Sequence[BufferRole],
+                         output_roles: Sequence[BufferRole]) -> tuple[Any, int]:
+    """``driver.allocate(...)`` for a test that needs the buffer: a GENERAL_FAILURE refusal
+    (DOM-ALLOC-3 allows it) means the test cannot run (`refused_allocation`); any other error is
+    the driver's to answer for."""
+    __tracebackhide__ = True
+    try:
+        return driver.allocate(desc, list(prepared_models), list(input_roles), list(output_roles))
+    except DriverError as error:
+        if error.status != ErrorStatus.GENERAL_FAILURE:
+            raise
+        refused_allocation(error)

@@ -85,20 +85,15 @@ def shortest_failing(steps: Sequence[Step], fails: Callable[[tuple[Step, ...]], 
             if not try_runs(runs[:number] + runs[number + 1:]):
                 number += 1
     # Then, in each run, the calls that only use buffers, and allocations with their releases.
+    # From the end backwards: a deletion removes only the step at ``index`` and ones after it.
     for run_number in range(len(runs)):
         index = len(runs[run_number]) - 1
         while index >= 0 and time.monotonic() < deadline:
             run = runs[run_number]
-            if index >= len(run):
-                index = len(run) - 1
-                continue
             method = run[index].method
-            if method in _USES:
-                try_runs([*runs[:run_number], run[:index] + run[index + 1:], *runs[run_number + 1:]])
-            elif method == "allocate":
-                positions = _deletable_with(run, index)
-                if positions is not None:
-                    shorter = [s for position, s in enumerate(run) if position not in positions]
-                    try_runs([*runs[:run_number], shorter, *runs[run_number + 1:]])
+            positions = (index,) if method in _USES else _deletable_with(run, index) if method == "allocate" else None
+            if positions is not None:
+                shorter = [s for position, s in enumerate(run) if position not in positions]
+                try_runs([*runs[:run_number], shorter, *runs[run_number + 1:]])
             index -= 1
     return _joined(runs)

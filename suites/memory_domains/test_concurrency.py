@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus
+from harness.api.hal import BufferDesc, BufferRole, DriverError
 from harness.judging.oracle import execute_scenario
 from harness.judging.scenario import MemorySpec, make_memory
 from harness.strategies.domains import Flavor, TokenUse, identity_operand, nbytes, request, values_for
-from harness.integration.skips import refused_allocation
+from harness.integration.skips import allocated_or_not_run
 from harness.judging.verdict import violation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -22,21 +22,10 @@ SHAPE = (16, 16)
 CALL_DEADLINE_S = 10.0
 
 
-def _allocate(driver, prepared, input_roles, output_roles):
-    """A buffer of unknown dimensions for ``prepared``'s roles; a GENERAL_FAILURE refusal means the
-    test cannot run (DOM-ALLOC-3), any other error is the driver's to answer for."""
-    try:
-        return driver.allocate(BufferDesc(), [prepared], input_roles, output_roles)
-    except DriverError as error:
-        if error.status != ErrorStatus.GENERAL_FAILURE:
-            raise
-        refused_allocation(error)
-
-
 def _setup(driver, flavor: Flavor):
     model = flavor.model(SHAPE)
     prepared = driver.prepare_model(model.build_model())
-    buffer, token = _allocate(driver, prepared, [BufferRole(0, 0)], [BufferRole(0, 0)])
+    buffer, token = allocated_or_not_run(driver, BufferDesc(), [prepared], [BufferRole(0, 0)], [BufferRole(0, 0)])
     source = make_memory(MemorySpec("ashmem", values_for(flavor.type, SHAPE, 5).tobytes()))
     buffer.copy_from(source, ())
     source.close()
@@ -132,7 +121,7 @@ def test_one_buffer_as_both_inputs_while_it_is_written(driver, flavor, readers) 
     into it: every call returns (a lock taken per argument deadlocks against the waiting writer)."""
     model = flavor.model(SHAPE)
     prepared = driver.prepare_model(model.build_model())
-    buffer, token = _allocate(driver, prepared, [BufferRole(0, 0), BufferRole(0, 1)], [])
+    buffer, token = allocated_or_not_run(driver, BufferDesc(), [prepared], [BufferRole(0, 0), BufferRole(0, 1)], [])
     source = MemorySpec("ashmem", values_for(flavor.type, SHAPE, 5).tobytes())
     memory = make_memory(source)
     buffer.copy_from(memory, ())
@@ -174,7 +163,7 @@ def test_concurrent_reads_of_different_buffers(driver, flavor, buffers) -> None:
     held = []
     try:
         for i in range(buffers):
-            buffer, _ = _allocate(driver, prepared, [BufferRole(0, 0)], [])
+            buffer, _ = allocated_or_not_run(driver, BufferDesc(), [prepared], [BufferRole(0, 0)], [])
             memory = make_memory(MemorySpec("ashmem", values_for(flavor.type, SHAPE, 10 + i).tobytes()))
             buffer.copy_from(memory, ())
             memory.close()

@@ -27,7 +27,7 @@ def _raised(call, *args) -> BaseException:
 
 
 class _Slots(ReferenceDevice):
-    """Breaks with a KeyError in every call but allocate's first (its own code, not the harness's)."""
+    """Raises a KeyError from its own code in capabilities, get_supported_operations and execute."""
 
     def prepare_model(self, model):
         prepared = super().prepare_model(model)
