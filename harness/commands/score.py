@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from dataclasses import asdict, dataclass
 
 from harness.api.requirements import REQUIREMENTS
 from harness.integration.own_config import own_pytest_options
+from harness.integration.warm_sessions import run_pytest
 from harness.drivers.registry import DriverSpec, load_registry
 from harness.report.attribution import failed_requirements
 
@@ -54,10 +54,9 @@ class Score:
 
 
 def _quiet_pytest(arguments: list[str], cwd: str) -> None:
-    """A pytest session with the harness's own configuration, started in ``cwd``; what it finds
-    is read from the files it writes, never from its output."""
-    subprocess.run([sys.executable, "-m", "pytest", *own_pytest_options(), *arguments], cwd=cwd, stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
+    """A pytest session with the harness's own configuration, started in ``cwd`` (forked warm:
+    ``warm_sessions``); what it finds is read from the files it writes, never from its output."""
+    run_pytest([*own_pytest_options(), *arguments], cwd, timeout=RUN_TIMEOUT_S)
 
 
 def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed: int = SEED,

@@ -1,0 +1,54 @@
+"""pytest sessions forked from the warm server (harness score's runs): each behaves as
+``python -m pytest`` started in its own directory, and nothing of one reaches the next."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.integration.warm_sessions import run_pytest
+
+_TESTS = '''
+import os
+
+import numpy
+
+
+def test_started_where_asked():
+    assert os.getcwd() == {cwd!r}
+
+
+def test_sees_nothing_an_earlier_session_left():
+    assert not hasattr(numpy, "_left_by_an_earlier_session")  # numpy is imported by the server
+    numpy._left_by_an_earlier_session = True
+
+
+def test_fails_when_told():
+    assert not os.path.exists("fail")
+'''
+
+
+def test_a_session_runs_in_its_directory_and_returns_pytest_exit_code(tmp_path: Path) -> None:
+    (tmp_path / "test_session.py").write_text(_TESTS.format(cwd=str(tmp_path)))
+    arguments = ["-q", "-p", "no:cacheprovider", "test_session.py"]
+    assert run_pytest(arguments, str(tmp_path), timeout=120) == pytest.ExitCode.OK
+    assert run_pytest(arguments, str(tmp_path), timeout=120) == pytest.ExitCode.OK  # the attribute did not survive
+    (tmp_path / "fail").touch()
+    assert run_pytest(arguments, str(tmp_path), timeout=120) == pytest.ExitCode.TESTS_FAILED
+    assert run_pytest([*arguments, "--no-such-option"], str(tmp_path), timeout=120) == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_session_past_its_time_is_killed(tmp_path: Path) -> None:
+    (tmp_path / "test_slow.py").write_text(
+        "import os, time\n\ndef test_slow():\n    open('pid', 'w').write(str(os.getpid()))\n    time.sleep(120)\n")
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_pytest(["-q", "-p", "no:cacheprovider", "test_slow.py"], str(tmp_path), timeout=8)
+    assert time.monotonic() - started < 60
+    pid = int((tmp_path / "pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
