@@ -4,6 +4,11 @@ One JSON object per test and line, appended as each test finishes (so an interru
 keeps what it did): canonical id, requirement markers, outcome, duration, how many
 generated examples ran, and the first line of the failure.  ``--harness-stop-on REQ``
 ends the run at the first failure of a test that names REQ (a seeded bug is caught).
+
+A run stopped in the middle of a generative test (``harness fuzz``'s deadline, Ctrl-C) gets no
+report of that test from pytest.  If the test had already failed on an example (it was shrinking
+it), its record is written from that first failing example, marked ``unshrunk``: the failure is in
+the run's results, not only in hypothesis' database.
 """
 
 from __future__ import annotations
@@ -13,8 +18,11 @@ import importlib.util
 import json
 import os
 import time
+import traceback
+import unittest
 
 import pytest
+from hypothesis.errors import UnsatisfiedAssumption
 
 from harness.api.errors import HarnessError
 from harness.api.expectations import Expectation
@@ -71,6 +79,9 @@ class Recorder:
         self.progress_path = f"{path}.progress{'-' + self.worker if self.worker else ''}" if progress else ""
         self._progress_at = 0.0
         self._suite = ""
+        self._running: pytest.Item | None = None  # the test between its setup and its call's report
+        self._running_since = 0.0
+        self._first_failure: Exception | None = None  # what the running test's first failing example raised
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -82,7 +93,14 @@ class Recorder:
             @functools.wraps(inner)
             def counted(*args, __inner=inner, **kwargs):
                 self.count_example()
-                return __inner(*args, **kwargs)
+                try:
+                    return __inner(*args, **kwargs)
+                except (UnsatisfiedAssumption, unittest.SkipTest):
+                    raise  # an example rejected, or a skip: not a failure
+                except Exception as error:
+                    if self._first_failure is None:
+                        self._first_failure = error
+                    raise
 
             handle.inner_test = counted
             handle._harness_counted = True
@@ -108,6 +126,7 @@ class Recorder:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         self._suite = suite_of(self.canonical_id(item))
         self._examples_at_start = self.examples_run
+        self._running, self._running_since, self._first_failure = item, time.monotonic(), None
         service = self._service()
         self._output_mark = service.output_mark() if service is not None else None
 
@@ -135,12 +154,29 @@ class Recorder:
         outcome = yield
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            reproducer = self._write_reproducer(item, call) if report.failed else ""
+            self._running, self._first_failure = None, None  # pytest reports the test itself: let its frames go
+            error = call.excinfo.value if call.excinfo is not None else None
+            reproducer = self._write_reproducer(item, error) if report.failed else ""
             self._record(item, report, call, reproducer)
 
-    def _write_reproducer(self, item: pytest.Item, call) -> str:
+    def pytest_keyboard_interrupt(self) -> None:
+        """The run stopped in the middle of a test.  One that had failed on an example was shrinking
+        it when it stopped: record that failure (and write its reproducer) from the first failing
+        example, which hypothesis' database also holds, rather than lose it with the test."""
+        item, error = self._running, self._first_failure
+        self._running = None
+        if item is None or error is None:
+            return
+        reproducer = self._write_reproducer(item, error)
+        verdict, fault = judged(error, str(item.path))
+        record = self._record_of(item, verdict, fault, time.monotonic() - self._running_since,
+                                 "".join(traceback.format_exception(error)), reproducer)
+        record["unshrunk"] = True
+        self._append(record)
+        os.fsync(self._fd)
+
+    def _write_reproducer(self, item: pytest.Item, error: BaseException | None) -> str:
         """The failing scenario or call sequence as a script, written before anything else can go wrong."""
-        error = call.excinfo.value if call.excinfo is not None else None
         candidates = [error, *getattr(error, "exceptions", ()), *([_verdict_of(error)] if error is not None else [])]
         found = next((e for e in candidates if getattr(e, "scenario", None) is not None
                       or getattr(e, "steps", None) or getattr(e, "golden", None)), None)
@@ -169,33 +205,49 @@ class Recorder:
         return path
 
     def _record(self, item: pytest.Item, report, call, reproducer: str = "") -> None:
-        message = ""
         skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
         # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it; pytest's
         # own report of a failure, with no exception, is the driver's, as before faults were kept
         verdict, fault = None, "driver" if report.failed else ""
         if report.failed and call.excinfo is not None:
             verdict, fault = judged(call.excinfo.value, str(item.path))
-        if report.failed:
-            if isinstance(verdict, HarnessError):  # the harness's own verdict: its message's first line
-                message = next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
-            elif verdict is not None:  # an unexpected exception: its type and its message's first line, as data
-                text = next((line.strip() for line in str(verdict).splitlines() if line.strip()), "")
-                message = f"{type(verdict).__name__}: {text}" if text else type(verdict).__name__
-            else:  # pytest's own report, without an exception: the line that names the error
-                lines = [line.lstrip("E| +").strip() for line in str(report.longrepr).splitlines()]
-                errors = [line for line in lines if "Error" in line and ":" in line]
-                message = (errors or [line for line in lines if line] or [""])[0]
-        elif report.skipped and isinstance(report.longrepr, tuple):
-            message = report.longrepr[2]
         waived = getattr(report, "wasxfail", None)
-        requirements = requirements_of(item)
-        record = {
-            "id": self.canonical_id(item),
-            "requirements": requirements,
+        record = self._record_of(item, verdict, fault, report.duration, str(report.longrepr) if report.failed else "",
+                                 reproducer)
+        record.update({
             "outcome": "xfailed" if waived is not None and report.skipped else "xpassed" if waived is not None else report.outcome,
             "waiver": waived or "",
             "skip": skip,
+        })
+        if report.failed and verdict is None:  # pytest's own report, without an exception: the line that names the error
+            lines = [line.lstrip("E| +").strip() for line in str(report.longrepr).splitlines()]
+            errors = [line for line in lines if "Error" in line and ":" in line]
+            record["message"] = (errors or [line for line in lines if line] or [""])[0][:2000]
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            record["message"] = report.longrepr[2][:2000]
+        self._append(record)
+        if report.failed:
+            os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure
+        self._write_progress()
+        if self.stop_on and self.stop_on in failed_requirements(record):
+            item.session.shouldstop = f"a test failed on {self.stop_on}"
+
+    def _record_of(self, item: pytest.Item, verdict: BaseException | None, fault: str, duration: float, details: str,
+                   reproducer: str) -> dict:
+        """A test's record, as a failure when ``verdict`` (the exception that carries it) is given."""
+        message = ""
+        if isinstance(verdict, HarnessError):  # the harness's own verdict: its message's first line
+            message = next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
+        elif verdict is not None:  # an unexpected exception: its type and its message's first line, as data
+            text = next((line.strip() for line in str(verdict).splitlines() if line.strip()), "")
+            message = f"{type(verdict).__name__}: {text}" if text else type(verdict).__name__
+        failed = bool(fault)
+        record = {
+            "id": self.canonical_id(item),
+            "requirements": requirements_of(item),
+            "outcome": "failed" if failed else "passed",
+            "waiver": "",
+            "skip": None,
             # What failed, as data: the exception's type and the requirement it carries (when it does).
             "error_type": type(verdict).__name__ if verdict is not None else "",
             # where that type comes from: a hypothesis error (flaky data generation, say) is about the
@@ -203,24 +255,19 @@ class Recorder:
             "error_module": type(verdict).__module__ if verdict is not None else "",
             "rule": getattr(verdict, "requirement", "") or "",
             "fault": fault,
-            "duration": round(report.duration, 4),
+            "duration": round(duration, 4),
             "elapsed": round(time.monotonic() - self.started, 3),
             "examples": (self.examples_run - self._examples_at_start) if is_generative(item) else None,
             "message": message[:2000],
-            "details": str(report.longrepr)[-6000:] if report.failed else "",
+            "details": details[-6000:],
             "reproducer": reproducer,
             "worker": self.worker,
-            "driver_output": self._driver_output() if report.failed else "",
+            "driver_output": self._driver_output() if failed else "",
         }
         golden = item.get_closest_marker("golden")
         if golden is not None:  # a golden example: what it covers, for the certificate's coverage table
             record["golden"] = dict(golden.kwargs)
-        self._append(record)
-        if report.failed:
-            os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure
-        self._write_progress()
-        if self.stop_on and self.stop_on in failed_requirements(record):
-            item.session.shouldstop = f"a test failed on {self.stop_on}"
+        return record
 
     def _append(self, record: dict) -> None:
         os.write(self._fd, (json.dumps(record) + "\n").encode("utf-8"))

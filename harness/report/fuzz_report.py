@@ -86,6 +86,10 @@ def _no_verdict(failure: dict) -> str:
     return f" <em>({html.escape(note)})</em>" if note else ""
 
 
+#: After the message of a failure recorded from its first failing example (recording: the run ended mid-shrink).
+_UNSHRUNK = " <em>(as first found: the run ended before it was shrunk)</em>"
+
+
 def render_fuzz_report(summary: dict, out: str) -> str:
     """The page for a fuzz-summary.json document; reproducer links are relative to ``out``."""
     timeline = summary.get("timeline", [])
@@ -97,7 +101,8 @@ def render_fuzz_report(summary: dict, out: str) -> str:
         rows = "".join(
             f"<tr><td>{html.escape(f['test'])}</td><td>{html.escape(', '.join(f['requirements']))}{_no_verdict(f)}</td>"
             f"<td>{_seconds(f.get('found_at_s'))}</td>"
-            f"<td>{html.escape(f['message'][:300])}</td><td>{_link(f.get('reproducer', ''), out)}</td></tr>"
+            f"<td>{html.escape(f['message'][:300])}{_UNSHRUNK if f.get('unshrunk') else ''}</td>"
+            f"<td>{_link(f.get('reproducer', ''), out)}</td></tr>"
             for f in found)
         table = (f"<table><tr><th>test</th><th>requirements</th><th>found at</th><th>message</th><th>reproducer</th></tr>"
                  f"{rows}</table>" if found else "<p>no failures</p>")

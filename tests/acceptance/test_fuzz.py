@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.report.attribution import failed_requirements
 from harness.report.fuzz_report import FAILURE_COLOUR, RATE_COLOUR
 
 
@@ -116,6 +117,63 @@ def test_fuzz_rounds_run_the_state_machine_and_count_its_runs(tmp_path: Path) ->
     assert all(line["outcome"] == "passed" and line["examples"] >= 1 for line in runs)
     # later rounds ask for more runs: the last round ran at least its examples per test
     assert runs[-1]["examples"] >= rounds[-1]["examples_per_test"]
+
+
+#: A generative test that finds a failure and is stopped while hypothesis shrinks it, as the
+#: SIGINT of harness fuzz's deadline stops a worker that is mid-test.
+_STOPPED_WHILE_SHRINKING = """
+import os
+import signal
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+failures = []
+
+
+@pytest.mark.requirement("POOL-2")
+@settings(database=None, max_examples=500)
+@given(st.integers(0, 10**9))
+def test_fails_then_the_run_is_stopped(n):
+    if failures:  # hypothesis is shrinking the failure: the deadline's interrupt arrives now
+        os.kill(os.getpid(), signal.SIGINT)
+    if n > 1000:
+        failures.append(n)
+        assert n <= 1000, "the driver wrote past the output"
+
+
+def test_never_reached():
+    pass
+"""
+
+
+def test_a_failure_found_before_the_run_is_stopped_is_recorded_unshrunk(tmp_path: Path) -> None:
+    """pytest reports nothing of a test interrupted mid-run; a failure it had found must still be
+    in the run's records (harness fuzz's summary and report read them), not only in the database."""
+    (tmp_path / "test_stopped.py").write_text(_STOPPED_WHILE_SHRINKING)
+    record = tmp_path / "record.jsonl"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_stopped.py",
+                           "--driver=reference", f"--harness-record={record}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
+    tests = [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
+    assert [line["id"].rsplit("::", 1)[1] for line in tests] == ["test_fails_then_the_run_is_stopped"]
+    (stopped,) = tests
+    assert stopped["unshrunk"] and stopped["outcome"] == "failed" and stopped["examples"] >= 2
+    assert stopped["error_type"] == "AssertionError" and stopped["fault"] == "driver"
+    assert failed_requirements(stopped) == ("POOL-2",)
+    assert "the driver wrote past the output" in stopped["message"]
+
+
+def test_a_run_stopped_before_any_failure_records_no_failure(tmp_path: Path) -> None:
+    (tmp_path / "test_stopped.py").write_text(_STOPPED_WHILE_SHRINKING.replace("if n > 1000:", "if False:")
+                                              .replace("if failures:", "if n > 1000:"))
+    record = tmp_path / "record.jsonl"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_stopped.py",
+                           "--driver=reference", f"--harness-record={record}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
+    assert not [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
 
 
 def test_unknown_suite_is_one_clear_line(tmp_path: Path) -> None:

@@ -123,3 +123,15 @@ def test_both_reports_say_a_failure_is_no_verdict_in_the_same_words() -> None:
     note = no_verdict_note("harness")
     assert note and note in page and note in _no_verdict({"fault": "harness"})
     assert no_verdict_note("driver") == "" and _no_verdict({"fault": "driver"}) == ""
+
+
+def test_the_fuzz_report_marks_a_failure_recorded_before_it_was_shrunk() -> None:
+    from harness.report.fuzz_report import _UNSHRUNK, render_fuzz_report
+
+    failure = {"test": "suites/memory_pools/test_x.py::test_y", "suite": "memory_pools", "requirements": ["POOL-2"],
+               "fault": "driver", "message": "ConformanceError: wrote past the output", "reproducer": "", "found_at_s": 1.0}
+    summary = {"driver": "d", "database": "db", "rounds": 1, "workers": 1, "suites": ["memory_pools"], "seconds": 2.0,
+               "examples_per_suite": {"memory_pools": 10}, "timeline": []}
+    shrunk = render_fuzz_report({**summary, "failures": [failure]}, "/tmp")
+    unshrunk = render_fuzz_report({**summary, "failures": [{**failure, "unshrunk": True}]}, "/tmp")
+    assert _UNSHRUNK not in shrunk and _UNSHRUNK in unshrunk
