@@ -104,8 +104,9 @@ if __name__ == "__main__":
 
 def rerun_script(test_id: str, driver: str, requirement: str, message: str = "", isolation: str = "process") -> str:
     """A script that runs one fixed test (``suites/area/test_x.py::test_name[param]``, no examples
-    of its own to replay) on ``driver`` again, with the harness's own pytest configuration; it
-    exits non-zero while the test still fails."""
+    of its own to replay) on ``driver`` again, with the harness's own pytest configuration.  It
+    exits 0 once the test passes, 1 while it still fails, and 5 (pytest's "no tests ran") if the
+    test did not run: pytest itself exits 0 for a test it skipped, which is no sign of a fix."""
     path, _, name = test_id.partition("::")
     module = "harness." + path.removesuffix(".py").replace("/", ".")
     summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
@@ -113,7 +114,7 @@ def rerun_script(test_id: str, driver: str, requirement: str, message: str = "",
 """Reproducer written by driver-harness: {requirement or 'a failure'} of {test_id} on driver {driver!r}.
 
 Run: python {{this file}}  (with driver-harness installed).  It runs that test again (a fixed test:
-it generates no examples) and exits non-zero while it still fails.
+it generates no examples).  Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped).
 """
 {summary}
 import importlib
@@ -127,9 +128,24 @@ DRIVER = {driver!r}
 MODULE = {module!r}
 TEST = {name!r}
 ISOLATION = {isolation!r}
+DID_NOT_RUN = pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+class Ran:
+    """Whether the test ran and passed (pytest exits 0 for a skipped test too)."""
+    passed = False
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" and report.passed:
+            Ran.passed = True
+
 
 if __name__ == "__main__":
     test_file = importlib.import_module(MODULE).__file__
-    sys.exit(pytest.main([*own_pytest_options(), f"{{test_file}}::{{TEST}}", f"--driver={{DRIVER}}",
-                          f"--driver-isolation={{ISOLATION}}", "-q"]))
+    code = pytest.main([*own_pytest_options(), f"{{test_file}}::{{TEST}}", f"--driver={{DRIVER}}",
+                        f"--driver-isolation={{ISOLATION}}", "-q", "-rs"], plugins=[Ran()])
+    if code == pytest.ExitCode.OK and not Ran.passed:
+        print("the test did not run (see the skip above), so this says nothing of the failure", file=sys.stderr)
+        code = DID_NOT_RUN
+    sys.exit(code)
 '''

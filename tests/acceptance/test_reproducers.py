@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def _reproducer_of_a_failing_run(tmp_path: Path, module: str, selected: str, driver: str) -> Path:
     """The one reproducer script a ``ci`` run of the ``selected`` tests of ``module`` on ``driver`` writes."""
@@ -64,4 +66,10 @@ def test_a_fixed_test_failure_is_written_as_a_script_that_runs_the_test_again(tm
     fixed = tmp_path / "reference.py"
     fixed.write_text(script.read_text().replace("DRIVER = 'refuses.py:factory'", "DRIVER = 'reference'"))
     passes = subprocess.run([sys.executable, str(fixed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert passes.returncode == 0, passes.stdout[-3000:] + passes.stderr[-3000:]  # ran and passed (5: nothing ran)
+    assert passes.returncode == 0, passes.stdout[-3000:] + passes.stderr[-3000:]  # ran and passed
+    # A driver without memory domains skips the test (not applicable): pytest alone would exit 0,
+    # which reads as "fixed"; the script says it did not run (pytest's code for "no tests ran").
+    skipped = tmp_path / "skipped.py"
+    skipped.write_text(script.read_text().replace("DRIVER = 'refuses.py:factory'", "DRIVER = 'variant-no-memory-domains'"))
+    not_run = subprocess.run([sys.executable, str(skipped)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert not_run.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, not_run.stdout[-3000:] + not_run.stderr[-3000:]
