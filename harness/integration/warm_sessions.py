@@ -2,22 +2,34 @@
 
 ``harness score`` runs over a hundred short pytest sessions: a seeded bug is often caught within a
 second of its session's start.  A new interpreter spends about as long again importing pytest,
-hypothesis, numpy and the harness before it collects a test.  A fork server (multiprocessing's
-``forkserver``: a fresh interpreter, started once, that imports ``PRELOAD`` and then forks a child
-per session) starts each session with all of that done.
+hypothesis, numpy and the harness before it collects a test.  A warm server (a fresh interpreter,
+started once, that imports ``PRELOAD`` and then forks a child per session) starts each session
+with all of that done.
 
 Each session is still its own process, forked from the server rather than from the caller, so it
 inherits none of the caller's threads or state, and nothing passes from one session to the next.
 A driver that takes its session down takes only that session down.
+
+The server listens on nothing: it reads its requests from the pipe its parent started it with,
+and requests and replies are JSON lines of a closed set of fields, never pickles.
+
+    parent -> server   {"session": N, "arguments": [...], "cwd": "..."}
+    server -> parent   {"session": N, "pid": P}      forked
+                       {"session": N, "exit": CODE}  ended (a negative code: killed by that signal)
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import importlib
+import json
 import os
+import select
+import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Sequence
+from typing import IO, Any
 
 #: What every session of the suites imports, read once by the server.  Only a speed-up: a module
 #: missing here is imported by each session itself, and one that fails to import here is skipped.
@@ -32,36 +44,153 @@ PRELOAD = (
     "reference_driver.device", "harness.drivers.inline",
 )
 
-_context = multiprocessing.get_context("forkserver")
-_starting = threading.Lock()  # sessions are started from a thread pool; one start at a time
-_preload_set = False
+#: How often the server looks for ended sessions while no request comes.
+_REAP_EVERY_S = 0.02
+
+
+class _Session:
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.exit: int | None = None
+        self.forked = threading.Event()
+        self.ended = threading.Event()
+
+
+class _Client:
+    """The caller's side: one server per process, started at the first session."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._server: subprocess.Popen | None = None
+        self._sessions: dict[int, _Session] = {}
+        self._numbered = 0
+
+    def run(self, arguments: Sequence[str], cwd: str, timeout: float) -> int:
+        with self._lock:
+            server = self._started()
+            self._numbered += 1
+            number, session = self._numbered, _Session()
+            self._sessions[number] = session
+            assert server.stdin is not None
+            server.stdin.write(json.dumps({"session": number, "arguments": list(arguments), "cwd": cwd}) + "\n")
+            server.stdin.flush()
+        try:
+            if not session.ended.wait(timeout):
+                while not session.forked.wait(0.1) and not session.ended.is_set():
+                    pass  # the server is still starting: the session has no pid yet
+                if not session.ended.is_set() and session.pid is not None:
+                    try:
+                        os.kill(session.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass  # it ended meanwhile
+                session.ended.wait()
+                raise subprocess.TimeoutExpired(["pytest", *arguments], timeout)
+            assert session.exit is not None
+            return session.exit
+        finally:
+            with self._lock:
+                self._sessions.pop(number, None)
+
+    def _started(self) -> subprocess.Popen:
+        if self._server is None or self._server.poll() is not None:
+            self._server = subprocess.Popen([sys.executable, "-m", "harness.integration.warm_sessions"],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                            text=True, close_fds=True)
+            threading.Thread(target=self._read, args=(self._server,), daemon=True, name="warm-sessions-reader").start()
+        return self._server
+
+    def _read(self, server: subprocess.Popen) -> None:
+        assert server.stdout is not None
+        for line in server.stdout:
+            reply = json.loads(line)
+            with self._lock:
+                session = self._sessions.get(reply["session"])
+            if session is None:
+                continue
+            if "pid" in reply:
+                session.pid = int(reply["pid"])
+                session.forked.set()
+            else:
+                session.exit = int(reply["exit"])
+                session.ended.set()
+        with self._lock:  # the server is gone: no session of it will report
+            orphans = list(self._sessions.values())
+        for session in orphans:
+            if not session.ended.is_set():
+                session.exit = -int(signal.SIGKILL)
+                session.ended.set()
+
+
+_client = _Client()
 
 
 def run_pytest(arguments: Sequence[str], cwd: str, timeout: float) -> int:
-    """``pytest arguments`` in ``cwd`` with no input and its output discarded; its exit code.
-    Raises ``subprocess.TimeoutExpired`` (after killing it) if it runs longer than ``timeout`` s."""
-    global _preload_set
-    with _starting:
-        if not _preload_set:  # before the server first starts: it reads the list only then
-            _context.set_forkserver_preload(list(PRELOAD))
-            _preload_set = True
-        session = _context.Process(target=_session, args=(list(arguments), cwd), name="harness-pytest-session",
-                                   daemon=False)
-        session.start()
-    session.join(timeout)
-    if session.exitcode is None:
-        session.kill()
-        session.join()
-        raise subprocess.TimeoutExpired(["pytest", *arguments], timeout)
-    return session.exitcode
+    """``pytest arguments`` in ``cwd`` with no input and its output discarded; its exit code (negative:
+    killed by that signal).  Raises ``subprocess.TimeoutExpired`` (after killing it) if it runs longer
+    than ``timeout`` seconds."""
+    return _client.run(arguments, cwd, timeout)
 
 
-def _session(arguments: list[str], cwd: str) -> None:
-    """In the forked child: what ``python -m pytest arguments`` would do, started in ``cwd``."""
-    os.chdir(cwd)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    import pytest
+# --------------------------------------------------------------------------- the server
 
-    raise SystemExit(int(pytest.main(arguments)))
+
+def _serve(requests: IO[str], replies: IO[str]) -> None:
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # each session imports what it needs
+    running: dict[int, int] = {}  # pid -> session
+    pending = ""
+    closed = False
+    while not closed or running:
+        readable, _, _ = select.select([requests] if not closed else [], [], [], _REAP_EVERY_S)
+        if readable:
+            chunk = os.read(requests.fileno(), 65536).decode("utf-8")
+            closed = not chunk
+            pending += chunk
+            while "\n" in pending:
+                line, pending = pending.split("\n", 1)
+                request = json.loads(line)
+                pid = _fork_session([str(a) for a in request["arguments"]], str(request["cwd"]), requests, replies)
+                running[pid] = int(request["session"])
+                _reply(replies, {"session": running[pid], "pid": pid})
+            if closed:  # the caller is gone: so are its sessions
+                for pid in running:
+                    os.kill(pid, signal.SIGKILL)
+        while running:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            if pid in running:
+                _reply(replies, {"session": running.pop(pid), "exit": os.waitstatus_to_exitcode(status)})
+
+
+def _reply(replies: IO[str], message: dict[str, Any]) -> None:
+    replies.write(json.dumps(message) + "\n")
+    replies.flush()
+
+
+def _fork_session(arguments: list[str], cwd: str, requests: IO[str], replies: IO[str]) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 3  # pytest's "internal error", should the session itself fail to start
+    try:
+        os.close(requests.fileno())
+        os.close(replies.fileno())
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        os.chdir(cwd)
+        import pytest
+
+        code = int(pytest.main(arguments))
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    _serve(sys.stdin, sys.stdout)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.integration import warm_sessions
 from harness.integration.warm_sessions import run_pytest
 
 _TESTS = '''
@@ -52,3 +53,13 @@ def test_a_session_past_its_time_is_killed(tmp_path: Path) -> None:
     pid = int((tmp_path / "pid").read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_the_server_holds_no_socket(tmp_path: Path) -> None:
+    """Security: no other process can reach the server; it reads requests from its parent's pipe."""
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    assert run_pytest(["-q", "-p", "no:cacheprovider", "test_one.py"], str(tmp_path), timeout=120) == pytest.ExitCode.OK
+    server = warm_sessions._client._server
+    assert server is not None and server.poll() is None
+    held = [os.readlink(f"/proc/{server.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{server.pid}/fd")]
+    assert held and not [link for link in held if link.startswith("socket:")], held
