@@ -46,6 +46,8 @@ PRELOAD = (
 
 #: How often the server looks for ended sessions while no request comes.
 _REAP_EVERY_S = 0.02
+#: How long a server may take to fork a session, its imports included, before it counts as stuck.
+_FORK_WITHIN_S = 60.0
 
 
 class _Session:
@@ -76,13 +78,14 @@ class _Client:
             server.stdin.flush()
         try:
             if not session.ended.wait(timeout):
-                while not session.forked.wait(0.1) and not session.ended.is_set():
-                    pass  # the server is still starting: the session has no pid yet
-                if not session.ended.is_set() and session.pid is not None:
+                session.forked.wait(_FORK_WITHIN_S)  # a server still starting has not forked it yet
+                if session.pid is not None and not session.ended.is_set():
                     try:
                         os.kill(session.pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass  # it ended meanwhile
+                elif not session.ended.is_set():  # a server that has not forked it is stuck: the next
+                    server.kill()  # session starts a new one
                 session.ended.wait()
                 raise subprocess.TimeoutExpired(["pytest", *arguments], timeout)
             assert session.exit is not None
@@ -102,7 +105,10 @@ class _Client:
     def _read(self, server: subprocess.Popen) -> None:
         assert server.stdout is not None
         for line in server.stdout:
-            reply = json.loads(line)
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                continue  # not a reply (the server's own output goes elsewhere; this is a guard)
             with self._lock:
                 session = self._sessions.get(reply["session"])
             if session is None:
@@ -193,4 +199,7 @@ def _fork_session(arguments: list[str], cwd: str, requests: IO[str], replies: IO
 
 
 if __name__ == "__main__":
-    _serve(sys.stdin, sys.stdout)
+    # Replies get a descriptor of their own: whatever a preloaded module prints goes to the null device.
+    _replies = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    _serve(sys.stdin, _replies)
