@@ -13,7 +13,7 @@ A driver that takes its session down takes only that session down.
 The server listens on nothing: it reads its requests from the pipe its parent started it with,
 and requests and replies are JSON lines of a closed set of fields, never pickles.
 
-    parent -> server   {"session": N, "arguments": [...], "cwd": "..."}
+    parent -> server   {"session": N, "arguments": [...], "cwd": "...", "environment": {...}}
     server -> parent   {"session": N, "pid": P}      forked
                        {"session": N, "exit": CODE}  ended (a negative code: killed by that signal)
 """
@@ -74,7 +74,8 @@ class _Client:
             number, session = self._numbered, _Session()
             self._sessions[number] = session
             assert server.stdin is not None
-            server.stdin.write(json.dumps({"session": number, "arguments": list(arguments), "cwd": cwd}) + "\n")
+            request = {"session": number, "arguments": list(arguments), "cwd": cwd, "environment": dict(os.environ)}
+            server.stdin.write(json.dumps(request) + "\n")
             server.stdin.flush()
         try:
             if not session.ended.wait(timeout):
@@ -158,7 +159,8 @@ def _serve(requests: IO[str], replies: IO[str]) -> None:
             while "\n" in pending:
                 line, pending = pending.split("\n", 1)
                 request = json.loads(line)
-                pid = _fork_session([str(a) for a in request["arguments"]], str(request["cwd"]), requests, replies)
+                pid = _fork_session([str(a) for a in request["arguments"]], str(request["cwd"]),
+                                    {str(k): str(v) for k, v in request["environment"].items()}, requests, replies)
                 running[pid] = int(request["session"])
                 _reply(replies, {"session": running[pid], "pid": pid})
             if closed:  # the caller is gone: so are its sessions
@@ -177,7 +179,7 @@ def _reply(replies: IO[str], message: dict[str, Any]) -> None:
     replies.flush()
 
 
-def _fork_session(arguments: list[str], cwd: str, requests: IO[str], replies: IO[str]) -> int:
+def _fork_session(arguments: list[str], cwd: str, environment: dict[str, str], requests: IO[str], replies: IO[str]) -> int:
     pid = os.fork()
     if pid:
         return pid
@@ -189,6 +191,8 @@ def _fork_session(arguments: list[str], cwd: str, requests: IO[str], replies: IO
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
         os.chdir(cwd)
+        os.environ.clear()  # the caller's environment now, as a process it started would have
+        os.environ.update(environment)
         import pytest
 
         code = int(pytest.main(arguments))

@@ -30,12 +30,19 @@ def test_sees_nothing_an_earlier_session_left():
 
 def test_fails_when_told():
     assert not os.path.exists("fail")
+
+
+def test_has_the_callers_environment_of_now():
+    assert os.environ.get("WARM_SESSIONS_TEST") == "set after the server started"
 '''
 
 
-def test_a_session_runs_in_its_directory_and_returns_pytest_exit_code(tmp_path: Path) -> None:
+def test_a_session_runs_in_its_directory_and_returns_pytest_exit_code(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "test_session.py").write_text(_TESTS.format(cwd=str(tmp_path)))
     arguments = ["-q", "-p", "no:cacheprovider", "test_session.py"]
+    assert run_pytest(["-q", "-p", "no:cacheprovider", "--collect-only", "test_session.py"], str(tmp_path),
+                      timeout=120) == pytest.ExitCode.OK  # the server runs from here on
+    monkeypatch.setenv("WARM_SESSIONS_TEST", "set after the server started")
     assert run_pytest(arguments, str(tmp_path), timeout=120) == pytest.ExitCode.OK
     assert run_pytest(arguments, str(tmp_path), timeout=120) == pytest.ExitCode.OK  # the attribute did not survive
     (tmp_path / "fail").touch()
