@@ -52,9 +52,15 @@ class BoundedOutput:
             os.close(self.write_fd)
             self.write_fd = -1
 
-    def settle(self, quiet: float = 0.05, longest: float = 1.0) -> None:
+    def settle(self, quiet: float = 0.05, longest: float = 1.0, writers_gone: bool = False) -> None:
         """Wait (at most ``longest``) until nothing has arrived for ``quiet`` seconds: what a dying
-        process wrote last, its fatal-error report, is then in the ring."""
+        process wrote last, its fatal-error report, is then in the ring.  When the caller knows the
+        writing process has ended (``writers_gone``), wait for the end of the pipe instead: a quiet
+        spell says nothing when the reader thread has not run since the process wrote (a loaded
+        machine), and the pipe's end comes only after everything written has been read."""
+        if writers_gone:
+            self._reader.join(longest)
+            return
         deadline = time.monotonic() + longest
         while time.monotonic() < deadline and self._reader.is_alive():
             with self._lock:

@@ -38,12 +38,13 @@ _HANG_DUMP_WAIT_S = 0.5
 _START_TIMEOUT_S = 60.0
 
 
-def _tail(file: IO[bytes] | BoundedOutput | None, lines: int = STDERR_TAIL_LINES) -> str:
-    """The end of a service's stderr; from its fatal-error report on, when there is one."""
+def _tail(file: IO[bytes] | BoundedOutput | None, lines: int = STDERR_TAIL_LINES, ended: bool = False) -> str:
+    """The end of a service's stderr; from its fatal-error report on, when there is one (``ended``:
+    the service is known to have ended, so all it wrote can be waited for)."""
     if file is None:
         return ""
     if isinstance(file, BoundedOutput):
-        file.settle()
+        file.settle(writers_gone=ended)
         text = file.text()
     else:
         file.flush()
@@ -374,7 +375,7 @@ class DriverService(_Endpoint):
         try:
             self._handshake()
         except (DriverCrash, DriverHang) as error:
-            tail = _tail(self._stderr) or self._zygote.startup_error()
+            tail = _tail(self._stderr, ended=True) or self._zygote.startup_error()  # it died, or was killed
             self.close()
             raise DriverLoadError(f"driver {self.driver!r}: the service process did not start: {tail or error}") from None
 
@@ -452,7 +453,7 @@ class DriverService(_Endpoint):
         how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
                else f"exited with code {code}" if code is not None else "stopped answering")
         message = (f"[SVC-1] the driver service died during {description}: {how}.\n"
-                   f"Last lines of its stderr:\n{_tail(self._stderr)}")
+                   f"Last lines of its stderr:\n{_tail(self._stderr, ended=code is not None)}")
         return DriverCrash(message)
 
     def _kill(self, pid: int) -> None:
