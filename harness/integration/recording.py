@@ -169,10 +169,9 @@ class Recorder:
             return
         reproducer = self._write_reproducer(item, error)
         verdict, fault = judged(error, str(item.path))
-        record = self._record_of(item, verdict, fault, time.monotonic() - self._running_since,
+        record = self._record_of(item, "failed", verdict, fault, _message_of(verdict), time.monotonic() - self._running_since,
                                  "".join(traceback.format_exception(error)), reproducer)
-        record["unshrunk"] = True
-        self._append(record)
+        self._append({**record, "unshrunk": True})
         os.fsync(self._fd)
 
     def _write_reproducer(self, item: pytest.Item, error: BaseException | None) -> str:
@@ -211,20 +210,19 @@ class Recorder:
         verdict, fault = None, "driver" if report.failed else ""
         if report.failed and call.excinfo is not None:
             verdict, fault = judged(call.excinfo.value, str(item.path))
-        waived = getattr(report, "wasxfail", None)
-        record = self._record_of(item, verdict, fault, report.duration, str(report.longrepr) if report.failed else "",
-                                 reproducer)
-        record.update({
-            "outcome": "xfailed" if waived is not None and report.skipped else "xpassed" if waived is not None else report.outcome,
-            "waiver": waived or "",
-            "skip": skip,
-        })
-        if report.failed and verdict is None:  # pytest's own report, without an exception: the line that names the error
+        message = ""
+        if verdict is not None:
+            message = _message_of(verdict)
+        elif report.failed:  # pytest's own report, without an exception: the line that names the error
             lines = [line.lstrip("E| +").strip() for line in str(report.longrepr).splitlines()]
             errors = [line for line in lines if "Error" in line and ":" in line]
-            record["message"] = (errors or [line for line in lines if line] or [""])[0][:2000]
+            message = (errors or [line for line in lines if line] or [""])[0]
         elif report.skipped and isinstance(report.longrepr, tuple):
-            record["message"] = report.longrepr[2][:2000]
+            message = report.longrepr[2]
+        waived = getattr(report, "wasxfail", None)
+        outcome = "xfailed" if waived is not None and report.skipped else "xpassed" if waived is not None else report.outcome
+        record = self._record_of(item, outcome, verdict, fault, message, report.duration,
+                                 str(report.longrepr) if report.failed else "", reproducer, waiver=waived or "", skip=skip)
         self._append(record)
         if report.failed:
             os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure
@@ -232,22 +230,15 @@ class Recorder:
         if self.stop_on and self.stop_on in failed_requirements(record):
             item.session.shouldstop = f"a test failed on {self.stop_on}"
 
-    def _record_of(self, item: pytest.Item, verdict: BaseException | None, fault: str, duration: float, details: str,
-                   reproducer: str) -> dict:
-        """A test's record, as a failure when ``verdict`` (the exception that carries it) is given."""
-        message = ""
-        if isinstance(verdict, HarnessError):  # the harness's own verdict: its message's first line
-            message = next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
-        elif verdict is not None:  # an unexpected exception: its type and its message's first line, as data
-            text = next((line.strip() for line in str(verdict).splitlines() if line.strip()), "")
-            message = f"{type(verdict).__name__}: {text}" if text else type(verdict).__name__
-        failed = bool(fault)
+    def _record_of(self, item: pytest.Item, outcome: str, verdict: BaseException | None, fault: str, message: str,
+                   duration: float, details: str, reproducer: str, waiver: str = "", skip: dict | None = None) -> dict:
+        """A test's record; ``verdict`` is the exception that carries a failure, ``fault`` whose it is."""
         record = {
             "id": self.canonical_id(item),
             "requirements": requirements_of(item),
-            "outcome": "failed" if failed else "passed",
-            "waiver": "",
-            "skip": None,
+            "outcome": outcome,
+            "waiver": waiver,
+            "skip": skip,
             # What failed, as data: the exception's type and the requirement it carries (when it does).
             "error_type": type(verdict).__name__ if verdict is not None else "",
             # where that type comes from: a hypothesis error (flaky data generation, say) is about the
@@ -262,7 +253,7 @@ class Recorder:
             "details": details[-6000:],
             "reproducer": reproducer,
             "worker": self.worker,
-            "driver_output": self._driver_output() if failed else "",
+            "driver_output": self._driver_output() if fault else "",  # fault: the test failed
         }
         golden = item.get_closest_marker("golden")
         if golden is not None:  # a golden example: what it covers, for the certificate's coverage table
@@ -274,6 +265,15 @@ class Recorder:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def _message_of(verdict: BaseException) -> str:
+    """A failure's message, as data: a harness verdict's first line; an unexpected exception's type
+    and its first line."""
+    if isinstance(verdict, HarnessError):
+        return next((line for line in str(verdict).splitlines() if line.strip()), type(verdict).__name__)
+    text = next((line.strip() for line in str(verdict).splitlines() if line.strip()), "")
+    return f"{type(verdict).__name__}: {text}" if text else type(verdict).__name__
 
 
 def _verdict_of(error: BaseException) -> BaseException:
