@@ -90,15 +90,20 @@ def stored_histories(request: pytest.FixtureRequest, example_counter: Callable[[
 
 
 @pytest.fixture
-def shortest_history(pytestconfig: pytest.Config, reference: Device) -> Callable[[ConformanceError], tuple[Step, ...]]:
-    """``shortest_history(verdict)``: a shorter call sequence that fails with the verdict's
-    requirement, replayed from the start on a fresh driver each time (`harness.judging.shrinking`);
-    the verdict's own steps when none is found within `SHRINK_SECONDS`."""
+def shortest_history(pytestconfig: pytest.Config, reference: Device) -> Callable[..., tuple[Step, ...]]:
+    """``shortest_history(verdict, earlier=())``: a shorter call sequence that fails with the verdict's
+    requirement, replayed from the start on a fresh driver each time (`harness.judging.shrinking`,
+    which may start from ``earlier``, a shorter history that failed so before); the verdict's own
+    steps when none is found within `SHRINK_SECONDS`, or when the run shrinks nothing (--harness-no-shrink)."""
     from harness.integration.plugin import state_of
 
     state = state_of(pytestconfig)
+    as_found = bool(pytestconfig.getoption("harness_no_shrink"))
 
-    def shortest(verdict: ConformanceError) -> tuple[Step, ...]:
+    def shortest(verdict: ConformanceError, earlier: tuple[Step, ...] = ()) -> tuple[Step, ...]:
+        if as_found:
+            return verdict.steps
+
         def fails(candidate: tuple[Step, ...]) -> bool:
             try:
                 replay(candidate, state.fresh_device(), reference).close()
@@ -108,6 +113,6 @@ def shortest_history(pytestconfig: pytest.Config, reference: Device) -> Callable
                 return False
             return False
 
-        return shortest_failing(verdict.steps, fails, time.monotonic() + SHRINK_SECONDS)
+        return shortest_failing(verdict.steps, fails, time.monotonic() + SHRINK_SECONDS, earlier)
 
     return shortest

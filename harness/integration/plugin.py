@@ -528,6 +528,24 @@ def example_counter(pytestconfig: pytest.Config) -> Callable[[], None]:
     return recorder.count_example if recorder is not None else lambda: None
 
 
+@dataclass(frozen=True)
+class FailureWatch:
+    """What a test that runs hypothesis inside itself (a state machine) or judges across examples
+    (a leak) tells the run's recorder, so that a run stopped while it shrinks still records the
+    failure it had found (`Recorder.pytest_keyboard_interrupt`)."""
+
+    watch: Callable[[object], None]  # a hypothesis test the test builds: its first failing example is kept
+    failed: Callable[[Exception], None]  # a failure the test found itself, before it shrinks it
+
+
+@pytest.fixture(scope="session")
+def failure_watch(pytestconfig: pytest.Config) -> FailureWatch:
+    recorder = pytestconfig.pluginmanager.get_plugin("harness-recorder")
+    if recorder is None:
+        return FailureWatch(lambda test: None, lambda error: None)
+    return FailureWatch(lambda test: recorder.watch(test, count=False), recorder.note_failure)
+
+
 @pytest.fixture(scope="session")
 def seeded_run(pytestconfig: pytest.Config) -> bool:
     """Whether this run is seeded (ci, certify, --harness-seed): generation must then be repeatable."""

@@ -8,7 +8,9 @@ ends the run at the first failure of a test that names REQ (a seeded bug is caug
 A run stopped in the middle of a generative test (``harness fuzz``'s deadline, Ctrl-C) gets no
 report of that test from pytest.  If the test had already failed on an example (it was shrinking
 it), its record is written from that first failing example, marked ``unshrunk``: the failure is in
-the run's results, not only in hypothesis' database.
+the run's results, not only in hypothesis' database.  A test that runs hypothesis inside itself (the
+memory-domain state machine) or shrinks a failure of its own (a leak) tells the recorder through the
+``failure_watch`` fixture.
 """
 
 from __future__ import annotations
@@ -85,25 +87,38 @@ class Recorder:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            handle = getattr(getattr(item, "obj", None), "hypothesis", None)
-            if handle is None or getattr(handle, "_harness_counted", False):
-                continue
-            inner = handle.inner_test
+            test = getattr(item, "obj", None)
+            if getattr(test, "hypothesis", None) is not None:
+                self.watch(test, count=True)
 
-            @functools.wraps(inner)
-            def counted(*args, __inner=inner, **kwargs):
+    def watch(self, test, count: bool) -> None:
+        """Wrap a hypothesis test (a @given test, or the one `hypothesis.stateful.get_state_machine_test`
+        builds) so that each example is counted (when ``count``) and the first failing one is kept
+        for `pytest_keyboard_interrupt`."""
+        handle = test.hypothesis
+        if getattr(handle, "_harness_counted", False):
+            return
+        inner = handle.inner_test
+
+        @functools.wraps(inner)
+        def watched(*args, **kwargs):
+            if count:
                 self.count_example()
-                try:
-                    return __inner(*args, **kwargs)
-                except (UnsatisfiedAssumption, unittest.SkipTest):
-                    raise  # an example rejected, or a skip: not a failure
-                except Exception as error:
-                    if self._first_failure is None:
-                        self._first_failure = error
-                    raise
+            try:
+                return inner(*args, **kwargs)
+            except (UnsatisfiedAssumption, unittest.SkipTest):
+                raise  # an example rejected, or a skip: not a failure
+            except Exception as error:
+                self.note_failure(error)
+                raise
 
-            handle.inner_test = counted
-            handle._harness_counted = True
+        handle.inner_test = watched
+        handle._harness_counted = True
+
+    def note_failure(self, error: Exception) -> None:
+        """The running test failed with ``error``, and may go on (shrinking it) until the run is stopped."""
+        if self._first_failure is None:
+            self._first_failure = error
 
     def count_example(self) -> None:
         """One generated example ran (a @given test's, or a state machine run's: see `example_counter`)."""

@@ -92,7 +92,8 @@ def _keeps_steps(method: Callable) -> Callable:
             return method(self, *args, **kwargs)
         except DriverFault as fault:
             if not fault.steps:
-                fault.steps = tuple(self.steps)  # its requirement (SVC-1 crash, SVC-2 hang) is its type's
+                fault.steps = self.steps_so_far()  # its requirement (SVC-1 crash, SVC-2 hang) is its type's
+                self._on_verdict(fault)
             raise
 
     return call
@@ -110,12 +111,21 @@ class Lockstep:
     buffers live (DOM-ALLOC-3) is appended to it and the call counts as refused, instead of the
     failure being raised.  Whether a leaking driver refuses depends on everything it was asked
     before, not on this sequence alone; hypothesis must not see that as this example's outcome
-    (its replays would disagree), so its state machine reports the leaks after its runs."""
+    (its replays would disagree), so its state machine reports the leaks after its runs.
 
-    def __init__(self, driver: Device, reference: Device, leaks: list[ConformanceError] | None = None) -> None:
+    ``before``: the calls the same two drivers had in earlier runs (a list the caller extends after
+    each run).  A verdict's steps then begin with them: a driver's failure may depend on what it
+    was asked before (storage a released buffer left behind), and its steps must replay on a fresh
+    driver.  ``on_verdict`` is told of each verdict as it is made (before it is raised): the
+    earliest of a requirement is the shortest history known to fail with it."""
+
+    def __init__(self, driver: Device, reference: Device, leaks: list[ConformanceError] | None = None,
+                 before: Sequence[Step] = (), on_verdict: Callable[[ConformanceError], None] = lambda verdict: None) -> None:
         self.driver = driver
         self.reference = reference
         self.leaks = leaks
+        self._before = before  # not copied: only a verdict copies it
+        self._on_verdict = on_verdict
         self.log: list[str] = []
         self.buffers: dict[str, Pair] = {}
         self.tokens: dict[str, Pair] = {}
@@ -134,9 +144,18 @@ class Lockstep:
     def _history(self) -> str:
         return "call sequence:\n" + "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.log))
 
+    def steps_so_far(self) -> tuple[Step, ...]:
+        """Every call to replay, on a fresh driver, to get where this sequence is now: the earlier
+        runs' (``before``) and this one's."""
+        if not self._before:
+            return tuple(self.steps)
+        return (*self._before, Step(NEXT_RUN, ()), *self.steps)
+
     def _failure(self, requirement: str, message: str) -> ConformanceError:
         """The error for a mismatch, with the history shown and the steps attached."""
-        return ConformanceError(f"{message}\n{self._history()}", requirement=requirement, steps=tuple(self.steps))
+        verdict = ConformanceError(f"{message}\n{self._history()}", requirement=requirement, steps=self.steps_so_far())
+        self._on_verdict(verdict)
+        return verdict
 
     def _compare(self, requirement: str, call: str, expected: _Result, actual: _Result) -> None:
         __tracebackhide__ = True

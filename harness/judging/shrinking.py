@@ -1,11 +1,12 @@
-"""Shrinking a call sequence judged across runs (a leak, DOM-ALLOC-3) to a short one that still fails.
+"""Shrinking a call sequence judged across runs to a short one that still fails.
 
-Hypothesis shrinks each example, but a leak is judged after a test call's runs, over all of them:
-its steps are every run up to the one that saw it.  Most of those calls do not matter (a leak
-is about allocations and releases), so the sequence is cut down here, in the same spirit as
-hypothesis' shrinker: the shortest failing prefix, then candidates that delete whole runs, then
-calls that create no buffer (copies, executions), then an allocation with its own release.  A candidate is kept when it
-still fails, replayed from the start on a fresh driver, with the same requirement.
+Hypothesis shrinks each example, but a leak (DOM-ALLOC-3) is judged after a test call's runs, over
+all of them, and any failure of a run may depend on what the driver was asked in the runs before
+it: a verdict's steps are every run up to the one that saw it.  Most of those calls do not matter,
+so the sequence is cut down here, in the same spirit as hypothesis' shrinker: the last run alone,
+the shortest failing prefix, then candidates that delete whole runs, then calls that create no
+buffer (copies, executions), then an allocation with its own release.  A candidate is kept when
+it still fails, replayed from the start on a fresh driver, with the same requirement.
 
 Every candidate is checked by ``fails(candidate)``; the caller bounds the work with ``deadline``
 (a driver that hangs costs a whole call deadline per candidate).
@@ -57,10 +58,20 @@ def _deletable_with(run: Sequence[Step], index: int) -> tuple[int, ...] | None:
     return (index,)
 
 
-def shortest_failing(steps: Sequence[Step], fails: Callable[[tuple[Step, ...]], bool], deadline: float) -> tuple[Step, ...]:
+def shortest_failing(steps: Sequence[Step], fails: Callable[[tuple[Step, ...]], bool], deadline: float,
+                     earlier: Sequence[Step] = ()) -> tuple[Step, ...]:
     """The shortest sequence found before ``deadline`` (``time.monotonic()``) for which ``fails``
-    holds, starting from ``steps`` (which must fail); ``steps`` itself when none is shorter."""
-    # First the shortest failing prefix: a replay stops at the first failure, so every prefix
+    holds, starting from ``steps`` (which must fail); ``steps`` itself when none is shorter.
+    ``earlier``: a shorter history that failed the same way before (the first run that did, where
+    ``steps`` end with the run hypothesis shrank it to)."""
+    # A last run that fails by itself (one hypothesis shrank, say) needs none before it: one replay.
+    # Else the earlier history, when it still fails: every run hypothesis made while shrinking
+    # comes after it.
+    for start in (tuple(_runs(steps)[-1]), tuple(earlier)):
+        if start and len(start) < len(steps) and time.monotonic() < deadline and fails(start):
+            steps = start
+            break
+    # Then the shortest failing prefix: a replay stops at the first failure, so every prefix
     # longer than that one fails too, and a binary search finds it.
     failing, passing = len(steps), 0
     while failing - passing > 1 and time.monotonic() < deadline:

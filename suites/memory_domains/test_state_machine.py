@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import HealthCheck, event, note, settings
+from hypothesis.errors import Flaky
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, multiple, rule, run_state_machine_as_test
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, get_state_machine_test, initialize, multiple, rule
 
 from harness.api.errors import ConformanceError
 from harness.api.hal import BufferDesc, BufferRole, element_size
@@ -43,22 +44,24 @@ class Allocated:
 
 @dataclass
 class AcrossRuns:
-    """What one call of the test keeps across its runs (DOM-ALLOC-3)."""
+    """What one call of the test keeps across its runs on the same driver."""
 
     first_served: set[tuple[tuple[int, ...], str]] = field(default_factory=set)  # (dims, direction) a run began with
-    leaks: list[ConformanceError] = field(default_factory=list)
-    history: list[Step] = field(default_factory=list)  # every run's calls, in order
-    _given_history: int = 0  # leaks[:_given_history] carry the history up to their run
+    leaks: list[ConformanceError] = field(default_factory=list)  # DOM-ALLOC-3, judged after the runs
+    # Every run's calls, in order.  A run's verdict carries them all as its steps (Lockstep's
+    # ``before``): the driver lives through every run, so its failure may need what came before.
+    history: list[Step] = field(default_factory=list)
+    # Per requirement, its first verdict: hypothesis shrinks a failure by running it again and
+    # again, so the final verdict's history is the longest, and the first's the shortest.
+    first_verdicts: dict[str, ConformanceError] = field(default_factory=dict)
+
+    def judged(self, verdict: ConformanceError) -> None:
+        self.first_verdicts.setdefault(verdict.requirement, verdict)
 
     def end_run(self, steps: list[Step]) -> None:
-        """Add a run's calls to the history.  A leak found in it carries every run so far as its
-        steps: the driver may leak only after all of them, so its reproducer replays them all."""
         if self.history:
             self.history.append(Step(NEXT_RUN, ()))
         self.history.extend(steps)
-        for leak in self.leaks[self._given_history:]:
-            leak.steps = tuple(self.history)
-        self._given_history = len(self.leaks)
 
 
 def concrete(dims: tuple[int, ...], rows: int) -> tuple[int, ...]:
@@ -82,7 +85,8 @@ class MemoryDomainMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.step = Lockstep(self.driver, self.reference, leaks=self.across.leaks)
+        self.step = Lockstep(self.driver, self.reference, leaks=self.across.leaks, before=self.across.history,
+                             on_verdict=self.across.judged)
         self.count = 0
 
     def _prepare(self, dims: tuple[int, ...]) -> Prepared | None:
@@ -205,7 +209,7 @@ class MemoryDomainMachine(RuleBasedStateMachine):
                          "DOM-ALLOC-3")
 @pytest.mark.generative
 def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, example_counter, stored_histories,
-                                     shortest_history) -> None:
+                                     shortest_history, failure_watch) -> None:
     machine = type("Machine", (MemoryDomainMachine,), {"driver": driver, "reference": reference, "flavor": flavor,
                                                         "count_example": staticmethod(example_counter),
                                                         "across": AcrossRuns()})
@@ -216,19 +220,52 @@ def test_memory_domain_state_machine(driver, reference, flavor, seeded_run, exam
     checks_off = [*settings.default.suppress_health_check, HealthCheck.filter_too_much]
     # A replay run (harness replay) plays the call sequences stored for this test first: a leak's.
     played = stored_histories.replay_stored(driver, reference)
+    # run_state_machine_as_test builds this test and calls it; built here, its first failing run is
+    # watched, so a run stopped while hypothesis shrinks it still records the failure.
+    run = get_state_machine_test(machine, settings=settings(settings.default, derandomize=seeded_run,
+                                                            suppress_health_check=checks_off))
+    failure_watch.watch(run)
     try:
-        run_state_machine_as_test(machine, settings=settings(settings.default, derandomize=seeded_run,
-                                                             suppress_health_check=checks_off))
+        run()
     except unittest.SkipTest:  # hypothesis had no stored example of its own to replay
         if not played:
             raise
         return
+    except Flaky as failure:
+        # A run hypothesis replays must go as it went.  A driver whose answers depend on the runs
+        # before may not, and then the verdict is its own first failure, not hypothesis' complaint.
+        if not machine.across.first_verdicts:
+            raise
+        raise _first_verdict(machine.across, stored_histories, shortest_history) from failure
+    except (ConformanceError, ExceptionGroup) as failure:  # one failure, or hypothesis' distinct ones
+        # Hypothesis shrank each run, but on a driver that had lived through every run before it:
+        # a verdict's steps are all of them, cut down here to what fails on a fresh driver.
+        for verdict in (failure, *getattr(failure, "exceptions", ())):
+            if isinstance(verdict, ConformanceError) and verdict.steps:
+                _keep_shortest(verdict, stored_histories, shortest_history, machine.across)
+        raise
     # A leak is judged over all the runs: a run's own outcome must not depend on the ones before it.
     # No example of hypothesis' carries it, so its history is stored for `harness replay`, then
     # shrunk (on a fresh driver each time: everything it ran before is part of the history).
     if machine.across.leaks:
         leak = machine.across.leaks[0]
-        stored_histories.keep(leak.steps)
-        history, leak.steps = leak.steps, shortest_history(leak)
-        stored_histories.replace(history, leak.steps)
+        failure_watch.failed(leak)
+        _keep_shortest(leak, stored_histories, shortest_history, machine.across)
         raise leak
+
+
+def _first_verdict(across: AcrossRuns, stored_histories, shortest_history) -> ConformanceError:
+    """The first failure the driver showed in this test call, its history shrunk."""
+    verdict = next(iter(across.first_verdicts.values()))
+    _keep_shortest(verdict, stored_histories, shortest_history, across)
+    return verdict
+
+
+def _keep_shortest(verdict: ConformanceError, stored_histories, shortest_history, across: AcrossRuns) -> None:
+    """Store the verdict's call sequence for `harness replay` (first: a death while shrinking loses
+    nothing), then put the shortest that still fails in its place, shrunk from the first history
+    that failed with the verdict's requirement."""
+    first = across.first_verdicts.get(verdict.requirement)
+    stored_histories.keep(verdict.steps)
+    history, verdict.steps = verdict.steps, shortest_history(verdict, first.steps if first is not None else ())
+    stored_histories.replace(history, verdict.steps)

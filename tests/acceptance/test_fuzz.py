@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import subprocess
@@ -174,6 +175,75 @@ def test_a_run_stopped_before_any_failure_records_no_failure(tmp_path: Path) -> 
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
     assert not [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
+
+
+#: Stops the run (SIGINT, as harness fuzz's deadline does) the moment the recorder hears of the
+#: running test's first failure: the state machine is then still shrinking it, or its leak.
+_STOP_AT_FIRST_FAILURE = """
+import os
+import signal
+
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    recorder = config.pluginmanager.get_plugin("harness-recorder")
+    heard = recorder.note_failure
+
+    def heard_then_stopped(error):
+        heard(error)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    recorder.note_failure = heard_then_stopped
+"""
+
+#: Serves five valid allocations in its life: releasing a buffer never frees what it held.  Each run
+#: of the state machine alone conforms; only across runs is it a leak (DOM-ALLOC-3).
+_LEAKS_ACROSS_RUNS = """
+from harness.api.hal import DriverError, ErrorStatus
+from reference_driver import ReferenceDevice
+
+
+class Leaks(ReferenceDevice):
+    served = 0
+
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
+        if self.served >= 5:
+            buffer.release()
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of device memory")
+        self.served += 1
+        return buffer, token
+
+
+def factory():
+    return Leaks()
+"""
+
+
+@pytest.mark.parametrize(("driver", "requirement"), [("mutant-released-storage-recycled", "DOM-STATE-2"),
+                                                     ("leaks_across_runs.py:factory", "DOM-ALLOC-3")],
+                         ids=["failing run", "leak across runs"])
+def test_a_state_machine_stopped_after_a_failure_records_it_unshrunk(tmp_path: Path, driver: str, requirement: str) -> None:
+    """The memory-domain state machine runs hypothesis inside its test, and judges leaks after its
+    runs: a run stopped while either is shrunk still records the failure, with a reproducer that fails."""
+    (tmp_path / "stop_at_first_failure.py").write_text(_STOP_AT_FIRST_FAILURE)
+    (tmp_path / "leaks_across_runs.py").write_text(_LEAKS_ACROSS_RUNS)
+    record = tmp_path / "record.jsonl"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stop_at_first_failure",
+                           "--pyargs", "harness.suites.memory_domains", "-k", "state_machine", f"--driver={driver}",
+                           "--harness-profile=ci", f"--harness-record={record}", f"--harness-reproducers={tmp_path / 'rp'}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
+    (stopped,) = [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
+    assert stopped["id"].endswith("::test_memory_domain_state_machine")
+    assert stopped["unshrunk"] and stopped["outcome"] == "failed" and stopped["fault"] == "driver"
+    assert stopped["rule"] == requirement
+    # its steps are every run up to the failure: they fail the same way on a fresh driver
+    replayed = subprocess.run([sys.executable, stopped["reproducer"]], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert replayed.returncode == 1 and f"[{requirement}]" in replayed.stderr, replayed.stdout[-2000:] + replayed.stderr[-3000:]
 
 
 def test_unknown_suite_is_one_clear_line(tmp_path: Path) -> None:

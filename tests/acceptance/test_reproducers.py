@@ -39,6 +39,21 @@ def test_call_sequence_failure_is_written_as_a_replayable_script(tmp_path: Path)
     assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
 
 
+@pytest.mark.parametrize("driver", ["mutant-released-storage-recycled", "mutant-allocation-slots-leak"])
+def test_a_state_machine_failure_replays_with_the_runs_it_needs(tmp_path: Path, driver: str) -> None:
+    """The driver lives through every run of the memory-domain state machine, so a failure may need
+    what earlier runs asked (storage a released buffer left, slots never freed).  Its reproducer
+    replays on a fresh driver: it must fail there, and conform on the reference."""
+    script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains.test_state_machine",
+                                          "test_memory_domain_state_machine", driver)
+    replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert replayed.returncode == 1 and "ConformanceError: [DOM-" in replayed.stderr, replayed.stderr[-3000:]
+    fixed = tmp_path / "reference.py"
+    fixed.write_text(script.read_text().replace(f"DRIVER = {driver!r}", "DRIVER = 'reference'"))
+    conforms = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=300)
+    assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
+
+
 REFUSES_EVERY_ALLOCATION = '''
 from harness.api.hal import DriverError, ErrorStatus
 from reference_driver import ReferenceDevice

@@ -17,7 +17,7 @@ FLAVOR = Flavor(OperationType.ADD, OperandType.TENSOR_FLOAT32)
 
 def _run(across: AcrossRuns, driver, reference, first_run: bool) -> None:
     """One run as the state machine starts one: a model, and a buffer of its first input."""
-    step = Lockstep(driver, reference, leaks=across.leaks)
+    step = Lockstep(driver, reference, leaks=across.leaks, before=across.history)
     pair = step.prepare(FLAVOR.model((2, 2)))
     served = step.allocate("buffer1", BufferDesc(), [pair], [BufferRole(0, 0)], [])
     if served is None and not first_run:

@@ -21,7 +21,7 @@ FLAVOR = Flavor(OperationType.ADD, OperandType.TENSOR_FLOAT32)
 
 def _run(across: AcrossRuns, driver, reference, number: int) -> None:
     """A run as the state machine makes one: a model, a buffer with copies in and out, released."""
-    step = Lockstep(driver, reference, leaks=across.leaks)
+    step = Lockstep(driver, reference, leaks=across.leaks, before=across.history)
     pair = step.prepare(FLAVOR.model((2, 2)))
     if step.allocate("buffer1", BufferDesc((2, 2)), [pair], [BufferRole(0, 0)], []) is None:
         step.served_again("buffer1", "at the start of an earlier run")
@@ -87,3 +87,32 @@ def test_a_judged_allocation_is_never_shrunk_away(leaky) -> None:
 def test_replaying_a_judgement_of_a_buffer_never_allocated_is_refused() -> None:
     with pytest.raises(ValueError, match="never allocated"):
         replay([Step("served_again", ("buffer9", "earlier"))], ReferenceDevice(), ReferenceDevice())
+
+
+def test_a_last_run_that_fails_by_itself_is_shrunk_alone(leaky) -> None:
+    # A driver that serves two allocations in its life fails the third run's first allocation
+    # whatever came before; here a history of two runs in which it served both.
+    leak = _leak(leaky(2))
+    last_run_only = leak.steps[len(leak.steps) - [s.method for s in reversed(leak.steps)].index(NEXT_RUN):]
+    on_a_fresh_driver = _fails_on(lambda: leaky(0))  # refuses from its first allocation: no history needed
+    assert on_a_fresh_driver(tuple(last_run_only))
+    shortest = shortest_failing(leak.steps, on_a_fresh_driver, time.monotonic() + 30)
+    assert NEXT_RUN not in [step.method for step in shortest] and on_a_fresh_driver(shortest)
+
+
+def test_shrinking_starts_from_an_earlier_history_that_failed_the_same_way(leaky) -> None:
+    # A verdict's history ends with the run hypothesis shrank it to, after every run it made while
+    # shrinking; the first history that failed is shorter, and shrinking goes on from there.
+    leak = _leak(leaky(2))
+    fails, tried = _fails_on(lambda: leaky(2)), []
+
+    def counted(candidate: tuple[Step, ...]) -> bool:
+        tried.append(len(candidate))
+        return fails(candidate)
+
+    again = (Step(NEXT_RUN, ()), *leak.steps)
+    later = leak.steps + again + again  # as if hypothesis had run it all twice more
+    shortest = shortest_failing(later, counted, time.monotonic() + 30, earlier=leak.steps)
+    assert fails(shortest) and len(shortest) <= len(leak.steps)
+    # the last run alone, then the earlier history; nothing longer than that after it
+    assert tried[1] == len(leak.steps) and max(tried[2:]) <= len(leak.steps), tried
