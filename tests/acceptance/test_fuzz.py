@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from out_of_tree_drivers import LEAKS_AFTER_FOUR
 
 from harness.report.attribution import failed_requirements
 from harness.report.fuzz_report import FAILURE_COLOUR, RATE_COLOUR
@@ -198,38 +199,15 @@ def pytest_configure(config):
     recorder.note_failure = heard_then_stopped
 """
 
-#: Serves five valid allocations in its life: releasing a buffer never frees what it held.  Each run
-#: of the state machine alone conforms; only across runs is it a leak (DOM-ALLOC-3).
-_LEAKS_ACROSS_RUNS = """
-from harness.api.hal import DriverError, ErrorStatus
-from reference_driver import ReferenceDevice
-
-
-class Leaks(ReferenceDevice):
-    served = 0
-
-    def allocate(self, desc, prepared_models, input_roles, output_roles):
-        buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
-        if self.served >= 5:
-            buffer.release()
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of device memory")
-        self.served += 1
-        return buffer, token
-
-
-def factory():
-    return Leaks()
-"""
-
 
 @pytest.mark.parametrize(("driver", "requirement"), [("mutant-released-storage-recycled", "DOM-STATE-2"),
-                                                     ("leaks_across_runs.py:factory", "DOM-ALLOC-3")],
+                                                     ("leaks_after_four.py:factory", "DOM-ALLOC-3")],
                          ids=["failing run", "leak across runs"])
 def test_a_state_machine_stopped_after_a_failure_records_it_unshrunk(tmp_path: Path, driver: str, requirement: str) -> None:
     """The memory-domain state machine runs hypothesis inside its test, and judges leaks after its
     runs: a run stopped while either is shrunk still records the failure, with a reproducer that fails."""
     (tmp_path / "stop_at_first_failure.py").write_text(_STOP_AT_FIRST_FAILURE)
-    (tmp_path / "leaks_across_runs.py").write_text(_LEAKS_ACROSS_RUNS)
+    (tmp_path / "leaks_after_four.py").write_text(LEAKS_AFTER_FOUR)
     record = tmp_path / "record.jsonl"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stop_at_first_failure",
                            "--pyargs", "harness.suites.memory_domains", "-k", "state_machine", f"--driver={driver}",

@@ -7,37 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-
-
-LEAKS_AFTER_FOUR = textwrap.dedent(
-    '''
-    from harness.api.hal import DriverError, ErrorStatus
-    from reference_driver import ReferenceDevice
-
-
-    class LeaksAfterFour(ReferenceDevice):
-        """Validates each allocation first (an invalid one is refused as SPEC says), but serves
-        only four valid ones in its life: releasing never frees what a buffer held."""
-
-        served = 0
-
-        def allocate(self, desc, prepared_models, input_roles, output_roles):
-            buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
-            if self.served >= 4:
-                buffer.release()
-                raise DriverError(ErrorStatus.GENERAL_FAILURE, "out of device memory")
-            self.served += 1
-            return buffer, token
-
-
-    def factory():
-        return LeaksAfterFour()
-    '''
-)
+from out_of_tree_drivers import LEAKS_AFTER_FOUR
 
 
 def _failures(pytester: pytest.Pytester, driver: str, *options: str) -> list[dict]:
