@@ -24,7 +24,7 @@ from harness.judging.lockstep import Step, replay
 from harness.judging.shrinking import shortest_failing
 from harness.judging.stored_steps import StoredStepsError, decode_steps, encode_steps
 
-__all__ = ["KEEP_AT_MOST", "SHRINK_SECONDS", "StoredHistories", "shortest_history", "stored_histories"]
+__all__ = ["KEEP_AT_MOST", "SHRINK_SECONDS", "StoredHistories", "fails_on_a_fresh_driver", "shortest_history", "stored_histories"]
 
 #: How long a verdict judged across runs may be shrunk (a failing test's time only).
 SHRINK_SECONDS = 10.0
@@ -78,6 +78,19 @@ class StoredHistories:
         return played
 
 
+def fails_on_a_fresh_driver(fresh_device: Callable[[], Device], reference: Device, steps: tuple[Step, ...],
+                            requirement: str) -> bool:
+    """Whether ``steps``, replayed from the start on ``fresh_device()`` (its service's process
+    replaced), fail with ``requirement``.  Any other end (a broken sequence) is not that failure."""
+    try:
+        replay(steps, fresh_device(), reference).close()
+    except ConformanceError as error:
+        return error.requirement == requirement
+    except Exception:  # noqa: BLE001 -- see above
+        return False
+    return False
+
+
 @pytest.fixture
 def stored_histories(request: pytest.FixtureRequest, example_counter: Callable[[], None]) -> StoredHistories:
     """The call sequences stored for this test (see the module's docstring)."""
@@ -105,13 +118,7 @@ def shortest_history(pytestconfig: pytest.Config, reference: Device) -> Callable
             return verdict.steps
 
         def fails(candidate: tuple[Step, ...]) -> bool:
-            try:
-                replay(candidate, state.fresh_device(), reference).close()
-            except ConformanceError as error:
-                return error.requirement == verdict.requirement
-            except Exception:  # noqa: BLE001 -- any other end (a crash, a broken sequence) is not this failure
-                return False
-            return False
+            return fails_on_a_fresh_driver(state.fresh_device, reference, candidate, verdict.requirement)
 
         return shortest_failing(verdict.steps, fails, time.monotonic() + SHRINK_SECONDS, earlier)
 

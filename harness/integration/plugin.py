@@ -258,7 +258,8 @@ def pytest_configure(config: pytest.Config) -> None:
             Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
                      config.getoption("driver"), config.getoption("harness_reproducers"),
                      service=lambda: state.service,
-                     progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None),
+                     progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None,
+                     replays=_replays_on_a_fresh_driver(state)),
             "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:
         from harness.integration.rounds import Rounds
@@ -536,6 +537,18 @@ class FailureWatch:
 
     watch: Callable[[object], None]  # a hypothesis test the test builds: its first failing example is kept
     failed: Callable[[Exception], None]  # a failure the test found itself, before it shrinks it
+
+
+def _replays_on_a_fresh_driver(state: HarnessState) -> Callable[[tuple, str], bool]:
+    """replays(steps, requirement), for the recorder: a failing call sequence's check on a fresh driver."""
+
+    def replays(steps: tuple, requirement: str) -> bool:
+        from harness.integration.histories import fails_on_a_fresh_driver
+        from reference_driver import ReferenceDevice
+
+        return fails_on_a_fresh_driver(state.fresh_device, ReferenceDevice(), steps, requirement)
+
+    return replays
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ import unittest
 import pytest
 from hypothesis.errors import UnsatisfiedAssumption
 
-from harness.api.errors import HarnessError
+from harness.api.errors import ConformanceError, HarnessError
 from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
 from harness.report.attribution import failed_requirements, fault_of, raised_by_hypothesis
@@ -60,8 +60,10 @@ DRIVER_OUTPUT_BYTES = 4096
 
 class Recorder:
     def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "",
-                 service=None, progress: bool = False) -> None:
+                 service=None, progress: bool = False, replays=None) -> None:
         self.driver = driver
+        # replays(steps, requirement): whether a call sequence fails so on a fresh driver (None: not checked)
+        self._replays = replays
         # The driver's service (a callable that returns it, or None): a failure's record carries
         # the last DRIVER_OUTPUT_BYTES it printed during the test.
         self._service = service or (lambda: None)
@@ -171,8 +173,11 @@ class Recorder:
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self._running, self._first_failure = None, None  # pytest reports the test itself: let its frames go
             error = call.excinfo.value if call.excinfo is not None else None
-            reproducer = self._write_reproducer(item, error) if report.failed else ""
-            self._record(item, report, call, reproducer)
+            reproducer, sequence = self._write_reproducer(item, error) if report.failed else ("", None)
+            replay_check = None
+            if sequence is not None and self._replays is not None:
+                replay_check = functools.partial(self._check_replay, reproducer, sequence)
+            self._record(item, report, call, reproducer, replay_check)
 
     def pytest_keyboard_interrupt(self) -> None:
         """The run stopped in the middle of a test.  One that had failed on an example was shrinking
@@ -182,15 +187,16 @@ class Recorder:
         self._running = None
         if item is None or error is None:
             return
-        reproducer = self._write_reproducer(item, error)
+        reproducer, _ = self._write_reproducer(item, error)
         verdict, fault = judged(error, str(item.path))
         record = self._record_of(item, "failed", verdict, fault, _message_of(verdict), time.monotonic() - self._running_since,
                                  "".join(traceback.format_exception(error)), reproducer)
         self._append({**record, "unshrunk": True})
         os.fsync(self._fd)
 
-    def _write_reproducer(self, item: pytest.Item, error: BaseException | None) -> str:
-        """The failing scenario or call sequence as a script, written before anything else can go wrong."""
+    def _write_reproducer(self, item: pytest.Item, error: BaseException | None) -> tuple[str, ConformanceError | None]:
+        """The failing scenario or call sequence as a script, written before anything else can go wrong:
+        its path (or ""), and the verdict whose call sequence it replays (or None)."""
         candidates = [error, *getattr(error, "exceptions", ()), *([_verdict_of(error)] if error is not None else [])]
         found = next((e for e in candidates if getattr(e, "scenario", None) is not None
                       or getattr(e, "steps", None) or getattr(e, "golden", None)), None)
@@ -199,7 +205,7 @@ class Recorder:
         # example (hypothesis' database, the reproduce blob in the record's details).
         rerun = found is None and not is_generative(item) and test_id.startswith("suites/")
         if (found is None and not rerun) or not self.reproducers:
-            return ""
+            return "", None
         from harness.report.reproducer import call_sequence_script, golden_script, reproducer_script, rerun_script
 
         os.makedirs(self.reproducers, exist_ok=True)
@@ -216,9 +222,21 @@ class Recorder:
         else:
             script = reproducer_script(found.scenario, self.driver, found.requirement, str(found))
         write_atomically(path, script)
-        return path
+        return path, found if isinstance(found, ConformanceError) and found.steps else None
 
-    def _record(self, item: pytest.Item, report, call, reproducer: str = "") -> None:
+    def _check_replay(self, path: str, verdict: ConformanceError) -> bool:
+        """Whether the reproducer's call sequence fails on a fresh driver as it failed in the run.  A
+        sequence that needs calls the driver had before it (earlier tests) does not; its script is
+        written again to say so, rather than read a pass as a fix."""
+        replays = bool(self._replays(verdict.steps, verdict.requirement))
+        if not replays:
+            from harness.report.reproducer import call_sequence_script
+
+            write_atomically(path, call_sequence_script(verdict.steps, self.driver, verdict.requirement, str(verdict),
+                                                        replayed=False))
+        return replays
+
+    def _record(self, item: pytest.Item, report, call, reproducer: str = "", replay_check=None) -> None:
         skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
         # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it; pytest's
         # own report of a failure, with no exception, is the driver's, as before faults were kept
@@ -238,6 +256,8 @@ class Recorder:
         outcome = "xfailed" if waived is not None and report.skipped else "xpassed" if waived is not None else report.outcome
         record = self._record_of(item, outcome, verdict, fault, message, report.duration,
                                  str(report.longrepr) if report.failed else "", reproducer, waiver=waived or "", skip=skip)
+        if replay_check is not None:  # after the record took the driver's output: the check replaces its process
+            record["replays"] = replay_check()
         self._append(record)
         if report.failed:
             os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure

@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 
 from harness.report.attribution import no_verdict_note
+from harness.report.reproducer import NEEDS_EARLIER_CALLS
 
 __all__ = ["render_fuzz_report"]
 
@@ -90,6 +91,10 @@ def _no_verdict(failure: dict) -> str:
 _UNSHRUNK = " <em>(as first found: the run ended before it was shrunk)</em>"
 
 
+#: After the link of a reproducer whose call sequence alone passed on a fresh driver.
+_NEEDS_EARLIER = f" <em>({html.escape(NEEDS_EARLIER_CALLS)})</em>"
+
+
 def render_fuzz_report(summary: dict, out: str) -> str:
     """The page for a fuzz-summary.json document; reproducer links are relative to ``out``."""
     timeline = summary.get("timeline", [])
@@ -102,7 +107,7 @@ def render_fuzz_report(summary: dict, out: str) -> str:
             f"<tr><td>{html.escape(f['test'])}</td><td>{html.escape(', '.join(f['requirements']))}{_no_verdict(f)}</td>"
             f"<td>{_seconds(f.get('found_at_s'))}</td>"
             f"<td>{html.escape(f['message'][:300])}{_UNSHRUNK if f.get('unshrunk') else ''}</td>"
-            f"<td>{_link(f.get('reproducer', ''), out)}</td></tr>"
+            f"<td>{_link(f.get('reproducer', ''), out)}{_NEEDS_EARLIER if f.get('replays') is False else ''}</td></tr>"
             for f in found)
         table = (f"<table><tr><th>test</th><th>requirements</th><th>found at</th><th>message</th><th>reproducer</th></tr>"
                  f"{rows}</table>" if found else "<p>no failures</p>")

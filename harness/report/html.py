@@ -10,6 +10,7 @@ import html
 import os
 
 from harness.report.attribution import no_verdict_note
+from harness.report.reproducer import NEEDS_EARLIER_CALLS
 from harness.report.certificate import STATUSES
 
 COLOURS = {"pass": "#2a8c2a", "fail": "#c62828", "waived": "#c99a00", "not-applicable": "#8a8a8a", "not-run": "#e06c00"}
@@ -101,7 +102,9 @@ def render(certificate: dict) -> str:
         path = failure.get("reproducer")
         if path and os.path.exists(path):
             with open(path, encoding="utf-8") as f:
-                reproducer = f"<details><summary>reproducer ({_e(os.path.basename(path))})</summary><pre>{_e(f.read())}</pre></details>"
+                alone = f" <small>({_e(NEEDS_EARLIER_CALLS)})</small>" if failure.get("replays") is False else ""
+                reproducer = (f"<details><summary>reproducer ({_e(os.path.basename(path))}){alone}</summary>"
+                              f"<pre>{_e(f.read())}</pre></details>")
         note = no_verdict_note(failure.get("fault", "driver"))
         whose = f" <small>({_e(note)})</small>" if note else ""
         failures.append(f"<h3>{_e(failure['id'])}{whose}</h3><p>{_e(failure['message'])}</p>"

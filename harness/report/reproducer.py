@@ -79,16 +79,32 @@ if __name__ == "__main__":
 '''
 
 
-def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "") -> str:
-    """A script that replays a lockstep call sequence and fails the same way while the bug is there."""
+#: Beside a reproducer whose call sequence passed on a fresh driver when it was written (``replays``
+#: false in the record): the failure needed calls the driver had before the test.
+NEEDS_EARLIER_CALLS = ("its call sequence alone passed on a fresh driver: the failure needed calls made before the "
+                       "test, so rerun the test to see it")
+
+
+def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "",
+                         replayed: bool = True) -> str:
+    """A script that replays a lockstep call sequence and fails the same way while the bug is there.
+    ``replayed`` False: the sequence did not fail on a fresh driver when it was written (the failure
+    needed calls made before it); the script then never reads a pass as a fix, and exits 3."""
     listed = "".join(f"    {_literal(step)},\n" for step in steps)
+    if replayed:
+        passed = '''    print("the driver now conforms on this call sequence")'''
+    else:
+        passed = '''    print("this call sequence passes; it passed on a fresh driver when it was written too: the failure "
+          "needed calls the driver had before it (earlier tests), so run the test again instead")
+    raise SystemExit(3)'''
     return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n") + f'''STEPS = [
 {listed}]
+REPLAYED_ON_A_FRESH_DRIVER_WHEN_WRITTEN = {replayed!r}
 
 if __name__ == "__main__":
     driver = load_registry().resolve(DRIVER).create()
     replay(STEPS, driver, ReferenceDevice()).close()
-    print("the driver now conforms on this call sequence")
+{passed}
 '''
 
 

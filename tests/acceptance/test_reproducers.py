@@ -3,6 +3,7 @@ same way; a fixed test's failure is a script that runs that test again."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -46,12 +47,29 @@ def test_a_state_machine_failure_replays_with_the_runs_it_needs(tmp_path: Path, 
     replays on a fresh driver: it must fail there, and conform on the reference."""
     script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains.test_state_machine",
                                           "test_memory_domain_state_machine", driver)
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert [record.get("replays") for record in records if record.get("outcome") == "failed"] == [True]
     replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert replayed.returncode == 1 and "ConformanceError: [DOM-" in replayed.stderr, replayed.stderr[-3000:]
     fixed = tmp_path / "reference.py"
     fixed.write_text(script.read_text().replace(f"DRIVER = {driver!r}", "DRIVER = 'reference'"))
     conforms = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=300)
     assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
+
+
+def test_a_call_sequence_that_needs_an_earlier_test_says_so(tmp_path: Path) -> None:
+    """mutant-refuses-after-release refuses every allocation once any buffer was released, an invalid
+    one too (GENERAL_FAILURE where SPEC says INVALID_ARGUMENT).  After a test that released a buffer,
+    test_copy_sequences fails; its call sequence alone, on a fresh driver, passes.  The record and
+    the script say so, and the script does not read that pass as a fix."""
+    script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains",
+                                          "test_simple_fully_specified_buffer_is_served or test_copy_sequences",
+                                          "mutant-refuses-after-release")
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    [failed] = [record for record in records if record.get("outcome") == "failed"]
+    assert failed["id"].endswith("::test_copy_sequences") and failed["replays"] is False
+    replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert replayed.returncode == 3 and "needed calls the driver had before it" in replayed.stdout, replayed.stderr[-3000:]
 
 
 REFUSES_EVERY_ALLOCATION = '''

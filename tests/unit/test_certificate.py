@@ -135,3 +135,24 @@ def test_the_fuzz_report_marks_a_failure_recorded_before_it_was_shrunk() -> None
     shrunk = render_fuzz_report({**summary, "failures": [failure]}, "/tmp")
     unshrunk = render_fuzz_report({**summary, "failures": [{**failure, "unshrunk": True}]}, "/tmp")
     assert _UNSHRUNK not in shrunk and _UNSHRUNK in unshrunk
+
+
+def test_both_reports_mark_a_reproducer_that_needs_calls_made_before_its_test(tmp_path) -> None:
+    from harness.report.fuzz_report import render_fuzz_report
+    from harness.report.reproducer import NEEDS_EARLIER_CALLS
+
+    script = tmp_path / "repro.py"
+    script.write_text("STEPS = []\n")
+    failure = {"test": "suites/memory_domains/test_x.py::test_y", "suite": "memory_domains", "requirements": ["DOM-ALLOC-1"],
+               "fault": "driver", "message": "ConformanceError: wrong status", "reproducer": str(script), "found_at_s": 1.0}
+    summary = {"driver": "d", "database": "db", "rounds": 1, "workers": 1, "suites": ["memory_domains"], "seconds": 2.0,
+               "examples_per_suite": {"memory_domains": 10}, "timeline": []}
+    marked = html._e(NEEDS_EARLIER_CALLS)
+    for replays, shown in ((True, False), (None, False), (False, True)):
+        page = render_fuzz_report({**summary, "failures": [{**failure, "replays": replays}]}, str(tmp_path))
+        assert (marked in page) is shown, replays
+    record = {"id": failure["test"], "requirements": ["DOM-ALLOC-1"], "outcome": "failed", "rule": "DOM-ALLOC-1",
+              "fault": "driver", "message": "wrong status", "reproducer": str(script)}
+    for replays, shown in ((True, False), (False, True)):
+        document = certificate.build([{**record, "replays": replays}], {"driver": "d"}, "start", "end", True, 1.0)
+        assert (marked in html.render(document)) is shown, replays
