@@ -174,10 +174,7 @@ class Recorder:
             self._running, self._first_failure = None, None  # pytest reports the test itself: let its frames go
             error = call.excinfo.value if call.excinfo is not None else None
             reproducer, sequence = self._write_reproducer(item, error) if report.failed else ("", None)
-            replay_check = None
-            if sequence is not None and self._replays is not None:
-                replay_check = functools.partial(self._check_replay, reproducer, sequence)
-            self._record(item, report, call, reproducer, replay_check)
+            self._record(item, report, call, reproducer, sequence)
 
     def pytest_keyboard_interrupt(self) -> None:
         """The run stopped in the middle of a test.  One that had failed on an example was shrinking
@@ -236,7 +233,8 @@ class Recorder:
                                                         replayed=False))
         return replays
 
-    def _record(self, item: pytest.Item, report, call, reproducer: str = "", replay_check=None) -> None:
+    def _record(self, item: pytest.Item, report, call, reproducer: str = "",
+                sequence: ConformanceError | None = None) -> None:
         skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
         # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it; pytest's
         # own report of a failure, with no exception, is the driver's, as before faults were kept
@@ -256,8 +254,8 @@ class Recorder:
         outcome = "xfailed" if waived is not None and report.skipped else "xpassed" if waived is not None else report.outcome
         record = self._record_of(item, outcome, verdict, fault, message, report.duration,
                                  str(report.longrepr) if report.failed else "", reproducer, waiver=waived or "", skip=skip)
-        if replay_check is not None:  # after the record took the driver's output: the check replaces its process
-            record["replays"] = replay_check()
+        if sequence is not None and self._replays is not None:  # after the record took the driver's output:
+            record["replays"] = self._check_replay(reproducer, sequence)  # the check replaces its process
         self._append(record)
         if report.failed:
             os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure

@@ -99,7 +99,6 @@ def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, m
     raise SystemExit(3)'''
     return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n") + f'''STEPS = [
 {listed}]
-REPLAYED_ON_A_FRESH_DRIVER_WHEN_WRITTEN = {replayed!r}
 
 if __name__ == "__main__":
     driver = load_registry().resolve(DRIVER).create()
