@@ -71,20 +71,24 @@ class ConformanceError(AssertionError, HarnessError):
 
     Typed fields, so that what failed travels as data: ``requirement`` (the SPEC rule ID),
     ``scenario`` (the failing `harness.judging.scenario.Scenario`, which a reproducer prints) or
-    ``steps`` (the lockstep call sequence that led to it).
+    ``steps`` (the lockstep call sequence that led to it), and ``earlier``: the call sequences the
+    same driver process had before those steps, in earlier tests
+    (`harness.judging.driver_history.EarlierSequence`), for a failure that needs them.
     """
 
     requirement: str = ""
     scenario: Any = None
     steps: tuple[Any, ...] = ()
+    earlier: tuple[Any, ...] = ()
 
     def __init__(self, message: str = "", *, requirement: str = "", scenario: Any = None,
-                 steps: tuple[Any, ...] = ()) -> None:
+                 steps: tuple[Any, ...] = (), earlier: tuple[Any, ...] = ()) -> None:
         super().__init__(message)
         if requirement:  # otherwise the class's own (a crash is SVC-1, a hang SVC-2)
             self.requirement = requirement
         self.scenario = scenario
         self.steps = tuple(steps)
+        self.earlier = tuple(earlier)
 
 
 class DriverFault(ConformanceError):

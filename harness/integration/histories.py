@@ -20,11 +20,12 @@ import pytest
 
 from harness.api.errors import ConformanceError
 from harness.api.hal import Device
-from harness.judging.lockstep import Step, replay
+from harness.judging.lockstep import NEXT_RUN, Step, replay
 from harness.judging.shrinking import shortest_failing
 from harness.judging.stored_steps import StoredStepsError, decode_steps, encode_steps
 
-__all__ = ["KEEP_AT_MOST", "SHRINK_SECONDS", "StoredHistories", "fails_on_a_fresh_driver", "shortest_history", "stored_histories"]
+__all__ = ["KEEP_AT_MOST", "SHRINK_SECONDS", "StoredHistories", "fails_on_a_fresh_driver", "replaying_steps", "shortest_history",
+           "stored_histories"]
 
 #: How long a verdict judged across runs may be shrunk (a failing test's time only).
 SHRINK_SECONDS = 10.0
@@ -79,16 +80,50 @@ class StoredHistories:
 
 
 def fails_on_a_fresh_driver(fresh_device: Callable[[], Device], reference: Device, steps: tuple[Step, ...],
-                            requirement: str) -> bool:
+                            requirement: str, in_last_run: bool = False) -> bool:
     """Whether ``steps``, replayed from the start on ``fresh_device()`` (its service's process
-    replaced), fail with ``requirement``.  Any other end (a broken sequence) is not that failure."""
+    replaced), fail with ``requirement`` (``in_last_run``: in the calls after the last `NEXT_RUN`,
+    not in an earlier sequence).  Any other end (a broken sequence) is not that failure."""
     try:
         replay(steps, fresh_device(), reference).close()
     except ConformanceError as error:
-        return error.requirement == requirement
+        # A replay's own steps are every call so far, without the NEXT_RUN marks.
+        return error.requirement == requirement and (not in_last_run or len(error.steps) > _calls_before_last_run(steps))
     except Exception:  # noqa: BLE001 -- see above
         return False
     return False
+
+
+def _calls_before_last_run(steps: tuple[Step, ...]) -> int:
+    marks = [position for position, step in enumerate(steps) if step.method == NEXT_RUN]
+    return marks[-1] - (len(marks) - 1) if marks else 0
+
+
+def replaying_steps(fresh_device: Callable[[], Device], reference: Device, verdict: ConformanceError,
+                    deadline: float) -> tuple[Step, ...] | None:
+    """A call sequence that fails on a fresh driver as ``verdict`` did: its own steps when they do;
+    else the sequences the driver had before them (``verdict.earlier``: earlier tests' and examples')
+    followed by its last run, cut down by `shortest_failing` until ``deadline``; None when neither
+    fails so, in that last run.
+
+    Sequences that ended in a verdict of their own are left out first (a replay would stop at
+    that verdict, not this one); all of them are tried when that does not fail."""
+    if fails_on_a_fresh_driver(fresh_device, reference, verdict.steps, verdict.requirement):
+        return verdict.steps
+    if not verdict.earlier:
+        return None
+    own = verdict.steps[max((p for p, s in enumerate(verdict.steps) if s.method == NEXT_RUN), default=-1) + 1:]
+
+    def fails(candidate: tuple[Step, ...]) -> bool:
+        return fails_on_a_fresh_driver(fresh_device, reference, candidate, verdict.requirement, in_last_run=True)
+
+    passed = [sequence.steps for sequence in verdict.earlier if not sequence.ended_in_a_verdict]
+    every = [sequence.steps for sequence in verdict.earlier]
+    for earlier in (passed, every) if len(passed) < len(every) else (every,):
+        history = tuple(step for sequence in earlier for step in (*sequence, Step(NEXT_RUN, ()))) + tuple(own)
+        if time.monotonic() < deadline and fails(history):
+            return shortest_failing(history, fails, deadline, in_last_run=True)
+    return None
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import random
+import time
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import cast
@@ -16,7 +17,7 @@ from typing import cast
 import pytest
 
 import harness
-from harness.api.errors import HarnessError
+from harness.api.errors import ConformanceError, HarnessError
 from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
 from harness.integration.recording import EXPECTATION, is_generative, suite_of
@@ -259,7 +260,7 @@ def pytest_configure(config: pytest.Config) -> None:
                      config.getoption("driver"), config.getoption("harness_reproducers"),
                      service=lambda: state.service,
                      progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None,
-                     replays=_replays_on_a_fresh_driver(state)),
+                     replaying=_replaying_on_a_fresh_driver(state)),
             "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:
         from harness.integration.rounds import Rounds
@@ -539,16 +540,20 @@ class FailureWatch:
     failed: Callable[[Exception], None]  # a failure the test found itself, before it shrinks it
 
 
-def _replays_on_a_fresh_driver(state: HarnessState) -> Callable[[tuple, str], bool]:
-    """replays(steps, requirement), for the recorder: a failing call sequence's check on a fresh driver."""
+def _replaying_on_a_fresh_driver(state: HarnessState) -> Callable[[ConformanceError], tuple | None]:
+    """replaying(verdict), for the recorder: a failing call sequence checked on a fresh driver
+    (`harness.integration.histories.replaying_steps`, cut down for at most SHRINK_SECONDS).  The
+    tests after it then start on a fresh driver too, not on what the last replay left."""
 
-    def replays(steps: tuple, requirement: str) -> bool:
-        from harness.integration.histories import fails_on_a_fresh_driver
+    def replaying(verdict: ConformanceError) -> tuple | None:
+        from harness.integration.histories import SHRINK_SECONDS, replaying_steps
         from reference_driver import ReferenceDevice
 
-        return fails_on_a_fresh_driver(state.fresh_device, ReferenceDevice(), steps, requirement)
+        steps = replaying_steps(state.fresh_device, ReferenceDevice(), verdict, time.monotonic() + SHRINK_SECONDS)
+        state.fresh_device()
+        return steps
 
-    return replays
+    return replaying
 
 
 @pytest.fixture(scope="session")

@@ -60,10 +60,11 @@ DRIVER_OUTPUT_BYTES = 4096
 
 class Recorder:
     def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "",
-                 service=None, progress: bool = False, replays=None) -> None:
+                 service=None, progress: bool = False, replaying=None) -> None:
         self.driver = driver
-        # replays(steps, requirement): whether a call sequence fails so on a fresh driver (None: not checked)
-        self._replays = replays
+        # replaying(verdict): a call sequence that fails on a fresh driver as the verdict did, its
+        # own or one with calls the driver had before it; None when none does (None: not checked)
+        self._replaying = replaying
         # The driver's service (a callable that returns it, or None): a failure's record carries
         # the last DRIVER_OUTPUT_BYTES it printed during the test.
         self._service = service or (lambda: None)
@@ -221,17 +222,22 @@ class Recorder:
         write_atomically(path, script)
         return path, found if isinstance(found, ConformanceError) and found.steps else None
 
-    def _check_replay(self, path: str, verdict: ConformanceError) -> bool:
+    def _check_replay(self, path: str, verdict: ConformanceError, record: dict) -> None:
         """Whether the reproducer's call sequence fails on a fresh driver as it failed in the run.  A
-        sequence that needs calls the driver had before it (earlier tests) does not; its script is
-        written again to say so, rather than read a pass as a fix."""
-        replays = bool(self._replays(verdict.steps, verdict.requirement))
-        if not replays:
-            from harness.report.reproducer import call_sequence_script
+        sequence that needs calls the driver had before it (earlier tests or examples) does not: its
+        script is written again with those calls before it, when the driver's history holds them
+        and they fail so, or else to say it does not replay, rather than read a pass as a fix."""
+        from harness.report.reproducer import call_sequence_script
 
+        steps = self._replaying(verdict)
+        record["replays"] = steps is not None
+        record["with_earlier_calls"] = steps is not None and steps is not verdict.steps
+        if steps is None:
             write_atomically(path, call_sequence_script(verdict.steps, self.driver, verdict.requirement, str(verdict),
                                                         replayed=False))
-        return replays
+        elif record["with_earlier_calls"]:
+            write_atomically(path, call_sequence_script(steps, self.driver, verdict.requirement, str(verdict),
+                                                        with_earlier_calls=True))
 
     def _record(self, item: pytest.Item, report, call, reproducer: str = "",
                 sequence: ConformanceError | None = None) -> None:
@@ -254,8 +260,8 @@ class Recorder:
         outcome = "xfailed" if waived is not None and report.skipped else "xpassed" if waived is not None else report.outcome
         record = self._record_of(item, outcome, verdict, fault, message, report.duration,
                                  str(report.longrepr) if report.failed else "", reproducer, waiver=waived or "", skip=skip)
-        if sequence is not None and self._replays is not None:  # after the record took the driver's output:
-            record["replays"] = self._check_replay(reproducer, sequence)  # the check replaces its process
+        if sequence is not None and self._replaying is not None:  # after the record took the driver's output:
+            self._check_replay(reproducer, sequence, record)  # the check replaces its process
         self._append(record)
         if report.failed:
             os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure

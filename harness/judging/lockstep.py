@@ -20,6 +20,7 @@ from typing import Any
 from harness.api.errors import ConformanceError, DriverFault
 from harness.api.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType
 from harness.api.memory import Memory
+from harness.judging.driver_history import history_of, lifetime_of
 from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_on_both
 from harness.judging.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
 from harness.service.proxies import begin_call
@@ -93,6 +94,7 @@ def _keeps_steps(method: Callable) -> Callable:
         except DriverFault as fault:
             if not fault.steps:
                 fault.steps = self.steps_so_far()  # its requirement (SVC-1 crash, SVC-2 hang) is its type's
+                fault.earlier = self._earlier()
                 self._on_verdict(fault)
             raise
 
@@ -138,10 +140,13 @@ class Lockstep:
         self._types: dict[str, OperandType] = {}
         self._computed: dict[str, bool] = {}
         self._served: dict[tuple, int] = {}  # allocation signature -> live buffers when the driver first served it
+        self._history = history_of(driver)  # what the driver had before this sequence, since its process started
+        if self._history is not None:
+            self._history.join(self.steps, lifetime_of(driver))
 
     # ----------------------------------------------------------------- comparison
 
-    def _history(self) -> str:
+    def _call_log(self) -> str:
         return "call sequence:\n" + "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.log))
 
     def steps_so_far(self) -> tuple[Step, ...]:
@@ -151,9 +156,18 @@ class Lockstep:
             return tuple(self.steps)
         return (*self._before, Step(NEXT_RUN, ()), *self.steps)
 
+    def _earlier(self) -> tuple:
+        """The call sequences the driver had before this one (a verdict's ``earlier``); this one
+        is marked as ending in a verdict, which a replay of a later one's history must get past."""
+        if self._history is None:
+            return ()
+        self._history.ended_in_a_verdict(self.steps)
+        return self._history.before(self.steps)
+
     def _failure(self, requirement: str, message: str) -> ConformanceError:
         """The error for a mismatch, with the history shown and the steps attached."""
-        verdict = ConformanceError(f"{message}\n{self._history()}", requirement=requirement, steps=self.steps_so_far())
+        verdict = ConformanceError(f"{message}\n{self._call_log()}", requirement=requirement, steps=self.steps_so_far(),
+                                   earlier=self._earlier())
         self._on_verdict(verdict)
         return verdict
 

@@ -4,7 +4,7 @@ Hypothesis shrinks each example, but a leak (DOM-ALLOC-3) is judged after a test
 all of them, and any failure of a run may depend on what the driver was asked in the runs before
 it: a verdict's steps are every run up to the one that saw it.  Most of those calls do not matter,
 so the sequence is cut down here, in the same spirit as hypothesis' shrinker: the last run alone,
-the shortest failing prefix, then candidates that delete whole runs, then calls that create no
+the shortest failing prefix, then candidates that delete whole runs (many at once first), then calls that create no
 buffer (copies, executions), then an allocation with its own release.  A candidate is kept when
 it still fails, replayed from the start on a fresh driver, with the same requirement.
 
@@ -59,11 +59,12 @@ def _deletable_with(run: Sequence[Step], index: int) -> tuple[int, ...] | None:
 
 
 def shortest_failing(steps: Sequence[Step], fails: Callable[[tuple[Step, ...]], bool], deadline: float,
-                     earlier: Sequence[Step] = ()) -> tuple[Step, ...]:
+                     earlier: Sequence[Step] = (), in_last_run: bool = False) -> tuple[Step, ...]:
     """The shortest sequence found before ``deadline`` (``time.monotonic()``) for which ``fails``
     holds, starting from ``steps`` (which must fail); ``steps`` itself when none is shorter.
     ``earlier``: a shorter history that failed the same way before (the first run that did, where
-    ``steps`` end with the run hypothesis shrank it to)."""
+    ``steps`` end with the run hypothesis shrank it to).  ``in_last_run``: ``fails`` holds only for
+    a failure in the last run, so no prefix that ends before it is tried."""
     # A last run that fails by itself (one hypothesis shrank, say) needs none before it: one replay.
     # Else the earlier history, when it still fails: every run hypothesis made while shrinking
     # comes after it.
@@ -73,7 +74,8 @@ def shortest_failing(steps: Sequence[Step], fails: Callable[[tuple[Step, ...]], 
             break
     # Then the shortest failing prefix: a replay stops at the first failure, so every prefix
     # longer than that one fails too, and a binary search finds it.
-    failing, passing = len(steps), 0
+    failing = len(steps)
+    passing = max((position for position, step in enumerate(steps) if step.method == NEXT_RUN), default=0) if in_last_run else 0
     while failing - passing > 1 and time.monotonic() < deadline:
         middle = (failing + passing) // 2
         if fails(tuple(steps[:middle])):
@@ -89,12 +91,16 @@ def shortest_failing(steps: Sequence[Step], fails: Callable[[tuple[Step, ...]], 
         runs = candidate
         return True
 
-    # Whole runs first (the last one saw the leak, and stays): all earlier runs at once, then each.
-    if len(runs) > 1 and not try_runs([runs[-1]]):
+    # Whole runs first (the last one saw the failure, and stays): all earlier runs at once, then
+    # halves of them, quarters, and so on down to each one (a history of earlier tests has
+    # hundreds of runs, and few of them matter).
+    chunk = len(runs) - 1
+    while chunk >= 1 and time.monotonic() < deadline:
         number = 0
         while number < len(runs) - 1 and time.monotonic() < deadline:
-            if not try_runs(runs[:number] + runs[number + 1:]):
-                number += 1
+            if not try_runs(runs[:number] + runs[min(number + chunk, len(runs) - 1):]):
+                number += chunk
+        chunk //= 2
     # Then, in each run, the calls that only use buffers, and allocations with their releases.
     # From the end backwards: a deletion removes only the step at ``index`` and ones after it.
     for run_number in range(len(runs)):

@@ -81,16 +81,23 @@ if __name__ == "__main__":
 
 #: Beside a reproducer whose call sequence passed on a fresh driver when it was written (``replays``
 #: false in the record): the failure needed calls the driver had before the test.
-NEEDS_EARLIER_CALLS = ("its call sequence alone passed on a fresh driver: the failure needed calls made before the "
-                       "test, so rerun the test to see it")
+NEEDS_EARLIER_CALLS = ("its call sequence passed on a fresh driver, alone and after the lockstep calls the driver had "
+                       "before it: the failure needed other calls made before the test, so rerun the test to see it")
 
 
 def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "",
-                         replayed: bool = True) -> str:
+                         replayed: bool = True, with_earlier_calls: bool = False) -> str:
     """A script that replays a lockstep call sequence and fails the same way while the bug is there.
     ``replayed`` False: the sequence did not fail on a fresh driver when it was written (the failure
-    needed calls made before it); the script then never reads a pass as a fix, and exits 3."""
+    needed calls made before it); the script then never reads a pass as a fix, and exits 3.
+    ``with_earlier_calls``: the sequences before the last `NEXT_RUN` step are calls made on the same
+    driver process before the failing one (by earlier tests, or earlier examples of the same test),
+    which the failure needs; the message shows the failing sequence's own calls."""
     listed = "".join(f"    {_literal(step)},\n" for step in steps)
+    if with_earlier_calls:
+        listed = ("    # The sequences before the last next_run step were made on the same driver process before the\n"
+                  "    # failing one (earlier tests, or earlier examples of its test): the failing calls alone pass on\n"
+                  "    # a fresh driver.\n" + listed)
     if replayed:
         passed = '''    print("the driver now conforms on this call sequence")'''
     else:

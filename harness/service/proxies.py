@@ -126,6 +126,11 @@ class DeviceProxy:
     def version(self) -> str:
         return self._endpoint.version
 
+    @property
+    def lifetime(self) -> int:
+        """Which of the service's processes serves the driver now (a restart starts another)."""
+        return self._endpoint.generation
+
     def _call(self, method: str, *args: Any) -> Any:
         return self._endpoint.call(None, _DEVICE, method, args, CallDescription("Device", method, args))
 

@@ -59,11 +59,32 @@ def test_a_state_machine_failure_replays_with_the_runs_it_needs(tmp_path: Path, 
     assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
 
 
-def test_a_call_sequence_that_needs_an_earlier_test_says_so(tmp_path: Path) -> None:
+def test_a_call_sequence_that_needs_an_earlier_example_replays_with_it(tmp_path: Path) -> None:
     """mutant-refuses-after-release refuses every allocation once any buffer was released, an invalid
-    one too (GENERAL_FAILURE where SPEC says INVALID_ARGUMENT).  After a test that released a buffer,
-    test_copy_sequences fails; its call sequence alone, on a fresh driver, passes.  The record and
-    the script say so, and the script does not read that pass as a fix."""
+    one too (GENERAL_FAILURE where SPEC says INVALID_ARGUMENT).  test_copy_sequences fails after an
+    earlier example of its own released a buffer: the failing example's calls alone pass on a fresh
+    driver.  The reproducer replays the release before them, cut down from the driver's history,
+    fails there with the run's rule, and conforms on the reference."""
+    script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains", "test_copy_sequences",
+                                          "mutant-refuses-after-release")
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    [failed] = [record for record in records if record.get("outcome") == "failed"]
+    assert failed["replays"] is True and failed["with_earlier_calls"] is True
+    text = script.read_text()
+    assert "Step(method='release'" in text and "Step(method='next_run'" in text
+    replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert replayed.returncode == 1 and f"[{failed['rule']}]" in replayed.stderr, replayed.stderr[-3000:]
+    fixed = tmp_path / "reference.py"
+    fixed.write_text(text.replace("DRIVER = 'mutant-refuses-after-release'", "DRIVER = 'reference'"))
+    conforms = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=300)
+    assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
+
+
+def test_a_call_sequence_that_needs_an_earlier_test_says_so(tmp_path: Path) -> None:
+    """As above, but the buffer was released by a test that calls the driver directly
+    (test_simple_fully_specified_buffer_is_served), which no lockstep history holds: test_copy_sequences
+    then fails on its first example, and neither its calls nor the history before them fail on a
+    fresh driver.  The record and the script say so, and the script does not read a pass as a fix."""
     script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains",
                                           "test_simple_fully_specified_buffer_is_served or test_copy_sequences",
                                           "mutant-refuses-after-release")
