@@ -172,10 +172,14 @@ class Recorder:
         outcome = yield
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
+            first = self._first_failure
             self._running, self._first_failure = None, None  # pytest reports the test itself: let its frames go
             error = call.excinfo.value if call.excinfo is not None else None
+            hidden = report.failed and error is not None and first is not None and _hidden_verdict(error, first)
+            if hidden:
+                error = first
             reproducer, sequence = self._write_reproducer(item, error) if report.failed else ("", None)
-            self._record(item, report, call, reproducer, sequence)
+            self._record(item, report, call, reproducer, sequence, error if hidden else None)
 
     def pytest_keyboard_interrupt(self) -> None:
         """The run stopped in the middle of a test.  One that had failed on an example was shrinking
@@ -240,13 +244,15 @@ class Recorder:
                                                         with_earlier_calls=True))
 
     def _record(self, item: pytest.Item, report, call, reproducer: str = "",
-                sequence: ConformanceError | None = None) -> None:
+                sequence: ConformanceError | None = None, first_failure: BaseException | None = None) -> None:
+        """``first_failure``: the test's first failing example, recorded in place of hypothesis' own
+        error that ended the test without a verdict (`_hidden_verdict`)."""
         skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
         # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it; pytest's
         # own report of a failure, with no exception, is the driver's, as before faults were kept
         verdict, fault = None, "driver" if report.failed else ""
         if report.failed and call.excinfo is not None:
-            verdict, fault = judged(call.excinfo.value, str(item.path))
+            verdict, fault = judged(first_failure or call.excinfo.value, str(item.path))
         message = ""
         if verdict is not None:
             message = _message_of(verdict)
@@ -260,6 +266,8 @@ class Recorder:
         outcome = "xfailed" if waived is not None and report.skipped else "xpassed" if waived is not None else report.outcome
         record = self._record_of(item, outcome, verdict, fault, message, report.duration,
                                  str(report.longrepr) if report.failed else "", reproducer, waiver=waived or "", skip=skip)
+        if first_failure is not None:  # as hypothesis first found it: its shrinking ended in its own error
+            record["unshrunk"] = True
         if sequence is not None and self._replaying is not None:  # after the record took the driver's output:
             self._check_replay(reproducer, sequence, record)  # the check replaces its process
         self._append(record)
@@ -334,6 +342,16 @@ def _verdict_of(error: BaseException) -> BaseException:
             if getattr(verdict, "requirement", ""):
                 return verdict
     return error
+
+
+def _hidden_verdict(error: BaseException, first: BaseException) -> bool:
+    """Whether hypothesis ended a test with its own error (inconsistent data generation, a flaky
+    failure) that carries no verdict, after an example of it had failed with one (``first``).  A
+    driver whose outcome depends on its history (calls of earlier examples) makes hypothesis'
+    replays disagree with what it saw; the verdict the driver gave still stands, and is recorded."""
+    ended = _verdict_of(error)
+    return (raised_by_hypothesis(type(ended).__module__) and not getattr(ended, "requirement", "")
+            and bool(getattr(_verdict_of(first), "requirement", "")))
 
 
 def judged(error: BaseException, test_file: str) -> tuple[BaseException, str]:

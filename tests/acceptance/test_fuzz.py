@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -122,6 +123,14 @@ def test_fuzz_rounds_run_the_state_machine_and_count_its_runs(tmp_path: Path) ->
 
 
 #: A generative test that finds a failure and is stopped while hypothesis shrinks it, as the
+def _interruptible() -> None:
+    """In a child about to run pytest: SIGINT's default disposition, so that Python turns it into
+    KeyboardInterrupt.  The tests below stop their pytest with SIGINT, as harness fuzz's deadline
+    does; when this run is itself a shell's background job, SIGINT is ignored and a child would
+    inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 #: SIGINT of harness fuzz's deadline stops a worker that is mid-test.
 _STOPPED_WHILE_SHRINKING = """
 import os
@@ -156,7 +165,7 @@ def test_a_failure_found_before_the_run_is_stopped_is_recorded_unshrunk(tmp_path
     record = tmp_path / "record.jsonl"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_stopped.py",
                            "--driver=reference", f"--harness-record={record}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, preexec_fn=_interruptible)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
     tests = [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
     assert [line["id"].rsplit("::", 1)[1] for line in tests] == ["test_fails_then_the_run_is_stopped"]
@@ -173,7 +182,7 @@ def test_a_run_stopped_before_any_failure_records_no_failure(tmp_path: Path) -> 
     record = tmp_path / "record.jsonl"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_stopped.py",
                            "--driver=reference", f"--harness-record={record}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, preexec_fn=_interruptible)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
     assert not [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
 
@@ -212,7 +221,8 @@ def test_a_state_machine_stopped_after_a_failure_records_it_unshrunk(tmp_path: P
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stop_at_first_failure",
                            "--pyargs", "harness.suites.memory_domains", "-k", "state_machine", f"--driver={driver}",
                            "--harness-profile=ci", f"--harness-record={record}", f"--harness-reproducers={tmp_path / 'rp'}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                          preexec_fn=_interruptible)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
     (stopped,) = [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
     assert stopped["id"].endswith("::test_memory_domain_state_machine")
@@ -305,8 +315,6 @@ def test_the_budget_holds_for_a_worker_started_with_sigint_ignored(tmp_path: Pat
     workers inherit that; the controller's interrupt at its deadline must still end their
     round, not let them run it to its end.  Six seconds of budget against a first round of three
     suites at 25 examples per test: the worker records only part of the round."""
-    import signal
-
     done = subprocess.run([sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", "reference", "--minutes",
                            "0.1", "--suites", "memory_pools,memory_domains,custom_calls", "--db", "db", "--out", "fz"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600,

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 
-def _reproducer_of_a_failing_run(tmp_path: Path, module: str, selected: str, driver: str) -> Path:
+def _reproducer_of_a_failing_run(tmp_path: Path, module: str, selected: str, driver: str, *options: str) -> Path:
     """The one reproducer script a ``ci`` run of the ``selected`` tests of ``module`` on ``driver`` writes."""
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", module, "-k", selected,
          f"--driver={driver}", "--harness-profile=ci", f"--harness-record={tmp_path / 'records.jsonl'}",
-         f"--harness-reproducers={tmp_path / 'reproducers'}"],
+         f"--harness-reproducers={tmp_path / 'reproducers'}", *options],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr
     [script] = (tmp_path / "reproducers").glob("*.py")
@@ -64,11 +64,16 @@ def test_a_call_sequence_that_needs_an_earlier_example_replays_with_it(tmp_path:
     one too (GENERAL_FAILURE where SPEC says INVALID_ARGUMENT).  test_copy_sequences fails after an
     earlier example of its own released a buffer: the failing example's calls alone pass on a fresh
     driver.  The reproducer replays the release before them, cut down from the driver's history,
-    fails there with the run's rule, and conforms on the reference."""
+    fails there with the run's rule, and conforms on the reference.
+
+    With this seed hypothesis, replaying the failing example on a driver that now refuses
+    everything, ends in its own error (inconsistent data generation) rather than the verdict: the
+    record keeps the verdict of the first failing example, marked unshrunk."""
     script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains", "test_copy_sequences",
-                                          "mutant-refuses-after-release")
+                                          "mutant-refuses-after-release", "--harness-seed=0")
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     [failed] = [record for record in records if record.get("outcome") == "failed"]
+    assert failed["error_type"] == "ConformanceError" and failed["fault"] == "driver" and failed["unshrunk"] is True
     assert failed["replays"] is True and failed["with_earlier_calls"] is True
     text = script.read_text()
     assert "Step(method='release'" in text and "Step(method='next_run'" in text

@@ -14,11 +14,16 @@ from harness.integration.histories import fails_on_a_fresh_driver, replaying_ste
 from harness.judging import driver_history
 from harness.judging.driver_history import DriverHistory
 from harness.judging.lockstep import NEXT_RUN, Lockstep, Step, replay
+from harness.drivers.registry import load_registry
 from harness.strategies.domains import Flavor
-from plugins.mutants.reach import refuses_after_release
 from reference_driver import ReferenceDevice
 
 FLAVOR = Flavor(OperationType.ADD, OperandType.TENSOR_FLOAT32)
+
+
+def refuses_after_release():
+    """A new instance of mutant-refuses-after-release (a fresh driver)."""
+    return load_registry().resolve("mutant-refuses-after-release").create()
 
 
 def _released_buffer(driver, reference) -> None:
