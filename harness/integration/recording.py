@@ -268,6 +268,7 @@ class Recorder:
                                  str(report.longrepr) if report.failed else "", reproducer, waiver=waived or "", skip=skip)
         if first_failure is not None:  # as hypothesis first found it: its shrinking ended in its own error
             record["unshrunk"] = True
+            record["hidden_by"] = type(_verdict_of(call.excinfo.value)).__name__
         if sequence is not None and self._replaying is not None:  # after the record took the driver's output:
             self._check_replay(reproducer, sequence, record)  # the check replaces its process
         self._append(record)

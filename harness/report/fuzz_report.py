@@ -91,6 +91,15 @@ def _no_verdict(failure: dict) -> str:
 _UNSHRUNK = " <em>(as first found: the run ended before it was shrunk)</em>"
 
 
+def _unshrunk(failure: dict) -> str:
+    """The note after a failure recorded from its first failing example: the run stopped while it
+    was shrunk, or hypothesis ended its test in its own error (``hidden_by``) instead."""
+    if failure.get("hidden_by"):
+        return (f" <em>(as first found: hypothesis ended the test in its own {html.escape(failure['hidden_by'])} while "
+                f"shrinking it; the driver's outcome depended on earlier calls)</em>")
+    return _UNSHRUNK if failure.get("unshrunk") else ""
+
+
 #: After the link of a reproducer whose call sequence alone passed on a fresh driver.
 _NEEDS_EARLIER = f" <em>({html.escape(NEEDS_EARLIER_CALLS)})</em>"
 
@@ -106,7 +115,7 @@ def render_fuzz_report(summary: dict, out: str) -> str:
         rows = "".join(
             f"<tr><td>{html.escape(f['test'])}</td><td>{html.escape(', '.join(f['requirements']))}{_no_verdict(f)}</td>"
             f"<td>{_seconds(f.get('found_at_s'))}</td>"
-            f"<td>{html.escape(f['message'][:300])}{_UNSHRUNK if f.get('unshrunk') else ''}</td>"
+            f"<td>{html.escape(f['message'][:300])}{_unshrunk(f)}</td>"
             f"<td>{_link(f.get('reproducer', ''), out)}{_NEEDS_EARLIER if f.get('replays') is False else ''}</td></tr>"
             for f in found)
         table = (f"<table><tr><th>test</th><th>requirements</th><th>found at</th><th>message</th><th>reproducer</th></tr>"

@@ -156,3 +156,19 @@ def test_both_reports_mark_a_reproducer_that_needs_calls_made_before_its_test(tm
     for replays, shown in ((True, False), (False, True)):
         document = certificate.build([{**record, "replays": replays}], {"driver": "d"}, "start", "end", True, 1.0)
         assert (marked in html.render(document)) is shown, replays
+
+
+def test_the_fuzz_report_says_why_a_failure_is_unshrunk(tmp_path) -> None:
+    from harness.report.fuzz_report import render_fuzz_report
+
+    failure = {"test": "suites/memory_domains/test_x.py::test_y", "suite": "memory_domains", "requirements": ["DOM-ALLOC-1"],
+               "fault": "driver", "message": "ConformanceError: wrong status", "reproducer": "", "found_at_s": 1.0}
+    summary = {"driver": "d", "database": "db", "rounds": 1, "workers": 1, "suites": ["memory_domains"], "seconds": 2.0,
+               "examples_per_suite": {"memory_domains": 10}, "timeline": []}
+    stopped = render_fuzz_report({**summary, "failures": [{**failure, "unshrunk": True}]}, str(tmp_path))
+    hidden = render_fuzz_report({**summary, "failures": [{**failure, "unshrunk": True, "hidden_by": "SomeHypothesisError"}]},
+                                str(tmp_path))
+    shrunk = render_fuzz_report({**summary, "failures": [failure]}, str(tmp_path))
+    assert "the run ended before it was shrunk" in stopped and "SomeHypothesisError" not in stopped
+    assert "SomeHypothesisError" in hidden and "the run ended before it was shrunk" not in hidden
+    assert "as first found" not in shrunk
