@@ -20,7 +20,7 @@ import pytest
 
 from harness.api.errors import ConformanceError
 from harness.api.hal import Device
-from harness.judging.lockstep import NEXT_RUN, Step, replay
+from harness.judging.lockstep import NEXT_RUN, Step, last_run_start, replay
 from harness.judging.shrinking import shortest_failing
 from harness.judging.stored_steps import StoredStepsError, decode_steps, encode_steps
 
@@ -95,8 +95,7 @@ def fails_on_a_fresh_driver(fresh_device: Callable[[], Device], reference: Devic
 
 
 def _calls_before_last_run(steps: tuple[Step, ...]) -> int:
-    marks = [position for position, step in enumerate(steps) if step.method == NEXT_RUN]
-    return marks[-1] - (len(marks) - 1) if marks else 0
+    return sum(step.method != NEXT_RUN for step in steps[:last_run_start(steps)])
 
 
 def replaying_steps(fresh_device: Callable[[], Device], reference: Device, verdict: ConformanceError,
@@ -112,7 +111,7 @@ def replaying_steps(fresh_device: Callable[[], Device], reference: Device, verdi
         return verdict.steps
     if not verdict.earlier:
         return None
-    own = verdict.steps[max((p for p, s in enumerate(verdict.steps) if s.method == NEXT_RUN), default=-1) + 1:]
+    own = verdict.steps[last_run_start(verdict.steps):]
 
     def fails(candidate: tuple[Step, ...]) -> bool:
         return fails_on_a_fresh_driver(fresh_device, reference, candidate, verdict.requirement, in_last_run=True)

@@ -3,10 +3,11 @@
 One driver lives through a whole run: every test of the session talks to the same service
 process.  A failure may then depend on calls made before its own call sequence, by an earlier test
 or an earlier example of the same test (a buffer slot a refused allocation kept, a release that
-corrupted the allocator), and that sequence alone passes on a fresh driver.  Every `Lockstep` joins its driver's history when it starts,
-so that its verdict can carry every lockstep call the driver had before it (`since_start`): the
-recorder replays that on a fresh driver, and cuts it down, when the verdict's own calls do not fail
-alone (`harness.integration.histories.replaying_steps`).
+corrupted the allocator), and that sequence alone passes on a fresh driver.  Every `Lockstep`
+joins its driver's history when it starts, so that its verdict can carry the call sequences the
+driver had before it (``ConformanceError.earlier``): the recorder replays those on a fresh driver,
+and cuts them down, when the verdict's own calls do not fail alone
+(`harness.integration.histories.replaying_steps`).
 
 Only lockstep calls are kept: a test that calls the driver directly makes calls no history holds,
 and a failure that needs them stays labelled as not replaying.  A history holds about

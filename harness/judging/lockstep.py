@@ -25,7 +25,7 @@ from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_valu
 from harness.judging.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
 from harness.service.proxies import begin_call
 
-__all__ = ["AllocationTally", "Lockstep", "Pair", "Step", "counting_allocations", "replay"]
+__all__ = ["AllocationTally", "Lockstep", "Pair", "Step", "counting_allocations", "last_run_start", "replay"]
 
 
 @dataclass
@@ -94,7 +94,7 @@ def _keeps_steps(method: Callable) -> Callable:
         except DriverFault as fault:
             if not fault.steps:
                 fault.steps = self.steps_so_far()  # its requirement (SVC-1 crash, SVC-2 hang) is its type's
-                fault.earlier = self._earlier()
+                fault.earlier = self._earlier_on_a_verdict()
                 self._on_verdict(fault)
             raise
 
@@ -156,7 +156,7 @@ class Lockstep:
             return tuple(self.steps)
         return (*self._before, Step(NEXT_RUN, ()), *self.steps)
 
-    def _earlier(self) -> tuple:
+    def _earlier_on_a_verdict(self) -> tuple:
         """The call sequences the driver had before this one (a verdict's ``earlier``); this one
         is marked as ending in a verdict, which a replay of a later one's history must get past."""
         if self._history is None:
@@ -167,7 +167,7 @@ class Lockstep:
     def _failure(self, requirement: str, message: str) -> ConformanceError:
         """The error for a mismatch, with the history shown and the steps attached."""
         verdict = ConformanceError(f"{message}\n{self._call_log()}", requirement=requirement, steps=self.steps_so_far(),
-                                   earlier=self._earlier())
+                                   earlier=self._earlier_on_a_verdict())
         self._on_verdict(verdict)
         return verdict
 
@@ -367,6 +367,11 @@ class Lockstep:
 
 #: A step between the call sequences of two runs on the same drivers (history the later run's verdict may need).
 NEXT_RUN = "next_run"
+
+
+def last_run_start(steps: Sequence[Step]) -> int:
+    """Where the last run of ``steps`` begins: just after its last `NEXT_RUN` step (0 if none)."""
+    return max((position + 1 for position, step in enumerate(steps) if step.method == NEXT_RUN), default=0)
 
 
 def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep:

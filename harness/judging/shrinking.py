@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from harness.judging.lockstep import NEXT_RUN, Step
+from harness.judging.lockstep import NEXT_RUN, Step, last_run_start
 
 __all__ = ["shortest_failing"]
 
@@ -75,7 +75,7 @@ def shortest_failing(steps: Sequence[Step], fails: Callable[[tuple[Step, ...]], 
     # Then the shortest failing prefix: a replay stops at the first failure, so every prefix
     # longer than that one fails too, and a binary search finds it.
     failing = len(steps)
-    passing = max((position for position, step in enumerate(steps) if step.method == NEXT_RUN), default=0) if in_last_run else 0
+    passing = last_run_start(steps) if in_last_run else 0  # a prefix with no call of the last run cannot fail in it
     while failing - passing > 1 and time.monotonic() < deadline:
         middle = (failing + passing) // 2
         if fails(tuple(steps[:middle])):

@@ -122,7 +122,6 @@ def test_fuzz_rounds_run_the_state_machine_and_count_its_runs(tmp_path: Path) ->
     assert runs[-1]["examples"] >= rounds[-1]["examples_per_test"]
 
 
-#: A generative test that finds a failure and is stopped while hypothesis shrinks it, as the
 def _interruptible() -> None:
     """In a child about to run pytest: SIGINT's default disposition, so that Python turns it into
     KeyboardInterrupt.  The tests below stop their pytest with SIGINT, as harness fuzz's deadline
@@ -131,6 +130,7 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+#: A generative test that finds a failure and is stopped while hypothesis shrinks it, as the
 #: SIGINT of harness fuzz's deadline stops a worker that is mid-test.
 _STOPPED_WHILE_SHRINKING = """
 import os
