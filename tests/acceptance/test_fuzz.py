@@ -9,11 +9,13 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from out_of_tree_drivers import LEAKS_AFTER_FOUR
 
+from harness.commands.fuzz import KILL_AFTER_S
 from harness.report.attribution import failed_requirements
 from harness.report.fuzz_report import FAILURE_COLOUR, RATE_COLOUR
 
@@ -314,12 +316,20 @@ def test_the_budget_holds_for_a_worker_started_with_sigint_ignored(tmp_path: Pat
     """A shell starts a background job (``harness fuzz ... &``) with SIGINT ignored, and the
     workers inherit that; the controller's interrupt at its deadline must still end their
     round, not let them run it to its end.  Six seconds of budget against a first round of three
-    suites at 25 examples per test: the worker records only part of the round."""
-    done = subprocess.run([sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", "reference", "--minutes",
+    suites at 25 examples per test, on a correct driver whose every execution takes 20 ms: the
+    round takes over a minute on any machine (its ~4,000 examples execute at least once each), so
+    the worker records only part of it.  (Against the reference, a fast machine ran more than
+    half the round in those six seconds.)  A worker that heard no interrupt and kept no deadline of
+    its own would be killed KILL_AFTER_S after the interrupt: the run ends before that."""
+    driver = f"{Path(__file__).parents[1] / 'reliability' / 'drills.py'}:slow_but_correct"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", driver, "--minutes",
                            "0.1", "--suites", "memory_pools,memory_domains,custom_calls", "--db", "db", "--out", "fz"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "DRILL_SLOW_S": "0.02"},
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    took = time.monotonic() - started
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert took < 0.1 * 60 + KILL_AFTER_S, f"the worker ran on until it was killed ({took:.1f} s for a 6 s budget)"
     recorded = [json.loads(line) for line in (tmp_path / "fz" / "run-1-w1.jsonl").read_text().splitlines()]
     tested = {line["id"] for line in recorded if "id" in line}
     collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
