@@ -29,7 +29,11 @@
     test cases through ``fuzz_one_input`` (hypothesis' own entry point for external fuzzers: one
     test case from a buffer of random bytes, with no data tree, no mutations, no shrinking), both
     timed in the same process with the same fixtures.  What a fuzz loop with no engine at all
-    would do with the same test bodies.
+    would do with the same test bodies;
+(h) the same runs in another unit: the driver calls each configuration made per second (every
+    worker session's service counts its calls and writes the count in its record file), side by
+    side with REV's.  An example of this checkout and one of REV's need not make as many calls
+    (examples that check more make more), so this is the driver's work the fuzzing got through.
 """
 
 from __future__ import annotations
@@ -101,10 +105,12 @@ class _Runs:
 
     def __init__(self) -> None:
         self.examples, self.seconds, self.cpu_seconds, self.wall = 0, 0.0, 0.0, 0.0
+        self.calls = 0  # driver calls, as the services counted them
         self.rates: list[float] = []  # each run's own examples/s
 
-    def add(self, examples: int, seconds: float, cpu_seconds: float, wall: float) -> None:
+    def add(self, examples: int, seconds: float, cpu_seconds: float, wall: float, calls: int) -> None:
         self.examples += examples
+        self.calls += calls
         self.seconds += seconds
         self.cpu_seconds += cpu_seconds
         self.wall += wall
@@ -113,6 +119,10 @@ class _Runs:
     @property
     def rate(self) -> float:
         return self.examples / max(self.seconds, 1e-9)
+
+    @property
+    def call_rate(self) -> float:
+        return self.calls / max(self.seconds, 1e-9)
 
     @property
     def cores(self) -> float:
@@ -135,8 +145,20 @@ def fuzz_run(suite: str, workers: int, seconds: float, env: dict[str, str], into
         subprocess.run(command, cwd=out, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=seconds + 300)
         with open(os.path.join(out, "fuzz-summary.json"), encoding="utf-8") as f:
             summary = json.load(f)
+        calls = _driver_calls(out)
     into.add(sum(summary["examples_per_suite"].values()), summary["seconds"], _children_cpu() - cpu,
-             time.monotonic() - started)
+             time.monotonic() - started, calls)
+
+
+def _driver_calls(out: str) -> int:
+    """The driver calls of every pytest session of a fuzz run: each session's record file (one per
+    worker process and run, or per round in older code) ends with its service's counts."""
+    calls = 0
+    for name in os.listdir(out):
+        if name.endswith(".jsonl"):
+            with open(os.path.join(out, name), encoding="utf-8") as f:
+                calls += sum(record["service"]["calls"] for record in map(json.loads, f) if "service" in record)
+    return calls
 
 
 def baseline_env(revision: str, where: str) -> dict[str, str]:
@@ -373,11 +395,15 @@ def main() -> None:
                 f"service ceiling {ceiling:,.0f}/s "
                 f"(1 worker at {100 * one.rate / ceiling:.1f}% of it); hypothesis ceiling {engine_ceiling[suite]:,.0f}/s "
                 f"(1 worker at {100 * one.rate / engine_ceiling[suite]:.0f}% of it)")
+        line += f"; (h) driver calls/s: 1 worker {one.call_rate:,.0f}, 2 workers {two.call_rate:,.0f}"
         if args.baseline:
-            base_1, base_2 = runs[(configurations[0][0], 1)].rate, runs[(configurations[0][0], 2)].rate
+            base_one, base_two = runs[(configurations[0][0], 1)], runs[(configurations[0][0], 2)]
+            base_1, base_2 = base_one.rate, base_two.rate
             line += (f"; baseline: 1 worker {base_1:8.1f}, 2 workers {base_2:8.1f}; "
                      f"current/baseline per worker x{one.rate / max(base_1, 1e-9):.2f}; "
-                     f"5x baseline is {100 * 5 * base_1 / engine_ceiling[suite]:.0f}% of the hypothesis ceiling")
+                     f"5x baseline is {100 * 5 * base_1 / engine_ceiling[suite]:.0f}% of the hypothesis ceiling; "
+                     f"(h) baseline driver calls/s: 1 worker {base_one.call_rate:,.0f}, 2 workers {base_two.call_rate:,.0f}; "
+                     f"current/baseline per worker x{one.call_rate / max(base_one.call_rate, 1e-9):.2f}")
         print(line, flush=True)
     if args.scope != "suites":
         print(f"(f) the whole nightly run: harness fuzz --driver reference --suites {','.join(suites)}, "
@@ -386,10 +412,12 @@ def main() -> None:
         for name, _ in configurations:
             one, two = runs[(name, 1)], runs[(name, 2)]
             print(f"    {name:<17} 1 worker {one.rate:8.1f} {_each(one)}, 2 workers {two.rate:8.1f} {_each(two)} "
-                  f"(x{two.rate / max(one.rate, 1e-9):.2f}; {one.cores:.2f} and {two.cores:.2f} cores busy)", flush=True)
+                  f"(x{two.rate / max(one.rate, 1e-9):.2f}; {one.cores:.2f} and {two.cores:.2f} cores busy); "
+                  f"(h) driver calls/s {one.call_rate:,.0f} and {two.call_rate:,.0f}", flush=True)
         if args.baseline:
             base, now = runs[(configurations[0][0], 1)], runs[("current", 1)]
-            print(f"    current/baseline per worker x{now.rate / max(base.rate, 1e-9):.2f}", flush=True)
+            print(f"    current/baseline per worker x{now.rate / max(base.rate, 1e-9):.2f} examples/s, "
+                  f"x{now.call_rate / max(base.call_rate, 1e-9):.2f} driver calls/s", flush=True)
     scratch.cleanup()
 
 
