@@ -317,8 +317,8 @@ def test_the_budget_holds_for_a_worker_started_with_sigint_ignored(tmp_path: Pat
     workers inherit that; the controller's interrupt at its deadline must still end their
     round, not let them run it to its end.  Six seconds of budget against a first round of three
     suites at 25 examples per test, on a correct driver whose every execution takes 20 ms: the
-    round takes over a minute on any machine (its ~4,000 examples execute at least once each), so
-    the worker records only part of it.  (Against the reference, a fast machine ran more than
+    memory_pools examples alone execute over a thousand times, more than 20 s on any machine, so
+    the worker records only part of the round.  (Against the reference, a fast machine ran more than
     half the round in those six seconds.)  A worker that heard no interrupt and kept no deadline of
     its own would be killed KILL_AFTER_S after the interrupt: the run ends before that."""
     driver = f"{Path(__file__).parents[1] / 'reliability' / 'drills.py'}:slow_but_correct"
