@@ -33,7 +33,14 @@
 (h) the same runs in another unit: the driver calls each configuration made per second (every
     worker session's service counts its calls and writes the count in its record file), side by
     side with REV's.  An example of this checkout and one of REV's need not make as many calls
-    (examples that check more make more), so this is the driver's work the fuzzing got through.
+    (examples that check more make more), so this is the driver's work the fuzzing got through;
+(i) with a baseline: the same tests in both, in-test (each test's examples over the time its calls
+    took, from the runs' own per-test records: no start-up, no time between tests), at equal
+    examples per test as a round gives them.  What a suite's figure in (a) gains beyond this is
+    the time between examples the fuzz loop no longer spends (REV started a pytest session per
+    round).  Against it, hypothesis' rate for a test that makes one choice and does nothing else:
+    a test whose 5x of REV's in-test rate is above that cannot reach 5x under hypothesis' engine,
+    whatever its body costs.
 """
 
 from __future__ import annotations
@@ -107,6 +114,7 @@ class _Runs:
         self.examples, self.seconds, self.cpu_seconds, self.wall = 0, 0.0, 0.0, 0.0
         self.calls = 0  # driver calls, as the services counted them
         self.rates: list[float] = []  # each run's own examples/s
+        self.per_test: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # test id -> [examples, seconds in it]
 
     def add(self, examples: int, seconds: float, cpu_seconds: float, wall: float, calls: int) -> None:
         self.examples += examples
@@ -146,6 +154,9 @@ def fuzz_run(suite: str, workers: int, seconds: float, env: dict[str, str], into
         with open(os.path.join(out, "fuzz-summary.json"), encoding="utf-8") as f:
             summary = json.load(f)
         calls = _driver_calls(out)
+        for test, examples, seconds in _test_records(out):
+            into.per_test[test][0] += examples
+            into.per_test[test][1] += seconds
     into.add(sum(summary["examples_per_suite"].values()), summary["seconds"], _children_cpu() - cpu,
              time.monotonic() - started, calls)
 
@@ -159,6 +170,33 @@ def _driver_calls(out: str) -> int:
             with open(os.path.join(out, name), encoding="utf-8") as f:
                 calls += sum(record["service"]["calls"] for record in map(json.loads, f) if "service" in record)
     return calls
+
+
+def _test_records(out: str) -> list[tuple[str, int, float]]:
+    """(test id, examples, seconds) of every generative test call a fuzz run recorded."""
+    found = []
+    for name in os.listdir(out):
+        if name.endswith(".jsonl"):
+            with open(os.path.join(out, name), encoding="utf-8") as f:
+                found += [(record["id"], record["examples"], record["duration"]) for record in map(json.loads, f)
+                          if "id" in record and record.get("examples") and record.get("duration")]
+    return found
+
+
+def same_tests(before: _Runs, now: _Runs, floor: float) -> str:
+    """(i): the tests both runs made examples of, in-test, at equal examples per test; and how many
+    of them would need more than ``floor`` examples/s (hypothesis' own rate at one choice) for 5x."""
+    common = sorted(set(before.per_test) & set(now.per_test))
+    if not common:
+        return "no test in common"
+
+    def rate(runs: _Runs) -> float:  # examples/s with one example of each test: the harmonic mean
+        return len(common) / sum(runs.per_test[t][1] / runs.per_test[t][0] for t in common)
+
+    above = [t for t in common if 5 * before.per_test[t][0] / before.per_test[t][1] > floor]
+    return (f"{len(common)} tests in both: before {rate(before):,.1f}, now {rate(now):,.1f} examples/s in-test "
+            f"(x{rate(now) / rate(before):.2f}); 5x before is {5 * rate(before):,.0f}/s in-test; "
+            f"{len(above)} of {len(common)} tests' 5x is above hypothesis' rate at one choice ({floor:,.0f}/s)")
 
 
 def baseline_env(revision: str, where: str) -> dict[str, str]:
@@ -383,6 +421,7 @@ def main() -> None:
         print(f"(a) harness fuzz --driver reference, {args.repeats} x {args.seconds:.0f} s per suite and configuration, "
               f"examples/s:")
     available = len(os.sched_getaffinity(0))
+    floor = hypothesis_ceiling(1) if each_suite and args.baseline else 0.0
     for suite in each_suite:
         runs = interleaved_runs(suite, configurations, args.repeats, args.seconds)
         one, two = runs[("current", 1)], runs[("current", 2)]
@@ -403,7 +442,8 @@ def main() -> None:
                      f"current/baseline per worker x{one.rate / max(base_1, 1e-9):.2f}; "
                      f"5x baseline is {100 * 5 * base_1 / engine_ceiling[suite]:.0f}% of the hypothesis ceiling; "
                      f"(h) baseline driver calls/s: 1 worker {base_one.call_rate:,.0f}, 2 workers {base_two.call_rate:,.0f}; "
-                     f"current/baseline per worker x{one.call_rate / max(base_one.call_rate, 1e-9):.2f}")
+                     f"current/baseline per worker x{one.call_rate / max(base_one.call_rate, 1e-9):.2f}; "
+                     f"(i) 1 worker, {same_tests(base_one, one, floor)}")
         print(line, flush=True)
     if args.scope != "suites":
         print(f"(f) the whole nightly run: harness fuzz --driver reference --suites {','.join(suites)}, "
