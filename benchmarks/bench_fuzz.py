@@ -40,7 +40,12 @@
     the time between examples the fuzz loop no longer spends (REV started a pytest session per
     round).  Against it, hypothesis' rate for a test that makes one choice and does nothing else:
     a test whose 5x of REV's in-test rate is above that cannot reach 5x under hypothesis' engine,
-    whatever its body costs.
+    whatever its body costs;
+(j) with a baseline: what 5x of REV's examples/s in (a) would take of each example: the in-test
+    rate it needs at this checkout's share of its run spent in tests, the time per example that
+    gives, less hypothesis' engine at the suite's choices ((d)) and the service's round trips
+    ((c) x the calls per example from (b)), against the harness's own work per example now (the
+    strategies' code beyond their choices, the reference, models and memories, judging).
 """
 
 from __future__ import annotations
@@ -197,6 +202,25 @@ def same_tests(before: _Runs, now: _Runs, floor: float) -> str:
     return (f"{len(common)} tests in both: before {rate(before):,.1f}, now {rate(now):,.1f} examples/s in-test "
             f"(x{rate(now) / rate(before):.2f}); 5x before is {5 * rate(before):,.0f}/s in-test; "
             f"{len(above)} of {len(common)} tests' 5x is above hypothesis' rate at one choice ({floor:,.0f}/s)")
+
+
+def what_5x_needs(before: _Runs, now: _Runs, ceiling: float, calls: float, round_trip: float) -> str:
+    """(j): the in-test rate 5x of ``before`` needs, at ``now``'s share of its run spent in tests, and
+    what that leaves of an example for the harness's own work once hypothesis' engine at the
+    suite's choices (``ceiling``) and the service's round trips are taken out, against what that
+    work takes now."""
+    examples = sum(e for e, _ in now.per_test.values())
+    in_tests = sum(seconds for _, seconds in now.per_test.values())
+    if not examples or not now.seconds:
+        return "no examples recorded"
+    share = in_tests / now.seconds
+    needed = 5 * before.rate / share
+    fixed = 1 / ceiling + calls * round_trip
+    allowed, spent = 1 / needed - fixed, in_tests / examples - fixed
+    left = (f"leaving {allowed * 1e3:.2f} ms for the harness's own work (now {spent * 1e3:.2f} ms: it would have to "
+            f"shrink x{spent / allowed:.2f})" if allowed > 0 else "leaving nothing for the harness's own work")
+    return (f"5x needs {needed:,.0f}/s in-test ({100 * share:.0f} % of the run is in tests): {1e3 / needed:.2f} ms an "
+            f"example, of which hypothesis' engine and the round trips take {fixed * 1e3:.2f} ms, {left}")
 
 
 def baseline_env(revision: str, where: str) -> dict[str, str]:
@@ -443,7 +467,8 @@ def main() -> None:
                      f"5x baseline is {100 * 5 * base_1 / engine_ceiling[suite]:.0f}% of the hypothesis ceiling; "
                      f"(h) baseline driver calls/s: 1 worker {base_one.call_rate:,.0f}, 2 workers {base_two.call_rate:,.0f}; "
                      f"current/baseline per worker x{one.call_rate / max(base_one.call_rate, 1e-9):.2f}; "
-                     f"(i) 1 worker, {same_tests(base_one, one, floor)}")
+                     f"(i) 1 worker, {same_tests(base_one, one, floor)}; (j) "
+                     f"{what_5x_needs(base_one, one, engine_ceiling[suite], calls_per_example[suite], round_trip)}")
         print(line, flush=True)
     if args.scope != "suites":
         print(f"(f) the whole nightly run: harness fuzz --driver reference --suites {','.join(suites)}, "
