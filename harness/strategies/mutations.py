@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from hypothesis import assume, event
@@ -40,9 +41,24 @@ def _with(scenario: Scenario, field: str, index: int, argument: RequestArgument)
     return replace(scenario, **{field: tuple(arguments)})  # type: ignore[arg-type]  # field is inputs or outputs
 
 
+@functools.lru_cache(maxsize=256)
+def mutated_requests(scenarios: st.SearchStrategy[Scenario], names: tuple[str, ...] = ()) -> st.SearchStrategy[tuple[Scenario, tuple[str, str, Scenario]]]:
+    """(valid scenario, (mutation name, requirement, mutated scenario)): a scenario from
+    ``scenarios``, then one mutation of it; ``names`` limits the mutations tried.
+
+    One strategy object per arguments, the scenario drawn inside it: a strategy made of each
+    example's scenario would be a new object per example, and hypothesis validates every new
+    strategy before its first draw (6 % of the requests suite's time, py-spy, 2026-11-26)."""
+    return _mutated(scenarios, names)
+
+
 @st.composite
-def request_mutations(draw, scenario: Scenario, names: tuple[str, ...] = ()) -> tuple[str, str, Scenario]:
-    """(mutation name, requirement, mutated scenario); ``names`` limits the mutations tried."""
+def _mutated(draw, scenarios: st.SearchStrategy[Scenario], names: tuple[str, ...]) -> tuple[Scenario, tuple[str, str, Scenario]]:
+    scenario = draw(scenarios, label="valid scenario")
+    return scenario, _mutate(draw, scenario, names)
+
+
+def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str, Scenario]:
     name = draw(sampled(tuple(sorted(names or MUTATIONS))), label="mutation")
     event(f"mutation: {name}")
     field, index = draw(sampled(tuple(_arguments(scenario))), label="argument")

@@ -8,14 +8,14 @@ from hypothesis import strategies as st
 
 from harness.judging.oracle import assert_scenario_conforms
 from harness.strategies import scenarios
-from harness.strategies.mutations import MUTATIONS, request_mutations
+from harness.strategies.mutations import MUTATIONS, mutated_requests
 
 
 @pytest.mark.requirement("REQ-1", "REQ-2")
 @given(data=st.data())
 def test_mutated_requests(driver, reference, capabilities, data) -> None:
-    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="valid scenario")
-    name, requirement, mutated = data.draw(request_mutations(scenario), label="mutation")
+    _, (name, requirement, mutated) = data.draw(mutated_requests(scenarios(capabilities, allow_insufficient=False)),
+                                                label="valid scenario and its mutation")
     note(f"mutation {name} breaks {requirement}")
     assert_scenario_conforms(requirement, mutated, reference, driver)
 
@@ -25,6 +25,6 @@ def test_mutated_requests(driver, reference, capabilities, data) -> None:
 @given(data=st.data())
 def test_each_mutation(driver, reference, capabilities, mutation, data) -> None:
     """Every mutation kind is tried in every run, not only when the draw picks it."""
-    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="valid scenario")
-    name, requirement, mutated = data.draw(request_mutations(scenario, (mutation,)), label="mutation")
+    _, (name, requirement, mutated) = data.draw(mutated_requests(scenarios(capabilities, allow_insufficient=False), (mutation,)),
+                                                label="valid scenario and its mutation")
     assert_scenario_conforms(requirement, mutated, reference, driver)
