@@ -158,34 +158,25 @@ def fuzz_run(suite: str, workers: int, seconds: float, env: dict[str, str], into
         subprocess.run(command, cwd=out, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=seconds + 300)
         with open(os.path.join(out, "fuzz-summary.json"), encoding="utf-8") as f:
             summary = json.load(f)
-        calls = _driver_calls(out)
-        for test, examples, seconds in _test_records(out):
-            into.per_test[test][0] += examples
-            into.per_test[test][1] += seconds
+        records = _records(out)
+        calls = sum(record["service"]["calls"] for record in records if "service" in record)
+        for record in records:
+            if "id" in record and record.get("examples") and record.get("duration"):  # a generative test call
+                into.per_test[record["id"]][0] += record["examples"]
+                into.per_test[record["id"]][1] += record["duration"]
     into.add(sum(summary["examples_per_suite"].values()), summary["seconds"], _children_cpu() - cpu,
              time.monotonic() - started, calls)
 
 
-def _driver_calls(out: str) -> int:
-    """The driver calls of every pytest session of a fuzz run: each session's record file (one per
-    worker process and run, or per round in older code) ends with its service's counts."""
-    calls = 0
+def _records(out: str) -> list[dict[str, Any]]:
+    """Every record of every pytest session of a fuzz run (one file per worker process and run, or
+    per round in older code): its tests' calls, and at the end of each its service's counts."""
+    records: list[dict[str, Any]] = []
     for name in os.listdir(out):
         if name.endswith(".jsonl"):
             with open(os.path.join(out, name), encoding="utf-8") as f:
-                calls += sum(record["service"]["calls"] for record in map(json.loads, f) if "service" in record)
-    return calls
-
-
-def _test_records(out: str) -> list[tuple[str, int, float]]:
-    """(test id, examples, seconds) of every generative test call a fuzz run recorded."""
-    found = []
-    for name in os.listdir(out):
-        if name.endswith(".jsonl"):
-            with open(os.path.join(out, name), encoding="utf-8") as f:
-                found += [(record["id"], record["examples"], record["duration"]) for record in map(json.loads, f)
-                          if "id" in record and record.get("examples") and record.get("duration")]
-    return found
+                records += map(json.loads, f)
+    return records
 
 
 def same_tests(before: _Runs, now: _Runs, floor: float) -> str:
