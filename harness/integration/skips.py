@@ -85,9 +85,9 @@ def refused_allocation(detail: object = "") -> NoReturn:
 
 def allocated_or_not_run(driver: Any, desc: BufferDesc, prepared_models: Sequence[Any], input_roles: Sequence[BufferRole],
                          output_roles: Sequence[BufferRole]) -> tuple[Any, int]:
-    """``driver.allocate(...)`` for a test that needs the buffer: a GENERAL_FAILURE refusal
-    (DOM-ALLOC-3 allows it) means the test cannot run (`refused_allocation`); any other error is
-    the driver's to answer for."""
+    """``driver.allocate(...)`` (a `Device`, or a test's `DirectCalls` on one) for a test that
+    needs the buffer: a GENERAL_FAILURE refusal (DOM-ALLOC-3 allows it) means the test cannot run
+    (`refused_allocation`); any other error is the driver's to answer for."""
     __tracebackhide__ = True
     try:
         return driver.allocate(desc, list(prepared_models), list(input_roles), list(output_roles))

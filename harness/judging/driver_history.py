@@ -9,8 +9,9 @@ driver had before it (``ConformanceError.earlier``): the recorder replays those 
 and cuts them down, when the verdict's own calls do not fail alone
 (`harness.integration.histories.replaying_steps`).
 
-Only lockstep calls are kept: a test that calls the driver directly makes calls no history holds,
-and a failure that needs them stays labelled as not replaying.  A history holds about
+A test that asks the driver alone joins the history through `harness.judging.direct_calls`.  Calls
+no history holds (a test's own threads at once, a vendor's test that calls the driver itself) leave
+a failure that needs them labelled as not replaying.  A history holds about
 `KEEP_STEPS` calls, dropping the oldest sequences first: replaying more, several times over while
 it is cut down, would cost a failing test more than its own run.
 """

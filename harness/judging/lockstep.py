@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.api.errors import ConformanceError, DriverFault
@@ -25,7 +25,7 @@ from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_valu
 from harness.judging.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
 from harness.service.proxies import begin_call
 
-__all__ = ["AllocationTally", "Lockstep", "Pair", "Step", "counting_allocations", "last_run_start", "replay"]
+__all__ = ["ALONE", "AllocationTally", "Lockstep", "NEXT_RUN", "Pair", "Step", "counting_allocations", "last_run_start", "replay"]
 
 
 @dataclass
@@ -367,6 +367,10 @@ class Lockstep:
 
 #: A step between the call sequences of two runs on the same drivers (history the later run's verdict may need).
 NEXT_RUN = "next_run"
+#: The first step of a sequence of calls a test made on the driver alone (`harness.judging.direct_calls`),
+#: up to the next `NEXT_RUN`: a replay makes them on both drivers for the state they leave, and judges
+#: none of them (the test judged them by its own checks, which may accept more than lockstep does).
+ALONE = "alone"
 
 
 def last_run_start(steps: Sequence[Step]) -> int:
@@ -380,6 +384,7 @@ def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep
     step = Lockstep(driver, reference)
     models: dict[str, Pair | None] = {}
     refused: set[str] = set()  # buffers not served in this replay
+    alone: _Alone | None = None  # in a sequence of calls made on the driver alone: its handles
 
     def served_when_recorded(names: Sequence[str]) -> None:
         # A recorded sequence uses only buffers the driver served when it was recorded; one it
@@ -392,6 +397,11 @@ def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep
         method, args = recorded.method, recorded.args
         if method == NEXT_RUN:  # the sequence of the next run: its models are named from model-1 again
             models.clear()
+            alone = None
+        elif method == ALONE or alone is not None:
+            alone = alone or _Alone(driver, reference)
+            step.steps.append(recorded)  # counted as a call, as the verdict's steps count those before it
+            alone.make(recorded)
         elif method == "prepare":
             models[f"model-{len(models) + 1}"] = step.prepare(*args)  # prepare() numbers models the same way
         elif method == "allocate":
@@ -411,6 +421,47 @@ def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep
                 served_when_recorded(args[:1])
             getattr(step, method)(*args)
     return step
+
+
+class _Alone:
+    """The calls of an `ALONE` sequence, made again on both drivers and judged on neither: each
+    side keeps its own prepared models and buffers by name, and what one side refused is absent
+    from that side's calls after it."""
+
+    def __init__(self, driver: Device, reference: Device) -> None:
+        self._sides = (_Side(driver), _Side(reference))
+
+    def make(self, recorded: Step) -> None:
+        for side in self._sides:
+            try:
+                side.make(recorded.method, recorded.args)
+            except DriverError:
+                pass  # the test judged the answer by its own checks; the replay needs only the state it left
+
+
+@dataclass
+class _Side:
+    device: Device
+    models: list[Any] = field(default_factory=list)  # model-1, model-2, ...: None where refused
+    buffers: dict[str, Any] = field(default_factory=dict)
+
+    def make(self, method: str, args: tuple) -> None:
+        if method == "prepare":
+            self.models.append(None)  # numbered as `Lockstep.prepare` numbers them, refused or not
+            self.models[-1] = self.device.prepare_model(args[0].build_model())
+        elif method == "allocate":
+            name, desc, model_names, input_roles, output_roles, _ = args
+            prepared = [self.models[int(model.removeprefix("model-")) - 1] for model in model_names]
+            if None not in prepared:
+                self.buffers[name] = self.device.allocate(desc, prepared, list(input_roles), list(output_roles))[0]
+        elif method == "release" and args[0] in self.buffers:
+            self.buffers.pop(args[0]).release()
+        elif method == "copy_from" and args[0] in self.buffers:
+            with make_memory(args[1]) as memory:
+                self.buffers[args[0]].copy_from(memory, args[2])
+        elif method == "copy_to" and args[0] in self.buffers:
+            with make_memory(MemorySpec(args[2], bytes(args[1]))) as memory:
+                self.buffers[args[0]].copy_to(memory)
 
 
 def _with_memory(spec: MemorySpec, use: Callable[[Any], Any]) -> _Result:

@@ -19,14 +19,14 @@ from typing import Any
 
 from harness.api import hal, memory, shapes
 from harness.judging import scenario
-from harness.judging.lockstep import NEXT_RUN, Step
+from harness.judging.lockstep import ALONE, NEXT_RUN, Step
 
 __all__ = ["CALLS", "FORMAT", "StoredStepsError", "decode_steps", "encode_steps"]
 
 #: The format's version, the first field of every stored value.
 FORMAT = "driver-harness/steps/1"
 #: The lockstep calls a stored sequence may name (`harness.judging.lockstep.replay` runs them).
-CALLS = frozenset({"prepare", "allocate", "execute", "copy_from", "copy_to", "release", "served_again", NEXT_RUN})
+CALLS = frozenset({"prepare", "allocate", "execute", "copy_from", "copy_to", "release", "served_again", NEXT_RUN, ALONE})
 _LIMIT = 64 * 1024 * 1024  # decompressed bytes: a stored history is far smaller
 
 

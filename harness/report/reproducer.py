@@ -14,7 +14,7 @@ import zlib
 
 from collections.abc import Sequence
 
-from harness.judging.lockstep import Step
+from harness.judging.lockstep import ALONE, Step
 from harness.judging.scenario import Scenario
 
 
@@ -98,6 +98,9 @@ def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, m
         listed = ("    # The sequences before the last next_run step were made on the same driver process before the\n"
                   "    # failing one (earlier tests, or earlier examples of its test): the failing calls alone pass on\n"
                   "    # a fresh driver.\n" + listed)
+    if any(step.method == ALONE for step in steps):
+        listed = ("    # A sequence that starts with an alone step is a test's calls on the driver alone: they are made\n"
+                  "    # on both drivers for the state they leave, and not judged.\n" + listed)
     if replayed:
         passed = '''    print("the driver now conforms on this call sequence")'''
     else:

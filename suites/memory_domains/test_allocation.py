@@ -7,6 +7,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from harness.api.hal import BufferDesc, BufferRole, DriverError, OperandType, OperationType
+from harness.judging.direct_calls import DirectCalls
 from harness.judging.lockstep import Lockstep
 from harness.strategies.domains import (
     DOMAIN_TYPES,
@@ -41,11 +42,12 @@ def test_simple_fully_specified_buffer_is_served(driver, flavor) -> None:
     """A driver that declares memory domains must serve at least a plain, fully specified buffer,
     with positive tokens that are unique among live buffers."""
     type = flavor.type
-    prepared = driver.prepare_model(flavor.model((2, 2)).build_model())
+    calls = DirectCalls(driver)
+    prepared = calls.prepare(flavor.model((2, 2)))
     buffers = []
     try:
         for io_index in (0, 1, 0, 1):
-            buffers.append(driver.allocate(BufferDesc(), [prepared], [BufferRole(0, io_index)], []))
+            buffers.append(calls.allocate(BufferDesc(), [prepared], [BufferRole(0, io_index)], []))
     except DriverError as error:
         raise violation("DOM-ALLOC-3",
             f"the driver declares memory-domain support but refused a fully specified "
@@ -55,7 +57,7 @@ def test_simple_fully_specified_buffer_is_served(driver, flavor) -> None:
     if not all(isinstance(t, int) and t > 0 for t in tokens) or len(set(tokens)) != len(tokens):
         raise violation("DOM-ALLOC-3", f"tokens must be positive and unique among live buffers, got {tokens}")
     for buffer, _ in buffers:
-        buffer.release()
+        calls.release(buffer)
 
 
 def _mistakes(flavor: Flavor, other_type: OperandType | None = OperandType.TENSOR_INT32):
@@ -134,24 +136,25 @@ def test_released_buffers_free_what_they_held(driver, flavor, live) -> None:
     after releases of buffers older than some still live, and its token must differ from theirs.
     Before each allocation the driver refuses an invalid one (a role of probability 0): what a
     refusal takes while it validates must be given back too."""
-    prepared = driver.prepare_model(flavor.model((2, 2)).build_model())
+    calls = DirectCalls(driver)
+    prepared = calls.prepare(flavor.model((2, 2)))
     allocations = 24
     held: list[tuple[object, int]] = []
     try:
         for number in range(1, allocations + 1):
             if len(held) == live:
                 oldest, _ = held.pop(0)
-                oldest.release()
+                calls.release(oldest)
             try:
-                invalid = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0, 0.0)], [])
+                invalid = calls.allocate(BufferDesc(), [prepared], [BufferRole(0, 0, 0.0)], [])
             except DriverError:
                 pass  # refused, as DOM-ALLOC-1 requires: this test looks at what comes after
             else:
-                invalid[0].release()
+                calls.release(invalid[0])
                 raise violation("DOM-ALLOC-1", f"allocation {number} of {allocations}: the driver served a buffer "
                                                f"for a role of probability 0")
             try:
-                buffer, token = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
+                buffer, token = calls.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
             except DriverError as error:
                 # The plain, fully specified buffer every memory-domain driver serves (as in the test
                 # above): refused now, after earlier allocations were released, it is a leak.
@@ -168,4 +171,4 @@ def test_released_buffers_free_what_they_held(driver, flavor, live) -> None:
                     f"unique among live buffers")
     finally:
         for buffer, _ in held:
-            buffer.release()
+            calls.release(buffer)

@@ -14,6 +14,7 @@ from harness.judging.oracle import execute_scenario
 from harness.judging.scenario import MemorySpec, make_memory
 from harness.strategies.domains import Flavor, TokenUse, identity_operand, nbytes, request, values_for
 from harness.integration.skips import allocated_or_not_run
+from harness.judging.direct_calls import DirectCalls
 from harness.judging.verdict import violation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -22,13 +23,11 @@ SHAPE = (16, 16)
 CALL_DEADLINE_S = 10.0
 
 
-def _setup(driver, flavor: Flavor):
+def _setup(calls: DirectCalls, flavor: Flavor):
     model = flavor.model(SHAPE)
-    prepared = driver.prepare_model(model.build_model())
-    buffer, token = allocated_or_not_run(driver, BufferDesc(), [prepared], [BufferRole(0, 0)], [BufferRole(0, 0)])
-    source = make_memory(MemorySpec("ashmem", values_for(flavor.type, SHAPE, 5).tobytes()))
-    buffer.copy_from(source, ())
-    source.close()
+    prepared = calls.prepare(model)
+    buffer, token = allocated_or_not_run(calls, BufferDesc(), [prepared], [BufferRole(0, 0)], [BufferRole(0, 0)])
+    calls.copy_from(buffer, MemorySpec("ashmem", values_for(flavor.type, SHAPE, 5).tobytes()))
     return model, prepared, buffer, token
 
 
@@ -41,8 +40,8 @@ def _read_by_copy(buffer, flavor: Flavor) -> bytes:
         memory.close()
 
 
-def _bounded(pool, calls):
-    futures = [pool.submit(call) for call in calls]
+def _bounded(pool, jobs):
+    futures = [pool.submit(job) for job in jobs]
     done, pending = concurrent.futures.wait(futures, timeout=CALL_DEADLINE_S * 3)
     if pending:
         raise violation("DOM-CONC-2", f"{len(pending)} of {len(futures)} concurrent calls did not return "
@@ -53,7 +52,9 @@ def _bounded(pool, calls):
 @pytest.mark.requirement("DOM-CONC-1")
 @pytest.mark.parametrize("threads", [2, 8])
 def test_concurrent_readers_see_the_same_bytes(driver, flavor, threads) -> None:
-    model, prepared, buffer, token = _setup(driver, flavor)
+    # The threads only read: what the driver holds after them is as the calls left it.
+    calls = DirectCalls(driver)
+    model, prepared, buffer, token = _setup(calls, flavor)
     expected = values_for(flavor.type, SHAPE, 5).tobytes()
     reading = request(model, [TokenUse("b"), identity_operand(flavor, SHAPE)], [nbytes(flavor.type, SHAPE)], label="read")
     gate = threading.Barrier(threads)
@@ -70,7 +71,7 @@ def test_concurrent_readers_see_the_same_bytes(driver, flavor, threads) -> None:
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
         results = _bounded(pool, [lambda i=i: read(i) for i in range(threads * 4)])
     wrong = [r for r in results if r != expected]
-    buffer.release()
+    calls.release(buffer)
     if wrong:
         raise violation("DOM-CONC-1", f"{len(wrong)} of {len(results)} concurrent reads returned other bytes or "
                                       f"failed, e.g. {wrong[0]!r:.200}")
@@ -79,7 +80,9 @@ def test_concurrent_readers_see_the_same_bytes(driver, flavor, threads) -> None:
 @pytest.mark.requirement("DOM-CONC-2")
 @given(schedule=st.lists(st.sampled_from(["copy_from", "copy_to", "write", "read", "release"]), min_size=4, max_size=24))
 def test_concurrent_writes_and_reads_return(driver, reference, flavor, schedule) -> None:
-    model, prepared, buffer, token = _setup(driver, flavor)
+    # The threads' writes and releases are not kept (their order on the driver is not known).
+    calls = DirectCalls(driver)
+    model, prepared, buffer, token = _setup(calls, flavor)
     type = flavor.type
     writing = request(model, [values_for(type, SHAPE, 1), values_for(type, SHAPE, 2)], [TokenUse("b")], label="write")
     reading = request(model, [TokenUse("b"), values_for(type, SHAPE, 3)], [nbytes(type, SHAPE)], label="read")
@@ -108,10 +111,10 @@ def test_concurrent_writes_and_reads_return(driver, reference, flavor, schedule)
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         _bounded(pool, [lambda k=kind: call(k) for kind in schedule])
     # The driver keeps serving: a fresh buffer works exactly as on the reference.
-    _, fresh_prepared, fresh, fresh_token = _setup(driver, flavor)
-    if _read_by_copy(fresh, flavor) != values_for(type, SHAPE, 5).tobytes():
+    _, fresh_prepared, fresh, fresh_token = _setup(calls, flavor)
+    if calls.copy_to(fresh, nbytes(type, SHAPE)) != values_for(type, SHAPE, 5).tobytes():
         raise violation("DOM-CONC-2", "after concurrent use the driver no longer serves a simple copy correctly")
-    fresh.release()
+    calls.release(fresh)
 
 
 @pytest.mark.requirement("DOM-CONC-1", "DOM-CONC-2")
@@ -119,13 +122,13 @@ def test_concurrent_writes_and_reads_return(driver, reference, flavor, schedule)
 def test_one_buffer_as_both_inputs_while_it_is_written(driver, flavor, readers) -> None:
     """Readers use the same buffer as both inputs of an execution while a writer keeps copying
     into it: every call returns (a lock taken per argument deadlocks against the waiting writer)."""
+    # The writer copies the same bytes the calls copied: the buffer holds them after.
+    calls = DirectCalls(driver)
     model = flavor.model(SHAPE)
-    prepared = driver.prepare_model(model.build_model())
-    buffer, token = allocated_or_not_run(driver, BufferDesc(), [prepared], [BufferRole(0, 0), BufferRole(0, 1)], [])
+    prepared = calls.prepare(model)
+    buffer, token = allocated_or_not_run(calls, BufferDesc(), [prepared], [BufferRole(0, 0), BufferRole(0, 1)], [])
     source = MemorySpec("ashmem", values_for(flavor.type, SHAPE, 5).tobytes())
-    memory = make_memory(source)
-    buffer.copy_from(memory, ())
-    memory.close()
+    calls.copy_from(buffer, source)
     both = request(model, [TokenUse("b"), TokenUse("b")], [nbytes(flavor.type, SHAPE)], label="op(b, b)")
     expected = execute_scenario(prepared, both, {"b": token})
 
@@ -143,13 +146,13 @@ def test_one_buffer_as_both_inputs_while_it_is_written(driver, flavor, readers) 
             copy.close()
         return "NONE"
 
-    calls = [read if i % (readers + 1) else write for i in range((readers + 1) * 6)]
+    schedule = [read if i % (readers + 1) else write for i in range((readers + 1) * 6)]
     with concurrent.futures.ThreadPoolExecutor(readers + 1) as pool:
-        statuses = _bounded(pool, [lambda c=c, i=i: c(i) for i, c in enumerate(calls)])
-    buffer.release()
+        statuses = _bounded(pool, [lambda c=c, i=i: c(i) for i, c in enumerate(schedule)])
+    calls.release(buffer)
     if not expected.ok:
         raise violation("DOM-CONC-1", f"the same buffer as both inputs failed even alone: {expected.summary()}")
-    failed = [s for s, c in zip(statuses, calls) if c is read and s != "NONE"]
+    failed = [s for s, c in zip(statuses, schedule) if c is read and s != "NONE"]
     if failed:
         raise violation("DOM-CONC-1", f"{len(failed)} reads of the buffer as both inputs failed while it was "
                                       f"written: {failed[:3]}")
@@ -159,15 +162,15 @@ def test_one_buffer_as_both_inputs_while_it_is_written(driver, flavor, readers) 
 @pytest.mark.parametrize("buffers", [2, 3])
 def test_concurrent_reads_of_different_buffers(driver, flavor, buffers) -> None:
     """Threads copy several buffers out at once: each read gets its own buffer's bytes."""
-    prepared = driver.prepare_model(flavor.model(SHAPE).build_model())
+    # The threads only read.
+    calls = DirectCalls(driver)
+    prepared = calls.prepare(flavor.model(SHAPE))
     held = []
     try:
         for i in range(buffers):
-            buffer, _ = allocated_or_not_run(driver, BufferDesc(), [prepared], [BufferRole(0, 0)], [])
-            memory = make_memory(MemorySpec("ashmem", values_for(flavor.type, SHAPE, 10 + i).tobytes()))
-            buffer.copy_from(memory, ())
-            memory.close()
+            buffer, _ = allocated_or_not_run(calls, BufferDesc(), [prepared], [BufferRole(0, 0)], [])
             held.append(buffer)
+            calls.copy_from(buffer, MemorySpec("ashmem", values_for(flavor.type, SHAPE, 10 + i).tobytes()))
         jobs = [i % buffers for i in range(buffers * 12)]
         with concurrent.futures.ThreadPoolExecutor(buffers * 2) as pool:
             results = _bounded(pool, [lambda i=i: _read_by_copy(held[i], flavor) for i in jobs])
@@ -177,4 +180,4 @@ def test_concurrent_reads_of_different_buffers(driver, flavor, buffers) -> None:
                                           f"buffers returned another buffer's bytes (buffers {sorted(set(wrong))})")
     finally:
         for buffer in held:
-            buffer.release()
+            calls.release(buffer)

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from harness.api.hal import BufferDesc, BufferRole, element_size
 from harness.api.memory import REQUIRED_KINDS
+from harness.judging.direct_calls import DirectCalls
 from harness.judging.lockstep import Lockstep
-from harness.judging.scenario import MemorySpec, make_memory
+from harness.judging.scenario import MemorySpec
 from harness.strategies.domains import TokenUse, domain_flavors, nbytes, request, values_for
 from harness.strategies.values import BOOLEANS, integers, sampled
 from harness.integration.skips import allocated_or_not_run, not_applicable, refused_allocation
@@ -68,19 +69,16 @@ def test_copies_do_not_leak_descriptors(driver, flavor, driver_pid) -> None:
     A driver may cache mappings or descriptors as long as the cache is bounded (CHOICE-6): the
     count may grow while the first rounds warm it up, never from one later round to the next."""
     pid = driver_pid
-    prepared = driver.prepare_model(flavor.model((2, 2)).build_model())
-    buffer, _ = allocated_or_not_run(driver, BufferDesc(), [prepared], [BufferRole(0, 0)], [])
+    calls = DirectCalls(driver)
+    prepared = calls.prepare(flavor.model((2, 2)))
+    buffer, _ = allocated_or_not_run(calls, BufferDesc(), [prepared], [BufferRole(0, 0)], [])
     memory = MemorySpec("ashmem", values_for(flavor.type, (2, 2)).tobytes())
     counts = [_open_descriptors(pid)]
     for _ in range(COPY_ROUNDS):
         for _ in range(COPIES_PER_ROUND):
-            source = make_memory(memory)
-            try:
-                buffer.copy_from(source, ())
-            finally:
-                source.close()
+            calls.copy_from(buffer, memory)
         counts.append(_open_descriptors(pid))
-    buffer.release()
+    calls.release(buffer)
     late_growth = counts[-1] - counts[-2]
     if late_growth > 0 and counts[-1] - counts[0] > COPIES_PER_ROUND // 2:
         raise violation("DOM-COPY-1", f"the driver service's descriptors keep growing: {counts} after rounds "

@@ -86,15 +86,53 @@ def test_a_call_sequence_that_needs_an_earlier_example_replays_with_it(tmp_path:
     assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
 
 
-def test_a_call_sequence_that_needs_an_earlier_test_says_so(tmp_path: Path) -> None:
-    """As above, but the buffer was released by a test that calls the driver directly
-    (test_simple_fully_specified_buffer_is_served), which no lockstep history holds: test_copy_sequences
-    then fails on its first example, and neither its calls nor the history before them fail on a
-    fresh driver.  The record and the script say so, and the script does not read a pass as a fix."""
+def test_a_call_sequence_that_needs_an_earlier_direct_test_replays_with_it(tmp_path: Path) -> None:
+    """As above, but the buffer was released by a test that asks the driver alone
+    (test_simple_fully_specified_buffer_is_served, through `DirectCalls`): test_copy_sequences then
+    fails on its first example, whose calls alone pass on a fresh driver.  The direct test's calls
+    are in the driver's history, so the reproducer replays them before the failing example's, fails
+    there with the run's rule, and conforms on the reference."""
     script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains",
                                           "test_simple_fully_specified_buffer_is_served or test_copy_sequences",
                                           "mutant-refuses-after-release")
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    [failed] = [record for record in records if record.get("outcome") == "failed"]
+    assert failed["id"].endswith("::test_copy_sequences")
+    assert failed["replays"] is True and failed["with_earlier_calls"] is True
+    text = script.read_text()
+    assert "Step(method='release', args=('direct-" in text  # the direct test's release, named as DirectCalls names it
+    assert "Step(method='alone'" in text and "not judged" in text
+    replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert replayed.returncode == 1 and f"[{failed['rule']}]" in replayed.stderr, replayed.stderr[-3000:]
+    fixed = tmp_path / "reference.py"
+    fixed.write_text(text.replace("DRIVER = 'mutant-refuses-after-release'", "DRIVER = 'reference'"))
+    conforms = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=300)
+    assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
+
+
+A_VENDOR_TEST_THAT_CALLS_THE_DRIVER_ITSELF = '''
+from harness.api.hal import BufferDesc, BufferRole
+from harness.strategies.domains import declared_flavor
+
+
+def test_a_vendor_check_of_one_buffer(driver, capabilities):
+    prepared = driver.prepare_model(declared_flavor(capabilities).model((2, 2)).build_model())
+    buffer, token = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
+    buffer.release()
+    assert token > 0
+'''
+
+
+def test_a_call_sequence_that_needs_calls_no_history_holds_says_so(tmp_path: Path) -> None:
+    """As above, but the buffer was released by a vendor's own test that calls the driver itself,
+    which no history holds: neither test_copy_sequences' calls nor the history before them fail on a
+    fresh driver.  The record and the script say so, and the script does not read a pass as a fix."""
+    (tmp_path / "test_vendor.py").write_text(A_VENDOR_TEST_THAT_CALLS_THE_DRIVER_ITSELF)
+    script = _reproducer_of_a_failing_run(tmp_path, "test_vendor.py", "test_a_vendor_check_of_one_buffer or test_copy_sequences",
+                                          "mutant-refuses-after-release", "harness.suites.memory_domains.test_copies")
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    [passed] = [record for record in records if record.get("id", "").endswith("::test_a_vendor_check_of_one_buffer")]
+    assert passed["outcome"] == "passed"  # it ran first, and released its buffer
     [failed] = [record for record in records if record.get("outcome") == "failed"]
     assert failed["id"].endswith("::test_copy_sequences") and failed["replays"] is False
     replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)

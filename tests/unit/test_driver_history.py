@@ -9,11 +9,13 @@ import time
 import pytest
 
 from harness.api.errors import ConformanceError
-from harness.api.hal import BufferDesc, BufferRole, OperandType, OperationType
+from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus, OperandType, OperationType
 from harness.integration.histories import fails_on_a_fresh_driver, replaying_steps
 from harness.judging import driver_history
+from harness.judging.direct_calls import DirectCalls
 from harness.judging.driver_history import DriverHistory
-from harness.judging.lockstep import NEXT_RUN, Lockstep, Step, replay
+from harness.judging.lockstep import ALONE, NEXT_RUN, Lockstep, Step, replay
+from harness.judging.scenario import MemorySpec
 from harness.drivers.registry import load_registry
 from harness.strategies.domains import Flavor
 from reference_driver import ReferenceDevice
@@ -96,7 +98,8 @@ def test_an_earlier_sequence_that_failed_is_left_out_when_the_failure_needs_no_p
 
 
 def test_a_failure_whose_history_passes_too_does_not_replay() -> None:
-    # The release came from a direct call, which no history holds: the label stays.
+    # The release came from a call on the driver itself (not through DirectCalls), which no history
+    # holds: the label stays.
     driver, reference = refuses_after_release(), ReferenceDevice()
     prepared = driver.prepare_model(FLAVOR.model((2, 2)).build_model())
     buffer, _ = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
@@ -105,6 +108,61 @@ def test_a_failure_whose_history_passes_too_does_not_replay() -> None:
     verdict = _invalid_allocation(driver, reference)
     assert verdict.earlier == ()
     assert replaying_steps(refuses_after_release, ReferenceDevice(), verdict, time.monotonic() + 30) is None
+
+
+def test_a_failure_after_direct_calls_replays_with_them() -> None:
+    # A test that asks the driver alone (DirectCalls) keeps its calls as lockstep steps: the release
+    # that broke the driver is replayed, on both drivers, before the failing sequence's calls.
+    driver, reference = refuses_after_release(), ReferenceDevice()
+    calls = DirectCalls(driver)
+    prepared = calls.prepare(FLAVOR.model((2, 2)))
+    buffer, token = calls.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
+    calls.copy_from(buffer, MemorySpec("ashmem", bytes(16)))
+    assert calls.copy_to(buffer, 16) == bytes(16) and token > 0
+    calls.release(buffer)
+    verdict = _invalid_allocation(driver, reference)
+    [direct] = verdict.earlier
+    assert [step.method for step in direct.steps] == [ALONE, "prepare", "allocate", "copy_from", "copy_to", "release"]
+    assert direct.steps[2].args[0] == direct.steps[-1].args[0] == "direct-1" and direct.steps[2].args[2] == ("model-1",)
+    steps = replaying_steps(refuses_after_release, ReferenceDevice(), verdict, time.monotonic() + 30)
+    assert steps is not None
+    assert [step.method for step in steps if step.method != ALONE] == ["prepare", "allocate", "release", NEXT_RUN,
+                                                                         "prepare", "allocate"]
+
+
+def test_direct_calls_replay_unjudged_for_the_state_they_leave() -> None:
+    # The direct test took any refusal of an invalid allocation; lockstep would judge this one's
+    # GENERAL_FAILURE (SPEC says INVALID_ARGUMENT).  Replayed, the direct calls judge nothing, and
+    # the verdict comes where it came in the run: the last call, in the last run.
+    driver, reference = refuses_after_release(), ReferenceDevice()
+    calls = DirectCalls(driver)
+    prepared = calls.prepare(FLAVOR.model((2, 2)))
+    buffer, _ = calls.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
+    calls.release(buffer)
+    with pytest.raises(DriverError) as refused:
+        calls.allocate(BufferDesc(), [prepared], [BufferRole(0, 0, 0.0)], [])
+    assert refused.value.status == ErrorStatus.GENERAL_FAILURE
+    verdict = _invalid_allocation(driver, reference)
+    history = (*verdict.earlier[0].steps, Step(NEXT_RUN, ()), *verdict.steps)
+    with pytest.raises(ConformanceError) as again:
+        replay(history, refuses_after_release(), ReferenceDevice())
+    assert again.value.requirement == "DOM-ALLOC-1" and len(again.value.steps) == len(history) - 1
+    judged = [step.method for step in history if step.method != NEXT_RUN]
+    with pytest.raises(ConformanceError) as at_once:  # the same calls, judged: the direct test's refusal fails first
+        replay([step for step in history if step.method != ALONE], refuses_after_release(), ReferenceDevice())
+    assert len(at_once.value.steps) < len(judged) - 1
+
+
+def test_direct_calls_name_only_what_they_made() -> None:
+    driver = ReferenceDevice()
+    elsewhere = driver.prepare_model(FLAVOR.model((2, 2)).build_model())
+    calls = DirectCalls(driver)
+    with pytest.raises(ValueError, match="not made through these direct calls"):
+        calls.allocate(BufferDesc(), [elsewhere], [BufferRole(0, 0)], [])
+    calls.prepare(FLAVOR.model((2, 2)))
+    after = Lockstep(driver, ReferenceDevice())
+    [sequence] = driver_history.history_of(driver).before(after.steps)
+    assert [step.method for step in sequence.steps] == [ALONE, "prepare"]
 
 
 def test_a_new_process_starts_a_new_history_and_old_sequences_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
