@@ -169,6 +169,23 @@ def _register_profiles() -> None:
                               print_blob=True)
 
 
+def _example_options(config: pytest.Config, state: HarnessState) -> list[str]:
+    """The options that make one generative test of this run come to the example it failed on
+    again: the same profile and example count, and the run's seed; in an unseeded run, its example
+    database (absolute: the rerun may start elsewhere), replayed."""
+    options = [f"--harness-profile={state.profile}"]
+    if config.getoption("harness_examples"):
+        options.append(f"--harness-examples={config.getoption('harness_examples')}")
+    if state.seeded:
+        return [*options, f"--harness-seed={state.seed}"]
+    from harness.integration.database import LOCAL_DIRECTORY
+
+    location = config.getoption("harness_db") or LOCAL_DIRECTORY
+    if not location.startswith("redis://"):
+        location = os.path.join(str(config.invocation_params.dir), location)
+    return [*options, f"--harness-db={location}", "--harness-replay"]
+
+
 def _apply_run_settings(config: pytest.Config, profile: str) -> None:
     """Options that adjust the profile: database, example count, phases."""
     from hypothesis import Phase, settings
@@ -260,7 +277,7 @@ def pytest_configure(config: pytest.Config) -> None:
                      config.getoption("driver"), config.getoption("harness_reproducers"),
                      service=lambda: state.service,
                      progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None,
-                     replaying=_replaying_on_a_fresh_driver(state)),
+                     replaying=_replaying_on_a_fresh_driver(state), example_options=_example_options(config, state)),
             "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:
         from harness.integration.rounds import Rounds

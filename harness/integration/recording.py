@@ -22,6 +22,7 @@ import os
 import time
 import traceback
 import unittest
+from collections.abc import Sequence
 
 import pytest
 from hypothesis.errors import UnsatisfiedAssumption
@@ -60,8 +61,11 @@ DRIVER_OUTPUT_BYTES = 4096
 
 class Recorder:
     def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "",
-                 service=None, progress: bool = False, replaying=None) -> None:
+                 service=None, progress: bool = False, replaying=None, example_options: Sequence[str] = ()) -> None:
         self.driver = driver
+        # What a rerun of a generative test needs to come to its failing example again (the run's
+        # profile and seed, or its database replayed): the script of a failure with nothing to print.
+        self.example_options = tuple(example_options)
         # replaying(verdict): a call sequence that fails on a fresh driver as the verdict did, its
         # own or one with calls the driver had before it; None when none does (None: not checked)
         self._replaying = replaying
@@ -203,9 +207,9 @@ class Recorder:
         found = next((e for e in candidates if getattr(e, "scenario", None) is not None
                       or getattr(e, "steps", None) or getattr(e, "golden", None)), None)
         test_id = self.canonical_id(item)
-        # A fixed test's failure is replayed by running the test again; a generative one's by its
-        # example (hypothesis' database, the reproduce blob in the record's details).
-        rerun = found is None and not is_generative(item) and test_id.startswith("suites/")
+        # A failure with nothing to print is replayed by running its test again: a generative one
+        # generates its examples as the run did, and comes to the same failing example.
+        rerun = found is None and test_id.startswith("suites/")
         if (found is None and not rerun) or not self.reproducers:
             return "", None
         from harness.report.reproducer import call_sequence_script, golden_script, reproducer_script, rerun_script
@@ -216,7 +220,8 @@ class Recorder:
         if found is None:
             verdict = _verdict_of(error) if error is not None else None
             script = rerun_script(test_id, self.driver, getattr(verdict, "requirement", "") or "", str(verdict or ""),
-                                  item.config.getoption("driver_isolation"))
+                                  item.config.getoption("driver_isolation"),
+                                  self.example_options if is_generative(item) else ())
         elif getattr(found, "golden", None):
             script = golden_script(found.golden, self.driver, found.requirement, str(found))
         elif getattr(found, "steps", None):

@@ -127,19 +127,26 @@ if __name__ == "__main__":
 '''
 
 
-def rerun_script(test_id: str, driver: str, requirement: str, message: str = "", isolation: str = "process") -> str:
-    """A script that runs one fixed test (``suites/area/test_x.py::test_name[param]``, no examples
-    of its own to replay) on ``driver`` again, with the harness's own pytest configuration.  It
-    exits 0 once the test passes, 1 while it still fails, and 5 (pytest's "no tests ran") if the
-    test did not run: pytest itself exits 0 for a test it skipped, which is no sign of a fix."""
+def rerun_script(test_id: str, driver: str, requirement: str, message: str = "", isolation: str = "process",
+                 example_options: Sequence[str] = ()) -> str:
+    """A script that runs one test (``suites/area/test_x.py::test_name[param]``) on ``driver`` again,
+    with the harness's own pytest configuration: a fixed test, or a generative one whose failure
+    carries no scenario or call sequence to print.  ``example_options``: for a generative test, the
+    options that make it come to the failing example again (the run's profile and seed, or its
+    example database, replayed).  The script exits
+    0 once the test passes, 1 while it still fails, and 5 (pytest's "no tests ran") if the test did
+    not run: pytest itself exits 0 for a test it skipped, which is no sign of a fix."""
     path, _, name = test_id.partition("::")
     module = "harness." + path.removesuffix(".py").replace("/", ".")
     summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
+    how = ("it generates its examples as the run did: " + " ".join(example_options) if example_options
+           else "a fixed test: it generates no examples")
     return f'''#!/usr/bin/env python3
 """Reproducer written by driver-harness: {requirement or 'a failure'} of {test_id} on driver {driver!r}.
 
-Run: python {{this file}}  (with driver-harness installed).  It runs that test again (a fixed test:
-it generates no examples).  Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped).
+Run: python {{this file}}  (with driver-harness installed).  It runs that test again ({how}).
+Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped).  A failure that needed calls
+earlier tests made passes alone too.
 """
 {summary}
 import importlib
@@ -153,6 +160,7 @@ DRIVER = {driver!r}
 MODULE = {module!r}
 TEST = {name!r}
 ISOLATION = {isolation!r}
+EXAMPLES = {list(example_options)!r}
 DID_NOT_RUN = pytest.ExitCode.NO_TESTS_COLLECTED
 
 
@@ -168,7 +176,7 @@ class Ran:
 if __name__ == "__main__":
     test_file = importlib.import_module(MODULE).__file__
     code = pytest.main([*own_pytest_options(), f"{{test_file}}::{{TEST}}", f"--driver={{DRIVER}}",
-                        f"--driver-isolation={{ISOLATION}}", "-q", "-rs"], plugins=[Ran()])
+                        f"--driver-isolation={{ISOLATION}}", *EXAMPLES, "-q", "-rs"], plugins=[Ran()])
     if code == pytest.ExitCode.OK and not Ran.passed:
         print("the test did not run (see the skip above), so this says nothing of the failure", file=sys.stderr)
         code = DID_NOT_RUN

@@ -173,3 +173,25 @@ def test_a_fixed_test_failure_is_written_as_a_script_that_runs_the_test_again(tm
     skipped.write_text(script.read_text().replace("DRIVER = 'refuses.py:factory'", "DRIVER = 'variant-no-memory-domains'"))
     not_run = subprocess.run([sys.executable, str(skipped)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert not_run.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, not_run.stdout[-3000:] + not_run.stderr[-3000:]
+
+
+@pytest.mark.parametrize("run", ["seeded", "database"])
+def test_a_generative_failure_with_nothing_to_print_reruns_its_test(tmp_path: Path, run: str) -> None:
+    """A custom-call target's wrong result is judged without a scenario or call sequence to print:
+    its script runs the test again, and comes to the failing example again.  Seeded (ci): the
+    run's seed; unseeded (nightly, as harness fuzz runs): the example database, replayed."""
+    database = tmp_path / "examples"
+    options = (("--harness-seed=7",) if run == "seeded" else
+               ("--harness-profile=nightly", "--harness-examples=30", f"--harness-db={database}"))
+    script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.custom_calls.test_red_zones",
+                                          "test_nothing_is_written_outside_outputs and HarnessDevice",
+                                          "mutant-cc-writes-past-output", *options)
+    text = script.read_text()
+    assert ("'--harness-seed=7'" in text) if run == "seeded" else (f"'--harness-db={database}'" in text and "'--harness-replay'" in text)
+    again = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1 and "[CC-5]" in again.stdout, again.stdout[-3000:] + again.stderr[-3000:]
+    if run == "seeded":  # the same examples on the reference pass
+        fixed = tmp_path / "reference.py"
+        fixed.write_text(text.replace("DRIVER = 'mutant-cc-writes-past-output'", "DRIVER = 'reference'"))
+        passes = subprocess.run([sys.executable, str(fixed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert passes.returncode == 0, passes.stdout[-3000:] + passes.stderr[-3000:]
