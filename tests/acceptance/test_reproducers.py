@@ -23,6 +23,17 @@ def _reproducer_of_a_failing_run(tmp_path: Path, module: str, selected: str, dri
     return script
 
 
+def _fails_on_its_mutant_and_conforms_on_the_reference(tmp_path: Path, script: Path, mutant: str, rule: str) -> None:
+    """A call-sequence script exits 1 with the run's rule on ``mutant``, and conforms on the reference."""
+    replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    # the same rule as in the run (the harness's own tag in the verdict, not Python's traceback wording)
+    assert replayed.returncode == 1 and f"[{rule}]" in replayed.stderr, replayed.stderr[-3000:]
+    fixed = tmp_path / "reference.py"
+    fixed.write_text(script.read_text().replace(f"DRIVER = {mutant!r}", "DRIVER = 'reference'"))
+    conforms = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=300)
+    assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
+
+
 def test_call_sequence_failure_is_written_as_a_replayable_script(tmp_path: Path) -> None:
     script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains.test_roles", "test_each_misuse and released",
                                           "mutant-released-token-usable")
@@ -50,13 +61,7 @@ def test_a_state_machine_failure_replays_with_the_runs_it_needs(tmp_path: Path, 
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     [failed] = [record for record in records if record.get("outcome") == "failed"]
     assert failed["replays"] is True and failed["rule"].startswith("DOM-")
-    replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    # the same rule as in the run (the harness's own tag in the verdict, not Python's traceback wording)
-    assert replayed.returncode == 1 and f"[{failed['rule']}]" in replayed.stderr, replayed.stderr[-3000:]
-    fixed = tmp_path / "reference.py"
-    fixed.write_text(script.read_text().replace(f"DRIVER = {driver!r}", "DRIVER = 'reference'"))
-    conforms = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=300)
-    assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
+    _fails_on_its_mutant_and_conforms_on_the_reference(tmp_path, script, driver, failed["rule"])
 
 
 def test_a_call_sequence_that_needs_an_earlier_example_replays_with_it(tmp_path: Path) -> None:
@@ -78,12 +83,7 @@ def test_a_call_sequence_that_needs_an_earlier_example_replays_with_it(tmp_path:
     assert failed["replays"] is True and failed["with_earlier_calls"] is True
     text = script.read_text()
     assert "Step(method='release'" in text and "Step(method='next_run'" in text
-    replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    assert replayed.returncode == 1 and f"[{failed['rule']}]" in replayed.stderr, replayed.stderr[-3000:]
-    fixed = tmp_path / "reference.py"
-    fixed.write_text(text.replace("DRIVER = 'mutant-refuses-after-release'", "DRIVER = 'reference'"))
-    conforms = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=300)
-    assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
+    _fails_on_its_mutant_and_conforms_on_the_reference(tmp_path, script, "mutant-refuses-after-release", failed["rule"])
 
 
 def test_a_call_sequence_that_needs_an_earlier_direct_test_replays_with_it(tmp_path: Path) -> None:
@@ -102,12 +102,7 @@ def test_a_call_sequence_that_needs_an_earlier_direct_test_replays_with_it(tmp_p
     text = script.read_text()
     assert "Step(method='release', args=('direct-" in text  # the direct test's release, named as DirectCalls names it
     assert "Step(method='alone'" in text and "not judged" in text
-    replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    assert replayed.returncode == 1 and f"[{failed['rule']}]" in replayed.stderr, replayed.stderr[-3000:]
-    fixed = tmp_path / "reference.py"
-    fixed.write_text(text.replace("DRIVER = 'mutant-refuses-after-release'", "DRIVER = 'reference'"))
-    conforms = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=300)
-    assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
+    _fails_on_its_mutant_and_conforms_on_the_reference(tmp_path, script, "mutant-refuses-after-release", failed["rule"])
 
 
 A_VENDOR_TEST_THAT_CALLS_THE_DRIVER_ITSELF = '''
