@@ -20,9 +20,11 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
@@ -37,6 +39,9 @@ SEED = 0
 VARIANT_PROFILES = ("dev", "ci", "certify")
 DRIVER_TIMEOUT_S = 2.0
 RUN_TIMEOUT_S = 600
+#: How long a caught bug's reproducer may run: a script runs the driver in its own process, with no
+#: service to end a hang, so a hanging bug's script is stopped here.
+SCRIPT_TIMEOUT_S = 60
 
 
 @dataclass
@@ -51,6 +56,9 @@ class Score:
     message: str = ""
     profile: str = "ci"
     seed: int = SEED
+    # What the catching failure's reproducer did against the seeded bug (`reproducer_outcome`);
+    # "no script" when none was written, "" for a variant's run.
+    reproducer: str = ""
 
 
 def _quiet_pytest(arguments: list[str], cwd: str) -> None:
@@ -60,8 +68,9 @@ def _quiet_pytest(arguments: list[str], cwd: str) -> None:
 
 
 def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed: int = SEED,
-               profile: str = "ci", modules: tuple[str, ...] = ()) -> list[dict]:
-    """Run every suite (or only the test files ``modules``) against ``driver``; the per-test records of that run."""
+               profile: str = "ci", modules: tuple[str, ...] = (), reproducers: str = "") -> list[dict]:
+    """Run every suite (or only the test files ``modules``) against ``driver``; the per-test records
+    of that run (``reproducers``: a directory for the failures' reproducers)."""
     with tempfile.TemporaryDirectory() as tmp:
         record = os.path.join(tmp, "record.jsonl")
         where = list(modules) if modules else ["--pyargs", "harness.suites"]
@@ -70,6 +79,8 @@ def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed
                    "-p", "no:randomly", *extra]
         if stop_on:
             command.append(f"--harness-stop-on={stop_on}")
+        if reproducers:
+            command.append(f"--harness-reproducers={reproducers}")
         _quiet_pytest(command, tmp)
         if not os.path.exists(record):
             return []
@@ -94,20 +105,35 @@ def modules_naming_requirements() -> dict[str, tuple[str, ...]]:
 def score_mutant(driver: str, requirement: str, seed: int = SEED, modules: tuple[str, ...] = ()) -> Score:
     """A seeded bug's run: the tests naming ``requirement`` first (``modules``: only their files,
     as only they can catch it), stopping at the first that fails on it."""
-    records = run_suites(driver, stop_on=requirement, seed=seed, modules=modules)
     score = Score(driver, requirement, caught=False)
-    for record in records:
-        if record["outcome"] != "failed":
-            continue
-        if requirement in failed_requirements(record):  # a verdict on the driver (attribution.fault_of)
-            score.caught = True
-            score.first_test = record["id"]
-            score.seconds_to_catch = record["elapsed"]
-            score.examples = record["examples"]
-            score.message = record["message"][:300]
-            break
-        score.failures_elsewhere += 1
+    with tempfile.TemporaryDirectory() as scripts:
+        records = run_suites(driver, stop_on=requirement, seed=seed, modules=modules, reproducers=scripts)
+        for record in records:
+            if record["outcome"] != "failed":
+                continue
+            if requirement in failed_requirements(record):  # a verdict on the driver (attribution.fault_of)
+                score.caught = True
+                score.first_test = record["id"]
+                score.seconds_to_catch = record["elapsed"]
+                score.examples = record["examples"]
+                score.message = record["message"][:300]
+                score.reproducer = reproducer_outcome(record["reproducer"], scripts) if record.get("reproducer") else "no script"
+                break
+            score.failures_elsewhere += 1
     return score
+
+
+def reproducer_outcome(script: str, cwd: str) -> str:
+    """What a reproducer did, run against the seeded bug it was written for: "fails" (exit 1, or
+    killed by a signal: the bug shows), "passes" (it would read as a fix), "does not replay" (3:
+    it needed calls no history held), "did not run" (5: skipped), "hung", or "exit N"."""
+    try:
+        done = subprocess.run([sys.executable, script], cwd=cwd, capture_output=True, timeout=SCRIPT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return "hung"
+    if done.returncode == 1 or done.returncode < 0:
+        return "fails"
+    return {0: "passes", 3: "does not replay", 5: "did not run"}.get(done.returncode, f"exit {done.returncode}")
 
 
 def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci") -> Score:
@@ -163,12 +189,12 @@ def unmeasured_requirements() -> list[str]:
 
 
 def format_table(scores: list[Score]) -> str:
-    rows = [("mutant", "requirement", "caught", "first test that caught it", "time to catch", "examples")]
+    rows = [("mutant", "requirement", "caught", "first test that caught it", "time to catch", "examples", "reproducer")]
     for s in scores:
         rows.append((s.driver.removeprefix("mutant-"), s.requirement, "yes" if s.caught else "NO",
                      s.first_test.removeprefix("suites/") or "-",
                      f"{s.seconds_to_catch:.1f} s" if s.seconds_to_catch is not None else "-",
-                     str(s.examples) if s.examples is not None else "-"))
+                     str(s.examples) if s.examples is not None else "-", s.reproducer or "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -179,7 +205,10 @@ def summary(scores: list[Score]) -> str:
     caught = [s for s in scores if s.caught]
     times = [s.seconds_to_catch for s in caught if s.seconds_to_catch is not None]
     median = f"{statistics.median(times):.1f} s" if times else "-"
-    return f"sensitivity: caught {len(caught)}/{len(scores)} seeded bugs; median time to catch {median}"
+    failing = sum(s.reproducer == "fails" for s in caught)
+    others = ", ".join(f"{n} {outcome}" for outcome, n in sorted(Counter(s.reproducer for s in caught if s.reproducer != "fails").items()))
+    return (f"sensitivity: caught {len(caught)}/{len(scores)} seeded bugs; median time to catch {median}; "
+            f"reproducers: {failing}/{len(caught)} fail on their bug{f' ({others})' if others else ''}")
 
 
 def _by_driver(scores: list[Score]) -> dict[str, list[Score]]:

@@ -171,11 +171,13 @@ def _register_profiles() -> None:
 
 def _example_options(config: pytest.Config, state: HarnessState) -> list[str]:
     """The options that make one generative test of this run come to the example it failed on
-    again: the same profile and example count, and the run's seed; in an unseeded run, its example
-    database (absolute: the rerun may start elsewhere), replayed."""
+    again: the same profile, example count and shrinking, and the run's seed; in an unseeded run,
+    its example database (absolute: the rerun may start elsewhere), replayed."""
     options = [f"--harness-profile={state.profile}"]
     if config.getoption("harness_examples"):
         options.append(f"--harness-examples={config.getoption('harness_examples')}")
+    if config.getoption("harness_no_shrink"):  # the example as the run failed on it, not a shrunk one
+        options.append("--harness-no-shrink")
     if state.seeded:
         return [*options, f"--harness-seed={state.seed}"]
     from harness.integration.database import LOCAL_DIRECTORY
@@ -277,7 +279,8 @@ def pytest_configure(config: pytest.Config) -> None:
                      config.getoption("driver"), config.getoption("harness_reproducers"),
                      service=lambda: state.service,
                      progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None,
-                     replaying=_replaying_on_a_fresh_driver(state), example_options=_example_options(config, state)),
+                     replaying=_replaying_on_a_fresh_driver(state), example_options=_example_options(config, state),
+                     isolation=state.isolation),
             "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:
         from harness.integration.rounds import Rounds

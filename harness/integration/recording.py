@@ -61,8 +61,10 @@ DRIVER_OUTPUT_BYTES = 4096
 
 class Recorder:
     def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "",
-                 service=None, progress: bool = False, replaying=None, example_options: Sequence[str] = ()) -> None:
+                 service=None, progress: bool = False, replaying=None, example_options: Sequence[str] = (),
+                 isolation: str = "process") -> None:
         self.driver = driver
+        self.isolation = isolation  # the run's --driver-isolation, which its reproducers run the driver with
         # What a rerun of a generative test needs to come to its failing example again (the run's
         # profile and seed, or its database replayed): the script of a failure with nothing to print.
         self.example_options = tuple(example_options)
@@ -220,14 +222,13 @@ class Recorder:
         if found is None:
             verdict = _verdict_of(error) if error is not None else None
             script = rerun_script(test_id, self.driver, getattr(verdict, "requirement", "") or "", str(verdict or ""),
-                                  item.config.getoption("driver_isolation"),
-                                  self.example_options if is_generative(item) else ())
+                                  self.isolation, self.example_options if is_generative(item) else ())
         elif getattr(found, "golden", None):
-            script = golden_script(found.golden, self.driver, found.requirement, str(found))
+            script = golden_script(found.golden, self.driver, found.requirement, str(found), self.isolation)
         elif getattr(found, "steps", None):
-            script = call_sequence_script(found.steps, self.driver, found.requirement, str(found))
+            script = call_sequence_script(found.steps, self.driver, found.requirement, str(found), isolation=self.isolation)
         else:
-            script = reproducer_script(found.scenario, self.driver, found.requirement, str(found))
+            script = reproducer_script(found.scenario, self.driver, found.requirement, str(found), self.isolation)
         write_atomically(path, script)
         return path, found if isinstance(found, ConformanceError) and found.steps else None
 
@@ -243,10 +244,10 @@ class Recorder:
         record["with_earlier_calls"] = steps is not None and steps is not verdict.steps
         if steps is None:
             write_atomically(path, call_sequence_script(verdict.steps, self.driver, verdict.requirement, str(verdict),
-                                                        replayed=False))
+                                                        replayed=False, isolation=self.isolation))
         elif record["with_earlier_calls"]:
             write_atomically(path, call_sequence_script(steps, self.driver, verdict.requirement, str(verdict),
-                                                        with_earlier_calls=True))
+                                                        with_earlier_calls=True, isolation=self.isolation))
 
     def _record(self, item: pytest.Item, report, call, reproducer: str = "",
                 sequence: ConformanceError | None = None, first_failure: BaseException | None = None) -> None:

@@ -180,6 +180,8 @@ def _scenario_steps(device: Device, scenario: Scenario, tokens: Mapping[str, int
             prepared = yield begin_call(device, "prepare_model", model)
         except DriverError as error:
             return Outcome(Stage.PREPARE, error.status, error.message, rule=error.rule)
+        for _ in range(scenario.executions - 1):  # the runs before the last (`Scenario.executions`)
+            yield from _execution_steps(prepared, scenario, tokens)
         outcome = yield from _execution_steps(prepared, scenario, tokens)
         if outcome.ok and tokens is None:
             outcome.magnitudes = functools.partial(_magnitude_outputs, device, scenario)

@@ -140,6 +140,10 @@ class Scenario:
     outputs: tuple[RequestArgument, ...] = ()
     request_pools: tuple[MemorySpec | TokenRef | int, ...] = ()
     notes: tuple[str, ...] = field(default=(), compare=False)
+    # How many times `run_scenario` executes the request on one prepared model; its outcome is the
+    # last execution's.  A failure on a later run of the same prepared model (weights a run
+    # converted in place) shows only after the runs before it.
+    executions: int = 1
 
     def build_model(self) -> Model:
         return Model(self.subgraph, self.operand_values, tuple(make_memory(p) for p in self.constant_pools))

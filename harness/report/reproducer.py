@@ -2,7 +2,8 @@
 
 Scenarios and lockstep steps are plain data, so this is a printer, not a second code
 path: the script rebuilds the same `Scenario` (or call sequence) with the public API and
-runs it through the same oracle (or `lockstep.replay`).
+runs it through the same oracle (or `lockstep.replay`), on the driver in its own service process
+as the run had it (`driver_under_test`): a crash or hang shows as a failure the script reports.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import base64
 import dataclasses
 import enum
 import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
-from collections.abc import Sequence
-
+from harness.api.hal import Device
+from harness.drivers.registry import load_registry
 from harness.judging.lockstep import ALONE, Step
 from harness.judging.scenario import Scenario
 
@@ -47,9 +50,9 @@ import base64
 import zlib
 
 from harness.api.hal import *  # noqa: F403
-from harness.drivers.registry import load_registry
 from harness.api.memory import MemoryKind  # noqa: F401
 from harness.judging.scenario import Defect, MemorySpec, Scenario, TokenRef  # noqa: F401
+from harness.report.reproducer import driver_under_test
 from reference_driver import ReferenceDevice
 {imports}
 
@@ -58,23 +61,43 @@ def _unpack(text):
 
 
 DRIVER = {driver!r}
+# "process": the driver in its own service process, as the run had it (a crash or a hang is reported
+# as SVC-1 or SVC-2); "inline": in this process, for a debugger (a crash or hang then takes this script).
+ISOLATION = {isolation!r}
 '''
 
 
-def _header(driver: str, requirement: str, message: str, imports: str) -> str:
+def _header(driver: str, requirement: str, message: str, imports: str, isolation: str) -> str:
     summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
-    return _HEADER.format(requirement=requirement, driver=driver, summary=summary, imports=imports)
+    return _HEADER.format(requirement=requirement, driver=driver, summary=summary, imports=imports, isolation=isolation)
 
 
-def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "") -> str:
+@contextmanager
+def driver_under_test(driver: str, isolation: str = "process") -> Iterator[Device]:
+    """What a reproducer script runs its calls on: the driver named ``driver`` in its own service
+    process (``isolation`` "process", stopped on exit), or created in this process ("inline")."""
+    if isolation == "inline":
+        yield load_registry().resolve(driver).create()
+        return
+    from harness.service import DriverService
+
+    service = DriverService(driver)
+    try:
+        yield service.device
+    finally:
+        service.close()
+
+
+def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "", isolation: str = "process") -> str:
     """A script that fails, with ``requirement`` named, while ``driver`` still has the bug."""
-    return _header(driver, requirement, message, "from harness.judging.oracle import assert_conforms, run_scenario\n") + f'''SCENARIO = {_literal(scenario)}
+    return _header(driver, requirement, message, "from harness.judging.oracle import assert_conforms, run_scenario\n",
+                   isolation) + f'''SCENARIO = {_literal(scenario)}
 
 if __name__ == "__main__":
-    driver = load_registry().resolve(DRIVER).create()
-    expected = run_scenario(ReferenceDevice(), SCENARIO)
-    actual = run_scenario(driver, SCENARIO)
-    assert_conforms({requirement!r}, SCENARIO, expected, actual)
+    with driver_under_test(DRIVER, ISOLATION) as driver:
+        expected = run_scenario(ReferenceDevice(), SCENARIO)
+        actual = run_scenario(driver, SCENARIO)
+        assert_conforms({requirement!r}, SCENARIO, expected, actual)
     print("the driver now conforms on this scenario")
 '''
 
@@ -86,7 +109,7 @@ NEEDS_EARLIER_CALLS = ("its call sequence passed on a fresh driver, alone and af
 
 
 def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "",
-                         replayed: bool = True, with_earlier_calls: bool = False) -> str:
+                         replayed: bool = True, with_earlier_calls: bool = False, isolation: str = "process") -> str:
     """A script that replays a lockstep call sequence and fails the same way while the bug is there.
     ``replayed`` False: the sequence did not fail on a fresh driver when it was written (the failure
     needed calls made before it); the script then never reads a pass as a fix, and exits 3.
@@ -107,22 +130,23 @@ def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, m
         passed = '''    print("this call sequence passes; it passed on a fresh driver when it was written too: the failure "
           "needed calls the driver had before it (earlier tests), so run the test again instead")
     raise SystemExit(3)'''
-    return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n") + f'''STEPS = [
+    return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n", isolation) + f'''STEPS = [
 {listed}]
 
 if __name__ == "__main__":
-    driver = load_registry().resolve(DRIVER).create()
-    replay(STEPS, driver, ReferenceDevice()).close()
+    with driver_under_test(DRIVER, ISOLATION) as driver:
+        replay(STEPS, driver, ReferenceDevice()).close()
 {passed}
 '''
 
 
-def golden_script(golden: dict, driver: str, requirement: str, message: str = "") -> str:
+def golden_script(golden: dict, driver: str, requirement: str, message: str = "", isolation: str = "process") -> str:
     """A script that runs one golden example (spec file, example, test kind) on ``driver`` again."""
-    return _header(driver, requirement, message, "from harness.cts.reproduce import check_one\n") + f'''GOLDEN = {golden!r}
+    return _header(driver, requirement, message, "from harness.cts.reproduce import check_one\n", isolation) + f'''GOLDEN = {golden!r}
 
 if __name__ == "__main__":
-    check_one(load_registry().resolve(DRIVER).create(), **GOLDEN)
+    with driver_under_test(DRIVER, ISOLATION) as driver:
+        check_one(driver, **GOLDEN)
     print("the driver now passes this golden example")
 '''
 

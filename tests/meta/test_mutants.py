@@ -32,6 +32,9 @@ def test_every_mutant_is_caught() -> None:
     report = f"{format_table(scores)}\n{summary(scores)}"
     missed = [s.driver for s in scores if not s.caught]
     assert not missed, f"seeded bugs no test caught (holes in the suites):\n{report}"
+    # what a vendor gets from a catch: a script that fails on the bug, run by itself
+    unreproduced = [s.driver for s in scores if s.reproducer != "fails"]
+    assert not unreproduced, f"catches whose reproducer does not fail on the seeded bug:\n{report}"
     print(report)
 
 

@@ -124,10 +124,11 @@ def test_a_failure_on_another_of_the_tests_rules_is_not_a_catch(monkeypatch) -> 
     records = [record("handles", ["POOL-4", "POOL-5"], "POOL-5"),  # the test stopped on POOL-5: not a catch
                record("crash", ["POOL-4", "POOL-5"], "SVC-1"),  # the driver crashed during it: a catch
                record("stage", ["POOL-4"], "POOL-4")]
-    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0, modules=(): records)
+    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0, modules=(), reproducers="": records)
     caught = score.score_mutant("mutant-x", "POOL-4")
     assert caught.caught and caught.first_test == "crash" and caught.failures_elsewhere == 1
-    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0, modules=(): records[:1])
+    assert caught.reproducer == "no script"  # the run wrote none for it
+    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0, modules=(), reproducers="": records[:1])
     assert not score.score_mutant("mutant-x", "POOL-4").caught
 
 
@@ -143,3 +144,32 @@ def test_a_variant_passes_only_if_it_passes_every_profile_and_seed() -> None:
     assert rows[0] == ["a", "CHOICE-1", "yes", "4/4", "-"]
     assert rows[1][:5] == ["b", "CHOICE-6", "no", "1/2", "certify,"] and rows[1][-1] == "refused"
     assert specificity(runs) == "specificity: 1/2 correct variants pass in every run (2 profiles x 2 seeds)"
+
+
+@pytest.mark.parametrize(("body", "outcome"), [
+    ("raise SystemExit(1)", "fails"),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", "fails"),  # a native bug's segfault shows it too
+    ("pass", "passes"),
+    ("raise SystemExit(3)", "does not replay"),
+    ("raise SystemExit(5)", "did not run"),
+    ("raise SystemExit(4)", "exit 4"),
+    ("import time; time.sleep(30)", "hung"),
+])
+def test_a_catch_s_reproducer_is_run_against_its_bug(tmp_path, monkeypatch, body: str, outcome: str) -> None:
+    from harness.commands import score
+
+    monkeypatch.setattr(score, "SCRIPT_TIMEOUT_S", 2)
+    script = tmp_path / "reproducer.py"
+    script.write_text(body + "\n")
+    assert score.reproducer_outcome(str(script), str(tmp_path)) == outcome
+
+
+def test_the_summary_counts_the_reproducers_that_fail_on_their_bug() -> None:
+    from harness.commands.score import Score, summary
+
+    scores = [Score("mutant-a", "POOL-1", caught=True, seconds_to_catch=1.0, reproducer="fails"),
+              Score("mutant-b", "POOL-2", caught=True, seconds_to_catch=3.0, reproducer="hung"),
+              Score("mutant-c", "POOL-3", caught=True, seconds_to_catch=2.0, reproducer="no script"),
+              Score("mutant-d", "POOL-4", caught=False)]
+    assert summary(scores) == ("sensitivity: caught 3/4 seeded bugs; median time to catch 2.0 s; "
+                               "reproducers: 1/3 fail on their bug (1 hung, 1 no script)")
