@@ -14,6 +14,7 @@ import enum
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import cast
 
 from harness.api.hal import Device
 from harness.drivers.registry import load_registry
@@ -83,7 +84,7 @@ def driver_under_test(driver: str, isolation: str = "process") -> Iterator[Devic
 
     service = DriverService(driver)
     try:
-        yield service.device
+        yield cast(Device, service.device)  # a proxy presenting the Driver API
     finally:
         service.close()
 
@@ -157,9 +158,9 @@ def rerun_script(test_id: str, driver: str, requirement: str, message: str = "",
     with the harness's own pytest configuration: a fixed test, or a generative one whose failure
     carries no scenario or call sequence to print.  ``example_options``: for a generative test, the
     options that make it come to the failing example again (the run's profile and seed, or its
-    example database, replayed).  The script exits
-    0 once the test passes, 1 while it still fails, and 5 (pytest's "no tests ran") if the test did
-    not run: pytest itself exits 0 for a test it skipped, which is no sign of a fix."""
+    example database, replayed).  The script exits 0 once the test passes, 1 while it still fails,
+    and 5 (pytest's "no tests ran") if the test did not run, or replayed no example: pytest itself
+    exits 0 for a test it skipped, which is no sign of a fix."""
     path, _, name = test_id.partition("::")
     module = "harness." + path.removesuffix(".py").replace("/", ".")
     summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
@@ -169,12 +170,15 @@ def rerun_script(test_id: str, driver: str, requirement: str, message: str = "",
 """Reproducer written by driver-harness: {requirement or 'a failure'} of {test_id} on driver {driver!r}.
 
 Run: python {{this file}}  (with driver-harness installed).  It runs that test again ({how}).
-Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped).  A failure that needed calls
-earlier tests made passes alone too.
+Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped, or no example left to replay).
+A failure that needed calls earlier tests made passes alone too.
 """
 {summary}
 import importlib
+import json
+import os
 import sys
+import tempfile
 
 import pytest
 
@@ -199,10 +203,21 @@ class Ran:
 
 if __name__ == "__main__":
     test_file = importlib.import_module(MODULE).__file__
-    code = pytest.main([*own_pytest_options(), f"{{test_file}}::{{TEST}}", f"--driver={{DRIVER}}",
-                        f"--driver-isolation={{ISOLATION}}", *EXAMPLES, "-q", "-rs"], plugins=[Ran()])
+    with tempfile.TemporaryDirectory() as scratch:
+        record = os.path.join(scratch, "record.jsonl")
+        code = pytest.main([*own_pytest_options(), f"{{test_file}}::{{TEST}}", f"--driver={{DRIVER}}",
+                            f"--driver-isolation={{ISOLATION}}", *EXAMPLES, f"--harness-record={{record}}", "-q", "-rs"],
+                           plugins=[Ran()])
+        examples = 0
+        if os.path.exists(record):  # not when pytest stopped before the run (a usage error)
+            with open(record, encoding="utf-8") as lines:
+                examples = sum(entry.get("examples") or 0 for entry in map(json.loads, lines) if "id" in entry)
     if code == pytest.ExitCode.OK and not Ran.passed:
         print("the test did not run (see the skip above), so this says nothing of the failure", file=sys.stderr)
+        code = DID_NOT_RUN
+    elif code == pytest.ExitCode.OK and "--harness-replay" in EXAMPLES and not examples:
+        print("nothing was replayed: the database holds no example of this test for this driver (hypothesis "
+              "deletes one that passes), so this says nothing of the failure", file=sys.stderr)
         code = DID_NOT_RUN
     sys.exit(code)
 '''
