@@ -24,8 +24,8 @@ from harness.judging.lockstep import NEXT_RUN, Step, last_run_start, replay
 from harness.judging.shrinking import shortest_failing
 from harness.judging.stored_steps import StoredStepsError, decode_steps, encode_steps
 
-__all__ = ["KEEP_AT_MOST", "SHRINK_SECONDS", "StoredHistories", "fails_on_a_fresh_driver", "replaying_steps", "shortest_history",
-           "stored_histories"]
+__all__ = ["KEEP_AT_MOST", "SHRINK_SECONDS", "StoredHistories", "fails_on_a_fresh_driver", "replaying_steps",
+           "scenario_fails_on_a_fresh_driver", "shortest_history", "stored_histories"]
 
 #: How long a verdict judged across runs may be shrunk (a failing test's time only).
 SHRINK_SECONDS = 10.0
@@ -90,6 +90,22 @@ def fails_on_a_fresh_driver(fresh_device: Callable[[], Device], reference: Devic
         # A replay's own steps are every call so far, without the NEXT_RUN marks.
         return error.requirement == requirement and (not in_last_run or len(error.steps) > _calls_before_last_run(steps))
     except Exception:  # noqa: BLE001 -- see above
+        return False
+    return False
+
+
+def scenario_fails_on_a_fresh_driver(fresh_device: Callable[[], Device], reference: Device, verdict: ConformanceError) -> bool:
+    """Whether the verdict's scenario, run on ``fresh_device()`` (its service's process replaced)
+    beside the reference, fails with the verdict's requirement.  A driver whose failure needed
+    calls made before the scenario (a mapping an earlier memory left, say) passes it."""
+    from harness.judging.oracle import assert_conforms, run_on_both
+
+    try:
+        expected, actual = run_on_both(reference, fresh_device(), verdict.scenario)
+        assert_conforms(verdict.requirement, verdict.scenario, expected, actual)
+    except ConformanceError as error:
+        return error.requirement == verdict.requirement
+    except Exception:  # noqa: BLE001 -- any other end (the harness's own error) is not that failure
         return False
     return False
 

@@ -560,18 +560,23 @@ class FailureWatch:
     failed: Callable[[Exception], None]  # a failure the test found itself, before it shrinks it
 
 
-def _replaying_on_a_fresh_driver(state: HarnessState) -> Callable[[ConformanceError], tuple | None]:
+def _replaying_on_a_fresh_driver(state: HarnessState) -> Callable[[ConformanceError], tuple | bool | None]:
     """replaying(verdict), for the recorder: a failing call sequence checked on a fresh driver
-    (`harness.integration.histories.replaying_steps`, cut down for at most SHRINK_SECONDS).  The
-    tests after it then start on a fresh driver too, not on what the last replay left."""
+    (`harness.integration.histories.replaying_steps`, cut down for at most SHRINK_SECONDS), or
+    whether a failing scenario fails there too (`scenario_fails_on_a_fresh_driver`).  The tests
+    after it then start on a fresh driver too, not on what the last replay left."""
 
-    def replaying(verdict: ConformanceError) -> tuple | None:
-        from harness.integration.histories import SHRINK_SECONDS, replaying_steps
+    def replaying(verdict: ConformanceError) -> tuple | bool | None:
+        from harness.integration.histories import SHRINK_SECONDS, replaying_steps, scenario_fails_on_a_fresh_driver
         from reference_driver import ReferenceDevice
 
-        steps = replaying_steps(state.fresh_device, ReferenceDevice(), verdict, time.monotonic() + SHRINK_SECONDS)
+        if verdict.steps:
+            found: tuple | bool | None = replaying_steps(state.fresh_device, ReferenceDevice(), verdict,
+                                                         time.monotonic() + SHRINK_SECONDS)
+        else:
+            found = scenario_fails_on_a_fresh_driver(state.fresh_device, ReferenceDevice(), verdict)
         state.fresh_device()
-        return steps
+        return found
 
     return replaying
 

@@ -19,6 +19,8 @@ import functools
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 import time
 import traceback
 import unittest
@@ -57,6 +59,8 @@ PROGRESS_EVERY_S = 0.5
 
 #: How much of what the driver printed during a failing test its record keeps.
 DRIVER_OUTPUT_BYTES = 4096
+#: How long the check of a failing test run again by itself may take (`Recorder._rerun_fails`).
+RERUN_SECONDS = 120
 
 
 class Recorder:
@@ -68,8 +72,10 @@ class Recorder:
         # What a rerun of a generative test needs to come to its failing example again (the run's
         # profile and seed, or its database replayed): the script of a failure with nothing to print.
         self.example_options = tuple(example_options)
-        # replaying(verdict): a call sequence that fails on a fresh driver as the verdict did, its
-        # own or one with calls the driver had before it; None when none does (None: not checked)
+        self._reruns_failed: dict[str, bool] = {}  # test id -> whether it failed when run again by itself
+        # replaying(verdict): for a call sequence, one that fails on a fresh driver as the verdict
+        # did, its own or one with calls the driver had before it, None when none does; for a
+        # scenario, whether it fails there (the attribute None: nothing is checked)
         self._replaying = replaying
         # The driver's service (a callable that returns it, or None): a failure's record carries
         # the last DRIVER_OUTPUT_BYTES it printed during the test.
@@ -204,7 +210,8 @@ class Recorder:
 
     def _write_reproducer(self, item: pytest.Item, error: BaseException | None) -> tuple[str, ConformanceError | None]:
         """The failing scenario or call sequence as a script, written before anything else can go wrong:
-        its path (or ""), and the verdict whose call sequence it replays (or None)."""
+        its path (or ""), and the verdict whose call sequence or scenario it replays (or None), to be
+        checked on a fresh driver (`_check_replay`)."""
         candidates = [error, *getattr(error, "exceptions", ()), *([_verdict_of(error)] if error is not None else [])]
         found = next((e for e in candidates if getattr(e, "scenario", None) is not None
                       or getattr(e, "steps", None) or getattr(e, "golden", None)), None)
@@ -230,24 +237,61 @@ class Recorder:
         else:
             script = reproducer_script(found.scenario, self.driver, found.requirement, str(found), self.isolation)
         write_atomically(path, script)
-        return path, found if isinstance(found, ConformanceError) and found.steps else None
+        checked = isinstance(found, ConformanceError) and (found.steps or found.scenario is not None) and not rerun
+        return path, found if checked else None
 
-    def _check_replay(self, path: str, verdict: ConformanceError, record: dict) -> None:
-        """Whether the reproducer's call sequence fails on a fresh driver as it failed in the run.  A
-        sequence that needs calls the driver had before it (earlier tests or examples) does not: its
-        script is written again with those calls before it, when the driver's history holds them
-        and they fail so, or else to say it does not replay, rather than read a pass as a fix."""
-        from harness.report.reproducer import call_sequence_script
+    def _check_replay(self, item: pytest.Item, path: str, verdict: ConformanceError, record: dict) -> None:
+        """Whether the reproducer's call sequence or scenario fails on a fresh driver as it failed in
+        the run.  One that needs calls the driver had before it (earlier tests or examples) does not.
+        A call sequence is then written again with those calls before it, when the driver's history
+        holds them and they fail so.  Else the test run again (its examples as the run generated
+        them) may come to the failure: its script is kept when it fails.  Else the script says it
+        does not replay, rather than read a pass as a fix."""
+        from harness.report.reproducer import call_sequence_script, reproducer_script
 
-        steps = self._replaying(verdict)
-        record["replays"] = steps is not None
-        record["with_earlier_calls"] = steps is not None and steps is not verdict.steps
-        if steps is None:
+        found = self._replaying(verdict)
+        if verdict.steps:
+            steps = found if isinstance(found, tuple) else None
+            record["with_earlier_calls"] = steps is not None and steps is not verdict.steps
+            if steps is not None and steps is not verdict.steps:
+                write_atomically(path, call_sequence_script(steps, self.driver, verdict.requirement, str(verdict),
+                                                            with_earlier_calls=True, isolation=self.isolation))
+            replays = steps is not None
+        else:
+            replays = found is True
+        if not replays and self._rerun_fails(item, verdict, path):
+            record["rerun"] = replays = True
+        record["replays"] = replays
+        if not replays:
             write_atomically(path, call_sequence_script(verdict.steps, self.driver, verdict.requirement, str(verdict),
-                                                        replayed=False, isolation=self.isolation))
-        elif record["with_earlier_calls"]:
-            write_atomically(path, call_sequence_script(steps, self.driver, verdict.requirement, str(verdict),
-                                                        with_earlier_calls=True, isolation=self.isolation))
+                                                        replayed=False, isolation=self.isolation) if verdict.steps else
+                             reproducer_script(verdict.scenario, self.driver, verdict.requirement, str(verdict),
+                                               self.isolation, replayed=False))
+
+    def _rerun_fails(self, item: pytest.Item, verdict: ConformanceError, path: str) -> bool:
+        """Whether the test, run again by itself in a new session (a generative one coming to its
+        examples as the run did), still fails; its script replaces the one at ``path`` when it does."""
+        from harness.report.reproducer import rerun_script
+
+        test_id = self.canonical_id(item)
+        if not test_id.startswith("suites/"):
+            return False
+        trial = f"{path}.rerun"
+        write_atomically(trial, rerun_script(test_id, self.driver, verdict.requirement, str(verdict), self.isolation,
+                                             self.example_options if is_generative(item) else ()))
+        fails = self._reruns_failed.get(test_id)  # a fuzz run meets the same failure round after round: run it once
+        if fails is None:
+            try:
+                fails = subprocess.run([sys.executable, trial], cwd=self.reproducers, capture_output=True,
+                                       timeout=RERUN_SECONDS).returncode == pytest.ExitCode.TESTS_FAILED
+            except subprocess.TimeoutExpired:
+                fails = False
+            self._reruns_failed[test_id] = fails
+        if fails:
+            os.replace(trial, path)
+        else:
+            os.remove(trial)
+        return fails
 
     def _record(self, item: pytest.Item, report, call, reproducer: str = "",
                 sequence: ConformanceError | None = None, first_failure: BaseException | None = None) -> None:
@@ -276,7 +320,7 @@ class Recorder:
             record["unshrunk"] = True
             record["hidden_by"] = type(_verdict_of(call.excinfo.value)).__name__
         if sequence is not None and self._replaying is not None:  # after the record took the driver's output:
-            self._check_replay(reproducer, sequence, record)  # the check replaces its process
+            self._check_replay(item, reproducer, sequence, record)  # the check replaces its process
         self._append(record)
         if report.failed:
             os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure

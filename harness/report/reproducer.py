@@ -89,8 +89,18 @@ def driver_under_test(driver: str, isolation: str = "process") -> Iterator[Devic
         service.close()
 
 
-def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "", isolation: str = "process") -> str:
-    """A script that fails, with ``requirement`` named, while ``driver`` still has the bug."""
+def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "", isolation: str = "process",
+                      replayed: bool = True) -> str:
+    """A script that fails, with ``requirement`` named, while ``driver`` still has the bug.
+    ``replayed`` False: the scenario passed on a fresh driver when it was written, and so did a
+    rerun of its test (the failure needed calls made before it); the script then never reads a
+    pass as a fix, and exits 3."""
+    if replayed:
+        passed = '''    print("the driver now conforms on this scenario")'''
+    else:
+        passed = '''    print("this scenario passes; it passed on a fresh driver when it was written too, and so did its test "
+          "run again: the failure needed calls the driver had before it (earlier tests)")
+    raise SystemExit(3)'''
     return _header(driver, requirement, message, "from harness.judging.oracle import assert_conforms, run_scenario\n",
                    isolation) + f'''SCENARIO = {_literal(scenario)}
 
@@ -99,21 +109,23 @@ if __name__ == "__main__":
         expected = run_scenario(ReferenceDevice(), SCENARIO)
         actual = run_scenario(driver, SCENARIO)
         assert_conforms({requirement!r}, SCENARIO, expected, actual)
-    print("the driver now conforms on this scenario")
+{passed}
 '''
 
 
-#: Beside a reproducer whose call sequence passed on a fresh driver when it was written (``replays``
-#: false in the record): the failure needed calls the driver had before the test.
-NEEDS_EARLIER_CALLS = ("its call sequence passed on a fresh driver, alone and after the lockstep calls the driver had "
-                       "before it: the failure needed other calls made before the test, so rerun the test to see it")
+#: Beside a reproducer that passed on a fresh driver when it was written (``replays`` false in the
+#: record): its scenario or call sequence did, and so did its test run again.
+NEEDS_EARLIER_CALLS = ("its scenario or call sequence passed on a fresh driver (a call sequence also after the calls "
+                       "the driver's history held), and so did its test run again: the failure needed other calls made "
+                       "before the test, so run its suite again to see it")
 
 
 def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "",
                          replayed: bool = True, with_earlier_calls: bool = False, isolation: str = "process") -> str:
     """A script that replays a lockstep call sequence and fails the same way while the bug is there.
-    ``replayed`` False: the sequence did not fail on a fresh driver when it was written (the failure
-    needed calls made before it); the script then never reads a pass as a fix, and exits 3.
+    ``replayed`` False: the sequence did not fail on a fresh driver when it was written, nor did a
+    rerun of its test (the failure needed calls made before it); the script then never reads a pass
+    as a fix, and exits 3.
     ``with_earlier_calls``: the sequences before the last `NEXT_RUN` step are calls made on the same
     driver process before the failing one (by earlier tests, or earlier examples of the same test),
     which the failure needs; the message shows the failing sequence's own calls."""
@@ -128,8 +140,8 @@ def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, m
     if replayed:
         passed = '''    print("the driver now conforms on this call sequence")'''
     else:
-        passed = '''    print("this call sequence passes; it passed on a fresh driver when it was written too: the failure "
-          "needed calls the driver had before it (earlier tests), so run the test again instead")
+        passed = '''    print("this call sequence passes; it passed on a fresh driver when it was written too, and so did its "
+          "test run again: the failure needed calls the driver had before it (earlier tests)")
     raise SystemExit(3)'''
     return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n", isolation) + f'''STEPS = [
 {listed}]

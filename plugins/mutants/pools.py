@@ -122,3 +122,26 @@ def missing_input_accepted():
 @mutant("length-unchecked", "REQ-2", "does not check an argument's length against its dimensions")
 def length_unchecked():
     return with_rule("length_matches_dimensions", lambda location, operand_type, combined: OK)
+
+
+@mutant("mappings-cached-by-descriptor", "POOL-2",
+        "keeps every pool's mapping by descriptor number, offset and size and never drops one, so a later "
+        "memory that gets a closed one's number is read through the old mapping")
+def mappings_cached_by_descriptor():
+    return _MappingsCachedByDescriptor()
+
+
+class _MappingsCachedByDescriptor(ReferenceDevice):
+    """A mapping cache, as CHOICE-6 allows, keyed by what is reused: descriptor numbers are handed
+    out again as soon as a memory is closed.  A scenario alone on a fresh driver maps every pool
+    anew and passes; the bug shows only after earlier calls left mappings behind."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._mapped: dict[tuple, np.ndarray] = {}
+
+    def map_memory(self, memory: Memory, *, writable: bool, rule: str) -> np.ndarray:
+        key = (memory.fd, memory.offset, memory.size, writable)
+        if key not in self._mapped:
+            self._mapped[key] = super().map_memory(memory, writable=writable, rule=rule)
+        return self._mapped[key]

@@ -120,16 +120,20 @@ def test_a_vendor_check_of_one_buffer(driver, capabilities):
 
 def test_a_call_sequence_that_needs_calls_no_history_holds_says_so(tmp_path: Path) -> None:
     """As above, but the buffer was released by a vendor's own test that calls the driver itself,
-    which no history holds: neither test_copy_sequences' calls nor the history before them fail on a
-    fresh driver.  The record and the script say so, and the script does not read a pass as a fix."""
+    which no history holds, and the failing test releases nothing of its own (an allocation mistake:
+    the mutant refuses it with GENERAL_FAILURE once anything was released).  Neither its calls, nor
+    the history before them, nor the test run again by itself fail on a fresh driver.  The record
+    and the script say so, and the script does not read a pass as a fix."""
     (tmp_path / "test_vendor.py").write_text(A_VENDOR_TEST_THAT_CALLS_THE_DRIVER_ITSELF)
-    script = _reproducer_of_a_failing_run(tmp_path, "test_vendor.py", "test_a_vendor_check_of_one_buffer or test_copy_sequences",
-                                          "mutant-refuses-after-release", "harness.suites.memory_domains.test_copies")
+    script = _reproducer_of_a_failing_run(tmp_path, "test_vendor.py",
+                                          "test_a_vendor_check_of_one_buffer or (test_each_allocation_mistake and empty)",
+                                          "mutant-refuses-after-release", "harness.suites.memory_domains.test_allocation")
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     [passed] = [record for record in records if record.get("id", "").endswith("::test_a_vendor_check_of_one_buffer")]
     assert passed["outcome"] == "passed"  # it ran first, and released its buffer
     [failed] = [record for record in records if record.get("outcome") == "failed"]
-    assert failed["id"].endswith("::test_copy_sequences") and failed["replays"] is False
+    assert failed["id"].endswith("::test_each_allocation_mistake[empty roles]") and failed["replays"] is False
+    assert "rerun" not in failed  # its test run again by itself passed: the script is not a rerun
     replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert replayed.returncode == 3 and "needed calls the driver had before it" in replayed.stdout, replayed.stderr[-3000:]
 
@@ -192,3 +196,25 @@ def test_a_generative_failure_with_nothing_to_print_reruns_its_test(tmp_path: Pa
     # reference, and a replay of nothing says so rather than pass
     expected = 0 if run == "seeded" else pytest.ExitCode.NO_TESTS_COLLECTED
     assert on_the_reference.returncode == expected, on_the_reference.stdout[-3000:] + on_the_reference.stderr[-3000:]
+
+
+def test_a_scenario_that_needs_earlier_examples_is_reproduced_by_its_test_run_again(tmp_path: Path) -> None:
+    """mutant-mappings-cached-by-descriptor reads a memory through the mapping an earlier, closed
+    memory with the same descriptor number left behind: the failing scenario passes alone on a
+    fresh driver, where a script of it would read as a fix.  The test run again by itself comes to
+    the failure through its own examples, so its rerun is the reproducer: it fails on the mutant,
+    and passes on the reference."""
+    script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_pools.test_constants",
+                                          "test_copy_and_reference_constants_agree", "mutant-mappings-cached-by-descriptor",
+                                          "--harness-seed=0")
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    [failed] = [record for record in records if record.get("outcome") == "failed"]
+    assert failed["replays"] is True and failed["rerun"] is True and failed["rule"] == "POOL-1"
+    text = script.read_text()
+    assert "TEST = 'test_copy_and_reference_constants_agree'" in text and "'--harness-seed=0'" in text
+    again = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1 and "[POOL-1]" in again.stdout, again.stdout[-3000:] + again.stderr[-3000:]
+    fixed = tmp_path / "reference.py"
+    fixed.write_text(text.replace("DRIVER = 'mutant-mappings-cached-by-descriptor'", "DRIVER = 'reference'"))
+    passes = subprocess.run([sys.executable, str(fixed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert passes.returncode == 0, passes.stdout[-3000:] + passes.stderr[-3000:]
