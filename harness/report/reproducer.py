@@ -89,18 +89,22 @@ def driver_under_test(driver: str, isolation: str = "process") -> Iterator[Devic
         service.close()
 
 
+def _ending(what: str, replayed: bool) -> str:
+    """A script's last lines, once its calls passed: a fix, or (``replayed`` False) no sign of one."""
+    if replayed:
+        return f'''    print("the driver now conforms on this {what}")'''
+    return f'''    print("this {what} passes; it passed on a fresh driver when it was written too, and so did its test "
+          "run again: the failure needed calls the driver had before it (earlier tests)")
+    raise SystemExit(3)'''
+
+
 def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "", isolation: str = "process",
                       replayed: bool = True) -> str:
     """A script that fails, with ``requirement`` named, while ``driver`` still has the bug.
     ``replayed`` False: the scenario passed on a fresh driver when it was written, and so did a
     rerun of its test (the failure needed calls made before it); the script then never reads a
     pass as a fix, and exits 3."""
-    if replayed:
-        passed = '''    print("the driver now conforms on this scenario")'''
-    else:
-        passed = '''    print("this scenario passes; it passed on a fresh driver when it was written too, and so did its test "
-          "run again: the failure needed calls the driver had before it (earlier tests)")
-    raise SystemExit(3)'''
+    passed = _ending("scenario", replayed)
     return _header(driver, requirement, message, "from harness.judging.oracle import assert_conforms, run_scenario\n",
                    isolation) + f'''SCENARIO = {_literal(scenario)}
 
@@ -137,12 +141,7 @@ def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, m
     if any(step.method == ALONE for step in steps):
         listed = ("    # A sequence that starts with an alone step is a test's calls on the driver alone: they are made\n"
                   "    # on both drivers for the state they leave, and not judged.\n" + listed)
-    if replayed:
-        passed = '''    print("the driver now conforms on this call sequence")'''
-    else:
-        passed = '''    print("this call sequence passes; it passed on a fresh driver when it was written too, and so did its "
-          "test run again: the failure needed calls the driver had before it (earlier tests)")
-    raise SystemExit(3)'''
+    passed = _ending("call sequence", replayed)
     return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n", isolation) + f'''STEPS = [
 {listed}]
 
