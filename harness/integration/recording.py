@@ -190,8 +190,8 @@ class Recorder:
             hidden = report.failed and error is not None and first is not None and _hidden_verdict(error, first)
             if hidden:
                 error = first
-            reproducer, sequence = self._write_reproducer(item, error) if report.failed else ("", None)
-            self._record(item, report, call, reproducer, sequence, error if hidden else None)
+            reproducer, printed = self._write_reproducer(item, error) if report.failed else ("", None)
+            self._record(item, report, call, reproducer, printed, error if hidden else None)
 
     def pytest_keyboard_interrupt(self) -> None:
         """The run stopped in the middle of a test.  One that had failed on an example was shrinking
@@ -237,8 +237,9 @@ class Recorder:
         else:
             script = reproducer_script(found.scenario, self.driver, found.requirement, str(found), self.isolation)
         write_atomically(path, script)
-        checked = isinstance(found, ConformanceError) and (found.steps or found.scenario is not None) and not rerun
-        return path, found if checked else None
+        printed = isinstance(found, ConformanceError) and not getattr(found, "golden", None) and (
+            found.steps or found.scenario is not None)
+        return path, found if printed else None
 
     def _check_replay(self, item: pytest.Item, path: str, verdict: ConformanceError, record: dict) -> None:
         """Whether the reproducer's call sequence or scenario fails on a fresh driver as it failed in
@@ -294,9 +295,10 @@ class Recorder:
         return fails
 
     def _record(self, item: pytest.Item, report, call, reproducer: str = "",
-                sequence: ConformanceError | None = None, first_failure: BaseException | None = None) -> None:
-        """``first_failure``: the test's first failing example, recorded in place of hypothesis' own
-        error that ended the test without a verdict (`_hidden_verdict`)."""
+                printed: ConformanceError | None = None, first_failure: BaseException | None = None) -> None:
+        """``printed``: the verdict whose call sequence or scenario the reproducer prints, checked on a
+        fresh driver (`_check_replay`).  ``first_failure``: the test's first failing example, recorded
+        in place of hypothesis' own error that ended the test without a verdict (`_hidden_verdict`)."""
         skip = _why_skipped(item, call) if report.skipped and getattr(report, "wasxfail", None) is None else None
         # whose fault a failure is (attribution.FAULTS): only the driver's is a verdict on it; pytest's
         # own report of a failure, with no exception, is the driver's, as before faults were kept
@@ -319,8 +321,8 @@ class Recorder:
         if first_failure is not None:  # as hypothesis first found it: its shrinking ended in its own error
             record["unshrunk"] = True
             record["hidden_by"] = type(_verdict_of(call.excinfo.value)).__name__
-        if sequence is not None and self._replaying is not None:  # after the record took the driver's output:
-            self._check_replay(item, reproducer, sequence, record)  # the check replaces its process
+        if printed is not None and self._replaying is not None:  # after the record took the driver's output:
+            self._check_replay(item, reproducer, printed, record)  # the check replaces its process
         self._append(record)
         if report.failed:
             os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure
