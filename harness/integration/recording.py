@@ -59,8 +59,11 @@ PROGRESS_EVERY_S = 0.5
 
 #: How much of what the driver printed during a failing test its record keeps.
 DRIVER_OUTPUT_BYTES = 4096
-#: How long the check of a failing test run again by itself may take (`Recorder._rerun_fails`).
-RERUN_SECONDS = 120
+#: How long the check of a failing test run again by itself may take (`Recorder._rerun_fails`), and
+#: all such checks of one session: a driver with many failures that need earlier calls must not
+#: spend a certification's time on them.  Past the budget, a failure's script says it does not replay.
+RERUN_SECONDS = 120.0
+RERUN_BUDGET_SECONDS = 300.0
 
 
 class Recorder:
@@ -73,6 +76,7 @@ class Recorder:
         # profile and seed, or its database replayed): the script of a failure with nothing to print.
         self.example_options = tuple(example_options)
         self._reruns_failed: dict[str, bool] = {}  # test id -> whether it failed when run again by itself
+        self._rerun_seconds_left = float(RERUN_BUDGET_SECONDS)
         # replaying(verdict): for a call sequence, one that fails on a fresh driver as the verdict
         # did, its own or one with calls the driver had before it, None when none does; for a
         # scenario, whether it fails there (the attribute None: nothing is checked)
@@ -281,18 +285,21 @@ class Recorder:
         write_atomically(trial, rerun_script(test_id, self.driver, verdict.requirement, str(verdict), self.isolation,
                                              self.example_options if is_generative(item) else ()))
         fails = self._reruns_failed.get(test_id)  # a fuzz run meets the same failure round after round: run it once
-        if fails is None:
+        if fails is None and self._rerun_seconds_left > 0:
+            started = time.monotonic()
             try:
                 fails = subprocess.run([sys.executable, trial], cwd=self.reproducers, capture_output=True,
-                                       timeout=RERUN_SECONDS).returncode == pytest.ExitCode.TESTS_FAILED
+                                       timeout=min(RERUN_SECONDS, self._rerun_seconds_left)
+                                       ).returncode == pytest.ExitCode.TESTS_FAILED
             except subprocess.TimeoutExpired:
                 fails = False
+            self._rerun_seconds_left -= time.monotonic() - started
             self._reruns_failed[test_id] = fails
         if fails:
             os.replace(trial, path)
         else:
             os.remove(trial)
-        return fails
+        return bool(fails)
 
     def _record(self, item: pytest.Item, report, call, reproducer: str = "",
                 printed: ConformanceError | None = None, first_failure: BaseException | None = None) -> None:
