@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import pytest
 from hypothesis.errors import UnsatisfiedAssumption
 
-from harness.api.errors import ConformanceError, HarnessError
+from harness.api.errors import ConformanceError, DriverHang, HarnessError
 from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
 from harness.report.attribution import failed_requirements, fault_of, raised_by_hypothesis
@@ -241,8 +241,10 @@ class Recorder:
         else:
             script = reproducer_script(found.scenario, self.driver, found.requirement, str(found), self.isolation)
         write_atomically(path, script)
+        # A hang's scenario is not checked: the check would wait out another call deadline, for every
+        # test the hang fails (a call sequence's is: its history may be what it needs).
         printed = isinstance(found, ConformanceError) and not getattr(found, "golden", None) and (
-            found.steps or found.scenario is not None)
+            found.steps or (found.scenario is not None and not isinstance(found, DriverHang)))
         return path, found if printed else None
 
     def _check_replay(self, item: pytest.Item, path: str, verdict: ConformanceError, record: dict) -> None:
