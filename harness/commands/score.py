@@ -39,8 +39,8 @@ SEED = 0
 VARIANT_PROFILES = ("dev", "ci", "certify")
 DRIVER_TIMEOUT_S = 2.0
 RUN_TIMEOUT_S = 600
-#: How long a caught bug's reproducer may run: a script runs the driver in its own process, with no
-#: service to end a hang, so a hanging bug's script is stopped here.
+#: How long a caught bug's reproducer may run.  A script's driver service ends a hung call at its
+#: deadline, but a rerun script runs a whole test, whose every hang waits one out: it is stopped here.
 SCRIPT_TIMEOUT_S = 60
 
 

@@ -283,25 +283,29 @@ class Recorder:
         test_id = self.canonical_id(item)
         if not test_id.startswith("suites/"):
             return False
-        trial = f"{path}.rerun"
-        write_atomically(trial, rerun_script(test_id, self.driver, verdict.requirement, str(verdict), self.isolation,
-                                             self.example_options if is_generative(item) else ()))
+        script = rerun_script(test_id, self.driver, verdict.requirement, str(verdict), self.isolation,
+                              self.example_options if is_generative(item) else ())
         fails = self._reruns_failed.get(test_id)  # a fuzz run meets the same failure round after round: run it once
         if fails is None and self._rerun_seconds_left > 0:
-            started = time.monotonic()
-            try:
-                fails = subprocess.run([sys.executable, trial], cwd=self.reproducers, capture_output=True,
-                                       timeout=min(RERUN_SECONDS, self._rerun_seconds_left)
-                                       ).returncode == pytest.ExitCode.TESTS_FAILED
-            except subprocess.TimeoutExpired:
-                fails = False
-            self._rerun_seconds_left -= time.monotonic() - started
-            self._reruns_failed[test_id] = fails
+            self._reruns_failed[test_id] = fails = self._fails_when_run(script, f"{path}.rerun")
         if fails:
-            os.replace(trial, path)
-        else:
-            os.remove(trial)
+            write_atomically(path, script)
         return bool(fails)
+
+    def _fails_when_run(self, script: str, trial: str) -> bool:
+        """Whether ``script`` (a test's rerun), written to ``trial`` and run there, exits as pytest
+        does for a failed test, within what is left of the session's budget."""
+        write_atomically(trial, script)
+        started = time.monotonic()
+        try:
+            return subprocess.run([sys.executable, trial], cwd=self.reproducers, capture_output=True,
+                                  timeout=min(RERUN_SECONDS, self._rerun_seconds_left)
+                                  ).returncode == pytest.ExitCode.TESTS_FAILED
+        except subprocess.TimeoutExpired:
+            return False
+        finally:
+            self._rerun_seconds_left -= time.monotonic() - started
+            os.remove(trial)
 
     def _record(self, item: pytest.Item, report, call, reproducer: str = "",
                 printed: ConformanceError | None = None, first_failure: BaseException | None = None) -> None:
