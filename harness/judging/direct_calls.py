@@ -21,14 +21,15 @@ from typing import Any
 
 from harness.api.hal import BufferDesc, BufferRole, Device
 from harness.judging.driver_history import history_of, lifetime_of
-from harness.judging.lockstep import ALONE, Step
-from harness.judging.scenario import MemorySpec, Scenario, make_memory
+from harness.judging.lockstep import ALONE, CallsAlone, Step
+from harness.judging.scenario import MemorySpec, Scenario
 
 __all__ = ["DirectCalls"]
 
 
 class DirectCalls:
     """One test's direct calls on ``driver``, a sequence of its history from the moment it is made.
+    Each is made from its step by `CallsAlone`, as a replay makes it again.
 
     A verdict the test raises does not mark the sequence as ending in one (as a lockstep's is):
     a replay judges none of its calls, so nothing in it can stop a replay of a later history."""
@@ -36,9 +37,9 @@ class DirectCalls:
     def __init__(self, driver: Device) -> None:
         self.driver = driver
         self.steps: list[Step] = [Step(ALONE, ())]
+        self._calls = CallsAlone(driver)
         self._names: dict[int, str] = {}  # id() of a prepared model or buffer of the driver's -> its name in the steps
         self._held: list[Any] = []  # those objects, so that no id() is reused while the names stand
-        self._models = 0
         self._buffers = 0
         history = history_of(driver)
         if history is not None:
@@ -54,12 +55,14 @@ class DirectCalls:
         self._names[id(handle)] = name
         self._held.append(handle)
 
+    def _make(self, method: str, *args: Any) -> Any:
+        self.steps.append(Step(method, args))
+        return self._calls.make(method, args)
+
     def prepare(self, scenario: Scenario, requirement: str = "DOM-ALLOC-1") -> Any:
         """``driver.prepare_model`` of the scenario's model: the driver's prepared model."""
-        self._models += 1  # as `Lockstep.prepare` numbers them, refused or not, so that a replay names them alike
-        self.steps.append(Step("prepare", (scenario, requirement)))
-        prepared = self.driver.prepare_model(scenario.build_model())
-        self._named(prepared, f"model-{self._models}")
+        prepared = self._make("prepare", scenario, requirement)
+        self._named(prepared, f"model-{len(self._calls.models)}")
         return prepared
 
     def allocate(self, desc: BufferDesc, prepared_models: Sequence[Any], input_roles: Sequence[BufferRole],
@@ -67,31 +70,18 @@ class DirectCalls:
         """``driver.allocate``, its signature and answer as they are (a refusal raises)."""
         self._buffers += 1
         name = f"direct-{self._buffers}"
-        self.steps.append(Step("allocate", (name, desc, tuple(self._name_of(p) for p in prepared_models),
-                                            tuple(input_roles), tuple(output_roles), requirement)))
-        allocated = self.driver.allocate(desc, list(prepared_models), list(input_roles), list(output_roles))
+        allocated = self._make("allocate", name, desc, tuple(self._name_of(p) for p in prepared_models),
+                               tuple(input_roles), tuple(output_roles), requirement)
         self._named(allocated[0], name)
         return allocated
 
     def copy_from(self, buffer: Any, memory: MemorySpec, dimensions: Sequence[int] = (), requirement: str = "DOM-COPY-1") -> None:
         """``buffer.copy_from`` a new memory made as ``memory`` says (closed after the call)."""
-        self.steps.append(Step("copy_from", (self._name_of(buffer), memory, tuple(dimensions), requirement)))
-        source = make_memory(memory)
-        try:
-            buffer.copy_from(source, tuple(dimensions))
-        finally:
-            source.close()
+        self._make("copy_from", self._name_of(buffer), memory, tuple(dimensions), requirement)
 
     def copy_to(self, buffer: Any, size: int, requirement: str = "DOM-COPY-1") -> bytes:
         """``buffer.copy_to`` a new ashmem memory of ``size`` bytes: what it holds after the call."""
-        self.steps.append(Step("copy_to", (self._name_of(buffer), size, "ashmem", requirement, 0)))
-        target = make_memory(MemorySpec("ashmem", bytes(size)))
-        try:
-            buffer.copy_to(target)
-            return target.read()
-        finally:
-            target.close()
+        return self._make("copy_to", self._name_of(buffer), size, "ashmem", requirement, 0)
 
     def release(self, buffer: Any) -> None:
-        self.steps.append(Step("release", (self._name_of(buffer),)))
-        buffer.release()
+        self._make("release", self._name_of(buffer))

@@ -25,7 +25,7 @@ from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_valu
 from harness.judging.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
 from harness.service.proxies import begin_call
 
-__all__ = ["ALONE", "AllocationTally", "Lockstep", "NEXT_RUN", "Pair", "Step", "counting_allocations", "last_run_start", "replay"]
+__all__ = ["ALONE", "AllocationTally", "CallsAlone", "Lockstep", "NEXT_RUN", "Pair", "Step", "counting_allocations", "last_run_start", "replay"]
 
 
 @dataclass
@@ -429,7 +429,7 @@ class _Alone:
     from that side's calls after it."""
 
     def __init__(self, driver: Device, reference: Device) -> None:
-        self._sides = (_Side(driver), _Side(reference))
+        self._sides = (CallsAlone(driver), CallsAlone(reference))
 
     def make(self, recorded: Step) -> None:
         for side in self._sides:
@@ -440,28 +440,44 @@ class _Alone:
 
 
 @dataclass
-class _Side:
+class CallsAlone:
+    """The calls of an `ALONE` sequence on one device, from their steps: what a test asking the
+    driver alone makes (`harness.judging.direct_calls`), and what a replay makes again.  Prepared
+    models are named model-1, model-2, ... in order (None where refused), buffers by their steps'
+    names; a call on a buffer this device never served is not made."""
+
     device: Device
-    models: list[Any] = field(default_factory=list)  # model-1, model-2, ...: None where refused
+    models: list[Any] = field(default_factory=list)
     buffers: dict[str, Any] = field(default_factory=dict)
 
-    def make(self, method: str, args: tuple) -> None:
+    def make(self, method: str, args: tuple) -> Any:
+        """The call's answer: a prepared model, a (buffer, token) pair, the bytes a copy_to wrote, or None."""
         if method == "prepare":
             self.models.append(None)  # numbered as `Lockstep.prepare` numbers them, refused or not
             self.models[-1] = self.device.prepare_model(args[0].build_model())
-        elif method == "allocate":
+            return self.models[-1]
+        if method == "allocate":
             name, desc, model_names, input_roles, output_roles, _ = args
             prepared = [self.models[int(model.removeprefix("model-")) - 1] for model in model_names]
-            if None not in prepared:
-                self.buffers[name] = self.device.allocate(desc, prepared, list(input_roles), list(output_roles))[0]
-        elif method == "release" and args[0] in self.buffers:
-            self.buffers.pop(args[0]).release()
-        elif method == "copy_from" and args[0] in self.buffers:
+            if None in prepared:
+                return None
+            allocated = self.device.allocate(desc, prepared, list(input_roles), list(output_roles))
+            self.buffers[name] = allocated[0]
+            return allocated
+        buffer = self.buffers.get(args[0]) if method in ("release", "copy_from", "copy_to") else None
+        if buffer is None:  # the ALONE mark itself, or a buffer this device never served
+            return None
+        if method == "release":
+            del self.buffers[args[0]]
+            buffer.release()
+        elif method == "copy_from":
             with make_memory(args[1]) as memory:
-                self.buffers[args[0]].copy_from(memory, args[2])
-        elif method == "copy_to" and args[0] in self.buffers:
+                buffer.copy_from(memory, args[2])
+        elif method == "copy_to":
             with make_memory(MemorySpec(args[2], bytes(args[1]))) as memory:
-                self.buffers[args[0]].copy_to(memory)
+                buffer.copy_to(memory)
+                return memory.read()
+        return None
 
 
 def _with_memory(spec: MemorySpec, use: Callable[[Any], Any]) -> _Result:
