@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 
 from harness.api.requirements import REQUIREMENTS
 from harness.integration.own_config import own_pytest_options
+from harness.integration.recording import RERUN_SECONDS
 from harness.integration.warm_sessions import run_pytest
 from harness.drivers.registry import DriverSpec, load_registry
 from harness.report.attribution import failed_requirements
@@ -41,7 +42,9 @@ DRIVER_TIMEOUT_S = 2.0
 RUN_TIMEOUT_S = 600
 #: How long a caught bug's reproducer may run.  A script's driver service ends a hung call at its
 #: deadline, but a rerun script runs a whole test, whose every hang waits one out: it is stopped here.
-SCRIPT_TIMEOUT_S = 60
+#: The run kept a rerun script (after the tests before its own, perhaps) only when it failed within
+#: RERUN_SECONDS, so a script is given that long, and some more for a loaded machine.
+SCRIPT_TIMEOUT_S = RERUN_SECONDS + 60
 
 
 @dataclass

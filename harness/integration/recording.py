@@ -34,6 +34,7 @@ from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
 from harness.report.attribution import failed_requirements, fault_of, raised_by_hypothesis
 from harness.report.files import write_atomically
+from harness.report.reproducer import earlier_test
 
 #: The expectations-file entry that applies to a test (set at collection): its skip or xfail is a waiver.
 EXPECTATION = pytest.StashKey[Expectation]()
@@ -75,7 +76,13 @@ class Recorder:
         # What a rerun of a generative test needs to come to its failing example again (the run's
         # profile and seed, or its database replayed): the script of a failure with nothing to print.
         self.example_options = tuple(example_options)
-        self._reruns_failed: dict[str, bool] = {}  # test id -> whether it failed when run again by itself
+        # (test id, with earlier tests) -> whether it failed when run again, alone or after those tests
+        self._reruns_failed: dict[tuple[str, bool], bool] = {}
+        # The tests run on the driver's current service process, in order (each by `earlier_test`):
+        # what a failure that needs calls made before its test is run again after.  A service that
+        # started again (after a crash) holds none of what came before.
+        self._tests_on_this_service: dict[str, None] = {}
+        self._service_generation: int | None = None
         self._rerun_seconds_left = float(RERUN_BUDGET_SECONDS)
         # replaying(verdict): for a call sequence, one that fails on a fresh driver as the verdict
         # did, its own or one with calls the driver had before it, None when none does; for a
@@ -163,6 +170,17 @@ class Recorder:
         self._running, self._running_since, self._first_failure = item, time.monotonic(), None
         service = self._service()
         self._output_mark = service.output_mark() if service is not None else None
+        self._note_service_start()
+
+    def _note_service_start(self) -> bool:
+        """Whether the driver's service started again since last seen: the tests run on the one
+        before hold nothing of it."""
+        generation = getattr(self._service(), "generation", 0)  # no service: the driver is in this process
+        started = generation != self._service_generation
+        if started:
+            self._tests_on_this_service.clear()
+            self._service_generation = generation
+        return started
 
     def _driver_output(self) -> str:
         """What the driver's service printed during this test: its last DRIVER_OUTPUT_BYTES."""
@@ -196,6 +214,8 @@ class Recorder:
                 error = first
             reproducer, printed = self._write_reproducer(item, error) if report.failed else ("", None)
             self._record(item, report, call, reproducer, printed, error if hidden else None)
+            self._note_service_start()  # during this test: its own calls after the start are on the new one
+            self._tests_on_this_service[earlier_test(self.canonical_id(item), str(item.path))] = None
 
     def pytest_keyboard_interrupt(self) -> None:
         """The run stopped in the middle of a test.  One that had failed on an example was shrinking
@@ -266,8 +286,10 @@ class Recorder:
             replays = steps is not None
         else:
             replays = found is True
-        if not replays and self._rerun_fails(item, verdict, path):
+        earlier = self._rerun_fails(item, verdict, path) if not replays else None
+        if earlier is not None:
             record["rerun"] = replays = True
+            record["rerun_after_tests"] = earlier  # 0: the test alone fails again
         record["replays"] = replays
         if not replays:
             write_atomically(path, call_sequence_script(verdict.steps, self.driver, verdict.requirement, str(verdict),
@@ -275,22 +297,29 @@ class Recorder:
                              reproducer_script(verdict.scenario, self.driver, verdict.requirement, str(verdict),
                                                self.isolation, replayed=False))
 
-    def _rerun_fails(self, item: pytest.Item, verdict: ConformanceError, path: str) -> bool:
-        """Whether the test, run again by itself in a new session (a generative one coming to its
-        examples as the run did), still fails; its script replaces the one at ``path`` when it does."""
+    def _rerun_fails(self, item: pytest.Item, verdict: ConformanceError, path: str) -> int | None:
+        """Whether the test, run again in a new session (a generative one coming to its examples as
+        the run did), still fails: by itself (0), or else after the tests the run made before it on
+        the same driver process (how many), whose calls the failure may need; None when neither
+        does.  The failing rerun's script replaces the one at ``path``."""
         from harness.report.reproducer import rerun_script
 
         test_id = self.canonical_id(item)
         if not test_id.startswith("suites/"):
-            return False
-        script = rerun_script(test_id, self.driver, verdict.requirement, str(verdict), self.isolation,
-                              self.example_options if is_generative(item) else ())
-        fails = self._reruns_failed.get(test_id)  # a fuzz run meets the same failure round after round: run it once
-        if fails is None and self._rerun_seconds_left > 0:
-            self._reruns_failed[test_id] = fails = self._fails_when_run(script, f"{path}.rerun")
-        if fails:
-            write_atomically(path, script)
-        return bool(fails)
+            return None
+        this = earlier_test(test_id, str(item.path))
+        earlier = [test for test in self._tests_on_this_service if test != this]
+        for before in ([], earlier) if earlier else ([],):
+            script = rerun_script(test_id, self.driver, verdict.requirement, str(verdict), self.isolation,
+                                  self.example_options if is_generative(item) else (), before)
+            key = (test_id, bool(before))  # a fuzz run meets the same failure round after round: run it once
+            fails = self._reruns_failed.get(key)
+            if fails is None and self._rerun_seconds_left > 0:
+                self._reruns_failed[key] = fails = self._fails_when_run(script, f"{path}.rerun")
+            if fails:
+                write_atomically(path, script)
+                return len(before)
+        return None
 
     def _fails_when_run(self, script: str, trial: str) -> bool:
         """Whether ``script`` (a test's rerun), written to ``trial`` and run there, exits as pytest

@@ -94,7 +94,7 @@ def _ending(what: str, replayed: bool) -> str:
     if replayed:
         return f'''    print("the driver now conforms on this {what}")'''
     return f'''    print("this {what} passes; it passed on a fresh driver when it was written too, and so did its test "
-          "run again: the failure needed calls the driver had before it (earlier tests)")
+          "run again, alone and after the tests before it: the failure needed calls the driver had before it")
     raise SystemExit(3)'''
 
 
@@ -120,8 +120,9 @@ if __name__ == "__main__":
 #: Beside a reproducer that passed on a fresh driver when it was written (``replays`` false in the
 #: record): its scenario or call sequence did, and so did its test run again.
 NEEDS_EARLIER_CALLS = ("its scenario or call sequence passed on a fresh driver (a call sequence also after the calls "
-                       "the driver's history held), and so did its test run again: the failure needed other calls made "
-                       "before the test, so run its suite again to see it")
+                       "the driver's history held), and so did its test run again, alone and after the tests the run "
+                       "made before it: the failure needed other calls made before the test, so run its suite again "
+                       "to see it")
 
 
 def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "",
@@ -164,25 +165,29 @@ if __name__ == "__main__":
 
 
 def rerun_script(test_id: str, driver: str, requirement: str, message: str = "", isolation: str = "process",
-                 example_options: Sequence[str] = ()) -> str:
+                 example_options: Sequence[str] = (), earlier: Sequence[str] = ()) -> str:
     """A script that runs one test (``suites/area/test_x.py::test_name[param]``) on ``driver`` again,
     with the harness's own pytest configuration: a fixed test, or a generative one whose failure
     carries no scenario or call sequence to print.  ``example_options``: for a generative test, the
     options that make it come to the failing example again (the run's profile and seed, or its
-    example database, replayed).  The script exits 0 once the test passes, 1 while it still fails,
-    and 5 (pytest's "no tests ran") if the test did not run, or replayed no example: pytest itself
-    exits 0 for a test it skipped, which is no sign of a fix."""
+    example database, replayed).  ``earlier``: tests to run first in the same session, on the same
+    driver process (`earlier_test`): the ones the run made before it, when the failure needed what
+    their calls left in the driver.  The script exits 0 once the test passes, 1 while it still
+    fails, and 5 (pytest's "no tests ran") if the test did not run, or replayed no example: pytest
+    itself exits 0 for a test it skipped, which is no sign of a fix, and 1 for a failure of an
+    earlier test, which is no sign of this one."""
     path, _, name = test_id.partition("::")
     module = "harness." + path.removesuffix(".py").replace("/", ".")
     summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
     how = ("it generates its examples as the run did: " + " ".join(example_options) if example_options
            else "a fixed test: it generates no examples")
+    after = (f", after the {len(earlier)} tests the run made on the same driver process before it (the failure needed "
+             f"what their calls left in the driver)" if earlier else "")
     return f'''#!/usr/bin/env python3
 """Reproducer written by driver-harness: {requirement or 'a failure'} of {test_id} on driver {driver!r}.
 
-Run: python {{this file}}  (with driver-harness installed).  It runs that test again ({how}).
+Run: python {{this file}}  (with driver-harness installed).  It runs that test again ({how}){after}.
 Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped, or no example left to replay).
-A failure that needed calls earlier tests made passes alone too.
 """
 {summary}
 import importlib
@@ -196,39 +201,70 @@ import pytest
 from harness.integration.own_config import own_pytest_options
 
 DRIVER = {driver!r}
+TEST_ID = {test_id!r}
 MODULE = {module!r}
 TEST = {name!r}
 ISOLATION = {isolation!r}
 EXAMPLES = {list(example_options)!r}
+# Run first, in this order, on the same driver process: a module (or a file) and a test in it.
+EARLIER = {list(earlier)!r}
 DID_NOT_RUN = pytest.ExitCode.NO_TESTS_COLLECTED
 
 
-class Ran:
-    """Whether the test ran and passed (pytest exits 0 for a skipped test too)."""
-    passed = False
+def node(module_or_file, test):
+    file = module_or_file if module_or_file.endswith(".py") else importlib.import_module(module_or_file).__file__
+    return f"{{file}}::{{test}}"
+
+
+class Outcome:
+    """This test's own outcome: pytest exits 0 for a skipped test too, and 1 for a failed earlier one."""
+    target = None
+    outcome = "not run"
+
+    def pytest_collection_modifyitems(self, items):
+        file = importlib.import_module(MODULE).__file__
+        ours = [item for item in items if item.name == TEST.rpartition("::")[2] and os.path.samefile(item.path, file)]
+        Outcome.target = ours[-1].nodeid if ours else None
 
     def pytest_runtest_logreport(self, report):
-        if report.when == "call" and report.passed:
-            Ran.passed = True
+        if report.nodeid == Outcome.target and Outcome.outcome != "failed":
+            if report.failed:
+                Outcome.outcome = "failed"
+            elif report.when == "call" and report.passed:
+                Outcome.outcome = "passed"
 
 
 if __name__ == "__main__":
-    test_file = importlib.import_module(MODULE).__file__
+    nodes = [node(*entry.split("::", 1)) for entry in EARLIER] + [node(MODULE, TEST)]
     with tempfile.TemporaryDirectory() as scratch:
         record = os.path.join(scratch, "record.jsonl")
-        code = pytest.main([*own_pytest_options(), f"{{test_file}}::{{TEST}}", f"--driver={{DRIVER}}",
-                            f"--driver-isolation={{ISOLATION}}", *EXAMPLES, f"--harness-record={{record}}", "-q", "-rs"],
-                           plugins=[Ran()])
+        code = pytest.main([*own_pytest_options(), *nodes, f"--driver={{DRIVER}}", f"--driver-isolation={{ISOLATION}}",
+                            *EXAMPLES, f"--harness-record={{record}}", "-q", "-rs", "-p", "no:randomly"],
+                           plugins=[Outcome()])
         examples = 0
         if os.path.exists(record):  # not when pytest stopped before the run (a usage error)
             with open(record, encoding="utf-8") as lines:
-                examples = sum(entry.get("examples") or 0 for entry in map(json.loads, lines) if "id" in entry)
-    if code == pytest.ExitCode.OK and not Ran.passed:
+                examples = sum(entry.get("examples") or 0 for entry in map(json.loads, lines) if entry.get("id") == TEST_ID)
+    if Outcome.outcome == "failed":
+        code = pytest.ExitCode.TESTS_FAILED
+    elif Outcome.outcome == "not run" and code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         print("the test did not run (see the skip above), so this says nothing of the failure", file=sys.stderr)
         code = DID_NOT_RUN
-    elif code == pytest.ExitCode.OK and "--harness-replay" in EXAMPLES and not examples:
+    elif Outcome.outcome == "passed" and "--harness-replay" in EXAMPLES and not examples:
         print("nothing was replayed: the database holds no example of this test for this driver (hypothesis "
               "deletes one that passes), so this says nothing of the failure", file=sys.stderr)
         code = DID_NOT_RUN
+    elif Outcome.outcome == "passed":
+        code = pytest.ExitCode.OK
     sys.exit(code)
 '''
+
+
+def earlier_test(test_id: str, path: str) -> str:
+    """How a rerun script names a test to run before its own (``EARLIER``): one of the harness's
+    suites by its module, as installed wherever the script runs; any other (a vendor's own test) by
+    ``path``, the file the run collected it from."""
+    file, _, name = test_id.partition("::")
+    if file.startswith("suites/"):
+        return "harness." + file.removesuffix(".py").replace("/", ".") + "::" + name
+    return f"{path}::{name}"

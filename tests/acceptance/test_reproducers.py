@@ -106,25 +106,31 @@ def test_a_call_sequence_that_needs_an_earlier_direct_test_replays_with_it(tmp_p
 
 
 A_VENDOR_TEST_THAT_CALLS_THE_DRIVER_ITSELF = '''
+import os
+
 from harness.api.hal import BufferDesc, BufferRole
 from harness.strategies.domains import declared_flavor
+
+ONCE = os.path.join(os.path.dirname(__file__), "released-once")
 
 
 def test_a_vendor_check_of_one_buffer(driver, capabilities):
     prepared = driver.prepare_model(declared_flavor(capabilities).model((2, 2)).build_model())
     buffer, token = driver.allocate(BufferDesc(), [prepared], [BufferRole(0, 0)], [])
-    buffer.release()
+    if not ({once} and os.path.exists(ONCE)):
+        buffer.release()
+        open(ONCE, "w").close()
     assert token > 0
 '''
 
 
-def test_a_call_sequence_that_needs_calls_no_history_holds_says_so(tmp_path: Path) -> None:
-    """As above, but the buffer was released by a vendor's own test that calls the driver itself,
-    which no history holds, and the failing test releases nothing of its own (an allocation mistake:
-    the mutant refuses it with GENERAL_FAILURE once anything was released).  Neither its calls, nor
-    the history before them, nor the test run again by itself fail on a fresh driver.  The record
-    and the script say so, and the script does not read a pass as a fix."""
-    (tmp_path / "test_vendor.py").write_text(A_VENDOR_TEST_THAT_CALLS_THE_DRIVER_ITSELF)
+def _failure_after_a_vendor_test(tmp_path: Path, once: bool) -> tuple[dict, Path]:
+    """A run of a vendor's own test that calls the driver itself (no history holds its calls), then
+    of an allocation mistake that releases nothing of its own: mutant-refuses-after-release refuses
+    it with GENERAL_FAILURE once anything was released, where SPEC says INVALID_ARGUMENT.  Neither
+    the failing calls nor the test run again by itself fail on a fresh driver.  ``once``: the vendor
+    test releases its buffer only the first time it runs (it leaves a file behind)."""
+    (tmp_path / "test_vendor.py").write_text(A_VENDOR_TEST_THAT_CALLS_THE_DRIVER_ITSELF.format(once=once))
     script = _reproducer_of_a_failing_run(tmp_path, "test_vendor.py",
                                           "test_a_vendor_check_of_one_buffer or (test_each_allocation_mistake and empty)",
                                           "mutant-refuses-after-release", "harness.suites.memory_domains.test_allocation")
@@ -132,8 +138,31 @@ def test_a_call_sequence_that_needs_calls_no_history_holds_says_so(tmp_path: Pat
     [passed] = [record for record in records if record.get("id", "").endswith("::test_a_vendor_check_of_one_buffer")]
     assert passed["outcome"] == "passed"  # it ran first, and released its buffer
     [failed] = [record for record in records if record.get("outcome") == "failed"]
-    assert failed["id"].endswith("::test_each_allocation_mistake[empty roles]") and failed["replays"] is False
-    assert "rerun" not in failed  # its test run again by itself passed: the script is not a rerun
+    assert failed["id"].endswith("::test_each_allocation_mistake[empty roles]")
+    return failed, script
+
+
+def test_a_failure_that_needs_an_earlier_vendor_tests_calls_reruns_it_first(tmp_path: Path) -> None:
+    """Its test run again after the vendor's test, on one driver process as in the run, fails: that
+    rerun is the reproducer.  It fails on the mutant and passes on the reference."""
+    failed, script = _failure_after_a_vendor_test(tmp_path, once=False)
+    assert failed["replays"] is True and failed["rerun"] is True and failed["rerun_after_tests"] == 1
+    text = script.read_text()
+    assert f"EARLIER = ['{tmp_path / 'test_vendor.py'}::test_a_vendor_check_of_one_buffer']" in text
+    again = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1 and "[DOM-ALLOC-1]" in again.stdout, again.stdout[-3000:] + again.stderr[-3000:]
+    fixed = tmp_path / "reference.py"
+    fixed.write_text(text.replace("DRIVER = 'mutant-refuses-after-release'", "DRIVER = 'reference'"))
+    passes = subprocess.run([sys.executable, str(fixed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert passes.returncode == 0, passes.stdout[-3000:] + passes.stderr[-3000:]
+
+
+def test_a_failure_whose_earlier_calls_cannot_be_made_again_says_so(tmp_path: Path) -> None:
+    """As above, but the vendor's test releases its buffer only the first time it runs: no rerun
+    makes the failure's calls again.  The record and the script say so, and the script does not
+    read a pass as a fix."""
+    failed, script = _failure_after_a_vendor_test(tmp_path, once=True)
+    assert failed["replays"] is False and "rerun" not in failed
     replayed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert replayed.returncode == 3 and "needed calls the driver had before it" in replayed.stdout, replayed.stderr[-3000:]
 

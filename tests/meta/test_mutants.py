@@ -32,13 +32,11 @@ def test_every_mutant_is_caught() -> None:
     report = f"{format_table(scores)}\n{summary(scores)}"
     missed = [s.driver for s in scores if not s.caught]
     assert not missed, f"seeded bugs no test caught (holes in the suites):\n{report}"
-    # What a vendor gets from a catch: a script that fails on the bug, run by itself.  The one other
-    # honest answer is "does not replay" (exit 3, saying so): mappings-cached-by-descriptor's stale
-    # mapping may come from an earlier test, which neither the scenario nor its test alone repeats
-    # (one of three fresh score runs).  Never a script that reads as a fix, hangs, or is missing.
-    unreproduced = [s.driver for s in scores if s.reproducer not in ("fails", "does not replay")]
+    # What a vendor gets from a catch: a script that fails on the bug, run by itself.  Never one that
+    # reads as a fix, hangs, is missing, or says it does not replay (exit 3): a failure that needed
+    # an earlier test's calls (mappings-cached-by-descriptor's stale mapping) is run again after it.
+    unreproduced = [s.driver for s in scores if s.reproducer != "fails"]
     assert not unreproduced, f"catches whose reproducer does not fail on the seeded bug:\n{report}"
-    assert sum(s.reproducer == "fails" for s in scores) >= len(scores) - 1, report
     print(report)
 
 

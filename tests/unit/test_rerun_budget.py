@@ -1,6 +1,7 @@
 """A failure whose printed scenario or call sequence passes on a fresh driver is followed by its
-test run again by itself (`Recorder._rerun_fails`): once per test in a session (a fuzz run meets the
-same failure round after round), and within a budget per session, past which no test is run again."""
+test run again (`Recorder._rerun_fails`): by itself, and else after the tests the run made before it
+on the same driver process.  Each once per test in a session (a fuzz run meets the same failure
+round after round), and within a budget per session, past which no test is run again."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ class _FixedTest:
     """What the recorder asks of a pytest item here: a fixed test (no examples of its own)."""
 
     obj = None
+    path = "/suites/memory_pools/test_x.py"
 
     def get_closest_marker(self, name: str) -> None:
         return None
@@ -34,11 +36,69 @@ def test_a_test_is_run_again_once_and_only_within_the_budget(tmp_path: Path, mon
     verdict = ConformanceError("[POOL-2] differs", requirement="POOL-2")
 
     recorder._rerun_seconds_left = 0  # spent: the printed script stays, and nothing is run
-    assert recorder._rerun_fails(_FixedTest(), verdict, str(script)) is False
+    assert recorder._rerun_fails(_FixedTest(), verdict, str(script)) is None
     assert not runs and script.read_text() == "the printed scenario" and list(scripts.iterdir()) == [script]
 
     recorder._rerun_seconds_left = recording.RERUN_BUDGET_SECONDS
-    assert recorder._rerun_fails(_FixedTest(), verdict, str(script)) is True  # the rerun exited 1: it still fails
-    assert len(runs) == 1 and "TEST = 'test_y'" in script.read_text()
-    assert recorder._rerun_fails(_FixedTest(), verdict, str(script)) is True  # the same test again: its answer is kept
+    assert recorder._rerun_fails(_FixedTest(), verdict, str(script)) == 0  # the rerun exited 1: it still fails alone
+    assert len(runs) == 1 and "TEST = 'test_y'" in script.read_text() and "EARLIER = []" in script.read_text()
+    assert recorder._rerun_fails(_FixedTest(), verdict, str(script)) == 0  # the same test again: its answer is kept
     assert len(runs) == 1
+
+
+class _Service:
+    """The driver's service as the recorder sees it: which process it is (a start makes a new one)."""
+
+    generation = 1
+
+
+class _Item(_FixedTest):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_a_test_that_passes_alone_is_run_again_after_the_tests_before_it_on_the_same_service(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trials: list[str] = []
+
+    def run(command, **kwargs):  # the rerun fails only after the earlier tests
+        trials.append(Path(command[1]).read_text())
+        return SimpleNamespace(returncode=1 if "EARLIER = ['harness" in trials[-1] else 0)
+
+    monkeypatch.setattr(recording.subprocess, "run", run)
+    scripts = tmp_path / "reproducers"
+    scripts.mkdir()
+    service = _Service()
+    recorder = recording.Recorder(str(tmp_path / "records.jsonl"), "", lambda item: f"suites/memory_pools/test_x.py::{item.name}",
+                                  "mutant-x", str(scripts), service=lambda: service)
+    script = scripts / "script.py"
+    verdict = ConformanceError("[POOL-2] differs", requirement="POOL-2")
+
+    def ran(name: str) -> None:  # a test's setup and its report, as pytest's hooks give them
+        recorder._note_service_start()
+        recorder._note_service_start()
+        recorder._tests_on_this_service[recording.earlier_test(f"suites/memory_pools/test_x.py::{name}", _FixedTest.path)] = None
+
+    ran("test_first")
+    service.generation = 2  # the service started again (after a crash): what ran before is gone
+    recorder._note_service_start()
+    ran("test_second")
+    ran("test_third")
+    script.write_text("the printed scenario")
+    assert recorder._rerun_fails(_Item("test_fourth"), verdict, str(script)) == 2  # after the two on this service
+    assert len(trials) == 2 and "EARLIER = []" in trials[0]
+    assert ("EARLIER = ['harness.suites.memory_pools.test_x::test_second', 'harness.suites.memory_pools.test_x::test_third']"
+            in script.read_text())
+    assert recorder._rerun_fails(_Item("test_fourth"), verdict, str(script)) == 2 and len(trials) == 2  # kept
+
+    script.write_text("the printed scenario")  # nothing before it on this service: only the test alone is tried
+    service.generation = 3
+    recorder._note_service_start()
+    assert recorder._rerun_fails(_Item("test_fifth"), verdict, str(script)) is None
+    assert len(trials) == 3 and script.read_text() == "the printed scenario"
+
+
+def test_an_earlier_test_is_named_by_its_module_or_else_its_file() -> None:
+    assert (recording.earlier_test("suites/memory_pools/test_x.py::test_y[a-b]", "/site/harness/suites/memory_pools/test_x.py")
+            == "harness.suites.memory_pools.test_x::test_y[a-b]")  # found wherever the harness is installed
+    assert recording.earlier_test("test_vendor.py::TestIt::test_z", "/work/vendor/test_vendor.py") == "/work/vendor/test_vendor.py::TestIt::test_z"
