@@ -65,6 +65,8 @@ DRIVER_OUTPUT_BYTES = 4096
 #: spend a certification's time on them.  Past the budget, a failure's script says it does not replay.
 RERUN_SECONDS = 120.0
 RERUN_BUDGET_SECONDS = 300.0
+#: How many times in a row a rerun must fail to be kept as a failure's reproducer.
+RERUN_RUNS = 2
 
 
 class Recorder:
@@ -322,18 +324,26 @@ class Recorder:
         return None
 
     def _fails_when_run(self, script: str, trial: str) -> bool:
-        """Whether ``script`` (a test's rerun), written to ``trial`` and run there, exits as pytest
-        does for a failed test, within what is left of the session's budget."""
+        """Whether ``script`` (a test's rerun), written to ``trial`` and run there RERUN_RUNS times,
+        exits each time as pytest does for a failed test, within what is left of the session's
+        budget.  A failure that needs what earlier calls left in the driver may come only now and
+        then (which descriptor numbers a process reuses depends on when its objects are let go): a
+        script kept on one lucky failure would later read as a fix."""
         write_atomically(trial, script)
-        started = time.monotonic()
         try:
-            return subprocess.run([sys.executable, trial], cwd=self.reproducers, capture_output=True,
-                                  timeout=min(RERUN_SECONDS, self._rerun_seconds_left)
-                                  ).returncode == pytest.ExitCode.TESTS_FAILED
-        except subprocess.TimeoutExpired:
-            return False
+            for _ in range(RERUN_RUNS):
+                started = time.monotonic()
+                try:
+                    code = subprocess.run([sys.executable, trial], cwd=self.reproducers, capture_output=True,
+                                          timeout=max(min(RERUN_SECONDS, self._rerun_seconds_left), 0.0)).returncode
+                except subprocess.TimeoutExpired:
+                    return False
+                finally:
+                    self._rerun_seconds_left -= time.monotonic() - started
+                if code != pytest.ExitCode.TESTS_FAILED:
+                    return False
+            return True
         finally:
-            self._rerun_seconds_left -= time.monotonic() - started
             os.remove(trial)
 
     def _record(self, item: pytest.Item, report, call, reproducer: str = "",

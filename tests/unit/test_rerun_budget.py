@@ -41,9 +41,10 @@ def test_a_test_is_run_again_once_and_only_within_the_budget(tmp_path: Path, mon
 
     recorder._rerun_seconds_left = recording.RERUN_BUDGET_SECONDS
     assert recorder._rerun_fails(_FixedTest(), verdict, str(script)) == 0  # the rerun exited 1: it still fails alone
-    assert len(runs) == 1 and "TEST = 'test_y'" in script.read_text() and "EARLIER = []" in script.read_text()
+    assert len(runs) == recording.RERUN_RUNS  # each time it was run
+    assert "TEST = 'test_y'" in script.read_text() and "EARLIER = []" in script.read_text()
     assert recorder._rerun_fails(_FixedTest(), verdict, str(script)) == 0  # the same test again: its answer is kept
-    assert len(runs) == 1
+    assert len(runs) == recording.RERUN_RUNS
 
 
 class _Service:
@@ -86,16 +87,31 @@ def test_a_test_that_passes_alone_is_run_again_after_the_tests_before_it_on_the_
     ran("test_third")
     script.write_text("the printed scenario")
     assert recorder._rerun_fails(_Item("test_fourth"), verdict, str(script)) == 2  # after the two on this service
-    assert len(trials) == 2 and "EARLIER = []" in trials[0]
+    assert len(trials) == 1 + recording.RERUN_RUNS and "EARLIER = []" in trials[0]
     assert ("EARLIER = ['harness.suites.memory_pools.test_x::test_second', 'harness.suites.memory_pools.test_x::test_third']"
             in script.read_text())
-    assert recorder._rerun_fails(_Item("test_fourth"), verdict, str(script)) == 2 and len(trials) == 2  # kept
+    assert recorder._rerun_fails(_Item("test_fourth"), verdict, str(script)) == 2 and len(trials) == 1 + recording.RERUN_RUNS
 
     script.write_text("the printed scenario")  # nothing before it on this service: only the test alone is tried
     service.generation = 3
     recorder._note_service_start()
     assert recorder._rerun_fails(_Item("test_fifth"), verdict, str(script)) is None
-    assert len(trials) == 3 and script.read_text() == "the printed scenario"
+    assert len(trials) == 2 + recording.RERUN_RUNS and script.read_text() == "the printed scenario"
+
+
+def test_a_rerun_that_fails_only_now_and_then_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure that needs what earlier calls left may come only now and then: a rerun that failed
+    once and then passed would later read as a fix."""
+    codes = iter([1, 0])
+    monkeypatch.setattr(recording.subprocess, "run", lambda *args, **kwargs: SimpleNamespace(returncode=next(codes)))
+    scripts = tmp_path / "reproducers"
+    scripts.mkdir()
+    recorder = recording.Recorder(str(tmp_path / "records.jsonl"), "", lambda item: "suites/memory_pools/test_x.py::test_y",
+                                  "mutant-x", str(scripts))
+    script = scripts / "script.py"
+    script.write_text("the printed scenario")
+    assert recorder._rerun_fails(_FixedTest(), ConformanceError("[POOL-2] differs", requirement="POOL-2"), str(script)) is None
+    assert script.read_text() == "the printed scenario" and list(scripts.iterdir()) == [script]
 
 
 def test_an_earlier_test_is_named_by_its_module_or_else_its_file() -> None:
