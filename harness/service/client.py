@@ -20,7 +20,7 @@ from typing import Any
 from harness.api.errors import DriverFault, mark_raised_by_driver
 from harness.api.hal import DriverError
 from harness.service import wire
-from harness.service.messages import FROM_SERVICE, Call, Drop, Failure, Reply, Shutdown, Target
+from harness.service.messages import FROM_SERVICE, Call, Failure, Reply, Shutdown, Target
 
 
 #: The largest reply the harness reads (a driver's result is small: outputs travel in shared memory).
@@ -85,13 +85,11 @@ class Connection:
         """Forget a service object; sent with the next call (safe to call from a finalizer)."""
         self._drops.append(number)
 
-    def _send_drops(self) -> None:
+    def _take_drops(self) -> tuple[int, ...]:
         numbers = []
-        while self._drops:
+        while self._drops:  # popleft: a finalizer may append meanwhile, from any thread
             numbers.append(self._drops.popleft())
-        if numbers:
-            data, fds = wire.encode(Drop(tuple(numbers)))
-            wire.send(self.sock, data, fds)
+        return tuple(numbers)
 
     def _broken(self, description: Any, reason: str) -> BaseException:
         return self._on_broken(str(description), reason)
@@ -123,7 +121,8 @@ class Connection:
             raise self._broken(description, "closed")
         call_id = next(self._ids)
         pending = _Pending(description, call_id, time.monotonic() + timeout)
-        data, fds = self._encode(tuple.__new__(Call, (call_id, target, method, args)))  # Call(...), minus its __new__
+        drops = self._take_drops() if self._drops else ()
+        data, fds = self._encode(tuple.__new__(Call, (call_id, target, method, args, drops)))  # Call(...), minus its __new__
         self._set_socket_timeout(timeout)
         with self._cond:
             self._pending[call_id] = pending
@@ -133,8 +132,6 @@ class Connection:
                 self._reading = True
         try:
             # No send lock: a SOCK_SEQPACKET record is queued whole, never interleaved.
-            if self._drops:
-                self._send_drops()
             self.bytes_sent += wire.send(self.sock, data, fds)
         except OSError as error:
             with self._cond:

@@ -56,12 +56,13 @@ class Call(NamedTuple):
     target: Target
     method: str
     args: tuple
-
-
-class Drop(NamedTuple):
-    """The client let go of these held objects (sent along with its next call)."""
-
-    numbers: tuple[int, ...]
+    # Held objects the client let go of since its last call, dropped before this one runs.  In the
+    # call itself, not a message of their own: the service's threads receive messages at once, and
+    # a drop handled by one thread while another received the call would close the dropped
+    # memories' descriptors before or after the call's own took the lowest free numbers, by chance.
+    # A driver's descriptor numbers then follow the calls alone, and a failure that needs a reused
+    # number reproduces.
+    drops: tuple[int, ...] = ()
 
 
 class Shutdown(NamedTuple):
@@ -112,16 +113,16 @@ class Exited(NamedTuple):
     status: int  # as os.waitpid reports it
 
 
-Message = Union[Call, Drop, Shutdown, Reply, Spawn, Spawned, SpawnFailed, Exited]
+Message = Union[Call, Shutdown, Reply, Spawn, Spawned, SpawnFailed, Exited]
 
 TAGS: dict[type, str] = {
-    Call: "call", Drop: "drop", Shutdown: "shutdown", Reply: "reply",
+    Call: "call", Shutdown: "shutdown", Reply: "reply",
     Spawn: "spawn", Spawned: "spawned", SpawnFailed: "spawn-failed", Exited: "exited",
 }
 _BY_TAG = {tag: cls for cls, tag in TAGS.items()}
 _ARITY = {cls: 1 + len(cls._fields) for cls in TAGS}  # type: ignore[attr-defined]
 
-TO_SERVICE: frozenset[type] = frozenset({Call, Drop, Shutdown})
+TO_SERVICE: frozenset[type] = frozenset({Call, Shutdown})
 FROM_SERVICE: frozenset[type] = frozenset({Reply})
 TO_ZYGOTE: frozenset[type] = frozenset({Spawn})
 FROM_ZYGOTE: frozenset[type] = frozenset({Spawned, SpawnFailed, Exited})

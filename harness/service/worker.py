@@ -31,25 +31,11 @@ from harness.api.hal import DriverError
 from harness.api.memory import Memory
 from harness.service import wire
 from harness.service.messages import (
-    METHODS, TO_SERVICE, Call, Drop, Failure, HeldKind, Reply, ServiceObject, Shutdown, UnknownMessage, call_id_of,
+    METHODS, TO_SERVICE, Call, Failure, HeldKind, Reply, ServiceObject, Shutdown, UnknownMessage, call_id_of,
 )
 
 _POOL_THREADS = 16
 _SERVICE, _DEVICE = ServiceObject.SERVICE, ServiceObject.DEVICE  # compared by identity on every call
-
-
-class _Once:
-    """A callable that calls ``action`` the first time only."""
-
-    __slots__ = ("_action",)
-
-    def __init__(self, action) -> None:
-        self._action = action
-
-    def __call__(self) -> None:
-        action, self._action = self._action, None
-        if action is not None:
-            action()
 
 
 class _Connection:
@@ -58,11 +44,6 @@ class _Connection:
         self.sock = sock
         self.primary = primary
         self._readers_lock = threading.Lock()
-        # Held from a receive until its message lets the next one in: a call at once, a drop once its
-        # memories are closed.  Descriptors a message brings take the lowest free numbers, so the
-        # numbers a driver sees then depend only on the order of the messages, not on which thread
-        # got there first (a failure that needs a reused number reproduces).
-        self._receiving = threading.Lock()
         self.objects: dict[int, tuple[HeldKind, Any]] = {}
         self.retained: dict[int, list[Memory]] = {}
         self.ids = itertools.count(1)
@@ -94,40 +75,25 @@ class _Connection:
             worker.start()
 
     def _receive_and_handle(self) -> None:
-        while True:
-            self._receiving.acquire()
-            let_in = _Once(self._receiving.release)
-            try:
-                received = wire.receive(self.sock)
-                if received is None:
-                    break
-                self._handle(*received, let_in=let_in)
-            except OSError:
-                break
-            finally:
-                let_in()
+        for received in wire.messages(self.sock):
+            self._handle(*received)
         with self._readers_lock:
             self._readers_left -= 1
             last = self._readers_left == 0
         if last:
             self.close()
 
-    def _handle(self, data: bytes, fds: list[int], let_in=lambda: None) -> None:
-        """Handle one message; ``let_in`` lets the next be received: before a call runs (calls may
-        run at once), after a drop closed its memories."""
+    def _handle(self, data: bytes, fds: list[int]) -> None:
         call_id = None
         memories: list[Memory] = []
         reply: Reply | None = None
         try:
             message, memories = wire.decode(data, fds, TO_SERVICE, self._load_object)
             if type(message) is Call:
-                let_in()
                 call_id = message.call_id
-                reply = tuple.__new__(Reply, (call_id, True, self._call(message, memories)))  # Reply(...), without its Python __new__
-            elif isinstance(message, Drop):  # the client let go of these objects
-                for number in message.numbers:
+                for number in message.drops:  # the client let go of these objects
                     self._drop(number)
-                let_in()
+                reply = tuple.__new__(Reply, (call_id, True, self._call(message, memories)))  # Reply(...), without its Python __new__
             else:  # TO_SERVICE is closed: Shutdown is all that is left
                 assert isinstance(message, Shutdown)
                 self.service.stop()

@@ -40,10 +40,10 @@ def _exchange(sock: socket.socket, form: object) -> Reply:
 @pytest.mark.requirement("SVC-1")
 @pytest.mark.parametrize("form, named", [
     (("frobnicate", 7, "device", "capabilities", ()), "'frobnicate'"),
-    (("call", 7, "device", "__class__", ()), "'__class__'"),
+    (("call", 7, "device", "__class__", (), ()), "'__class__'"),
     (("call", 7, "device", "prepare_model"), "'call' has 3 fields"),
-    (("call", 7, "os", "system", ("true",)), "'os'"),
-    (("call", 7, 4242, "execute", ()), "object 4242"),
+    (("call", 7, "os", "system", ("true",), ()), "'os'"),
+    (("call", 7, 4242, "execute", (), ()), "object 4242"),
     (("reply", 7, True, None), "'reply'"),
 ])
 def test_an_unknown_message_is_refused_naming_it(service, form, named) -> None:

@@ -255,3 +255,24 @@ def test_closing_leaves_no_process_or_descriptor(broken_driver, monkeypatch) -> 
         memory.close()
     assert open_fds() == before
     assert not any(alive(pid) for pid in [*pids, zygote])
+
+
+def test_an_object_let_go_of_is_dropped_with_the_next_call(service, monkeypatch) -> None:
+    """What the client lets go of rides on its next call, dropped before that call runs: the model
+    stays held (its pools open in the service) until then, and is gone after.  In the call's own
+    record, not one of its own that another of the service's threads could handle before or after
+    the call's descriptors took their numbers: a driver's descriptor numbers follow the calls."""
+    model, request, _, _ = add_request()
+    prepared = service.device.prepare_model(model)
+    number, generation = prepared._id, prepared._generation
+    service.call(generation, number, "execute", (request,), "held: it runs")
+    del prepared
+    gc.collect()
+    assert service.connection._drops  # let go of, not yet sent
+    sent = []
+    send = wire.send
+    monkeypatch.setattr(wire, "send", lambda sock, data, fds: sent.append(data) or send(sock, data, fds))
+    service.device.ping()
+    assert len(sent) == 1 and not service.connection._drops  # the ping carried the drop
+    with pytest.raises(RemoteError, match=f"object {number} is not held"):
+        service.call(generation, number, "execute", (request,), "dropped with the ping")
