@@ -34,6 +34,17 @@ def _fails_on_its_mutant_and_conforms_on_the_reference(tmp_path: Path, script: P
     assert conforms.returncode == 0 and "now conforms" in conforms.stdout, conforms.stderr[-3000:]
 
 
+def _rerun_fails_on_its_mutant_and_passes_on_the_reference(tmp_path: Path, script: Path, mutant: str, rule: str) -> None:
+    """A rerun script exits 1 with the run's rule on ``mutant`` (pytest's code for a failed test),
+    and 0 on the reference: its test ran and passed."""
+    again = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1 and f"[{rule}]" in again.stdout, again.stdout[-3000:] + again.stderr[-3000:]
+    fixed = tmp_path / "reference.py"
+    fixed.write_text(script.read_text().replace(f"DRIVER = {mutant!r}", "DRIVER = 'reference'"))
+    passes = subprocess.run([sys.executable, str(fixed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert passes.returncode == 0, passes.stdout[-3000:] + passes.stderr[-3000:]
+
+
 def test_call_sequence_failure_is_written_as_a_replayable_script(tmp_path: Path) -> None:
     script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains.test_roles", "test_each_misuse and released",
                                           "mutant-released-token-usable")
@@ -147,14 +158,8 @@ def test_a_failure_that_needs_an_earlier_vendor_tests_calls_reruns_it_first(tmp_
     rerun is the reproducer.  It fails on the mutant and passes on the reference."""
     failed, script = _failure_after_a_vendor_test(tmp_path, once=False)
     assert failed["replays"] is True and failed["rerun"] is True and failed["rerun_after_tests"] == 1
-    text = script.read_text()
-    assert f"EARLIER = ['{tmp_path / 'test_vendor.py'}::test_a_vendor_check_of_one_buffer']" in text
-    again = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 1 and "[DOM-ALLOC-1]" in again.stdout, again.stdout[-3000:] + again.stderr[-3000:]
-    fixed = tmp_path / "reference.py"
-    fixed.write_text(text.replace("DRIVER = 'mutant-refuses-after-release'", "DRIVER = 'reference'"))
-    passes = subprocess.run([sys.executable, str(fixed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert passes.returncode == 0, passes.stdout[-3000:] + passes.stderr[-3000:]
+    assert f"EARLIER = ['{tmp_path / 'test_vendor.py'}::test_a_vendor_check_of_one_buffer']" in script.read_text()
+    _rerun_fails_on_its_mutant_and_passes_on_the_reference(tmp_path, script, "mutant-refuses-after-release", "DOM-ALLOC-1")
 
 
 def test_a_failure_whose_earlier_calls_cannot_be_made_again_says_so(tmp_path: Path) -> None:
@@ -241,9 +246,4 @@ def test_a_scenario_that_needs_earlier_examples_is_reproduced_by_its_test_run_ag
     assert failed["replays"] is True and failed["rerun"] is True and failed["rule"] == "POOL-1"
     text = script.read_text()
     assert "TEST = 'test_copy_and_reference_constants_agree'" in text and "'--harness-seed=0'" in text
-    again = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 1 and "[POOL-1]" in again.stdout, again.stdout[-3000:] + again.stderr[-3000:]
-    fixed = tmp_path / "reference.py"
-    fixed.write_text(text.replace("DRIVER = 'mutant-mappings-cached-by-descriptor'", "DRIVER = 'reference'"))
-    passes = subprocess.run([sys.executable, str(fixed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert passes.returncode == 0, passes.stdout[-3000:] + passes.stderr[-3000:]
+    _rerun_fails_on_its_mutant_and_passes_on_the_reference(tmp_path, script, "mutant-mappings-cached-by-descriptor", "POOL-1")

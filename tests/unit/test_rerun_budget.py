@@ -24,15 +24,24 @@ class _FixedTest:
         return None
 
 
+def _recorder(tmp_path: Path, service=None) -> tuple[recording.Recorder, Path]:
+    """A recorder of a run on ``mutant-x`` (its tests named test_x.py::NAME), and the printed script
+    of a failure, in the run's reproducers folder."""
+    scripts = tmp_path / "reproducers"
+    scripts.mkdir()
+    recorder = recording.Recorder(str(tmp_path / "records.jsonl"), "",
+                                  lambda item: f"suites/memory_pools/test_x.py::{getattr(item, 'name', 'test_y')}",
+                                  "mutant-x", str(scripts), service=service)
+    script = scripts / "script.py"
+    script.write_text("the printed scenario")
+    return recorder, script
+
+
 def test_a_test_is_run_again_once_and_only_within_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs: list[tuple] = []
     monkeypatch.setattr(recording.subprocess, "run", lambda *args, **kwargs: runs.append(args) or SimpleNamespace(returncode=1))
-    scripts = tmp_path / "reproducers"
-    scripts.mkdir()
-    recorder = recording.Recorder(str(tmp_path / "records.jsonl"), "", lambda item: "suites/memory_pools/test_x.py::test_y",
-                                  "mutant-x", str(scripts))
-    script = scripts / "script.py"
-    script.write_text("the printed scenario")
+    recorder, script = _recorder(tmp_path)
+    scripts = script.parent
     verdict = ConformanceError("[POOL-2] differs", requirement="POOL-2")
 
     recorder._rerun_seconds_left = 0  # spent: the printed script stays, and nothing is run
@@ -67,12 +76,8 @@ def test_a_test_that_passes_alone_is_run_again_after_the_tests_before_it_on_the_
         return SimpleNamespace(returncode=1 if "EARLIER = ['harness" in trials[-1] else 0)
 
     monkeypatch.setattr(recording.subprocess, "run", run)
-    scripts = tmp_path / "reproducers"
-    scripts.mkdir()
     service = _Service()
-    recorder = recording.Recorder(str(tmp_path / "records.jsonl"), "", lambda item: f"suites/memory_pools/test_x.py::{item.name}",
-                                  "mutant-x", str(scripts), service=lambda: service)
-    script = scripts / "script.py"
+    recorder, script = _recorder(tmp_path, service=lambda: service)
     verdict = ConformanceError("[POOL-2] differs", requirement="POOL-2")
 
     def ran(name: str) -> None:  # a test's setup and its report, as pytest's hooks give them
@@ -85,7 +90,6 @@ def test_a_test_that_passes_alone_is_run_again_after_the_tests_before_it_on_the_
     recorder._note_service_start()
     ran("test_second")
     ran("test_third")
-    script.write_text("the printed scenario")
     assert recorder._rerun_fails(_Item("test_fourth"), verdict, str(script)) == 2  # after the two on this service
     assert len(trials) == 1 + recording.RERUN_RUNS and "EARLIER = []" in trials[0]
     assert ("EARLIER = ['harness.suites.memory_pools.test_x::test_second', 'harness.suites.memory_pools.test_x::test_third']"
@@ -104,14 +108,9 @@ def test_a_rerun_that_fails_only_now_and_then_is_not_kept(tmp_path: Path, monkey
     once and then passed would later read as a fix."""
     codes = iter([1, 0])
     monkeypatch.setattr(recording.subprocess, "run", lambda *args, **kwargs: SimpleNamespace(returncode=next(codes)))
-    scripts = tmp_path / "reproducers"
-    scripts.mkdir()
-    recorder = recording.Recorder(str(tmp_path / "records.jsonl"), "", lambda item: "suites/memory_pools/test_x.py::test_y",
-                                  "mutant-x", str(scripts))
-    script = scripts / "script.py"
-    script.write_text("the printed scenario")
+    recorder, script = _recorder(tmp_path)
     assert recorder._rerun_fails(_FixedTest(), ConformanceError("[POOL-2] differs", requirement="POOL-2"), str(script)) is None
-    assert script.read_text() == "the printed scenario" and list(scripts.iterdir()) == [script]
+    assert script.read_text() == "the printed scenario" and list(script.parent.iterdir()) == [script]
 
 
 def test_an_earlier_test_is_named_by_its_module_or_else_its_file() -> None:
