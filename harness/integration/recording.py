@@ -85,6 +85,9 @@ class Recorder:
         # started again (after a crash) holds none of what came before.
         self._tests_on_this_service: dict[str, None] = {}
         self._service_generation: int | None = None
+        # Where the run started: a rerun is checked from there, as a vendor runs its script, so that a
+        # driver named by a relative path (``my_driver.py:factory``) is found as the run found it.
+        self._invoked_in = os.getcwd()
         self._rerun_seconds_left = float(RERUN_BUDGET_SECONDS)
         # replaying(verdict): for a call sequence, one that fails on a fresh driver as the verdict
         # did, its own or one with calls the driver had before it, None when none does; for a
@@ -214,8 +217,8 @@ class Recorder:
             hidden = report.failed and error is not None and first is not None and _hidden_verdict(error, first)
             if hidden:
                 error = first
-            reproducer, printed = self._write_reproducer(item, error) if report.failed else ("", None)
-            self._record(item, report, call, reproducer, printed, error if hidden else None)
+            reproducer, printed, rerun = self._write_reproducer(item, error) if report.failed else ("", None, False)
+            self._record(item, report, call, reproducer, printed, error if hidden else None, rerun)
             self._note_service_start()  # during this test: its own calls after the start are on the new one
             self._tests_on_this_service[earlier_test(self.canonical_id(item), str(item.path))] = None
 
@@ -227,17 +230,18 @@ class Recorder:
         self._running = None
         if item is None or error is None:
             return
-        reproducer, _ = self._write_reproducer(item, error)
+        reproducer, _, _ = self._write_reproducer(item, error)
         verdict, fault = judged(error, str(item.path))
         record = self._record_of(item, "failed", verdict, fault, _message_of(verdict), time.monotonic() - self._running_since,
                                  "".join(traceback.format_exception(error)), reproducer)
         self._append({**record, "unshrunk": True})
         os.fsync(self._fd)
 
-    def _write_reproducer(self, item: pytest.Item, error: BaseException | None) -> tuple[str, ConformanceError | None]:
+    def _write_reproducer(self, item: pytest.Item, error: BaseException | None) -> tuple[str, ConformanceError | None, bool]:
         """The failing scenario or call sequence as a script, written before anything else can go wrong:
-        its path (or ""), and the verdict whose call sequence or scenario it replays (or None), to be
-        checked on a fresh driver (`_check_replay`)."""
+        its path (or ""), the verdict whose call sequence or scenario it replays (or None), to be
+        checked on a fresh driver (`_check_replay`), and whether the script runs the test again
+        instead (nothing to print), to be checked by running it (`_check_rerun`)."""
         candidates = [error, *getattr(error, "exceptions", ()), *([_verdict_of(error)] if error is not None else [])]
         found = next((e for e in candidates if getattr(e, "scenario", None) is not None
                       or getattr(e, "steps", None) or getattr(e, "golden", None)), None)
@@ -246,7 +250,7 @@ class Recorder:
         # generates its examples as the run did, and comes to the same failing example.
         rerun = found is None and test_id.startswith("suites/")
         if (found is None and not rerun) or not self.reproducers:
-            return "", None
+            return "", None, False
         from harness.report.reproducer import call_sequence_script, golden_script, reproducer_script, rerun_script
 
         os.makedirs(self.reproducers, exist_ok=True)
@@ -267,7 +271,26 @@ class Recorder:
         # test the hang fails (a call sequence's is: its history may be what it needs).
         printed = isinstance(found, ConformanceError) and not getattr(found, "golden", None) and (
             found.steps or (found.scenario is not None and not isinstance(found, DriverHang)))
-        return path, found if printed else None
+        return path, found if printed else None, found is None
+
+    def _check_rerun(self, item: pytest.Item, path: str, error: BaseException, record: dict) -> None:
+        """Whether a failure with nothing to print, whose script runs its test again, fails so: alone,
+        or else after the tests before it on the same driver process (a verdict of a circuit breaker
+        that earlier tests' crashes opened, say).  When neither does, the script says so and exits 3
+        rather than read a pass as a fix."""
+        from harness.report.reproducer import rerun_script
+
+        verdict = _verdict_of(error)
+        if isinstance(verdict, DriverHang):  # as a hang's scenario: each run would wait out call deadlines again
+            return
+        earlier = self._rerun_fails(item, verdict, path)
+        record["replays"] = earlier is not None
+        if earlier is not None:
+            record["rerun_after_tests"] = earlier
+        else:
+            write_atomically(path, rerun_script(self.canonical_id(item), self.driver, getattr(verdict, "requirement", "") or "",
+                                                str(verdict), self.isolation,
+                                                self.example_options if is_generative(item) else (), replayed=False))
 
     def _check_replay(self, item: pytest.Item, path: str, verdict: ConformanceError, record: dict) -> None:
         """Whether the reproducer's call sequence or scenario fails on a fresh driver as it failed in
@@ -299,7 +322,7 @@ class Recorder:
                              reproducer_script(verdict.scenario, self.driver, verdict.requirement, str(verdict),
                                                self.isolation, replayed=False))
 
-    def _rerun_fails(self, item: pytest.Item, verdict: ConformanceError, path: str) -> int | None:
+    def _rerun_fails(self, item: pytest.Item, verdict: BaseException, path: str) -> int | None:
         """Whether the test, run again in a new session (a generative one coming to its examples as
         the run did), still fails: by itself (0), or else after the tests the run made before it on
         the same driver process (how many), whose calls the failure may need; None when neither
@@ -312,8 +335,8 @@ class Recorder:
         this = earlier_test(test_id, str(item.path))
         earlier = [test for test in self._tests_on_this_service if test != this]
         for before in ([], earlier) if earlier else ([],):
-            script = rerun_script(test_id, self.driver, verdict.requirement, str(verdict), self.isolation,
-                                  self.example_options if is_generative(item) else (), before)
+            script = rerun_script(test_id, self.driver, getattr(verdict, "requirement", "") or "", str(verdict),
+                                  self.isolation, self.example_options if is_generative(item) else (), before)
             key = (test_id, bool(before))  # a fuzz run meets the same failure round after round: run it once
             fails = self._reruns_failed.get(key)
             if fails is None and self._rerun_seconds_left > 0:
@@ -334,7 +357,7 @@ class Recorder:
             for _ in range(RERUN_RUNS):
                 started = time.monotonic()
                 try:
-                    code = subprocess.run([sys.executable, trial], cwd=self.reproducers, capture_output=True,
+                    code = subprocess.run([sys.executable, trial], cwd=self._invoked_in, capture_output=True,
                                           timeout=max(min(RERUN_SECONDS, self._rerun_seconds_left), 0.0)).returncode
                 except subprocess.TimeoutExpired:
                     return False
@@ -347,7 +370,8 @@ class Recorder:
             os.remove(trial)
 
     def _record(self, item: pytest.Item, report, call, reproducer: str = "",
-                printed: ConformanceError | None = None, first_failure: BaseException | None = None) -> None:
+                printed: ConformanceError | None = None, first_failure: BaseException | None = None,
+                rerun: bool = False) -> None:
         """``printed``: the verdict whose call sequence or scenario the reproducer prints, checked on a
         fresh driver (`_check_replay`).  ``first_failure``: the test's first failing example, recorded
         in place of hypothesis' own error that ended the test without a verdict (`_hidden_verdict`)."""
@@ -375,6 +399,8 @@ class Recorder:
             record["hidden_by"] = type(_verdict_of(call.excinfo.value)).__name__
         if printed is not None and self._replaying is not None:  # after the record took the driver's output:
             self._check_replay(item, reproducer, printed, record)  # the check replaces its process
+        elif rerun and reproducer and self._replaying is not None and call.excinfo is not None:
+            self._check_rerun(item, reproducer, first_failure or call.excinfo.value, record)
         self._append(record)
         if report.failed:
             os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure

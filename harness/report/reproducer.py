@@ -165,7 +165,7 @@ if __name__ == "__main__":
 
 
 def rerun_script(test_id: str, driver: str, requirement: str, message: str = "", isolation: str = "process",
-                 example_options: Sequence[str] = (), earlier: Sequence[str] = ()) -> str:
+                 example_options: Sequence[str] = (), earlier: Sequence[str] = (), replayed: bool = True) -> str:
     """A script that runs one test (``suites/area/test_x.py::test_name[param]``) on ``driver`` again,
     with the harness's own pytest configuration: a fixed test, or a generative one whose failure
     carries no scenario or call sequence to print.  ``example_options``: for a generative test, the
@@ -175,7 +175,9 @@ def rerun_script(test_id: str, driver: str, requirement: str, message: str = "",
     their calls left in the driver.  The script exits 0 once the test passes, 1 while it still
     fails, and 5 (pytest's "no tests ran") if the test did not run, or replayed no example: pytest
     itself exits 0 for a test it skipped, which is no sign of a fix, and 1 for a failure of an
-    earlier test, which is no sign of this one."""
+    earlier test, which is no sign of this one.  ``replayed`` False: the test passed when it was
+    run again, alone and after the tests before it, when the script was written; a pass then exits
+    3 (no sign of a fix either)."""
     path, _, name = test_id.partition("::")
     module = "harness." + path.removesuffix(".py").replace("/", ".")
     summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
@@ -187,7 +189,8 @@ def rerun_script(test_id: str, driver: str, requirement: str, message: str = "",
 """Reproducer written by driver-harness: {requirement or 'a failure'} of {test_id} on driver {driver!r}.
 
 Run: python {{this file}}  (with driver-harness installed).  It runs that test again ({how}){after}.
-Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped, or no example left to replay).
+Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped, or no example left to replay){
+"" if replayed else ", 3 it passes but did so when this was written too (the failure needed calls made before it)"}.
 """
 {summary}
 import importlib
@@ -208,6 +211,8 @@ ISOLATION = {isolation!r}
 EXAMPLES = {list(example_options)!r}
 # Run first, in this order, on the same driver process: a module (or a file) and a test in it.
 EARLIER = {list(earlier)!r}
+# False: it passed when run again as this script runs it, when this was written: a pass is no fix.
+REPLAYED = {replayed!r}
 DID_NOT_RUN = pytest.ExitCode.NO_TESTS_COLLECTED
 
 
@@ -254,6 +259,10 @@ if __name__ == "__main__":
         print("nothing was replayed: the database holds no example of this test for this driver (hypothesis "
               "deletes one that passes), so this says nothing of the failure", file=sys.stderr)
         code = DID_NOT_RUN
+    elif Outcome.outcome == "passed" and not REPLAYED:
+        print("this test passes; it passed when it was run again, alone and after the tests before it, when this "
+              "script was written too: the failure needed calls the driver had before it", file=sys.stderr)
+        code = 3
     elif Outcome.outcome == "passed":
         code = pytest.ExitCode.OK
     sys.exit(code)

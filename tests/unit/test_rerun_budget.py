@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.api.errors import ConformanceError
+from harness.api.errors import ConformanceError, DriverHang
 from harness.integration import recording
 
 
@@ -117,3 +117,24 @@ def test_an_earlier_test_is_named_by_its_module_or_else_its_file() -> None:
     assert (recording.earlier_test("suites/memory_pools/test_x.py::test_y[a-b]", "/site/harness/suites/memory_pools/test_x.py")
             == "harness.suites.memory_pools.test_x::test_y[a-b]")  # found wherever the harness is installed
     assert recording.earlier_test("test_vendor.py::TestIt::test_z", "/work/vendor/test_vendor.py") == "/work/vendor/test_vendor.py::TestIt::test_z"
+
+
+def test_a_rerun_script_is_checked_and_one_that_passes_says_it_does_not_replay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure with nothing to print is written as its test run again: that script is run too.
+    One that passes (the failure needed what earlier calls left) is written again to exit 3 on a
+    pass, never 0; a hang's is not run (each run would wait out its call deadlines again)."""
+    codes = {"code": 0}
+    monkeypatch.setattr(recording.subprocess, "run", lambda *args, **kwargs: SimpleNamespace(returncode=codes["code"]))
+    recorder, script = _recorder(tmp_path)
+    record: dict = {}
+    recorder._check_rerun(_FixedTest(), str(script), ConformanceError("[CC-1] breaker open", requirement="CC-1"), record)
+    assert record == {"replays": False} and "REPLAYED = False" in script.read_text()
+
+    codes["code"], record = 1, {}
+    recorder._check_rerun(_Item("test_other"), str(script), ConformanceError("[CC-1] differs", requirement="CC-1"), record)
+    assert record == {"replays": True, "rerun_after_tests": 0} and "REPLAYED = True" in script.read_text()
+
+    script.write_text("the test run again"), record.clear()
+    recorder._check_rerun(_Item("test_hangs"), str(script), DriverHang("[SVC-2] no answer", requirement="SVC-2"), record)
+    assert record == {} and script.read_text() == "the test run again"
