@@ -284,6 +284,8 @@ class Recorder:
         if isinstance(verdict, DriverHang):  # as a hang's scenario: each run would wait out call deadlines again
             return
         earlier = self._rerun_fails(item, verdict, path)
+        if earlier is None and (self.canonical_id(item), False) not in self._reruns_failed:
+            return  # not run: the session's budget was spent, and the script stays as written, unchecked
         record["replays"] = earlier is not None
         if earlier is not None:
             record["rerun_after_tests"] = earlier

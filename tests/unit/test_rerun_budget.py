@@ -138,3 +138,13 @@ def test_a_rerun_script_is_checked_and_one_that_passes_says_it_does_not_replay(
     script.write_text("the test run again"), record.clear()
     recorder._check_rerun(_Item("test_hangs"), str(script), DriverHang("[SVC-2] no answer", requirement="SVC-2"), record)
     assert record == {} and script.read_text() == "the test run again"
+
+
+def test_a_rerun_script_left_unchecked_past_the_budget_says_nothing_of_a_rerun(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recording.subprocess, "run", lambda *args, **kwargs: pytest.fail("nothing is run past the budget"))
+    recorder, script = _recorder(tmp_path)
+    recorder._rerun_seconds_left = 0
+    record: dict = {}
+    recorder._check_rerun(_FixedTest(), str(script), ConformanceError("[CC-1] differs", requirement="CC-1"), record)
+    assert record == {} and script.read_text() == "the printed scenario"
