@@ -284,7 +284,7 @@ class Recorder:
         if isinstance(verdict, DriverHang):  # as a hang's scenario: each run would wait out call deadlines again
             return
         earlier = self._rerun_fails(item, verdict, path)
-        if earlier is None and (self.canonical_id(item), False) not in self._reruns_failed:
+        if earlier is None and not self._rerun_tried(item):
             return  # not run: the session's budget was spent, and the script stays as written, unchecked
         record["replays"] = earlier is not None
         if earlier is not None:
@@ -319,10 +319,16 @@ class Recorder:
             record["rerun_after_tests"] = earlier  # 0: the test alone fails again
         record["replays"] = replays
         if not replays:
+            tried = self._rerun_tried(item)
             write_atomically(path, call_sequence_script(verdict.steps, self.driver, verdict.requirement, str(verdict),
-                                                        replayed=False, isolation=self.isolation) if verdict.steps else
+                                                        replayed=False, isolation=self.isolation, rerun_tried=tried)
+                             if verdict.steps else
                              reproducer_script(verdict.scenario, self.driver, verdict.requirement, str(verdict),
-                                               self.isolation, replayed=False))
+                                               self.isolation, replayed=False, rerun_tried=tried))
+
+    def _rerun_tried(self, item: pytest.Item) -> bool:
+        """Whether the test was run again in this session (not past the budget, and a suite's test)."""
+        return (self.canonical_id(item), False) in self._reruns_failed
 
     def _rerun_fails(self, item: pytest.Item, verdict: BaseException, path: str) -> int | None:
         """Whether the test, run again in a new session (a generative one coming to its examples as

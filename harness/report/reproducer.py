@@ -89,22 +89,26 @@ def driver_under_test(driver: str, isolation: str = "process") -> Iterator[Devic
         service.close()
 
 
-def _ending(what: str, replayed: bool) -> str:
-    """A script's last lines, once its calls passed: a fix, or (``replayed`` False) no sign of one."""
+def _ending(what: str, replayed: bool, rerun_tried: bool = True) -> str:
+    """A script's last lines, once its calls passed: a fix, or (``replayed`` False) no sign of one.
+    ``rerun_tried`` False: its test was not run again (not a suite's test, or the session's time for
+    that was spent), and the script does not say it was."""
     if replayed:
         return f'''    print("the driver now conforms on this {what}")'''
-    return f'''    print("this {what} passes; it passed on a fresh driver when it was written too, and so did its test "
-          "run again, alone and after the tests before it: the failure needed calls the driver had before it")
+    rerun = ("and so did its test run again, alone and after the tests before it" if rerun_tried else
+             "and its test was not run again (not one of the harness's suites, or the run's time for that was spent)")
+    return f'''    print("this {what} passes; it passed on a fresh driver when it was written too, {rerun}: "
+          "the failure needed calls the driver had before it")
     raise SystemExit(3)'''
 
 
 def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "", isolation: str = "process",
-                      replayed: bool = True) -> str:
+                      replayed: bool = True, rerun_tried: bool = True) -> str:
     """A script that fails, with ``requirement`` named, while ``driver`` still has the bug.
     ``replayed`` False: the scenario passed on a fresh driver when it was written, and so did a
-    rerun of its test (the failure needed calls made before it); the script then never reads a
-    pass as a fix, and exits 3."""
-    passed = _ending("scenario", replayed)
+    rerun of its test when one was tried (``rerun_tried``; the failure needed calls made before it);
+    the script then never reads a pass as a fix, and exits 3."""
+    passed = _ending("scenario", replayed, rerun_tried)
     return _header(driver, requirement, message, "from harness.judging.oracle import assert_conforms, run_scenario\n",
                    isolation) + f'''SCENARIO = {_literal(scenario)}
 
@@ -126,11 +130,12 @@ NEEDS_EARLIER_CALLS = ("its scenario or call sequence passed on a fresh driver (
 
 
 def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "",
-                         replayed: bool = True, with_earlier_calls: bool = False, isolation: str = "process") -> str:
+                         replayed: bool = True, with_earlier_calls: bool = False, isolation: str = "process",
+                         rerun_tried: bool = True) -> str:
     """A script that replays a lockstep call sequence and fails the same way while the bug is there.
     ``replayed`` False: the sequence did not fail on a fresh driver when it was written, nor did a
-    rerun of its test (the failure needed calls made before it); the script then never reads a pass
-    as a fix, and exits 3.
+    rerun of its test when one was tried (``rerun_tried``; the failure needed calls made before it);
+    the script then never reads a pass as a fix, and exits 3.
     ``with_earlier_calls``: the sequences before the last `NEXT_RUN` step are calls made on the same
     driver process before the failing one (by earlier tests, or earlier examples of the same test),
     which the failure needs; the message shows the failing sequence's own calls."""
@@ -142,7 +147,7 @@ def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, m
     if any(step.method == ALONE for step in steps):
         listed = ("    # A sequence that starts with an alone step is a test's calls on the driver alone: they are made\n"
                   "    # on both drivers for the state they leave, and not judged.\n" + listed)
-    passed = _ending("call sequence", replayed)
+    passed = _ending("call sequence", replayed, rerun_tried)
     return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n", isolation) + f'''STEPS = [
 {listed}]
 

@@ -148,3 +148,12 @@ def test_a_rerun_script_left_unchecked_past_the_budget_says_nothing_of_a_rerun(
     record: dict = {}
     recorder._check_rerun(_FixedTest(), str(script), ConformanceError("[CC-1] differs", requirement="CC-1"), record)
     assert record == {} and script.read_text() == "the printed scenario"
+
+
+def test_a_script_whose_test_was_not_run_again_does_not_say_it_was() -> None:
+    from harness.report.reproducer import call_sequence_script
+
+    tried = call_sequence_script([], "mutant-x", "DOM-1", replayed=False)
+    not_tried = call_sequence_script([], "mutant-x", "DOM-1", replayed=False, rerun_tried=False)
+    assert "and so did its test run again" in tried and "SystemExit(3)" in tried
+    assert "its test was not run again" in not_tried and "so did its test" not in not_tried and "SystemExit(3)" in not_tried
