@@ -251,15 +251,13 @@ class Recorder:
         rerun = found is None and test_id.startswith("suites/")
         if (found is None and not rerun) or not self.reproducers:
             return "", None, False
-        from harness.report.reproducer import call_sequence_script, golden_script, reproducer_script, rerun_script
+        from harness.report.reproducer import call_sequence_script, golden_script, reproducer_script
 
         os.makedirs(self.reproducers, exist_ok=True)
         name = "".join(c if c.isalnum() else "_" for c in test_id)[-120:] + ".py"
         path = os.path.join(self.reproducers, name)
         if found is None:
-            verdict = _verdict_of(error) if error is not None else None
-            script = rerun_script(test_id, self.driver, getattr(verdict, "requirement", "") or "", str(verdict or ""),
-                                  self.isolation, self.example_options if is_generative(item) else ())
+            script = self._rerun_script(item, _verdict_of(error) if error is not None else None)
         elif getattr(found, "golden", None):
             script = golden_script(found.golden, self.driver, found.requirement, str(found), self.isolation)
         elif getattr(found, "steps", None):
@@ -278,8 +276,6 @@ class Recorder:
         or else after the tests before it on the same driver process (a verdict of a circuit breaker
         that earlier tests' crashes opened, say).  When neither does, the script says so and exits 3
         rather than read a pass as a fix."""
-        from harness.report.reproducer import rerun_script
-
         verdict = _verdict_of(error)
         if isinstance(verdict, DriverHang):  # as a hang's scenario: each run would wait out call deadlines again
             return
@@ -290,9 +286,16 @@ class Recorder:
         if earlier is not None:
             record["rerun_after_tests"] = earlier
         else:
-            write_atomically(path, rerun_script(self.canonical_id(item), self.driver, getattr(verdict, "requirement", "") or "",
-                                                str(verdict), self.isolation,
-                                                self.example_options if is_generative(item) else (), replayed=False))
+            write_atomically(path, self._rerun_script(item, verdict, replayed=False))
+
+    def _rerun_script(self, item: pytest.Item, verdict: BaseException | None, earlier: Sequence[str] = (),
+                      replayed: bool = True) -> str:
+        """The script that runs ``item`` again as this run ran it (`rerun_script`), after ``earlier``."""
+        from harness.report.reproducer import rerun_script
+
+        return rerun_script(self.canonical_id(item), self.driver, getattr(verdict, "requirement", "") or "",
+                            str(verdict or ""), self.isolation, self.example_options if is_generative(item) else (),
+                            earlier, replayed)
 
     def _check_replay(self, item: pytest.Item, path: str, verdict: ConformanceError, record: dict) -> None:
         """Whether the reproducer's call sequence or scenario fails on a fresh driver as it failed in
@@ -335,16 +338,13 @@ class Recorder:
         the run did), still fails: by itself (0), or else after the tests the run made before it on
         the same driver process (how many), whose calls the failure may need; None when neither
         does.  The failing rerun's script replaces the one at ``path``."""
-        from harness.report.reproducer import rerun_script
-
         test_id = self.canonical_id(item)
         if not test_id.startswith("suites/"):
             return None
         this = earlier_test(test_id, str(item.path))
         earlier = [test for test in self._tests_on_this_service if test != this]
         for before in ([], earlier) if earlier else ([],):
-            script = rerun_script(test_id, self.driver, getattr(verdict, "requirement", "") or "", str(verdict),
-                                  self.isolation, self.example_options if is_generative(item) else (), before)
+            script = self._rerun_script(item, verdict, before)
             key = (test_id, bool(before))  # a fuzz run meets the same failure round after round: run it once
             fails = self._reruns_failed.get(key)
             if fails is None and self._rerun_seconds_left > 0:
@@ -363,10 +363,12 @@ class Recorder:
         write_atomically(trial, script)
         try:
             for _ in range(RERUN_RUNS):
+                if self._rerun_seconds_left <= 0:  # spent by the run before: no process started to be killed at once
+                    return False
                 started = time.monotonic()
                 try:
                     code = subprocess.run([sys.executable, trial], cwd=self._invoked_in, capture_output=True,
-                                          timeout=max(min(RERUN_SECONDS, self._rerun_seconds_left), 0.0)).returncode
+                                          timeout=min(RERUN_SECONDS, self._rerun_seconds_left)).returncode
                 except subprocess.TimeoutExpired:
                     return False
                 finally:
