@@ -237,15 +237,32 @@ class _Worker:
         return process.returncode
 
     def usage_error(self) -> str:
+        """What pytest said of the usage error: from its last ``ERROR:`` line on (a driver that is
+        not found also lists the drivers that exist), else its last line."""
         assert self.errors is not None
         self.errors.seek(0)
         lines = self.errors.read().strip().splitlines()
+        starts = [index for index, line in enumerate(lines) if line.startswith("ERROR: ")]
+        if starts:
+            return "\n".join([lines[starts[-1]].removeprefix("ERROR: "), *lines[starts[-1] + 1:]])
         return lines[-1] if lines else "usage error"
 
     def close(self) -> None:
         if self.errors is not None:
             self.errors.close()
             self.errors = None
+
+
+def _check_driver_name(driver: str) -> None:
+    """An unknown driver name is a usage error before any worker starts, with the drivers that
+    exist (`DriverRegistry.resolve`).  A ``module:factory``, ``file.py:factory`` or ``native:``
+    driver is loaded by the worker only: loading it here would run the vendor's code in the
+    controller, which nothing the driver does may take down."""
+    if ":" in driver:
+        return
+    from harness.drivers.registry import load_registry
+
+    load_registry().resolve(driver)
 
 
 def _absolute(db: str) -> str:
@@ -255,6 +272,7 @@ def _absolute(db: str) -> str:
 def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: tuple[str, ...] = SUITES) -> int:
     from rich.console import Console
 
+    _check_driver_name(driver)
     out, db = os.path.abspath(out), _absolute(db)
     os.makedirs(out, exist_ok=True)
     deadline = time.monotonic() + minutes * 60
@@ -337,6 +355,7 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
 
 def replay(driver: str, db: str, out: str) -> int:
     """Re-run only the stored failing examples (what a developer does the morning after)."""
+    _check_driver_name(driver)
     out, db = os.path.abspath(out), _absolute(db)
     os.makedirs(out, exist_ok=True)
     record = os.path.join(out, "replay.jsonl")

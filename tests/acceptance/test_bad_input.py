@@ -35,6 +35,25 @@ def test_fuzz_budget_must_be_positive(tmp_path: Path, args: list[str], phrase: s
     assert not (tmp_path / "fuzz").exists()
 
 
+@pytest.mark.parametrize("command", ["fuzz", "replay"])
+def test_an_unknown_driver_lists_the_drivers_before_anything_runs(tmp_path: Path, command: str) -> None:
+    done = run(tmp_path, command, "--driver", "no-such-driver", "--out", "out")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "unknown driver 'no-such-driver'" in done.stderr and "Traceback" not in done.stderr
+    listed = next(line for line in done.stderr.splitlines() if line.startswith("Available drivers:"))
+    assert "reference" in listed and "mutant-offset-ignored" in listed
+    # told before any worker started: no progress lines, nothing written
+    assert done.stdout == "" and not (tmp_path / "out").exists()
+
+
+def test_a_driver_module_that_is_not_there_is_the_workers_whole_error(tmp_path: Path) -> None:
+    done = run(tmp_path, "fuzz", "--driver", "no_such_module:factory", "--minutes", "0.2", "--out", "out")
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = error_lines(done)
+    assert "Traceback" not in done.stderr
+    assert "no_such_module" in lines[-1] and lines[-1].startswith("harness fuzz: --driver=no_such_module:factory"), lines
+
+
 def test_replaying_an_empty_database_says_nothing_was_stored(tmp_path: Path) -> None:
     done = run(tmp_path, "replay", "--driver", "reference", "--db", str(tmp_path / "empty-db"), "--out", "replay")
     assert done.returncode == 0, done.stderr
