@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -166,8 +167,9 @@ class _Run:
     def line(self, worker: int, begun: dict) -> str:
         examples = self.timeline[-1]["examples"] if self.timeline else {}
         done = ", ".join(f"{suite} {count}" for suite, count in sorted(examples.items())) or "none yet"
+        seed = f", seed {begun['seed']}" if begun.get("seed") is not None else ""
         return (f"[{time.monotonic() - self.started:7.1f} s] worker {worker} round {begun['round']} "
-                f"({begun['examples_per_test']} examples per test) begins; examples so far: {done}; "
+                f"({begun['examples_per_test']} examples per test{seed}) begins; examples so far: {done}; "
                 f"{len(_distinct_failures(self.records))} distinct failures")
 
 
@@ -175,10 +177,15 @@ class _Worker:
     """One fuzzing process slot: a pytest process that runs round after round, started again
     if it ends before the time is up (a run it cannot finish, or a crash of the harness itself).
 
-    Workers are independent processes (each with its own driver service and hypothesis' own
-    random seed, as the nightly profile is unseeded) sharing the example database, rather than
-    pytest-xdist workers splitting one session's tests: a suite with fewer tests than workers
-    still keeps every core busy, and no worker waits for another at the end of a round."""
+    Workers are independent processes (each with its own driver service and a random seed of its
+    own, one more each round) sharing the example database, rather than pytest-xdist workers
+    splitting one session's tests: a suite with fewer tests than workers still keeps every core
+    busy, and no worker waits for another at the end of a round.
+
+    Seeded, a round is repeatable: a failure that needs what earlier tests' calls left in the
+    driver is run again after them, generating as the round did, and that rerun is its
+    reproducer.  Unseeded, the earlier tests had only the example database to replay, which holds
+    nothing of a passing test, and such a failure's script could only say it does not replay."""
 
     def __init__(self, number: int, out: str) -> None:
         self.number, self.out = number, out
@@ -285,7 +292,8 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
         # each worker starts at a different suite, so together they reach every suite early
         return lambda record, runs: _pytest(
             driver, db, record, os.path.join(out, "reproducers"),
-            [f"--harness-examples={ROUND_EXAMPLES}", f"--harness-rounds-for={max(deadline - time.monotonic(), 0):.1f}"],
+            [f"--harness-examples={ROUND_EXAMPLES}", f"--harness-rounds-for={max(deadline - time.monotonic(), 0):.1f}",
+             f"--harness-seed={secrets.randbits(32)}"],
             runs - 1 + (slot.number - 1) * len(suites) // workers, suites)
 
     usage_error = ""

@@ -45,15 +45,23 @@ class HarnessState:
     isolation: str = "process"
     timeout: float = 10.0
     memory_limit_mib: int = DEFAULT_MEMORY_LIMIT_MIB
-    # A fixed seed makes a run repeatable, but hypothesis then neither reads nor writes its
-    # example database; profiles with a database (dev, nightly) stay unseeded unless asked.
+    # A fixed seed makes a run repeatable, and hypothesis then neither reads nor writes its example
+    # database; profiles with a database (dev, nightly) stay unseeded unless asked.  A seeded run
+    # given --harness-db keeps it (harness fuzz: its workers are seeded, so a failure's rerun can
+    # come to the examples the run had, and what fails is still kept).
     seeded: bool = True
+    round: int = 1  # harness fuzz's rounds (--harness-rounds-for): each generates from a seed of its own
     registry: DriverRegistry | None = None
     spec: DriverSpec | None = None
     device: Device | None = None
     service: DriverService | None = None
     expectations: list[Expectation] = field(default_factory=list)
     used_expectations: set[int] = field(default_factory=set)
+
+    def generation_seed(self) -> int | None:
+        """The seed this run's tests now generate from: the run's, one more each fuzzing round;
+        None when unseeded."""
+        return self.seed + self.round - 1 if self.seeded else None
 
     def resolve(self) -> DriverSpec:
         if self.spec is None:
@@ -132,6 +140,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "generate no examples run in the first round only")
     group.addoption("--harness-replay", action="store_true",
                     help="only re-run the examples stored in the database (no new generation)")
+    group.addoption("--harness-db-read-only", action="store_true",
+                    help="read the example database but change nothing in it (a reproducer's rerun: hypothesis "
+                         "would delete a stored example that passes, and an earlier test's may pass there)")
     group.addoption("--harness-no-shrink", action="store_true",
                     help="report the first failing example as found, without shrinking it")
     group.addoption("--harness-generative-only", action="store_true",
@@ -169,28 +180,35 @@ def _register_profiles() -> None:
                               print_blob=True)
 
 
-def _example_options(config: pytest.Config, state: HarnessState) -> list[str]:
+def _example_options(config: pytest.Config, state: HarnessState, examples: int | None = None) -> list[str]:
     """The options that make one generative test of this run come to the example it failed on
-    again: the same profile, example count and shrinking, and the run's seed; in an unseeded run,
-    its example database (absolute: the rerun may start elsewhere), replayed."""
+    again: the same profile, example count (``examples``: a fuzzing round's) and shrinking, and
+    the seed it generated from; its example database too when it had one (absolute: the rerun may
+    start elsewhere), read only: its reuse phase replays what the run's did, the failing example
+    first, and a rerun must not delete what an earlier test's stored example was.  Unseeded, the
+    database replayed is all there is."""
     options = [f"--harness-profile={state.profile}"]
-    if config.getoption("harness_examples"):
-        options.append(f"--harness-examples={config.getoption('harness_examples')}")
+    examples = examples or config.getoption("harness_examples")
+    if examples:
+        options.append(f"--harness-examples={examples}")
     if config.getoption("harness_no_shrink"):  # the example as the run failed on it, not a shrunk one
         options.append("--harness-no-shrink")
-    if state.seeded:
-        return [*options, f"--harness-seed={state.seed}"]
     from harness.integration.database import LOCAL_DIRECTORY
 
-    location = config.getoption("harness_db") or LOCAL_DIRECTORY
-    if not location.startswith("redis://"):
+    location = config.getoption("harness_db") or (None if state.seeded else LOCAL_DIRECTORY)
+    if location is not None and not location.startswith("redis://"):
         location = os.path.join(str(config.invocation_params.dir), location)
-    return [*options, f"--harness-db={location}", "--harness-replay"]
+    database = [f"--harness-db={location}", "--harness-db-read-only"] if location is not None else []
+    if state.seeded:
+        return [*options, f"--harness-seed={state.generation_seed()}", *database]
+    return [*options, *database, "--harness-replay"]
 
 
-def _apply_run_settings(config: pytest.Config, profile: str) -> None:
-    """Options that adjust the profile: database, example count, phases."""
+def _apply_run_settings(config: pytest.Config, profile: str, seeded: bool) -> None:
+    """Options that adjust the profile: database, example count, phases.  A seeded run keeps no
+    database unless given one (as hypothesis' own ``@seed``, which the run's tests get)."""
     from hypothesis import Phase, settings
+    from hypothesis.database import ReadOnlyDatabase
 
     from harness.integration.database import DriverExamples, open_database
 
@@ -201,7 +219,11 @@ def _apply_run_settings(config: pytest.Config, profile: str) -> None:
             database = open_database(config.getoption("harness_db"))
         except HarnessError as error:
             raise pytest.UsageError(str(error)) from None
+    elif seeded and database is not None:
+        database = changes["database"] = None
     if database is not None:
+        if config.getoption("harness_db_read_only"):
+            database = ReadOnlyDatabase(database)
         changes["database"] = DriverExamples(database, config.getoption("driver"))
     if config.getoption("harness_examples"):
         changes["max_examples"] = config.getoption("harness_examples")
@@ -248,7 +270,6 @@ def pytest_configure(config: pytest.Config) -> None:
     _register_profiles()
     profile = config.getoption("harness_profile")
     settings.load_profile(f"harness-{profile}")
-    _apply_run_settings(config, profile)
     seed = config.getoption("harness_seed")
     if seed is None:
         worker_seed = getattr(config, "workerinput", {}).get("harness_seed")
@@ -258,6 +279,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.seeded = config.getoption("harness_seed") is not None or profile in ("ci", "certify")
     if config.getoption("harness_db") or config.getoption("harness_replay"):
         state.seeded = config.getoption("harness_seed") is not None and not config.getoption("harness_replay")
+    _apply_run_settings(config, profile, state.seeded)
     config.stash[STATE_KEY] = state
     try:
         spec = state.resolve()  # an unknown driver or broken plugin stops the run here, with a usage error
@@ -286,9 +308,19 @@ def pytest_configure(config: pytest.Config) -> None:
         from harness.integration.rounds import Rounds
 
         recorder = config.pluginmanager.get_plugin("harness-recorder")
+
+        def begin_round(number: int, examples: int) -> int | None:
+            """A fuzzing round begins: its seed (None unseeded), recorded with it, and what a rerun
+            of one of its failures needs to come to the same examples."""
+            state.round = number
+            if recorder is not None:
+                recorder.begin_round({"round": number, "examples_per_test": examples, "seed": state.generation_seed()},
+                                     _example_options(config, state, examples))
+            return state.generation_seed()
+
         config.pluginmanager.register(
             Rounds(config.getoption("harness_rounds_for"), config.getoption("harness_examples") or 1, profile,
-                   lambda item: suite_of(canonical_id(item)), recorder.write_round if recorder else lambda _: None),
+                   lambda item: suite_of(canonical_id(item)), begin_round),
             "harness-rounds")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeedSharing(seed), "harness-xdist-seed")
@@ -424,8 +456,10 @@ def pytest_runtest_call(item: pytest.Item):
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from hypothesis import seed as hypothesis_seed
+    from hypothesis import settings
 
     state = state_of(config)
+    database = settings.default.database if settings.default is not None else None  # a seeded run's: --harness-db's
     if config.getoption("harness_generative_only"):
         fixed = [item for item in items if not is_generative(item)]
         if fixed:
@@ -441,6 +475,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         function = getattr(item, "obj", None)
         if function is not None and state.seeded and getattr(function, "is_hypothesis_test", False):
             hypothesis_seed(state.seed)(function)
+            if database is not None:  # given --harness-db: @seed turned it off, and a fuzz run's failures
+                function._hypothesis_internal_use_settings = settings(  # must still be kept
+                    function._hypothesis_internal_use_settings, database=database)
         names = (item.nodeid, canonical_id(item))
         for number, expectation in enumerate(state.expectations):
             if expectation.applies_to(state.driver_name) and any(expectation.matches(n) for n in names):
@@ -589,10 +626,11 @@ def failure_watch(pytestconfig: pytest.Config) -> FailureWatch:
     return FailureWatch(lambda test: recorder.watch(test, count=False), recorder.note_failure)
 
 
-@pytest.fixture(scope="session")
-def seeded_run(pytestconfig: pytest.Config) -> bool:
-    """Whether this run is seeded (ci, certify, --harness-seed): generation must then be repeatable."""
-    return state_of(pytestconfig).seeded
+@pytest.fixture
+def generation_seed(pytestconfig: pytest.Config) -> int | None:
+    """The seed a test that builds its own hypothesis test (a state machine) generates from: the
+    run's (ci, certify, --harness-seed), this round's in harness fuzz; None in an unseeded run."""
+    return state_of(pytestconfig).generation_seed()
 
 
 @pytest.fixture

@@ -76,13 +76,17 @@ class Recorder:
         self.driver = driver
         self.isolation = isolation  # the run's --driver-isolation, which its reproducers run the driver with
         # What a rerun of a generative test needs to come to its failing example again (the run's
-        # profile and seed, or its database replayed): the script of a failure with nothing to print.
+        # profile and seed, or its database replayed; a fuzzing round's own seed and example count):
+        # the script of a failure with nothing to print.
         self.example_options = tuple(example_options)
-        # (test id, with earlier tests) -> whether it failed when run again, alone or after those tests
-        self._reruns_failed: dict[tuple[str, bool], bool] = {}
-        # The tests run on the driver's current service process, in order (each by `earlier_test`):
-        # what a failure that needs calls made before its test is run again after.  A service that
-        # started again (after a crash) holds none of what came before.
+        # (test id, earlier tests, example options) -> whether it failed when run again (a fuzz run
+        # meets the same failure round after round: run once per round's seed); the tests tried
+        self._reruns_failed: dict[tuple[str, tuple[str, ...], tuple[str, ...]], bool] = {}
+        self._reruns_tried: set[str] = set()
+        # The tests run on the driver's current service process, in order (each by `earlier_test`),
+        # in this fuzzing round: what a failure that needs calls made before its test is run again
+        # after, generating as this round did.  A service that started again (after a crash) holds
+        # none of what came before.
         self._tests_on_this_service: dict[str, None] = {}
         self._service_generation: int | None = None
         # Where the run started: a rerun is checked from there, as a vendor runs its script, so that a
@@ -198,10 +202,15 @@ class Recorder:
         """How the driver's service fared: starts, calls, slow calls, breakers opened."""
         self._append({"service": summary})
 
-    def write_round(self, info: dict) -> None:
-        """A fuzzing round begins (harness.integration.rounds): its number and examples per test."""
+    def begin_round(self, info: dict, example_options: Sequence[str]) -> None:
+        """A fuzzing round begins (harness.integration.rounds): its number, examples per test and
+        seed, recorded; ``example_options``: what a rerun of a test in it needs.  A failure's rerun
+        after earlier tests runs this round's: they generate as it did (the rounds before had
+        seeds of their own)."""
         self._append({**info, "elapsed": round(time.monotonic() - self.started, 3)})
         self._write_progress()
+        self.example_options = tuple(example_options)
+        self._tests_on_this_service.clear()
 
     def write_session(self, info: dict) -> None:
         self._append({"session": info})
@@ -331,7 +340,7 @@ class Recorder:
 
     def _rerun_tried(self, item: pytest.Item) -> bool:
         """Whether the test was run again in this session (not past the budget, and a suite's test)."""
-        return (self.canonical_id(item), False) in self._reruns_failed
+        return self.canonical_id(item) in self._reruns_tried
 
     def _rerun_fails(self, item: pytest.Item, verdict: BaseException, path: str) -> int | None:
         """Whether the test, run again in a new session (a generative one coming to its examples as
@@ -345,9 +354,10 @@ class Recorder:
         earlier = [test for test in self._tests_on_this_service if test != this]
         for before in ([], earlier) if earlier else ([],):
             script = self._rerun_script(item, verdict, before)
-            key = (test_id, bool(before))  # a fuzz run meets the same failure round after round: run it once
+            key = (test_id, tuple(before), self.example_options)
             fails = self._reruns_failed.get(key)
             if fails is None and self._rerun_seconds_left > 0:
+                self._reruns_tried.add(test_id)
                 self._reruns_failed[key] = fails = self._fails_when_run(script, f"{path}.rerun")
             if fails:
                 write_atomically(path, script)
@@ -407,13 +417,15 @@ class Recorder:
         if first_failure is not None:  # as hypothesis first found it: its shrinking ended in its own error
             record["unshrunk"] = True
             record["hidden_by"] = type(_verdict_of(call.excinfo.value)).__name__
-        if printed is not None and self._replaying is not None:  # after the record took the driver's output:
-            self._check_replay(item, reproducer, printed, record)  # the check replaces its process
-        elif rerun and reproducer and self._replaying is not None and call.excinfo is not None:
-            self._check_rerun(item, reproducer, first_failure or call.excinfo.value, record)
-        self._append(record)
-        if report.failed:
-            os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure
+        try:
+            if printed is not None and self._replaying is not None:  # after the record took the driver's output:
+                self._check_replay(item, reproducer, printed, record)  # the check replaces its process
+            elif rerun and reproducer and self._replaying is not None and call.excinfo is not None:
+                self._check_rerun(item, reproducer, first_failure or call.excinfo.value, record)
+        finally:  # a run interrupted during a check (harness fuzz's deadline) keeps the failure, unchecked
+            self._append(record)
+            if report.failed:
+                os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure
         self._write_progress()
         if self.stop_on and self.stop_on in failed_requirements(record):
             item.session.shouldstop = f"a test failed on {self.stop_on}"

@@ -17,8 +17,8 @@ no examples (fixed cases, the concurrency and descriptor checks) run in the firs
 run again they check the same thing, but a fuzz run that never ran them would miss the bugs only
 they catch.
 
-Each round writes a ``{"round": r, ...}`` record before its first test, so the fuzz controller
-can tell rounds apart in one record file.
+Each round writes a ``{"round": r, ...}`` record before its first test (with the seed it
+generates from), so the fuzz controller can tell rounds apart in one record file.
 """
 
 from __future__ import annotations
@@ -76,7 +76,9 @@ class Rounds:
     """The session's test loop when ``--harness-rounds-for`` is given."""
 
     def __init__(self, seconds: float, first_examples: int, profile: str, suite_of: Callable[[pytest.Item], str],
-                 write_round: Callable[[dict], None]) -> None:
+                 begin_round: Callable[[int, int], int | None]) -> None:
+        """``begin_round(number, examples)``: told as each round begins; the seed it generates
+        from (None: unseeded)."""
         self.seconds = seconds
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             # Started with SIGINT ignored (harness fuzz run as a shell's background job): the
@@ -85,16 +87,16 @@ class Rounds:
         self.first_examples = first_examples
         self.most_examples = _profile_examples(profile)
         self._suite_of = suite_of
-        self._write_round = write_round
-        # each hypothesis test's settings and seed as collected, by function id
-        self._given: dict[int, tuple[Settings, int | None]] = {}
+        self._begin_round = begin_round
+        # each hypothesis test's settings as collected, by function id
+        self._given: dict[int, Settings] = {}
         from hypothesis import settings
 
         default = settings.default  # the run's profile, loaded before this plugin is made
         assert default is not None
         self._default: Settings = default
 
-    def _set_round(self, items: list[pytest.Item], number: int, examples: int) -> None:
+    def _set_round(self, items: list[pytest.Item], examples: int, seed: int | None) -> None:
         from hypothesis import settings
 
         # a state machine run inside a test (marked generative) takes the default settings when it runs
@@ -107,11 +109,10 @@ class Rounds:
                 continue
             # @given took the settings in force when the module was imported; a round replaces
             # them with the same settings and its own example count
-            given, seed = self._given.setdefault(
-                id(function), (function._hypothesis_internal_use_settings, function._hypothesis_internal_use_seed))
+            given = self._given.setdefault(id(function), function._hypothesis_internal_use_settings)
             function._hypothesis_internal_use_settings = settings(given, max_examples=examples)
-            if seed is not None:  # a seeded run (--harness-seed) stays repeatable, with new examples each round
-                function._hypothesis_internal_use_seed = seed + number - 1
+            if seed is not None:  # a seeded run (harness fuzz's workers) stays repeatable, with new examples each round
+                function._hypothesis_internal_use_seed = seed
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
@@ -128,9 +129,8 @@ class Rounds:
         while number == 0 or (generative and time.monotonic() < ends):
             number += 1
             examples = round_examples(number, self.first_examples, self.most_examples)
-            self._set_round(order, number, examples)
+            self._set_round(order, examples, self._begin_round(number, examples))
             _freeze_what_lives_on()
-            self._write_round({"round": number, "examples_per_test": examples})
             upcoming = _suite_rotation(generative or session.items, self._suite_of, number)
             for index, item in enumerate(order):
                 # The next round's first test follows this round's last: what the two share

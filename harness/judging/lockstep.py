@@ -326,14 +326,21 @@ class Lockstep:
         return expected.value if expected.ok else None
 
     @_keeps_steps
-    def execute(self, prepared: Pair, scenario: Scenario, requirement: str) -> Outcome:
-        """Execute the scenario's request on both, `TokenRef` pools resolved per driver."""
+    def execute(self, prepared: Pair, scenario: Scenario, requirement: str, refusal_rules: tuple[str, ...] = ()) -> Outcome:
+        """Execute the scenario's request on both, `TokenRef` pools resolved per driver.
+
+        ``refusal_rules``: other rules this execution checks, for a caller that cannot tell in
+        advance which applies (the state machine's reads: of a buffer in its roles, or of one never
+        written).  When the reference refuses the request by one of them, a driver that did
+        otherwise broke that rule, and the verdict names it."""
         call = f"execute({', '.join(scenario.notes) or 'request'})"
-        self.steps.append(Step("execute", (prepared.name, scenario, requirement)))
+        self.steps.append(Step("execute", (prepared.name, scenario, requirement, *([refusal_rules] if refusal_rules else []))))
         expected, actual = execute_on_both(prepared.reference, prepared.driver, scenario,
                                            {n: p.reference for n, p in self.tokens.items()},
                                            {n: p.driver for n, p in self.tokens.items()})
         self.log.append(f"{call} -> reference {expected.summary()}; driver {actual.summary()}")
+        if not expected.ok and expected.rule in refusal_rules:
+            requirement = expected.rule
         try:
             assert_conforms(requirement, scenario, expected, actual)
         except ConformanceError as error:
@@ -409,9 +416,9 @@ def replay(steps: Sequence[Step], driver: Device, reference: Device) -> Lockstep
             served = step.allocate(name, desc, [models[m] for m in model_names], input_roles, output_roles, requirement)
             (refused.discard if served is not None else refused.add)(name)
         elif method == "execute":
-            model_name, scenario, requirement = args
+            model_name, scenario, requirement, *refusal_rules = args
             served_when_recorded([pool.buffer for pool in scenario.request_pools if isinstance(pool, TokenRef)])
-            step.execute(models[model_name], scenario, requirement)
+            step.execute(models[model_name], scenario, requirement, *refusal_rules)
         elif method == "served_again":
             if args[0] not in refused and args[0] not in step.buffers:  # it judges the allocation just before it
                 raise ValueError(f"a served_again step for {args[0]!r}, which this sequence never allocated")

@@ -222,14 +222,17 @@ def test_a_state_machine_stopped_after_a_failure_records_it_unshrunk(tmp_path: P
     record = tmp_path / "record.jsonl"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stop_at_first_failure",
                            "--pyargs", "harness.suites.memory_domains", "-k", "state_machine", f"--driver={driver}",
-                           "--harness-profile=ci", f"--harness-record={record}", f"--harness-reproducers={tmp_path / 'rp'}"],
+                           # seeded: the machine's runs follow the seed, and with some (1 in 12 measured)
+                           # its 12 runs do not come to the recycled storage
+                           "--harness-profile=ci", "--harness-seed=0", f"--harness-record={record}",
+                           f"--harness-reproducers={tmp_path / 'rp'}"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(tmp_path)},
                           preexec_fn=_interruptible)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
     (stopped,) = [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
     assert stopped["id"].endswith("::test_memory_domain_state_machine")
     assert stopped["unshrunk"] and stopped["outcome"] == "failed" and stopped["fault"] == "driver"
-    assert stopped["rule"] == requirement
+    assert failed_requirements(stopped) == (requirement,), stopped
     # its steps are every run up to the failure: they fail the same way on a fresh driver
     replayed = subprocess.run([sys.executable, stopped["reproducer"]], cwd=tmp_path, capture_output=True, text=True,
                               timeout=300, env={**os.environ, "PYTHONPATH": str(tmp_path)})

@@ -1,0 +1,69 @@
+"""An execution that may check one of several rules (the memory-domain state machine's reads: of a
+buffer in its own roles, or in another's, of one never written) names the rule the reference
+refused it by: a driver that accepted a read of a buffer never written broke DOM-STATE-2, not the
+roles rule the read was labelled with, and its certificate fails DOM-STATE-2."""
+
+from __future__ import annotations
+
+from harness.api.errors import ConformanceError
+from harness.api.hal import BufferDesc, BufferRole, OperandType, OperationType
+from harness.drivers.registry import load_registry
+from harness.judging.lockstep import Lockstep, replay
+from harness.judging.scenario import MemorySpec
+from harness.report.attribution import failed_requirements
+from harness.strategies.domains import Flavor, TokenUse, nbytes, request, values_for
+from harness.suites.memory_domains.test_state_machine import READ_RULES
+from reference_driver import ReferenceDevice
+
+FLAVOR = Flavor(OperationType.ADD, OperandType.TENSOR_FLOAT32)
+DIMS = (2, 2)
+REQUIREMENTS = ["DOM-STATE-1", "DOM-STATE-2", "DOM-ROLE-1", "DOM-ROLE-2"]  # as the state machine names them
+
+
+def _read_after_a_release(driver, refusal_rules: tuple[str, ...]) -> ConformanceError | None:
+    """A buffer written and released, a new one of the same roles read before anything wrote it."""
+    step = Lockstep(driver, ReferenceDevice())
+    model = FLAVOR.model(DIMS)
+    pair = step.prepare(model)
+    step.allocate("first", BufferDesc(), [pair], [BufferRole(0, 0)], [])
+    step.copy_from("first", MemorySpec("ashmem", values_for(FLAVOR.type, DIMS, 3).tobytes()), ())
+    step.release("first")
+    step.allocate("second", BufferDesc(), [pair], [BufferRole(0, 0)], [])
+    inputs = [TokenUse("second"), values_for(FLAVOR.type, DIMS, 1)]
+    try:
+        step.execute(pair, request(model, inputs, [nbytes(FLAVOR.type, DIMS)], label="read second"), "DOM-ROLE-2", refusal_rules)
+    except ConformanceError as verdict:
+        return verdict
+    finally:
+        step.close()
+    return None
+
+
+def _record(verdict: ConformanceError) -> dict:
+    return {"outcome": "failed", "fault": "driver", "requirements": REQUIREMENTS, "rule": verdict.requirement}
+
+
+def _recycling() -> object:
+    return load_registry().resolve("mutant-released-storage-recycled").create()
+
+
+def test_a_read_of_a_recycled_buffer_fails_the_state_rule() -> None:
+    verdict = _read_after_a_release(_recycling(), READ_RULES)
+    assert verdict is not None and verdict.requirement == "DOM-STATE-2"
+    assert failed_requirements(_record(verdict)) == ("DOM-STATE-2",)
+    # its steps replay to the same verdict on a fresh driver: the rules travel with the call
+    again = None
+    try:
+        replay(verdict.steps, _recycling(), ReferenceDevice()).close()
+    except ConformanceError as error:
+        again = error
+    assert again is not None and again.requirement == "DOM-STATE-2"
+
+
+def test_without_other_rules_the_label_stands() -> None:
+    verdict = _read_after_a_release(_recycling(), ())
+    assert verdict is not None and verdict.requirement == "DOM-ROLE-2"
+
+
+def test_the_same_sequence_on_a_correct_driver_is_no_verdict() -> None:
+    assert _read_after_a_release(ReferenceDevice(), READ_RULES) is None
