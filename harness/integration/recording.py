@@ -265,19 +265,27 @@ class Recorder:
         os.makedirs(self.reproducers, exist_ok=True)
         name = "".join(c if c.isalnum() else "_" for c in test_id)[-120:] + ".py"
         path = os.path.join(self.reproducers, name)
+        # A hang's scenario is not checked: the check would wait out another call deadline, for every
+        # test the hang fails (a call sequence's is: its history may be what it needs).  Nor is a
+        # hang's rerun (`_check_rerun`).
+        printed = isinstance(found, ConformanceError) and not getattr(found, "golden", None) and bool(
+            found.steps or (found.scenario is not None and not isinstance(found, DriverHang)))
+        # A script to be checked is written first as unchecked (a pass exits 3): the run may stop
+        # during the check (harness fuzz's deadline), and a failure that needs calls made before it
+        # passes alone.  The check writes it again with what it found.
+        reruns_checked = rerun and error is not None and not isinstance(_verdict_of(error), DriverHang)
+        checked = self._replaying is None or not (printed or reruns_checked)
         if found is None:
-            script = self._rerun_script(item, _verdict_of(error) if error is not None else None)
+            script = self._rerun_script(item, _verdict_of(error) if error is not None else None, checked=checked)
         elif getattr(found, "golden", None):
             script = golden_script(found.golden, self.driver, found.requirement, str(found), self.isolation)
         elif getattr(found, "steps", None):
-            script = call_sequence_script(found.steps, self.driver, found.requirement, str(found), isolation=self.isolation)
+            script = call_sequence_script(found.steps, self.driver, found.requirement, str(found), isolation=self.isolation,
+                                          checked=checked)
         else:
-            script = reproducer_script(found.scenario, self.driver, found.requirement, str(found), self.isolation)
+            script = reproducer_script(found.scenario, self.driver, found.requirement, str(found), self.isolation,
+                                       checked=checked)
         write_atomically(path, script)
-        # A hang's scenario is not checked: the check would wait out another call deadline, for every
-        # test the hang fails (a call sequence's is: its history may be what it needs).
-        printed = isinstance(found, ConformanceError) and not getattr(found, "golden", None) and (
-            found.steps or (found.scenario is not None and not isinstance(found, DriverHang)))
         return path, found if printed else None, found is None
 
     def _check_rerun(self, item: pytest.Item, path: str, error: BaseException, record: dict) -> None:
@@ -298,13 +306,13 @@ class Recorder:
             write_atomically(path, self._rerun_script(item, verdict, replayed=False))
 
     def _rerun_script(self, item: pytest.Item, verdict: BaseException | None, earlier: Sequence[str] = (),
-                      replayed: bool = True) -> str:
+                      replayed: bool = True, checked: bool = True) -> str:
         """The script that runs ``item`` again as this run ran it (`rerun_script`), after ``earlier``."""
         from harness.report.reproducer import rerun_script
 
         return rerun_script(self.canonical_id(item), self.driver, getattr(verdict, "requirement", "") or "",
                             str(verdict or ""), self.isolation, self.example_options if is_generative(item) else (),
-                            earlier, replayed)
+                            earlier, replayed, checked)
 
     def _check_replay(self, item: pytest.Item, path: str, verdict: ConformanceError, record: dict) -> None:
         """Whether the reproducer's call sequence or scenario fails on a fresh driver as it failed in
@@ -319,12 +327,16 @@ class Recorder:
         if verdict.steps:
             steps = found if isinstance(found, tuple) else None
             record["with_earlier_calls"] = steps is not None and steps is not verdict.steps
-            if steps is not None and steps is not verdict.steps:
+            if steps is not None:  # checked: the sequence fails on a fresh driver, alone or after those calls
                 write_atomically(path, call_sequence_script(steps, self.driver, verdict.requirement, str(verdict),
-                                                            with_earlier_calls=True, isolation=self.isolation))
+                                                            with_earlier_calls=steps is not verdict.steps,
+                                                            isolation=self.isolation))
             replays = steps is not None
         else:
             replays = found is True
+            if replays:  # checked: the scenario fails on a fresh driver
+                write_atomically(path, reproducer_script(verdict.scenario, self.driver, verdict.requirement, str(verdict),
+                                                         self.isolation))
         earlier = self._rerun_fails(item, verdict, path) if not replays else None
         if earlier is not None:
             record["rerun"] = replays = True

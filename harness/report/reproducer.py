@@ -89,10 +89,20 @@ def driver_under_test(driver: str, isolation: str = "process") -> Iterator[Devic
         service.close()
 
 
-def _ending(what: str, replayed: bool, rerun_tried: bool = True) -> str:
+#: What a script that was not checked says when its calls pass: the run stopped during the check
+#: (harness fuzz's deadline), and a failure may need calls made before it.
+NOT_CHECKED = ("it was not yet checked on a fresh driver when the run stopped, and the failure may have needed calls "
+               "made before it: a pass here is no sign of a fix")
+
+
+def _ending(what: str, replayed: bool, rerun_tried: bool = True, checked: bool = True) -> str:
     """A script's last lines, once its calls passed: a fix, or (``replayed`` False) no sign of one.
     ``rerun_tried`` False: its test was not run again (not a suite's test, or the session's time for
-    that was spent), and the script does not say it was."""
+    that was spent), and the script does not say it was.  ``checked`` False: written before its
+    check, which may never come (the run stops first): a pass exits 3 until the check replaces it."""
+    if not checked:
+        return f'''    print("this {what} passes; " {NOT_CHECKED!r})
+    raise SystemExit(3)'''
     if replayed:
         return f'''    print("the driver now conforms on this {what}")'''
     rerun = ("and so did its test run again, alone and after the tests before it" if rerun_tried else
@@ -103,12 +113,12 @@ def _ending(what: str, replayed: bool, rerun_tried: bool = True) -> str:
 
 
 def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "", isolation: str = "process",
-                      replayed: bool = True, rerun_tried: bool = True) -> str:
+                      replayed: bool = True, rerun_tried: bool = True, checked: bool = True) -> str:
     """A script that fails, with ``requirement`` named, while ``driver`` still has the bug.
     ``replayed`` False: the scenario passed on a fresh driver when it was written, and so did a
     rerun of its test when one was tried (``rerun_tried``; the failure needed calls made before it);
     the script then never reads a pass as a fix, and exits 3."""
-    passed = _ending("scenario", replayed, rerun_tried)
+    passed = _ending("scenario", replayed, rerun_tried, checked)
     return _header(driver, requirement, message, "from harness.judging.oracle import assert_conforms, run_scenario\n",
                    isolation) + f'''SCENARIO = {_literal(scenario)}
 
@@ -131,7 +141,7 @@ NEEDS_EARLIER_CALLS = ("its scenario or call sequence passed on a fresh driver (
 
 def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "",
                          replayed: bool = True, with_earlier_calls: bool = False, isolation: str = "process",
-                         rerun_tried: bool = True) -> str:
+                         rerun_tried: bool = True, checked: bool = True) -> str:
     """A script that replays a lockstep call sequence and fails the same way while the bug is there.
     ``replayed`` False: the sequence did not fail on a fresh driver when it was written, nor did a
     rerun of its test when one was tried (``rerun_tried``; the failure needed calls made before it);
@@ -147,7 +157,7 @@ def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, m
     if any(step.method == ALONE for step in steps):
         listed = ("    # A sequence that starts with an alone step is a test's calls on the driver alone: they are made\n"
                   "    # on both drivers for the state they leave, and not judged.\n" + listed)
-    passed = _ending("call sequence", replayed, rerun_tried)
+    passed = _ending("call sequence", replayed, rerun_tried, checked)
     return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n", isolation) + f'''STEPS = [
 {listed}]
 
@@ -170,7 +180,8 @@ if __name__ == "__main__":
 
 
 def rerun_script(test_id: str, driver: str, requirement: str, message: str = "", isolation: str = "process",
-                 example_options: Sequence[str] = (), earlier: Sequence[str] = (), replayed: bool = True) -> str:
+                 example_options: Sequence[str] = (), earlier: Sequence[str] = (), replayed: bool = True,
+                 checked: bool = True) -> str:
     """A script that runs one test (``suites/area/test_x.py::test_name[param]``) on ``driver`` again,
     with the harness's own pytest configuration: a fixed test, or a generative one whose failure
     carries no scenario or call sequence to print.  ``example_options``: for a generative test, the
@@ -182,7 +193,8 @@ def rerun_script(test_id: str, driver: str, requirement: str, message: str = "",
     itself exits 0 for a test it skipped, which is no sign of a fix, and 1 for a failure of an
     earlier test, which is no sign of this one.  ``replayed`` False: the test passed when it was
     run again, alone and after the tests before it, when the script was written; a pass then exits
-    3 (no sign of a fix either)."""
+    3 (no sign of a fix either).  ``checked`` False: written before its check (`NOT_CHECKED`), and
+    a pass exits 3 too."""
     path, _, name = test_id.partition("::")
     module = "harness." + path.removesuffix(".py").replace("/", ".")
     summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
@@ -195,7 +207,8 @@ def rerun_script(test_id: str, driver: str, requirement: str, message: str = "",
 
 Run: python {{this file}}  (with driver-harness installed).  It runs that test again ({how}){after}.
 Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped, or no example left to replay){
-"" if replayed else ", 3 it passes but did so when this was written too (the failure needed calls made before it)"}.
+"" if replayed and checked else ", 3 it passes but did so when this was written too (the failure needed calls made before it)"
+ if checked else ", 3 it passes but was not checked when this was written"}.
 """
 {summary}
 import importlib
@@ -218,6 +231,8 @@ EXAMPLES = {list(example_options)!r}
 EARLIER = {list(earlier)!r}
 # False: it passed when run again as this script runs it, when this was written: a pass is no fix.
 REPLAYED = {replayed!r}
+# False: written before it was checked, and the run stopped first: a pass is no fix either.
+CHECKED = {checked!r}
 DID_NOT_RUN = pytest.ExitCode.NO_TESTS_COLLECTED
 
 
@@ -264,6 +279,9 @@ if __name__ == "__main__":
         print("nothing was replayed: the database holds no example of this test for this driver (hypothesis "
               "deletes one that passes), so this says nothing of the failure", file=sys.stderr)
         code = DID_NOT_RUN
+    elif Outcome.outcome == "passed" and not CHECKED:
+        print("this test passes; " {NOT_CHECKED!r}, file=sys.stderr)
+        code = 3
     elif Outcome.outcome == "passed" and not REPLAYED:
         print("this test passes; it passed when it was run again, alone and after the tests before it, when this "
               "script was written too: the failure needed calls the driver had before it", file=sys.stderr)

@@ -178,6 +178,51 @@ def test_a_failure_found_before_the_run_is_stopped_is_recorded_unshrunk(tmp_path
     assert "the driver wrote past the output" in stopped["message"]
 
 
+#: Stops the run (SIGINT, as harness fuzz's deadline does) when the recorder begins to check a
+#: failure's reproducer on a fresh driver.
+_STOP_DURING_THE_CHECK = """
+import os
+import signal
+
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    recorder = config.pluginmanager.get_plugin("harness-recorder")
+
+    def stopped_during_the_check(verdict):
+        os.kill(os.getpid(), signal.SIGINT)
+        return True
+
+    recorder._replaying = stopped_during_the_check
+"""
+
+
+def test_a_failure_whose_check_the_run_stops_is_recorded_and_its_script_says_so(tmp_path: Path) -> None:
+    """The deadline can come while a failure's script is checked on a fresh driver: the failure is
+    still recorded (unchecked: no ``replays``), and its script, written before the check, fails on
+    the bug but never reads a pass as a fix (exit 3: the failure may have needed earlier calls)."""
+    (tmp_path / "stop_during_the_check.py").write_text(_STOP_DURING_THE_CHECK)
+    record = tmp_path / "record.jsonl"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stop_during_the_check",
+                           "--pyargs", "harness.suites.memory_pools", "-k", "test_a_prepared_model_runs_again_and_again",
+                           "--driver=mutant-writes-past-output", "--harness-profile=ci", "--harness-seed=0",
+                           f"--harness-record={record}", f"--harness-reproducers={tmp_path / 'rp'}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                          preexec_fn=_interruptible)
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
+    (stopped,) = [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
+    assert stopped["outcome"] == "failed" and "replays" not in stopped and failed_requirements(stopped) == ("POOL-2",)
+    script = Path(stopped["reproducer"])
+    on_the_bug = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert on_the_bug.returncode == 1 and "[POOL-2]" in on_the_bug.stderr, on_the_bug.stdout[-2000:] + on_the_bug.stderr[-3000:]
+    fixed = tmp_path / "reference.py"
+    fixed.write_text(script.read_text().replace("DRIVER = 'mutant-writes-past-output'", "DRIVER = 'reference'"))
+    passes = subprocess.run([sys.executable, str(fixed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert passes.returncode == 3 and "not yet checked" in passes.stdout, passes.stdout[-2000:] + passes.stderr[-3000:]
+
+
 def test_a_run_stopped_before_any_failure_records_no_failure(tmp_path: Path) -> None:
     (tmp_path / "test_stopped.py").write_text(_STOPPED_WHILE_SHRINKING.replace("if n > 1000:", "if False:")
                                               .replace("if failures:", "if n > 1000:"))
