@@ -83,6 +83,7 @@ class Recorder:
         # meets the same failure round after round: run once per round's seed); the tests tried
         self._reruns_failed: dict[tuple[str, tuple[str, ...], tuple[str, ...]], bool] = {}
         self._reruns_tried: set[str] = set()
+        self._scripts_written: set[str] = set()  # this session's reproducers, by path
         # The tests run on the driver's current service process, in order (each by `earlier_test`),
         # in this fuzzing round: what a failure that needs calls made before its test is run again
         # after, generating as this round did.  A service that started again (after a crash) holds
@@ -239,14 +240,15 @@ class Recorder:
         self._running = None
         if item is None or error is None:
             return
-        reproducer, _, _ = self._write_reproducer(item, error)
+        reproducer, _, _ = self._write_reproducer(item, error, keep_checked=True)
         verdict, fault = judged(error, str(item.path))
         record = self._record_of(item, "failed", verdict, fault, _message_of(verdict), time.monotonic() - self._running_since,
                                  "".join(traceback.format_exception(error)), reproducer)
         self._append({**record, "unshrunk": True})
         os.fsync(self._fd)
 
-    def _write_reproducer(self, item: pytest.Item, error: BaseException | None) -> tuple[str, ConformanceError | None, bool]:
+    def _write_reproducer(self, item: pytest.Item, error: BaseException | None,
+                          keep_checked: bool = False) -> tuple[str, ConformanceError | None, bool]:
         """The failing scenario or call sequence as a script, written before anything else can go wrong:
         its path (or ""), the verdict whose call sequence or scenario it replays (or None), to be
         checked on a fresh driver (`_check_replay`), and whether the script runs the test again
@@ -265,6 +267,11 @@ class Recorder:
         os.makedirs(self.reproducers, exist_ok=True)
         name = "".join(c if c.isalnum() else "_" for c in test_id)[-120:] + ".py"
         path = os.path.join(self.reproducers, name)
+        if keep_checked and path in self._scripts_written:
+            # stopped while it shrank a failure: the script an earlier round wrote of this test stays
+            # (checked, or saying it was not), rather than give way to one that cannot be checked
+            return path, None, False
+        self._scripts_written.add(path)
         # A hang's scenario is not checked: the check would wait out another call deadline, for every
         # test the hang fails (a call sequence's is: its history may be what it needs).  Nor is a
         # hang's rerun (`_check_rerun`).

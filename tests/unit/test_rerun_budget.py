@@ -157,3 +157,20 @@ def test_a_script_whose_test_was_not_run_again_does_not_say_it_was() -> None:
     not_tried = call_sequence_script([], "mutant-x", "DOM-1", replayed=False, rerun_tried=False)
     assert "and so did its test run again" in tried and "SystemExit(3)" in tried
     assert "its test was not run again" in not_tried and "so did its test" not in not_tried and "SystemExit(3)" in not_tried
+
+
+def test_a_failure_the_run_stopped_in_keeps_the_script_an_earlier_round_wrote(tmp_path: Path) -> None:
+    """A fuzz run's deadline can stop a test while hypothesis shrinks a failure it found again (a
+    later round): its record comes from the first failing example, but the script an earlier round
+    wrote of the test, and checked, stays.  Written unchecked in its place, it would pass alone."""
+    recorder, _ = _recorder(tmp_path, service=lambda: None)
+    verdict = ConformanceError("[POOL-2] wrong output", requirement="POOL-2")
+    first, _, rerun = recorder._write_reproducer(_FixedTest(), verdict)
+    assert rerun and "CHECKED = True" in Path(first).read_text()  # no check configured here: written as final
+    Path(first).write_text("the checked script of the earlier round")
+    again, _, _ = recorder._write_reproducer(_FixedTest(), verdict, keep_checked=True)
+    assert again == first and Path(first).read_text() == "the checked script of the earlier round"
+    fresh, _ = recording.Recorder(str(tmp_path / "other.jsonl"), "", lambda item: "suites/memory_pools/test_x.py::test_z",
+                                  "mutant-x", str(tmp_path / "reproducers")), None
+    written, _, _ = fresh._write_reproducer(_FixedTest(), verdict, keep_checked=True)  # none earlier in its session
+    assert "TEST = 'test_z'" in Path(written).read_text()
