@@ -89,6 +89,9 @@ class Recorder:
         # after, generating as this round did.  A service that started again (after a crash) holds
         # none of what came before.
         self._tests_on_this_service: dict[str, None] = {}
+        # The same, on every service process of this round (the session, outside harness fuzz): a
+        # circuit breaker's verdict needs the faults of earlier tests, which restarted the service.
+        self._tests_this_round: dict[str, None] = {}
         self._service_generation: int | None = None
         # Where the run started: a rerun is checked from there, as a vendor runs its script, so that a
         # driver named by a relative path (``my_driver.py:factory``) is found as the run found it.
@@ -212,6 +215,7 @@ class Recorder:
         self._write_progress()
         self.example_options = tuple(example_options)
         self._tests_on_this_service.clear()
+        self._tests_this_round.clear()
 
     def write_session(self, info: dict) -> None:
         self._append({"session": info})
@@ -230,7 +234,8 @@ class Recorder:
             reproducer, printed, rerun = self._write_reproducer(item, error) if report.failed else ("", None, False)
             self._record(item, report, call, reproducer, printed, error if hidden else None, rerun)
             self._note_service_start()  # during this test: its own calls after the start are on the new one
-            self._tests_on_this_service[earlier_test(self.canonical_id(item), str(item.path))] = None
+            ran = earlier_test(self.canonical_id(item), str(item.path))
+            self._tests_on_this_service[ran] = self._tests_this_round[ran] = None
 
     def pytest_keyboard_interrupt(self) -> None:
         """The run stopped in the middle of a test.  One that had failed on an example was shrinking
@@ -370,7 +375,8 @@ class Recorder:
         if not test_id.startswith("suites/"):
             return None
         this = earlier_test(test_id, str(item.path))
-        earlier = [test for test in self._tests_on_this_service if test != this]
+        ran = self._tests_this_round if getattr(verdict, "by_breaker", False) else self._tests_on_this_service
+        earlier = [test for test in ran if test != this]
         for before in ([], earlier) if earlier else ([],):
             script = self._rerun_script(item, verdict, before)
             key = (test_id, tuple(before), self.example_options)

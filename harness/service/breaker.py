@@ -84,6 +84,7 @@ class Breaker:
         error = type(last)(f"[{last.requirement}] {description}: not called: the last {faults} calls of {key} all "
                            f"failed the same way (circuit breaker; a probe still reaches the driver now and then). "
                            f"The first: {str(first)[:FIRST_FAULT_CHARS] or type(first).__name__}")
+        error.by_breaker = True
         return False, error
 
     def answered(self, key: str) -> None:

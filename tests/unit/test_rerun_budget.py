@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.api.errors import ConformanceError, DriverHang
+from harness.api.errors import ConformanceError, DriverCrash, DriverHang
 from harness.integration import recording
 
 
@@ -174,3 +174,37 @@ def test_a_failure_the_run_stopped_in_keeps_the_script_an_earlier_round_wrote(tm
                                   "mutant-x", str(tmp_path / "reproducers")), None
     written, _, _ = fresh._write_reproducer(_FixedTest(), verdict, keep_checked=True)  # none earlier in its session
     assert "TEST = 'test_z'" in Path(written).read_text()
+
+
+def test_a_circuit_breakers_verdict_is_run_again_after_the_rounds_tests_on_every_service(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The breaker counts faults across tests, and each crash started the service again: a breaker's
+    verdict is run again after every test of the round, not only those on the current service."""
+    trials: list[str] = []
+
+    def run(command, **kwargs):  # fails only after the tests whose crashes opened the breaker
+        trials.append(Path(command[1]).read_text())
+        return SimpleNamespace(returncode=1 if "test_crashes'" in trials[-1] else 0)
+
+    monkeypatch.setattr(recording.subprocess, "run", run)
+    service = _Service()
+    recorder, script = _recorder(tmp_path, service=lambda: service)
+
+    def ran(name: str) -> None:  # a test's report, as the recorder keeps it
+        recorder._note_service_start()
+        test = recording.earlier_test(f"suites/memory_pools/test_x.py::{name}", _FixedTest.path)
+        recorder._tests_on_this_service[test] = recorder._tests_this_round[test] = None
+
+    ran("test_crashes")
+    service.generation = 2  # its crashes started the service again
+    ran("test_after")
+    crash = DriverCrash("[SVC-1] not called: the last 5 calls failed the same way (circuit breaker)")
+    crash.by_breaker = True
+    assert recorder._rerun_fails(_Item("test_refused"), crash, str(script)) == 2
+    assert "'harness.suites.memory_pools.test_x::test_crashes'" in script.read_text()
+    # an ordinary crash needs what this service holds: the tests on it only
+    script.write_text("the printed scenario")
+    assert recorder._rerun_fails(_Item("test_other"), DriverCrash("[SVC-1] segfault"), str(script)) is None
+    assert "test_crashes" not in trials[-1]
+    recorder.begin_round({"round": 2}, ())  # a new round: its own tests only
+    assert not recorder._tests_this_round and not recorder._tests_on_this_service
