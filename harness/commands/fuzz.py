@@ -131,6 +131,8 @@ class _Run:
         self.done: dict[str, int] = {}  # examples of finished worker processes
         self.records: list[dict] = []  # records of finished worker processes
         self.rounds = 0  # rounds begun by finished worker processes
+        # each round's seed, by worker and round: `pytest --harness-seed` generates that round again
+        self.seeds: list[dict] = []
         self.timeline: list[dict] = []
         self.found: dict[tuple[str, str], float] = {}  # when each distinct failure was first seen (s)
         self.progress = Progress(TextColumn("{task.description:<17}"), TextColumn("{task.completed:>9,} examples"),
@@ -157,12 +159,14 @@ class _Run:
             rate = (examples.get(name, 0) - before["examples"].get(name, 0)) / span
             self.progress.update(task, completed=examples.get(name, 0), rate=f"{rate:,.0f}", failures=failures.get(name, 0))
 
-    def finish(self, tail: _Tail) -> None:
+    def finish(self, tail: _Tail, worker: int) -> None:
         """A worker process that wrote ``tail`` ended: what it did is the run's."""
         self.done = _added(self.done, _progress_of(tail.path))
         tail.poll()
         self.records += tail.records
         self.rounds += len(tail.rounds)
+        self.seeds += [{"worker": worker, "round": begun["round"], "examples_per_test": begun["examples_per_test"],
+                        "seed": begun.get("seed")} for begun in tail.rounds]
 
     def line(self, worker: int, begun: dict) -> str:
         examples = self.timeline[-1]["examples"] if self.timeline else {}
@@ -229,7 +233,7 @@ class _Worker:
     def end(self, run: _Run) -> int:
         """Wait for the process to end, add what it did to ``run``; its exit status."""
         status = self.wait()
-        run.finish(self.record)
+        run.finish(self.record, self.number)
         return status
 
     def wait(self) -> int:
@@ -346,7 +350,7 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
     seconds = round(time.monotonic() - run.started, 1)
     summary = {
         "driver": driver, "database": db, "workers": workers, "suites": run.names,
-        "rounds": rounds, "seconds": seconds, "examples_per_suite": examples,
+        "rounds": rounds, "seeds": run.seeds, "seconds": seconds, "examples_per_suite": examples,
         "examples_per_second": round(sum(examples.values()) / max(seconds, 1e-9), 1), "interrupted": stop["now"],
         "failures": [{"test": r["id"], "suite": suite_of(r["id"]), "requirements": r["requirements"],
                       "fault": r.get("fault", "driver"), "message": r["message"], "reproducer": r.get("reproducer", ""),

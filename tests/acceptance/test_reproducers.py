@@ -264,6 +264,8 @@ def test_a_fuzz_runs_failures_that_need_earlier_examples_replay(tmp_path: Path) 
     records = [json.loads(line) for path in (tmp_path / "fz").glob("run-*.jsonl") for line in path.read_text().splitlines()]
     rounds = [record for record in records if "round" in record]
     assert rounds and all(isinstance(record["seed"], int) for record in rounds)
+    summary = json.loads((tmp_path / "fz" / "fuzz-summary.json").read_text())  # how to generate each round again
+    assert [(entry["round"], entry["seed"]) for entry in summary["seeds"]] == [(r["round"], r["seed"]) for r in rounds]
     checked = [record for record in records if record.get("outcome") == "failed" and "replays" in record]
     assert checked and all(record["replays"] for record in checked), [(r["id"], r["replays"]) for r in checked]
     reruns = [record for record in checked if record.get("rerun")]
