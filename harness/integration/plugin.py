@@ -206,7 +206,8 @@ def _example_options(config: pytest.Config, state: HarnessState, examples: int |
 
 def _apply_run_settings(config: pytest.Config, profile: str, seeded: bool) -> None:
     """Options that adjust the profile: database, example count, phases.  A seeded run keeps no
-    database unless given one (as hypothesis' own ``@seed``, which the run's tests get)."""
+    database unless given one (hypothesis' own ``@seed`` turns it off; a seeded fuzz run keeps
+    what fails in the one it names)."""
     from hypothesis import Phase, settings
     from hypothesis.database import ReadOnlyDatabase
 
@@ -455,11 +456,7 @@ def pytest_runtest_call(item: pytest.Item):
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from hypothesis import seed as hypothesis_seed
-    from hypothesis import settings
-
     state = state_of(config)
-    database = settings.default.database if settings.default is not None else None  # a seeded run's: --harness-db's
     if config.getoption("harness_generative_only"):
         fixed = [item for item in items if not is_generative(item)]
         if fixed:
@@ -474,10 +471,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         function = getattr(item, "obj", None)
         if function is not None and state.seeded and getattr(function, "is_hypothesis_test", False):
-            hypothesis_seed(state.seed)(function)
-            if database is not None:  # given --harness-db: @seed turned it off, and a fuzz run's failures
-                function._hypothesis_internal_use_settings = settings(  # must still be kept
-                    function._hypothesis_internal_use_settings, database=database)
+            # what hypothesis' @seed sets, without its turning the database off: the run's settings
+            # already keep none unless --harness-db named one (`_apply_run_settings`), which a fuzz
+            # run's failures must still go to
+            function._hypothesis_internal_use_seed = state.seed
         names = (item.nodeid, canonical_id(item))
         for number, expectation in enumerate(state.expectations):
             if expectation.applies_to(state.driver_name) and any(expectation.matches(n) for n in names):

@@ -80,18 +80,16 @@ class Recorder:
         # the script of a failure with nothing to print.
         self.example_options = tuple(example_options)
         # (test id, earlier tests, example options) -> whether it failed when run again (a fuzz run
-        # meets the same failure round after round: run once per round's seed); the tests tried
+        # meets the same failure round after round: run once per round's seed)
         self._reruns_failed: dict[tuple[str, tuple[str, ...], tuple[str, ...]], bool] = {}
-        self._reruns_tried: set[str] = set()
         self._scripts_written: set[str] = set()  # this session's reproducers, by path
-        # The tests run on the driver's current service process, in order (each by `earlier_test`),
-        # in this fuzzing round: what a failure that needs calls made before its test is run again
-        # after, generating as this round did.  A service that started again (after a crash) holds
-        # none of what came before.
-        self._tests_on_this_service: dict[str, None] = {}
-        # The same, on every service process of this round (the session, outside harness fuzz): a
-        # circuit breaker's verdict needs the faults of earlier tests, which restarted the service.
-        self._tests_this_round: dict[str, None] = {}
+        # The tests of this fuzzing round (the session, outside harness fuzz), in order (each by
+        # `earlier_test`), with the service process each ran on: what a failure that needs calls
+        # made before its test is run again after, generating as this round did.  Those on the
+        # current process, since one that started again (after a crash) holds none of what came
+        # before; all of them for a circuit breaker's verdict, which the faults of earlier tests on
+        # earlier processes opened.
+        self._tests_this_round: dict[str, int | None] = {}
         self._service_generation: int | None = None
         # Where the run started: a rerun is checked from there, as a vendor runs its script, so that a
         # driver named by a relative path (``my_driver.py:factory``) is found as the run found it.
@@ -185,15 +183,13 @@ class Recorder:
         self._output_mark = service.output_mark() if service is not None else None
         self._note_service_start()
 
-    def _note_service_start(self) -> bool:
-        """Whether the driver's service started again since last seen: the tests run on the one
-        before hold nothing of it."""
-        generation = getattr(self._service(), "generation", 0)  # no service: the driver is in this process
-        started = generation != self._service_generation
-        if started:
-            self._tests_on_this_service.clear()
-            self._service_generation = generation
-        return started
+    def _note_service_start(self) -> None:
+        """Which service process the driver runs in now (a start makes a new one)."""
+        self._service_generation = getattr(self._service(), "generation", 0)  # no service: in this process
+
+    def _note_ran(self, test: str) -> None:
+        """``test`` (by `earlier_test`) ran, on the service process noted last."""
+        self._tests_this_round[test] = self._service_generation
 
     def _driver_output(self) -> str:
         """What the driver's service printed during this test: its last DRIVER_OUTPUT_BYTES."""
@@ -214,7 +210,6 @@ class Recorder:
         self._append({**info, "elapsed": round(time.monotonic() - self.started, 3)})
         self._write_progress()
         self.example_options = tuple(example_options)
-        self._tests_on_this_service.clear()
         self._tests_this_round.clear()
 
     def write_session(self, info: dict) -> None:
@@ -234,8 +229,7 @@ class Recorder:
             reproducer, printed, rerun = self._write_reproducer(item, error) if report.failed else ("", None, False)
             self._record(item, report, call, reproducer, printed, error if hidden else None, rerun)
             self._note_service_start()  # during this test: its own calls after the start are on the new one
-            ran = earlier_test(self.canonical_id(item), str(item.path))
-            self._tests_on_this_service[ran] = self._tests_this_round[ran] = None
+            self._note_ran(earlier_test(self.canonical_id(item), str(item.path)))
 
     def pytest_keyboard_interrupt(self) -> None:
         """The run stopped in the middle of a test.  One that had failed on an example was shrinking
@@ -267,7 +261,7 @@ class Recorder:
         rerun = found is None and test_id.startswith("suites/")
         if (found is None and not rerun) or not self.reproducers:
             return "", None, False
-        from harness.report.reproducer import call_sequence_script, golden_script, reproducer_script
+        from harness.report.reproducer import golden_script
 
         os.makedirs(self.reproducers, exist_ok=True)
         name = "".join(c if c.isalnum() else "_" for c in test_id)[-120:] + ".py"
@@ -291,12 +285,8 @@ class Recorder:
             script = self._rerun_script(item, _verdict_of(error) if error is not None else None, checked=checked)
         elif getattr(found, "golden", None):
             script = golden_script(found.golden, self.driver, found.requirement, str(found), self.isolation)
-        elif getattr(found, "steps", None):
-            script = call_sequence_script(found.steps, self.driver, found.requirement, str(found), isolation=self.isolation,
-                                          checked=checked)
         else:
-            script = reproducer_script(found.scenario, self.driver, found.requirement, str(found), self.isolation,
-                                       checked=checked)
+            script = self._printed_script(found, checked=checked)
         write_atomically(path, script)
         return path, found if printed else None, found is None
 
@@ -333,38 +323,37 @@ class Recorder:
         holds them and they fail so.  Else the test run again (its examples as the run generated
         them) may come to the failure: its script is kept when it fails.  Else the script says it
         does not replay, rather than read a pass as a fix."""
-        from harness.report.reproducer import call_sequence_script, reproducer_script
-
         found = self._replaying(verdict)
+        steps = found if verdict.steps and isinstance(found, tuple) else None
         if verdict.steps:
-            steps = found if isinstance(found, tuple) else None
             record["with_earlier_calls"] = steps is not None and steps is not verdict.steps
-            if steps is not None:  # checked: the sequence fails on a fresh driver, alone or after those calls
-                write_atomically(path, call_sequence_script(steps, self.driver, verdict.requirement, str(verdict),
-                                                            with_earlier_calls=steps is not verdict.steps,
-                                                            isolation=self.isolation))
-            replays = steps is not None
-        else:
-            replays = found is True
-            if replays:  # checked: the scenario fails on a fresh driver
-                write_atomically(path, reproducer_script(verdict.scenario, self.driver, verdict.requirement, str(verdict),
-                                                         self.isolation))
+        replays = steps is not None if verdict.steps else found is True
+        if replays:  # checked: it fails on a fresh driver (a call sequence alone, or after those calls)
+            write_atomically(path, self._printed_script(verdict, steps))
         earlier = self._rerun_fails(item, verdict, path) if not replays else None
         if earlier is not None:
             record["rerun"] = replays = True
             record["rerun_after_tests"] = earlier  # 0: the test alone fails again
         record["replays"] = replays
         if not replays:
-            tried = self._rerun_tried(item)
-            write_atomically(path, call_sequence_script(verdict.steps, self.driver, verdict.requirement, str(verdict),
-                                                        replayed=False, isolation=self.isolation, rerun_tried=tried)
-                             if verdict.steps else
-                             reproducer_script(verdict.scenario, self.driver, verdict.requirement, str(verdict),
-                                               self.isolation, replayed=False, rerun_tried=tried))
+            write_atomically(path, self._printed_script(verdict, replayed=False, rerun_tried=self._rerun_tried(item)))
+
+    def _printed_script(self, verdict: ConformanceError, steps: tuple | None = None, **ending: bool) -> str:
+        """The script of a verdict's call sequence (``steps``: the one with the calls before it that
+        it needs, when the check found it), or else of its scenario; ``ending``: how a pass ends it
+        (`harness.report.reproducer._ending`)."""
+        from harness.report.reproducer import call_sequence_script, reproducer_script
+
+        if getattr(verdict, "steps", None):
+            steps = steps or verdict.steps
+            return call_sequence_script(steps, self.driver, verdict.requirement, str(verdict), isolation=self.isolation,
+                                        with_earlier_calls=steps is not verdict.steps, **ending)
+        return reproducer_script(verdict.scenario, self.driver, verdict.requirement, str(verdict), self.isolation, **ending)
 
     def _rerun_tried(self, item: pytest.Item) -> bool:
         """Whether the test was run again in this session (not past the budget, and a suite's test)."""
-        return self.canonical_id(item) in self._reruns_tried
+        test_id = self.canonical_id(item)
+        return any(tried == test_id for tried, _, _ in self._reruns_failed)
 
     def _rerun_fails(self, item: pytest.Item, verdict: BaseException, path: str) -> int | None:
         """Whether the test, run again in a new session (a generative one coming to its examples as
@@ -375,14 +364,14 @@ class Recorder:
         if not test_id.startswith("suites/"):
             return None
         this = earlier_test(test_id, str(item.path))
-        ran = self._tests_this_round if getattr(verdict, "by_breaker", False) else self._tests_on_this_service
-        earlier = [test for test in ran if test != this]
+        every_process = getattr(verdict, "by_breaker", False)
+        earlier = [test for test, generation in self._tests_this_round.items()
+                   if test != this and (every_process or generation == self._service_generation)]
         for before in ([], earlier) if earlier else ([],):
             script = self._rerun_script(item, verdict, before)
             key = (test_id, tuple(before), self.example_options)
             fails = self._reruns_failed.get(key)
             if fails is None and self._rerun_seconds_left > 0:
-                self._reruns_tried.add(test_id)
                 self._reruns_failed[key] = fails = self._fails_when_run(script, f"{path}.rerun")
             if fails:
                 write_atomically(path, script)

@@ -200,15 +200,15 @@ def rerun_script(test_id: str, driver: str, requirement: str, message: str = "",
     summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
     how = ("it generates its examples as the run did: " + " ".join(example_options) if example_options
            else "a fixed test: it generates no examples")
+    three = ("" if replayed and checked else ", 3 it passes but was not checked when this was written" if not checked
+             else ", 3 it passes but did so when this was written too (the failure needed calls made before it)")
     after = (f", after the {len(earlier)} tests the run made on the same driver process before it (the failure needed "
              f"what their calls left in the driver)" if earlier else "")
     return f'''#!/usr/bin/env python3
 """Reproducer written by driver-harness: {requirement or 'a failure'} of {test_id} on driver {driver!r}.
 
 Run: python {{this file}}  (with driver-harness installed).  It runs that test again ({how}){after}.
-Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped, or no example left to replay){
-"" if replayed and checked else ", 3 it passes but did so when this was written too (the failure needed calls made before it)"
- if checked else ", 3 it passes but was not checked when this was written"}.
+Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped, or no example left to replay){three}.
 """
 {summary}
 import importlib

@@ -83,7 +83,7 @@ def test_a_test_that_passes_alone_is_run_again_after_the_tests_before_it_on_the_
     def ran(name: str) -> None:  # a test's setup and its report, as pytest's hooks give them
         recorder._note_service_start()
         recorder._note_service_start()
-        recorder._tests_on_this_service[recording.earlier_test(f"suites/memory_pools/test_x.py::{name}", _FixedTest.path)] = None
+        recorder._note_ran(recording.earlier_test(f"suites/memory_pools/test_x.py::{name}", _FixedTest.path))
 
     ran("test_first")
     service.generation = 2  # the service started again (after a crash): what ran before is gone
@@ -192,8 +192,7 @@ def test_a_circuit_breakers_verdict_is_run_again_after_the_rounds_tests_on_every
 
     def ran(name: str) -> None:  # a test's report, as the recorder keeps it
         recorder._note_service_start()
-        test = recording.earlier_test(f"suites/memory_pools/test_x.py::{name}", _FixedTest.path)
-        recorder._tests_on_this_service[test] = recorder._tests_this_round[test] = None
+        recorder._note_ran(recording.earlier_test(f"suites/memory_pools/test_x.py::{name}", _FixedTest.path))
 
     ran("test_crashes")
     service.generation = 2  # its crashes started the service again
@@ -207,4 +206,4 @@ def test_a_circuit_breakers_verdict_is_run_again_after_the_rounds_tests_on_every
     assert recorder._rerun_fails(_Item("test_other"), DriverCrash("[SVC-1] segfault"), str(script)) is None
     assert "test_crashes" not in trials[-1]
     recorder.begin_round({"round": 2}, ())  # a new round: its own tests only
-    assert not recorder._tests_this_round and not recorder._tests_on_this_service
+    assert not recorder._tests_this_round
