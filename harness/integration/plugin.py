@@ -6,6 +6,7 @@ suites themselves are the ``suites`` package (``pytest --pyargs harness.suites -
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import random
@@ -598,17 +599,20 @@ def _replaying_on_a_fresh_driver(state: HarnessState) -> Callable[[ConformanceEr
     """replaying(verdict), for the recorder: a failing call sequence checked on a fresh driver
     (`harness.integration.histories.replaying_steps`, cut down for at most SHRINK_SECONDS), or
     whether a failing scenario fails there too (`scenario_fails_on_a_fresh_driver`).  The tests
-    after it then start on a fresh driver too, not on what the last replay left."""
+    after it then start on a fresh driver too, not on what the last replay left.  The service's
+    circuit breaker is suspended meanwhile: the check is of what the driver does, and a breaker
+    that refused its calls would make any crash or hang look replayed."""
 
     def replaying(verdict: ConformanceError) -> tuple | bool | None:
         from harness.integration.histories import SHRINK_SECONDS, replaying_steps, scenario_fails_on_a_fresh_driver
         from reference_driver import ReferenceDevice
 
-        if verdict.steps:
-            found: tuple | bool | None = replaying_steps(state.fresh_device, ReferenceDevice(), verdict,
-                                                         time.monotonic() + SHRINK_SECONDS)
-        else:
-            found = scenario_fails_on_a_fresh_driver(state.fresh_device, ReferenceDevice(), verdict)
+        with state.service.breaker.suspended() if state.service is not None else contextlib.nullcontext():
+            if verdict.steps:
+                found: tuple | bool | None = replaying_steps(state.fresh_device, ReferenceDevice(), verdict,
+                                                             time.monotonic() + SHRINK_SECONDS)
+            else:
+                found = scenario_fails_on_a_fresh_driver(state.fresh_device, ReferenceDevice(), verdict)
         state.fresh_device()
         return found
 

@@ -95,6 +95,7 @@ class Recorder:
         # driver named by a relative path (``my_driver.py:factory``) is found as the run found it.
         self._invoked_in = os.getcwd()
         self._rerun_seconds_left = float(RERUN_BUDGET_SECONDS)
+        self._hangs_checked: dict[int, tuple[object, bool]] = {}  # id(scenario) -> (it, whether it hangs again)
         # replaying(verdict): for a call sequence, one that fails on a fresh driver as the verdict
         # did, its own or one with calls the driver had before it, None when none does; for a
         # scenario, whether it fails there (the attribute None: nothing is checked)
@@ -271,16 +272,13 @@ class Recorder:
             # (checked, or saying it was not), rather than give way to one that cannot be checked
             return path, None, False
         self._scripts_written.add(path)
-        # A hang's scenario is not checked: the check would wait out another call deadline, for every
-        # test the hang fails (a call sequence's is: its history may be what it needs).  Nor is a
-        # hang's rerun (`_check_rerun`).
         printed = isinstance(found, ConformanceError) and not getattr(found, "golden", None) and bool(
-            found.steps or (found.scenario is not None and not isinstance(found, DriverHang)))
+            found.steps or found.scenario is not None)
         # A script to be checked is written first as unchecked (a pass exits 3): the run may stop
-        # during the check (harness fuzz's deadline), and a failure that needs calls made before it
-        # passes alone.  The check writes it again with what it found.
-        reruns_checked = rerun and error is not None and not isinstance(_verdict_of(error), DriverHang)
-        checked = self._replaying is None or not (printed or reruns_checked)
+        # during the check (harness fuzz's deadline) or have spent its time for checks, and a
+        # failure that needs calls made before it passes alone.  The check writes it again with
+        # what it found.
+        checked = self._replaying is None or not (printed or (rerun and error is not None))
         if found is None:
             script = self._rerun_script(item, _verdict_of(error) if error is not None else None, checked=checked)
         elif getattr(found, "golden", None):
@@ -296,8 +294,6 @@ class Recorder:
         that earlier tests' crashes opened, say).  When neither does, the script says so and exits 3
         rather than read a pass as a fix."""
         verdict = _verdict_of(error)
-        if isinstance(verdict, DriverHang):  # as a hang's scenario: each run would wait out call deadlines again
-            return
         earlier = self._rerun_fails(item, verdict, path)
         if earlier is None and not self._rerun_tried(item):
             return  # not run: the session's budget was spent, and the script stays as written, unchecked
@@ -323,7 +319,12 @@ class Recorder:
         holds them and they fail so.  Else the test run again (its examples as the run generated
         them) may come to the failure: its script is kept when it fails.  Else the script says it
         does not replay, rather than read a pass as a fix."""
-        found = self._replaying(verdict)
+        if isinstance(verdict, DriverHang) and not verdict.steps:
+            found: tuple | bool | None = self._hang_replays(verdict)
+            if found is None:
+                return  # the session's time for checks is spent: the script stays as written, unchecked
+        else:
+            found = self._replaying(verdict)
         steps = found if verdict.steps and isinstance(found, tuple) else None
         if verdict.steps:
             record["with_earlier_calls"] = steps is not None and steps is not verdict.steps
@@ -337,6 +338,24 @@ class Recorder:
         record["replays"] = replays
         if not replays:
             write_atomically(path, self._printed_script(verdict, replayed=False, rerun_tried=self._rerun_tried(item)))
+
+    def _hang_replays(self, verdict: DriverHang) -> bool | None:
+        """Whether a hang's scenario hangs on a fresh driver too; None when it was not checked.  The
+        check waits out a call deadline, so each scenario is checked once (a circuit breaker's
+        refusals carry the call that really hung, one for many tests), within the time the session
+        keeps for checks (the reruns'), which it spends."""
+        known = self._hangs_checked.get(id(verdict.scenario))
+        if known is not None:
+            return known[1]
+        if self._rerun_seconds_left <= 0:
+            return None
+        started = time.monotonic()
+        try:
+            replays = bool(self._replaying(verdict))
+        finally:
+            self._rerun_seconds_left -= time.monotonic() - started
+        self._hangs_checked[id(verdict.scenario)] = (verdict.scenario, replays)  # kept: its id stays its own
+        return replays
 
     def _printed_script(self, verdict: ConformanceError, steps: tuple | None = None, **ending: bool) -> str:
         """The script of a verdict's call sequence (``steps``: the one with the calls before it that
@@ -372,29 +391,32 @@ class Recorder:
             key = (test_id, tuple(before), self.example_options)
             fails = self._reruns_failed.get(key)
             if fails is None and self._rerun_seconds_left > 0:
-                self._reruns_failed[key] = fails = self._fails_when_run(script, f"{path}.rerun")
+                fails = self._fails_when_run(script, f"{path}.rerun")
+                if fails is not None:  # decided: a rerun the time for checks cut short was not tried
+                    self._reruns_failed[key] = fails
             if fails:
                 write_atomically(path, script)
                 return len(before)
         return None
 
-    def _fails_when_run(self, script: str, trial: str) -> bool:
+    def _fails_when_run(self, script: str, trial: str) -> bool | None:
         """Whether ``script`` (a test's rerun), written to ``trial`` and run there RERUN_RUNS times,
         exits each time as pytest does for a failed test, within what is left of the session's
-        budget.  A failure that needs what earlier calls left in the driver may come only now and
-        then (which descriptor numbers a process reuses depends on when its objects are let go): a
-        script kept on one lucky failure would later read as a fix."""
+        budget; None when that ran out first (or a run's own time), which decides nothing.  A
+        failure that needs what earlier calls left in the driver may come only now and then (which
+        descriptor numbers a process reuses depends on when its objects are let go): a script kept
+        on one lucky failure would later read as a fix."""
         write_atomically(trial, script)
         try:
             for _ in range(RERUN_RUNS):
                 if self._rerun_seconds_left <= 0:  # spent by the run before: no process started to be killed at once
-                    return False
+                    return None
                 started = time.monotonic()
                 try:
                     code = subprocess.run([sys.executable, trial], cwd=self._invoked_in, capture_output=True,
                                           timeout=min(RERUN_SECONDS, self._rerun_seconds_left)).returncode
                 except subprocess.TimeoutExpired:
-                    return False
+                    return None
                 finally:
                     self._rerun_seconds_left -= time.monotonic() - started
                 if code != pytest.ExitCode.TESTS_FAILED:

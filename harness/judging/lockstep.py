@@ -92,7 +92,8 @@ def _keeps_steps(method: Callable) -> Callable:
         try:
             return method(self, *args, **kwargs)
         except DriverFault as fault:
-            if not fault.steps:
+            # a circuit breaker's refusal carries the call that really failed (a scenario, or steps)
+            if not fault.steps and not (fault.by_breaker and fault.scenario is not None):
                 fault.steps = self.steps_so_far()  # its requirement (SVC-1 crash, SVC-2 hang) is its type's
                 fault.earlier = self._earlier_on_a_verdict()
                 self._on_verdict(fault)

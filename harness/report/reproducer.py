@@ -90,9 +90,10 @@ def driver_under_test(driver: str, isolation: str = "process") -> Iterator[Devic
 
 
 #: What a script that was not checked says when its calls pass: the run stopped during the check
-#: (harness fuzz's deadline), and a failure may need calls made before it.
-NOT_CHECKED = ("it was not yet checked on a fresh driver when the run stopped, and the failure may have needed calls "
-               "made before it: a pass here is no sign of a fix")
+#: (harness fuzz's deadline) or had spent its time for checks (a hang's waits out a deadline), and
+#: a failure may need calls made before it.
+NOT_CHECKED = ("it was not yet checked on a fresh driver (the run stopped first, or had spent its time for checks), "
+               "and the failure may have needed calls made before it: a pass here is no sign of a fix")
 
 
 def _ending(what: str, replayed: bool, rerun_tried: bool = True, checked: bool = True) -> str:

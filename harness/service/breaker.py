@@ -17,6 +17,8 @@ driver that fails only on some inputs is judged input by input again.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from harness.api.errors import DriverFault, DriverHang
@@ -49,11 +51,12 @@ class Breaker:
         self.opened: list[str] = []  # methods whose breaker opened, in order, for the run's summary
         # The test being run (set by the pytest plugin); None outside pytest.
         self.context: str | None = None
+        self._suspended = 0  # `suspended` blocks entered
 
     @property
     def watching(self) -> bool:
         """Whether any method has a fault on record (until then, calls skip the breaker)."""
-        return bool(self._circuits)
+        return bool(self._circuits) and not self._suspended
 
     @staticmethod
     def key(description: Any, target: Any, method: str) -> str:
@@ -83,9 +86,24 @@ class Breaker:
         assert last is not None and first is not None
         error = type(last)(f"[{last.requirement}] {description}: not called: the last {faults} calls of {key} all "
                            f"failed the same way (circuit breaker; a probe still reaches the driver now and then). "
-                           f"The first: {str(first)[:FIRST_FAULT_CHARS] or type(first).__name__}")
+                           f"The first: {str(first)[:FIRST_FAULT_CHARS] or type(first).__name__}",
+                           # what reproduces the refusal is a call that really failed: the last one (while
+                           # hypothesis shrinks, the smallest), not the call refused here, which may pass
+                           scenario=last.scenario, steps=last.steps, earlier=last.earlier)
         error.by_breaker = True
         return False, error
+
+    @contextmanager
+    def suspended(self) -> Iterator[None]:
+        """Calls made inside go to the driver and are not counted: a check that a failure replays on
+        a fresh driver must see the driver fail, not the breaker refuse."""
+        with self._lock:
+            self._suspended += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._suspended -= 1
 
     def answered(self, key: str) -> None:
         """The driver answered a call of ``key`` (a result, or a DriverError): the breaker closes."""
@@ -95,6 +113,8 @@ class Breaker:
 
     def failed(self, key: str, fault: DriverFault) -> None:
         with self._lock:
+            if self._suspended:
+                return
             circuit = self._circuits.setdefault(key, _Circuit())
             circuit.faults += 1
             circuit.hangs += isinstance(fault, DriverHang)

@@ -277,3 +277,20 @@ def test_a_fuzz_runs_failures_that_need_earlier_examples_replay(tmp_path: Path) 
     _rerun_fails_on_its_mutant_and_passes_on_the_reference(tmp_path, script, "mutant-mappings-cached-by-descriptor",
                                                           reruns[0]["rule"])
     assert sorted(path.name for path in (tmp_path / "db").rglob("*")) == stored  # the reruns changed nothing in it
+
+
+def test_a_hangs_script_replays_the_call_that_hung_not_the_one_the_breaker_refused(tmp_path: Path) -> None:
+    """While hypothesis shrinks a hang, three hangs in one test open the circuit breaker, which then
+    refuses every call of the method, the smallest example's too: the test's last verdict is the
+    refusal of a call the driver serves.  Its script replays the last call that really hung, checked
+    on a fresh driver, and hangs again (SVC-2); before, it replayed the refused call, passed, and
+    called the hang fixed."""
+    mutant = "mutant-hang-more-than-3-pools"
+    script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_pools.test_handles",
+                                          "test_unusable_request_pool and closed", mutant,
+                                          "--driver-timeout=1", "--harness-seed=0")
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    [failure] = [record for record in records if record.get("outcome") == "failed"]
+    assert failure["rule"] == "SVC-2" and "circuit breaker" in failure["message"], failure["message"]
+    assert failure["replays"] is True  # checked: the scenario hung on a fresh driver
+    _fails_on_its_mutant_and_conforms_on_the_reference(tmp_path, script, mutant, "SVC-2")

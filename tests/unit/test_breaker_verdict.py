@@ -3,7 +3,7 @@ recorder then runs its test again after every earlier test of the round, whose f
 
 from __future__ import annotations
 
-from harness.api.errors import DriverCrash
+from harness.api.errors import DriverCrash, DriverHang
 from harness.service.breaker import THRESHOLD, Breaker
 
 
@@ -19,3 +19,33 @@ def test_the_breakers_own_verdict_is_marked_and_the_drivers_fault_is_not() -> No
     probe, refusal = breaker.admit(key, "PreparedModel.execute(request)")
     assert not probe and isinstance(refusal, DriverCrash) and refusal.by_breaker
     assert not any(fault.by_breaker for fault in faults)
+
+
+def test_the_breakers_refusal_carries_the_call_that_really_failed() -> None:
+    """The call refused may be one the driver serves (while hypothesis shrinks a hang, the smallest
+    example is refused too): its reproducer replays the last call that really failed."""
+    breaker = Breaker()
+    key = "PreparedModel.execute"
+    for number in range(THRESHOLD):
+        breaker.context = f"test_{number % 2}"
+        hang = DriverHang(f"[SVC-2] hang {number}")
+        hang.scenario = f"scenario {number}"  # set as the fault left the scenario's run
+        breaker.failed(key, hang)
+    _, refusal = breaker.admit(key, "PreparedModel.execute(request of 1 pools)")
+    assert isinstance(refusal, DriverHang) and refusal.by_breaker
+    assert refusal.scenario == f"scenario {THRESHOLD - 1}" and "hang 0" in str(refusal)  # the message names the first
+
+
+def test_calls_inside_a_suspended_breaker_reach_the_driver_and_are_not_counted() -> None:
+    """A check that a failure replays on a fresh driver must see the driver, not the breaker."""
+    breaker = Breaker()
+    key = "PreparedModel.execute"
+    for number in range(THRESHOLD):
+        breaker.context = f"test_{number % 2}"
+        breaker.failed(key, DriverCrash(f"[SVC-1] crash {number}"))
+    with breaker.suspended():
+        assert not breaker.watching  # the service's calls skip the breaker
+        breaker.failed(key, DriverCrash("[SVC-1] the check's crash"))
+    assert breaker.watching
+    _, refusal = breaker.admit(key, "PreparedModel.execute(request)")
+    assert refusal is not None and "the last 3 calls" in str(refusal) and "check" not in str(refusal)

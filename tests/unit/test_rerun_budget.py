@@ -5,6 +5,7 @@ round after round), and within a budget per session, past which no test is run a
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -123,7 +124,8 @@ def test_a_rerun_script_is_checked_and_one_that_passes_says_it_does_not_replay(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure with nothing to print is written as its test run again: that script is run too.
     One that passes (the failure needed what earlier calls left) is written again to exit 3 on a
-    pass, never 0; a hang's is not run (each run would wait out its call deadlines again)."""
+    pass, never 0.  A hang's is run too, within the same budget: written as checked and never run,
+    a pass of it would read as a fix."""
     codes = {"code": 0}
     monkeypatch.setattr(recording.subprocess, "run", lambda *args, **kwargs: SimpleNamespace(returncode=codes["code"]))
     recorder, script = _recorder(tmp_path)
@@ -137,7 +139,22 @@ def test_a_rerun_script_is_checked_and_one_that_passes_says_it_does_not_replay(
 
     script.write_text("the test run again"), record.clear()
     recorder._check_rerun(_Item("test_hangs"), str(script), DriverHang("[SVC-2] no answer", requirement="SVC-2"), record)
-    assert record == {} and script.read_text() == "the test run again"
+    assert record == {"replays": True, "rerun_after_tests": 0} and "TEST = 'test_hangs'" in script.read_text()
+
+
+def test_a_rerun_cut_short_by_its_time_decides_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rerun that runs out of time (a hang's, say) neither passed nor failed: it is not kept as
+    tried, and the script stays as written, unchecked."""
+
+    def run(command, **kwargs):
+        raise recording.subprocess.TimeoutExpired(command, kwargs["timeout"])
+
+    monkeypatch.setattr(recording.subprocess, "run", run)
+    recorder, script = _recorder(tmp_path)
+    record: dict = {}
+    recorder._check_rerun(_FixedTest(), str(script), DriverHang("[SVC-2] no answer", requirement="SVC-2"), record)
+    assert record == {} and script.read_text() == "the printed scenario"
+    assert not recorder._rerun_tried(_FixedTest())
 
 
 def test_a_rerun_script_left_unchecked_past_the_budget_says_nothing_of_a_rerun(
@@ -207,3 +224,33 @@ def test_a_circuit_breakers_verdict_is_run_again_after_the_rounds_tests_on_every
     assert "test_crashes" not in trials[-1]
     recorder.begin_round({"round": 2}, ())  # a new round: its own tests only
     assert not recorder._tests_this_round
+
+
+def test_a_hangs_scenario_is_checked_once_within_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hang's check waits out a call deadline: a scenario many verdicts share (a circuit breaker's
+    refusals carry the call that really hung) is checked once, and the time it took is spent from
+    the session's budget for checks.  Past the budget, the script stays as written: unchecked."""
+    checks: list[object] = []
+
+    def replaying(verdict):  # as the check does: the driver hangs again, for a while
+        checks.append(verdict.scenario)
+        time.sleep(0.01)
+        return True
+
+    recorder = recording.Recorder(str(tmp_path / "records.jsonl"), "", lambda item: "suites/memory_pools/test_x.py::test_y",
+                                  "mutant-x", str(tmp_path / "reproducers"), replaying=replaying)
+    monkeypatch.setattr(recorder, "_printed_script", lambda verdict, steps=None, **ending: f"script {ending}")
+    scenario = object()
+    script = tmp_path / "script.py"
+    for number in range(2):
+        hang = DriverHang(f"[SVC-2] hang {number}", scenario=scenario)
+        record: dict = {}
+        recorder._check_replay(_FixedTest(), str(script), hang, record)
+        assert record == {"replays": True} and script.read_text() == "script {}"  # final: a pass is a fix
+    assert checks == [scenario] and recorder._rerun_seconds_left <= recording.RERUN_BUDGET_SECONDS - 0.01
+
+    recorder._rerun_seconds_left = 0
+    script.write_text("written unchecked")
+    record = {}
+    recorder._check_replay(_FixedTest(), str(script), DriverHang("[SVC-2] another", scenario=object()), record)
+    assert record == {} and script.read_text() == "written unchecked" and len(checks) == 1
