@@ -45,7 +45,12 @@
     rate it needs at this checkout's share of its run spent in tests, the time per example that
     gives, less hypothesis' engine at the suite's choices ((d)) and the service's round trips
     ((c) x the calls per example from (b)), against the harness's own work per example now (the
-    strategies' code beyond their choices, the reference, models and memories, judging).
+    strategies' code beyond their choices, the reference, models and memories, judging);
+(k) the machine's own scaling, before and after the runs: hypothesis' engine alone (as in (d), CPU
+    bound, nothing shared) in one process, then in two at once.  Two workers reach at most what the
+    machine gives two processes of the same kind of work: on a host that shares the two vCPUs'
+    cores or caches with other load, that is well under 2x, and a 1.8x goal above it is the
+    machine's, not the harness's.
 """
 
 from __future__ import annotations
@@ -367,6 +372,30 @@ def hypothesis_ceiling(choices: float, seconds: float = 3.0) -> float:
     return ran[0] / (time.perf_counter() - start)
 
 
+def _ceiling_into(queue: Any, choices: float, seconds: float) -> None:
+    queue.put(hypothesis_ceiling(choices, seconds))
+
+
+def machine_scaling(seconds: float = 5.0, choices: float = 12) -> tuple[float, float]:
+    """(k) What two processes at once get through on this machine, against one: hypothesis' own
+    engine (`hypothesis_ceiling`, CPU-bound, no I/O and nothing shared) run in one process, then in
+    two at the same time; returns (one's examples/s, the two's together).  Two fuzz workers cannot
+    scale better than the machine does on the same kind of work."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    rates = []
+    for processes in (1, 2):
+        queue = context.Queue()
+        started = [context.Process(target=_ceiling_into, args=(queue, choices, seconds)) for _ in range(processes)]
+        for process in started:
+            process.start()
+        rates.append(sum(queue.get() for _ in started))
+        for process in started:
+            process.join()
+    return rates[0], rates[1]
+
+
 def service_round_trip(seconds: float = 2.0) -> float:
     from bench_service import median_call_seconds  # the trivial call's round trip, as bench_service measures it
 
@@ -401,6 +430,9 @@ def main() -> None:
 
     round_trip = service_round_trip()
     print(f"(c) service round trip (trivial call): {round_trip * 1e6:.1f} us")
+    scaling = [machine_scaling()]
+    print(f"(k) the machine's own scaling (hypothesis' engine alone, 12 choices per example, in 1 process and in 2 at "
+          f"once): {scaling[0][0]:,.0f} and {scaling[0][1]:,.0f} examples/s, x{scaling[0][1] / scaling[0][0]:.2f}", flush=True)
 
     if each_suite:
         print("(b) where the time goes (own time per part, in-process run, current code):")
@@ -461,6 +493,9 @@ def main() -> None:
                      f"(i) 1 worker, {same_tests(base_one, one, floor)}; (j) "
                      f"{what_5x_needs(base_one, one, engine_ceiling[suite], calls_per_example[suite], round_trip)}")
         print(line, flush=True)
+    scaling.append(machine_scaling())
+    print(f"(k) again, after the runs: {scaling[1][0]:,.0f} and {scaling[1][1]:,.0f} examples/s, "
+          f"x{scaling[1][1] / scaling[1][0]:.2f}; a 2-worker figure above is to be read against these two", flush=True)
     if args.scope != "suites":
         print(f"(f) the whole nightly run: harness fuzz --driver reference --suites {','.join(suites)}, "
               f"{args.repeats} x {args.seconds:.0f} s per configuration, examples/s:")
