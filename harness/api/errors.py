@@ -95,8 +95,9 @@ class DriverFault(ConformanceError):
     """The driver service did not answer a call; SPEC says it must never crash or hang.
 
     ``by_breaker``: the call was not made, the service's circuit breaker refused it after the same
-    faults in earlier tests (`harness.service.breaker`): what the verdict needs is those tests, on
-    whichever service processes they ran."""
+    faults in earlier tests (`harness.service.breaker`).  Its scenario or steps are the last of those
+    faults'; with neither, what the verdict needs is those tests, on whichever service processes
+    they ran."""
 
     by_breaker: bool = False
 

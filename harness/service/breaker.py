@@ -4,7 +4,9 @@ verdict once, clearly, instead of paying a service restart (or a whole deadline)
 After `THRESHOLD` faults in a row of one method (``PreparedModel.execute``, ``Buffer.copy_to``...),
 with no call of it answered in between, in two tests or more, the breaker opens for that method:
 its calls fail at once with the same kind of fault (so the verdict and the requirement are the
-same) and a message that says it is the breaker speaking and names the first fault.  Within one
+same) and a message that says it is the breaker speaking and names the first fault.  The refusal
+carries the scenario or call sequence of the last fault, which its reproducer replays: the call it
+refused may be one the driver serves.  Within one
 test, crashes and exceptions cost little (a restart from the zygote) and the breaker stays shut,
 so that hypothesis shrinks a crash on some inputs to the input that really crashes; hangs cost a
 whole deadline each, so `THRESHOLD` of them in one test open it for the rest of that test.  The
