@@ -1,7 +1,12 @@
-"""A verdict the circuit breaker gives in place of a call says so as data (``by_breaker``): the
-recorder then runs its test again after every earlier test of the round, whose faults opened it."""
+"""A verdict the circuit breaker gives in place of a call says so as data (``by_breaker``), and
+carries the scenario or call sequence of the last call that really failed, which its reproducer
+replays (the refused call may pass).  A check on a fresh driver suspends the breaker.  With nothing
+to replay, the recorder runs the test again after every earlier test of the round, whose faults
+opened it."""
 
 from __future__ import annotations
+
+import pytest
 
 from harness.api.errors import DriverCrash, DriverHang
 from harness.service.breaker import THRESHOLD, Breaker
@@ -49,3 +54,35 @@ def test_calls_inside_a_suspended_breaker_reach_the_driver_and_are_not_counted()
     assert breaker.watching
     _, refusal = breaker.admit(key, "PreparedModel.execute(request)")
     assert refusal is not None and "the last 3 calls" in str(refusal) and "check" not in str(refusal)
+
+
+class _RefusingDriver:
+    """A driver behind an open breaker: every prepare_model is refused with ``refusal``."""
+
+    def __init__(self, refusal: DriverHang) -> None:
+        self.refusal = refusal
+
+    def prepare_model(self, model):
+        raise self.refusal
+
+
+def test_a_call_sequence_keeps_the_refusals_scenario_instead_of_its_own_calls() -> None:
+    """A refusal met in a lockstep sequence replays the scenario that really hung: the sequence's own
+    calls (up to the refused one) pass on a fresh driver."""
+    from harness.api.hal import OperandType, OperationType
+    from harness.judging.lockstep import Lockstep
+    from harness.strategies.domains import Flavor
+    from reference_driver import ReferenceDevice
+
+    refusal = DriverHang("[SVC-2] not called (circuit breaker)", scenario="the scenario that hung")
+    refusal.by_breaker = True
+    step = Lockstep(_RefusingDriver(refusal), ReferenceDevice())
+    with pytest.raises(DriverHang) as raised:
+        step.prepare(Flavor(OperationType.ADD, OperandType.TENSOR_FLOAT32).model((2, 2)))
+    assert raised.value.scenario == "the scenario that hung" and raised.value.steps == ()
+    # a fault of the driver itself (no breaker) gets the sequence's steps, as before
+    own = DriverHang("[SVC-2] did not return")
+    step = Lockstep(_RefusingDriver(own), ReferenceDevice())
+    with pytest.raises(DriverHang):
+        step.prepare(Flavor(OperationType.ADD, OperandType.TENSOR_FLOAT32).model((2, 2)))
+    assert own.steps and own.steps[-1].method == "prepare"
