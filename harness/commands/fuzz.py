@@ -354,7 +354,8 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
         "examples_per_second": round(sum(examples.values()) / max(seconds, 1e-9), 1), "interrupted": stop["now"],
         "failures": [{"test": r["id"], "suite": suite_of(r["id"]), "requirements": r["requirements"],
                       "fault": r.get("fault", "driver"), "message": r["message"], "reproducer": r.get("reproducer", ""),
-                      "unshrunk": r.get("unshrunk", False), "hidden_by": r.get("hidden_by", ""), "replays": r.get("replays"), "found_at_s": run.found.get(key)}
+                      "unshrunk": r.get("unshrunk", False), "hidden_by": r.get("hidden_by", ""), "replays": r.get("replays"),
+                      "checked": r.get("checked", True), "found_at_s": run.found.get(key)}
                      for key, r in failures.items()],
         "timeline": run.timeline,
     }

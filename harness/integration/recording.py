@@ -240,10 +240,12 @@ class Recorder:
         self._running = None
         if item is None or error is None:
             return
-        reproducer, _, _ = self._write_reproducer(item, error, keep_checked=True)
+        reproducer, printed, rerun = self._write_reproducer(item, error, keep_checked=True)
         verdict, fault = judged(error, str(item.path))
         record = self._record_of(item, "failed", verdict, fault, _message_of(verdict), time.monotonic() - self._running_since,
                                  "".join(traceback.format_exception(error)), reproducer)
+        if self._replaying is not None and (printed is not None or rerun):  # written now, to be checked: it never will be
+            record["checked"] = False
         self._append({**record, "unshrunk": True})
         os.fsync(self._fd)
 
@@ -453,12 +455,15 @@ class Recorder:
         if first_failure is not None:  # as hypothesis first found it: its shrinking ended in its own error
             record["unshrunk"] = True
             record["hidden_by"] = type(_verdict_of(call.excinfo.value)).__name__
+        checking = self._replaying is not None and (printed is not None or bool(rerun and reproducer and call.excinfo))
         try:
             if printed is not None and self._replaying is not None:  # after the record took the driver's output:
                 self._check_replay(item, reproducer, printed, record)  # the check replaces its process
-            elif rerun and reproducer and self._replaying is not None and call.excinfo is not None:
+            elif checking:
                 self._check_rerun(item, reproducer, first_failure or call.excinfo.value, record)
         finally:  # a run interrupted during a check (harness fuzz's deadline) keeps the failure, unchecked
+            if checking and "replays" not in record:
+                record["checked"] = False  # its script says so too: a pass exits 3
             self._append(record)
             if report.failed:
                 os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure

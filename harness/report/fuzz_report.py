@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 
 from harness.report.attribution import no_verdict_note
-from harness.report.reproducer import NEEDS_EARLIER_CALLS
+from harness.report.reproducer import NEEDS_EARLIER_CALLS, UNCHECKED_NOTE
 
 __all__ = ["render_fuzz_report"]
 
@@ -102,6 +102,14 @@ def _unshrunk(failure: dict) -> str:
 
 #: After the link of a reproducer whose call sequence alone passed on a fresh driver.
 _NEEDS_EARLIER = f" <em>({html.escape(NEEDS_EARLIER_CALLS)})</em>"
+#: After the link of a reproducer that was never checked on a fresh driver.
+_UNCHECKED = f" <em>({html.escape(UNCHECKED_NOTE)})</em>"
+
+
+def _check_of(failure: dict) -> str:
+    if failure.get("replays") is False:
+        return _NEEDS_EARLIER
+    return _UNCHECKED if failure.get("checked") is False else ""
 
 
 def render_fuzz_report(summary: dict, out: str) -> str:
@@ -116,7 +124,7 @@ def render_fuzz_report(summary: dict, out: str) -> str:
             f"<tr><td>{html.escape(f['test'])}</td><td>{html.escape(', '.join(f['requirements']))}{_no_verdict(f)}</td>"
             f"<td>{_seconds(f.get('found_at_s'))}</td>"
             f"<td>{html.escape(f['message'][:300])}{_unshrunk(f)}</td>"
-            f"<td>{_link(f.get('reproducer', ''), out)}{_NEEDS_EARLIER if f.get('replays') is False else ''}</td></tr>"
+            f"<td>{_link(f.get('reproducer', ''), out)}{_check_of(f)}</td></tr>"
             for f in found)
         table = (f"<table><tr><th>test</th><th>requirements</th><th>found at</th><th>message</th><th>reproducer</th></tr>"
                  f"{rows}</table>" if found else "<p>no failures</p>")

@@ -132,6 +132,10 @@ if __name__ == "__main__":
 '''
 
 
+#: Beside a reproducer whose check never came (``checked`` false in the record): `NOT_CHECKED`.
+UNCHECKED_NOTE = ("not checked on a fresh driver: the run stopped first, or had spent its time for checks; "
+                  "a pass of it is no sign of a fix")
+
 #: Beside a reproducer that passed on a fresh driver when it was written (``replays`` false in the
 #: record): its scenario or call sequence did, and so did its test run again.
 NEEDS_EARLIER_CALLS = ("its scenario or call sequence passed on a fresh driver (a call sequence also after the calls "

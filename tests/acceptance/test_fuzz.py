@@ -201,7 +201,7 @@ def pytest_configure(config):
 
 def test_a_failure_whose_check_the_run_stops_is_recorded_and_its_script_says_so(tmp_path: Path) -> None:
     """The deadline can come while a failure's script is checked on a fresh driver: the failure is
-    still recorded (unchecked: no ``replays``), and its script, written before the check, fails on
+    still recorded (unchecked: no ``replays``, and ``checked`` false), and its script, written before the check, fails on
     the bug but never reads a pass as a fix (exit 3: the failure may have needed earlier calls)."""
     (tmp_path / "stop_during_the_check.py").write_text(_STOP_DURING_THE_CHECK)
     record = tmp_path / "record.jsonl"
@@ -214,6 +214,7 @@ def test_a_failure_whose_check_the_run_stops_is_recorded_and_its_script_says_so(
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
     (stopped,) = [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
     assert stopped["outcome"] == "failed" and "replays" not in stopped and failed_requirements(stopped) == ("POOL-2",)
+    assert stopped["checked"] is False  # the reports mark it
     script = Path(stopped["reproducer"])
     on_the_bug = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert on_the_bug.returncode == 1 and "[POOL-2]" in on_the_bug.stderr, on_the_bug.stdout[-2000:] + on_the_bug.stderr[-3000:]
