@@ -137,9 +137,16 @@ def test_the_fuzz_report_marks_a_failure_recorded_before_it_was_shrunk() -> None
     assert _UNSHRUNK not in shrunk and _UNSHRUNK in unshrunk
 
 
-def test_both_reports_mark_a_reproducer_that_needs_calls_made_before_its_test(tmp_path) -> None:
+@pytest.mark.parametrize("note, marking, not_marking", [
+    # its call sequence passed on a fresh driver, and its test run again too
+    ("NEEDS_EARLIER_CALLS", {"replays": False}, ({"replays": True}, {"replays": None})),
+    # written before its check, which never came (the deadline, or the time for checks spent): its
+    # pass is no sign of a fix, and the reader is told before running it
+    ("UNCHECKED_NOTE", {"checked": False}, ({"replays": True}, {})),
+])
+def test_both_reports_mark_how_a_reproducer_was_checked(tmp_path, note: str, marking: dict, not_marking: tuple) -> None:
+    from harness.report import reproducer
     from harness.report.fuzz_report import render_fuzz_report
-    from harness.report.reproducer import NEEDS_EARLIER_CALLS
 
     script = tmp_path / "repro.py"
     script.write_text("STEPS = []\n")
@@ -147,38 +154,13 @@ def test_both_reports_mark_a_reproducer_that_needs_calls_made_before_its_test(tm
                "fault": "driver", "message": "ConformanceError: wrong status", "reproducer": str(script), "found_at_s": 1.0}
     summary = {"driver": "d", "database": "db", "rounds": 1, "workers": 1, "suites": ["memory_domains"], "seconds": 2.0,
                "examples_per_suite": {"memory_domains": 10}, "timeline": []}
-    marked = html._e(NEEDS_EARLIER_CALLS)
-    for replays, shown in ((True, False), (None, False), (False, True)):
-        page = render_fuzz_report({**summary, "failures": [{**failure, "replays": replays}]}, str(tmp_path))
-        assert (marked in page) is shown, replays
     record = {"id": failure["test"], "requirements": ["DOM-ALLOC-1"], "outcome": "failed", "rule": "DOM-ALLOC-1",
               "fault": "driver", "message": "wrong status", "reproducer": str(script)}
-    for replays, shown in ((True, False), (False, True)):
-        document = certificate.build([{**record, "replays": replays}], {"driver": "d"}, "start", "end", True, 1.0)
-        assert (marked in html.render(document)) is shown, replays
-
-
-def test_both_reports_mark_a_reproducer_that_was_never_checked(tmp_path) -> None:
-    """A script written before its check, which never came (the deadline, or the time for checks
-    spent), is marked so: its pass is no sign of a fix, and the reader is told before running it."""
-    from harness.report.fuzz_report import render_fuzz_report
-    from harness.report.reproducer import UNCHECKED_NOTE
-
-    script = tmp_path / "repro.py"
-    script.write_text("SCENARIO = None\n")
-    failure = {"test": "suites/memory_pools/test_x.py::test_y", "suite": "memory_pools", "requirements": ["SVC-2"],
-               "fault": "driver", "message": "DriverHang: did not return", "reproducer": str(script), "found_at_s": 1.0}
-    summary = {"driver": "d", "database": "db", "rounds": 1, "workers": 1, "suites": ["memory_pools"], "seconds": 2.0,
-               "examples_per_suite": {"memory_pools": 10}, "timeline": []}
-    marked = html._e(UNCHECKED_NOTE)
-    for fields, shown in (({"replays": True}, False), ({}, False), ({"checked": False}, True)):
+    marked = html._e(getattr(reproducer, note))
+    for fields, shown in ((marking, True), *((other, False) for other in not_marking)):
         page = render_fuzz_report({**summary, "failures": [{**failure, **fields}]}, str(tmp_path))
-        assert (marked in page) is shown, fields
-    record = {"id": failure["test"], "requirements": ["SVC-2"], "outcome": "failed", "rule": "SVC-2",
-              "fault": "driver", "message": "did not return", "reproducer": str(script)}
-    for fields, shown in (({"replays": True}, False), ({"checked": False}, True)):
         document = certificate.build([{**record, **fields}], {"driver": "d"}, "start", "end", True, 1.0)
-        assert (marked in html.render(document)) is shown, fields
+        assert (marked in page) is shown and (marked in html.render(document)) is shown, fields
 
 
 def test_the_fuzz_report_says_why_a_failure_is_unshrunk(tmp_path) -> None:
