@@ -244,7 +244,7 @@ class Recorder:
         verdict, fault = judged(error, str(item.path))
         record = self._record_of(item, "failed", verdict, fault, _message_of(verdict), time.monotonic() - self._running_since,
                                  "".join(traceback.format_exception(error)), reproducer)
-        if self._replaying is not None and (printed is not None or rerun):  # written now, to be checked: it never will be
+        if self._checks(printed, rerun):  # written now, to be checked: it never will be
             record["checked"] = False
         self._append({**record, "unshrunk": True})
         os.fsync(self._fd)
@@ -280,7 +280,7 @@ class Recorder:
         # during the check (harness fuzz's deadline) or have spent its time for checks, and a
         # failure that needs calls made before it passes alone.  The check writes it again with
         # what it found.
-        checked = self._replaying is None or not (printed or (rerun and error is not None))
+        checked = not self._checks(found if printed else None, rerun and error is not None)
         if found is None:
             script = self._rerun_script(item, _verdict_of(error) if error is not None else None, checked=checked)
         elif getattr(found, "golden", None):
@@ -289,6 +289,12 @@ class Recorder:
             script = self._printed_script(found, checked=checked)
         write_atomically(path, script)
         return path, found if printed else None, found is None
+
+    def _checks(self, printed: ConformanceError | None, rerun: bool) -> bool:
+        """Whether a failure's script is checked once written: a printed call sequence or scenario
+        (``printed``) on a fresh driver, or its test run again (``rerun``).  Until then it is written
+        unchecked, and a record whose check never came says ``checked: false``."""
+        return self._replaying is not None and (printed is not None or rerun)
 
     def _check_rerun(self, item: pytest.Item, path: str, error: BaseException, record: dict) -> None:
         """Whether a failure with nothing to print, whose script runs its test again, fails so: alone,
@@ -455,9 +461,9 @@ class Recorder:
         if first_failure is not None:  # as hypothesis first found it: its shrinking ended in its own error
             record["unshrunk"] = True
             record["hidden_by"] = type(_verdict_of(call.excinfo.value)).__name__
-        checking = self._replaying is not None and (printed is not None or bool(rerun and reproducer and call.excinfo))
+        checking = self._checks(printed, bool(rerun and reproducer) and call.excinfo is not None)
         try:
-            if printed is not None and self._replaying is not None:  # after the record took the driver's output:
+            if checking and printed is not None:  # after the record took the driver's output:
                 self._check_replay(item, reproducer, printed, record)  # the check replaces its process
             elif checking:
                 self._check_rerun(item, reproducer, first_failure or call.excinfo.value, record)

@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 
 from harness.report.attribution import no_verdict_note
-from harness.report.reproducer import NEEDS_EARLIER_CALLS, UNCHECKED_NOTE
+from harness.report.reproducer import check_note
 
 __all__ = ["render_fuzz_report"]
 
@@ -100,16 +100,10 @@ def _unshrunk(failure: dict) -> str:
     return _UNSHRUNK if failure.get("unshrunk") else ""
 
 
-#: After the link of a reproducer whose call sequence alone passed on a fresh driver.
-_NEEDS_EARLIER = f" <em>({html.escape(NEEDS_EARLIER_CALLS)})</em>"
-#: After the link of a reproducer that was never checked on a fresh driver.
-_UNCHECKED = f" <em>({html.escape(UNCHECKED_NOTE)})</em>"
-
-
 def _check_of(failure: dict) -> str:
-    if failure.get("replays") is False:
-        return _NEEDS_EARLIER
-    return _UNCHECKED if failure.get("checked") is False else ""
+    """After the link of a reproducer: how its check on a fresh driver went, when a reader must know."""
+    note = check_note(failure)
+    return f" <em>({html.escape(note)})</em>" if note else ""
 
 
 def render_fuzz_report(summary: dict, out: str) -> str:

@@ -10,7 +10,7 @@ import html
 import os
 
 from harness.report.attribution import no_verdict_note
-from harness.report.reproducer import NEEDS_EARLIER_CALLS, UNCHECKED_NOTE
+from harness.report.reproducer import check_note
 from harness.report.certificate import STATUSES
 
 COLOURS = {"pass": "#2a8c2a", "fail": "#c62828", "waived": "#c99a00", "not-applicable": "#8a8a8a", "not-run": "#e06c00"}
@@ -102,8 +102,7 @@ def render(certificate: dict) -> str:
         path = failure.get("reproducer")
         if path and os.path.exists(path):
             with open(path, encoding="utf-8") as f:
-                check = (NEEDS_EARLIER_CALLS if failure.get("replays") is False else
-                         UNCHECKED_NOTE if failure.get("checked") is False else "")
+                check = check_note(failure)
                 alone = f" <small>({_e(check)})</small>" if check else ""
                 reproducer = (f"<details><summary>reproducer ({_e(os.path.basename(path))}){alone}</summary>"
                               f"<pre>{_e(f.read())}</pre></details>")

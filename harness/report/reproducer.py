@@ -144,6 +144,14 @@ NEEDS_EARLIER_CALLS = ("its scenario or call sequence passed on a fresh driver (
                        "to see it")
 
 
+def check_note(record: dict) -> str:
+    """What a report says beside a failure's reproducer of how its check went: it passed on a fresh
+    driver (`NEEDS_EARLIER_CALLS`), it was never checked (`UNCHECKED_NOTE`), or nothing."""
+    if record.get("replays") is False:
+        return NEEDS_EARLIER_CALLS
+    return UNCHECKED_NOTE if record.get("checked") is False else ""
+
+
 def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "",
                          replayed: bool = True, with_earlier_calls: bool = False, isolation: str = "process",
                          rerun_tried: bool = True, checked: bool = True) -> str:
