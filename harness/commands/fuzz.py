@@ -94,10 +94,20 @@ class _Tail:
 
 
 def _distinct_failures(records: list[dict]) -> dict[tuple[str, str], dict]:
+    """The failed records, one per test and message.  A circuit breaker's verdict in a test is the
+    fault the driver showed there (the same rule) when one is recorded, met again behind the breaker;
+    else one per test and rule, however its message names the call refused."""
     failures: dict[tuple[str, str], dict] = {}
+    behind_breaker: dict[tuple[str, str], dict] = {}
     for record in records:
-        if record["outcome"] == "failed":
+        if record["outcome"] != "failed":
+            continue
+        if record.get("by_breaker"):
+            behind_breaker.setdefault((record["id"], f"circuit breaker: {record['rule']}"), record)
+        else:
             failures.setdefault((record["id"], record["message"][:200]), record)
+    shown = {(record["id"], record["rule"]) for record in failures.values()}
+    failures.update((key, record) for key, record in behind_breaker.items() if (record["id"], record["rule"]) not in shown)
     return failures
 
 
@@ -355,7 +365,7 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
         "failures": [{"test": r["id"], "suite": suite_of(r["id"]), "requirements": r["requirements"],
                       "fault": r.get("fault", "driver"), "message": r["message"], "reproducer": r.get("reproducer", ""),
                       "unshrunk": r.get("unshrunk", False), "hidden_by": r.get("hidden_by", ""), "replays": r.get("replays"),
-                      "checked": r.get("checked", True), "found_at_s": run.found.get(key)}
+                      "checked": r.get("checked", True), "by_breaker": r.get("by_breaker", False), "found_at_s": run.found.get(key)}
                      for key, r in failures.items()],
         "timeline": run.timeline,
     }

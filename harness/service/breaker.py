@@ -1,7 +1,8 @@
 """The circuit breaker: a driver that crashes, hangs or raises on every call of a method gets its
 verdict once, clearly, instead of paying a service restart (or a whole deadline) per call.
 
-After `THRESHOLD` faults in a row of one method (``PreparedModel.execute``, ``Buffer.copy_to``...),
+After `THRESHOLD` faults in a row of one method (``PreparedModel.execute``, ``Buffer.copy_to``...; a
+custom call's are counted per target, ``CustomCalls.invoke[add@Host]``),
 with no call of it answered in between, in two tests or more, the breaker opens for that method:
 its calls fail at once with the same kind of fault (so the verdict and the requirement are the
 same) and a message that says it is the breaker speaking and names the first fault.  The refusal
@@ -62,8 +63,9 @@ class Breaker:
 
     @staticmethod
     def key(description: Any, target: Any, method: str) -> str:
-        """What faults are counted by: the method of the kind of object called (``PreparedModel.execute``)."""
-        return f"{getattr(description, 'owner', target)}.{method}"
+        """What faults are counted by: the method of the kind of object called (``PreparedModel.execute``),
+        or what the call's description counts it as (one custom-call target: ``CustomCalls.invoke[add@Host]``)."""
+        return getattr(description, "counted_as", "") or f"{getattr(description, 'owner', target)}.{method}"
 
     def _open(self, circuit: _Circuit) -> bool:
         if circuit.faults < THRESHOLD:

@@ -37,12 +37,15 @@ def _summary(value: Any) -> str:
 
 
 class CallDescription:
-    """What a call was, for error messages; formatted only when one is shown (calls are hot)."""
+    """What a call was, for error messages; formatted only when one is shown (calls are hot).
 
-    __slots__ = ("owner", "method", "args")
+    ``counted_as``: what the circuit breaker counts the call's faults by (`Breaker.key`), when that is
+    finer than the method: one custom-call target, since a target's crashes say nothing of another's."""
 
-    def __init__(self, owner: str, method: str, args: tuple) -> None:
-        self.owner, self.method, self.args = owner, method, args
+    __slots__ = ("owner", "method", "args", "counted_as")
+
+    def __init__(self, owner: str, method: str, args: tuple, counted_as: str = "") -> None:
+        self.owner, self.method, self.args, self.counted_as = owner, method, args, counted_as
 
     def __str__(self) -> str:
         return f"{self.owner}.{self.method}({', '.join(_summary(a) for a in self.args)})"
@@ -172,8 +175,9 @@ class CustomCallsProxy:
     def __init__(self, endpoint: Any) -> None:
         self._endpoint = endpoint
 
-    def _call(self, method: str, *args: Any) -> Any:
-        return self._endpoint.call(None, _CUSTOM_CALLS, method, args, CallDescription("CustomCalls", method, args))
+    def _call(self, method: str, name: str, platform: str, *args: Any) -> Any:
+        return self._endpoint.call(None, _CUSTOM_CALLS, method, (name, platform, *args),
+                                   _described(method, name, platform, args))
 
     def lookup(self, name: str, platform: str) -> tuple:
         return self._call("lookup", name, platform)
@@ -186,7 +190,13 @@ class CustomCallsProxy:
         """Import jax in the service and register the target's handler: a set-up step, given the
         service's start-up deadline (importing jax takes seconds; a call's deadline may be 2 s)."""
         return self._endpoint.call(None, _CUSTOM_CALLS, "prepare_xla", (name, platform),
-                                   CallDescription("CustomCalls", "prepare_xla", (name, platform)), deadline=SETUP_DEADLINE_S)
+                                   _described("prepare_xla", name, platform, ()), deadline=SETUP_DEADLINE_S)
 
     def under_xla(self, name: str, platform: str, arguments: list, results: tuple, opaque: bytes) -> tuple:
         return self._call("under_xla", name, platform, arguments, results, opaque)
+
+
+def _described(method: str, name: str, platform: str, args: tuple) -> CallDescription:
+    """A custom call's description: its faults are counted per target (each is its own function in
+    the driver's library), so one target that crashes does not get another's calls refused."""
+    return CallDescription("CustomCalls", method, (name, platform, *args), f"CustomCalls.{method}[{name}@{platform}]")

@@ -86,3 +86,46 @@ def test_a_call_sequence_keeps_the_refusals_scenario_instead_of_its_own_calls() 
     with pytest.raises(DriverHang):
         step.prepare(Flavor(OperationType.ADD, OperandType.TENSOR_FLOAT32).model((2, 2)))
     assert own.steps and own.steps[-1].method == "prepare"
+
+
+def test_one_custom_call_targets_crashes_do_not_get_another_targets_calls_refused() -> None:
+    """Each custom-call target is its own function in the driver's library: faults are counted per
+    target, so a correct target is still called (and judged) after another crashed in two tests."""
+    from harness.service.proxies import CallDescription, _described
+
+    breaker = Breaker()
+    crashing = _described("invoke", "fail_with_status", "Host", ())
+    for number in range(THRESHOLD):
+        breaker.context = f"test_{number % 2}"
+        breaker.failed(Breaker.key(crashing, "custom_calls", "invoke"), DriverCrash(f"[SVC-1] crash {number}"))
+    breaker.context = "test_of_another_target"
+    for description in (_described("invoke", "add_mod128", "Host", ()), _described("invoke", "fail_with_status", "CUDA", ()),
+                        _described("under_xla", "fail_with_status", "Host", ())):
+        assert breaker.admit(Breaker.key(description, "custom_calls", description.method), description) == (False, None)
+    _, refusal = breaker.admit(Breaker.key(crashing, "custom_calls", "invoke"), crashing)
+    assert refusal is not None and refusal.by_breaker
+    # the other calls of the service are still counted by method
+    assert Breaker.key(CallDescription("PreparedModel", "execute", ()), 7, "execute") == "PreparedModel.execute"
+
+
+def _failed(test: str, rule: str, message: str, by_breaker: bool = False) -> dict:
+    return {"id": test, "outcome": "failed", "rule": rule, "message": message, "by_breaker": by_breaker}
+
+
+def test_a_fuzz_run_counts_a_breakers_verdict_as_the_fault_the_test_really_showed() -> None:
+    """Round after round a test meets the same crash, then the breaker's refusal of it (a message that
+    names the call refused): one failure, not one per refused call."""
+    from harness.commands.fuzz import _distinct_failures
+
+    records = [
+        _failed("t_crashes", "SVC-1", "the driver service died during invoke(64 bytes)"),
+        _failed("t_crashes", "SVC-1", "invoke(64 bytes): not called (circuit breaker)", by_breaker=True),
+        _failed("t_refused", "SVC-1", "invoke(8 bytes): not called (circuit breaker)", by_breaker=True),
+        _failed("t_refused", "SVC-1", "invoke(16 bytes): not called (circuit breaker)", by_breaker=True),
+        _failed("t_wrong", "CC-5", "the output differs"),
+        _failed("t_wrong", "SVC-1", "invoke(8 bytes): not called (circuit breaker)", by_breaker=True),
+        {"id": "t_passes", "outcome": "passed", "rule": "", "message": ""},
+    ]
+    failures = _distinct_failures(records)
+    assert sorted((record["id"], record["rule"], record["by_breaker"]) for record in failures.values()) == [
+        ("t_crashes", "SVC-1", False), ("t_refused", "SVC-1", True), ("t_wrong", "CC-5", False), ("t_wrong", "SVC-1", True)]
