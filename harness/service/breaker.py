@@ -30,6 +30,7 @@ THRESHOLD = 3
 FIRST_PROBE_AFTER = 8
 PROBE_DEADLINE_S = 2.0
 FIRST_FAULT_CHARS = 6000  # the first fault's report (stacks, stderr) travels with every refusal
+LAST_FAULT_CHARS = 300  # the last fault's first line: which call its reproducer replays
 
 
 class _Circuit:
@@ -88,9 +89,12 @@ class Breaker:
             last, first = circuit.last, circuit.first
             faults = circuit.faults
         assert last is not None and first is not None
+        # The refused call never ran (hypothesis prints it as the falsifying example all the same): the
+        # message names the call that really failed last, the one its reproducer replays.
+        replayed = "" if last is first else f"; its reproducer replays the last of them: {_first_line(last)}"
         error = type(last)(f"[{last.requirement}] {description}: not called: the last {faults} calls of {key} all "
-                           f"failed the same way (circuit breaker; a probe still reaches the driver now and then). "
-                           f"The first: {str(first)[:FIRST_FAULT_CHARS] or type(first).__name__}",
+                           f"failed the same way (circuit breaker; a probe still reaches the driver now and then)"
+                           f"{replayed}. The first: {str(first)[:FIRST_FAULT_CHARS] or type(first).__name__}",
                            # what reproduces the refusal is a call that really failed: the last one (while
                            # hypothesis shrinks, the smallest), not the call refused here, which may pass
                            scenario=last.scenario, steps=last.steps, earlier=last.earlier)
@@ -127,3 +131,9 @@ class Breaker:
             circuit.last = fault
             if key not in self.opened and self._open(circuit):
                 self.opened.append(key)
+
+
+def _first_line(fault: DriverFault) -> str:
+    """A fault's first line, without its requirement tag (the refusal's message has it already)."""
+    line = next((text.strip() for text in str(fault).splitlines() if text.strip()), type(fault).__name__)
+    return line.removeprefix(f"[{fault.requirement}] ").rstrip(".")[:LAST_FAULT_CHARS]

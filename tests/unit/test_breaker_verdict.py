@@ -39,6 +39,7 @@ def test_the_breakers_refusal_carries_the_call_that_really_failed() -> None:
     _, refusal = breaker.admit(key, "PreparedModel.execute(request of 1 pools)")
     assert isinstance(refusal, DriverHang) and refusal.by_breaker
     assert refusal.scenario == f"scenario {THRESHOLD - 1}" and "hang 0" in str(refusal)  # the message names the first
+    assert f"hang {THRESHOLD - 1}" in str(refusal).splitlines()[0]  # and, in the record's line, the one it replays
 
 
 def test_calls_inside_a_suspended_breaker_reach_the_driver_and_are_not_counted() -> None:
