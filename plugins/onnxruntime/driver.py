@@ -26,7 +26,8 @@ import numpy as np
 
 from harness.api.hal import (BufferDesc, BufferRole, Capabilities, DataLocation, DriverError, ErrorStatus,
                              ExecutionResult, Model, Operand, OperandLifeTime, OperandType, Operation, OperationType,
-                             OutputShape, Request, RequestArgument, conv_2d_has_padding_scheme, numpy_dtype)
+                             OutputShape, Request, RequestArgument, conv_2d_has_padding_scheme, is_fully_specified,
+                             is_scalar_type, numpy_dtype)
 from harness.api.memory import Memory, MemoryKind
 
 F32, I32, INT32, BOOL = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.INT32, OperandType.BOOL
@@ -36,6 +37,7 @@ OPERATIONS = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL,
                         OperationType.RELU1, OperationType.RELU6, OperationType.RESHAPE, OperationType.CONCATENATION,
                         OperationType.FULLY_CONNECTED, OperationType.CONV_2D})
 OPERAND_TYPES = frozenset({F32, I32, INT32, BOOL})
+_MAX_RANK = 4  # NNAPI's limit on the tensors of every operation this driver supports
 _ELEMENTWISE = {OperationType.ADD: "Add", OperationType.SUB: "Sub", OperationType.MUL: "Mul", OperationType.DIV: "Div"}
 _CLAMP = {OperationType.RELU: (0.0, math.inf), OperationType.RELU1: (-1.0, 1.0), OperationType.RELU6: (0.0, 6.0)}
 #: Fused activation code -> (min, max) of the Clip that applies it (NONE, RELU, RELU1, RELU6).
@@ -91,7 +93,9 @@ class OrtPreparedModel:
         self.model = model
         self.session = session
         self.input_names = input_names
-        self.output_names = output_names
+        self.output_names = output_names  # the model's outputs, then the tensors inside it (checked, not returned)
+        self._least_ranks = _least_ranks(model.main)
+        self._returned = (*model.main.output_indexes, *_probed(model.main))  # the operands output_names name
         self._lock = threading.Lock()
 
     def execute(self, request: Request) -> ExecutionResult:
@@ -114,6 +118,8 @@ class OrtPreparedModel:
             dims = self._check_argument(argument, operand, memories, "input")
             if any(d == 0 for d in dims) or not dims and operand.type in (F32, I32):
                 raise _fail(ErrorStatus.INVALID_ARGUMENT, f"input {name}: dimensions {dims} not fully specified")
+            if index in self._least_ranks:
+                _check_rank(index, len(dims), self._least_ranks[index])
             raw = _pread(memories[argument.location.pool_index], argument.location.offset, argument.location.length)
             feeds[name] = np.frombuffer(raw, numpy_dtype(operand.type)).reshape(dims)
         output_dims = [self._check_argument(a, main.operands[i], memories, "output")
@@ -123,6 +129,13 @@ class OrtPreparedModel:
                 results = self.session.run(self.output_names, feeds)
         except Exception as error:  # the runtime's own failure: a general failure of this execution
             raise _fail(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {type(error).__name__}: {error}") from None
+        for index, value in zip(self._returned, results):
+            if index in self._least_ranks:
+                _check_rank(index, np.ndim(value), self._least_ranks[index])
+            declared = main.operands[index].dimensions
+            if index not in main.output_indexes and _combine(declared, np.shape(value)) is None:
+                raise _fail(ErrorStatus.GENERAL_FAILURE, f"operand {index}: shape {np.shape(value)} at execution, "
+                                                         f"where the model declares {declared}")
         shapes = []
         for argument, value, dims, index in zip(request.outputs, results, output_dims, main.output_indexes):
             value = np.ascontiguousarray(value, numpy_dtype(main.operands[index].type))
@@ -148,10 +161,12 @@ class OrtPreparedModel:
             raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{where}: pool index {loc.pool_index} of {len(memories)}")
         if min(loc.offset, loc.length, loc.padding) < 0 or loc.offset + loc.length + loc.padding > memories[loc.pool_index].size:
             raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{where}: region {loc} outside its pool")
+        if is_scalar_type(operand.type) and argument.dimensions:
+            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{where}: a scalar has no dimensions, the request gives {argument.dimensions}")
         dims = _combine(operand.dimensions, argument.dimensions)
         if dims is None:
             raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{where}: dimensions {argument.dimensions} conflict with {operand.dimensions}")
-        if dims and all(dims) and loc.length != _byte_size(operand.type, dims):
+        if is_fully_specified(operand.type, dims) and loc.length != _byte_size(operand.type, dims):
             raise _fail(ErrorStatus.INVALID_ARGUMENT, f"{where}: length {loc.length} does not hold dimensions {dims}")
         return dims
 
@@ -240,6 +255,34 @@ def _check_supported(operation: Operation, operands: Sequence[Operand]) -> None:
             raise _Unsupported("CONV_2D's padding, strides and layout must be constants")
         if len(ins[1].dimensions) != 4 or 0 in ins[1].dimensions:
             raise _Unsupported("CONV_2D needs a filter of known shape")
+
+
+def _least_ranks(main) -> dict[int, int]:
+    """Operand index -> the least rank NNAPI allows, for each tensor an operation reads or writes whose
+    rank the model leaves unknown: known only at execution, where onnxruntime takes what NNAPI does not
+    (a rank-1 input that FULLY_CONNECTED's Reshape flattens, an Add of rank 5).  Every one has rank 4
+    at most; FULLY_CONNECTED's input at least 2."""
+    least: dict[int, int] = {}
+    for operation in main.operations:
+        for position, index in enumerate((*operation.inputs, *operation.outputs)):
+            operand = main.operands[index]
+            if operand.type in (F32, I32) and not operand.dimensions:
+                at_least = 2 if operation.type == OperationType.FULLY_CONNECTED and position == 0 else 0
+                least[index] = max(least.get(index, 0), at_least)
+    return least
+
+
+def _probed(main) -> list[int]:
+    """The tensors inside the model (what an operation writes that is no model output): graph outputs
+    too, so that their shapes at execution are checked against what the model declares, which
+    onnxruntime does not know of."""
+    outputs = {index for operation in main.operations for index in operation.outputs}
+    return sorted(outputs.difference(main.output_indexes))
+
+
+def _check_rank(index: int, rank: int, least: int) -> None:
+    if not least <= rank <= _MAX_RANK:
+        raise _fail(ErrorStatus.GENERAL_FAILURE, f"operand {index}: rank {rank} at execution (NNAPI: {least} to {_MAX_RANK})")
 
 
 def _constant(operand: Operand) -> bool:
@@ -347,11 +390,13 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
     graph_inputs = [helper.make_tensor_value_info(name[i], elem[main.operands[i].type],
                                                   _onnx_shape(main.operands[i].dimensions, f"in{i}"))
                     for i in main.input_indexes]
-    graph_outputs = [helper.make_tensor_value_info(name[i], elem[main.operands[i].type], None) for i in main.output_indexes]
+    probed = _probed(main)
+    graph_outputs = [helper.make_tensor_value_info(name[i], elem[main.operands[i].type], None)
+                     for i in (*main.output_indexes, *probed)]
     graph = helper.make_graph(nodes, "harness_model", graph_inputs, graph_outputs, initializers)
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     onnx_model.ir_version = 8
-    return onnx_model, [name[i] for i in main.input_indexes], [name[i] for i in main.output_indexes]
+    return onnx_model, [name[i] for i in main.input_indexes], [name[i] for i in (*main.output_indexes, *probed)]
 
 
 def _onnx_shape(dimensions: Sequence[int], label: str):

@@ -1,0 +1,82 @@
+"""The ONNX Runtime driver (plugins/onnxruntime), a real engine: certified, and right on what the
+nightly job found it wrong on.
+
+Four minutes of ``harness fuzz --driver onnxruntime`` (session 38) found three requests it got wrong
+that the certify profile's examples had not reached; each scenario below is one of them, judged
+against the reference (nothing here says what the outcome must be)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.api.hal import DataLocation, Operand, OperandLifeTime, OperandType, Operation, OperationType, RequestArgument, Subgraph
+from harness.api.memory import MemoryKind
+from harness.judging.oracle import assert_conforms, run_scenario
+from harness.judging.scenario import MemorySpec, Scenario
+from harness.report.reproducer import driver_under_test
+from reference_driver import ReferenceDevice
+
+pytest.importorskip("onnxruntime", reason="the ort extra installs it (the README's test command does)")
+
+F32, INT32 = OperandType.TENSOR_FLOAT32, OperandType.INT32
+INPUT, OUTPUT, CONSTANT = OperandLifeTime.SUBGRAPH_INPUT, OperandLifeTime.SUBGRAPH_OUTPUT, OperandLifeTime.CONSTANT_COPY
+_CANARY = b"\xa5" * 4
+
+
+def _argument(offset: int, length: int, dimensions: tuple[int, ...] = ()) -> RequestArgument:
+    return RequestArgument(False, DataLocation(0, offset, length), dimensions)
+
+
+def _fully_connected_given_a_rank_1_input() -> Scenario:
+    """FULLY_CONNECTED of an input whose rank the model leaves unknown, given rank 1 by the request:
+    NNAPI needs rank 2 to 4, and onnxruntime's Reshape flattened it all the same."""
+    operands = (Operand(F32, (), lifetime=INPUT), Operand(F32, (1, 1), lifetime=CONSTANT, location=DataLocation(0, 0, 4)),
+                Operand(F32, (1,), lifetime=CONSTANT, location=DataLocation(0, 4, 4)),
+                Operand(INT32, (), lifetime=CONSTANT, location=DataLocation(0, 8, 4)), Operand(F32, (1, 1), lifetime=OUTPUT))
+    subgraph = Subgraph(operands, (Operation(OperationType.FULLY_CONNECTED, (0, 1, 2, 3), (4,)),), (0,), (4,))
+    return Scenario(subgraph, bytes(12), (), (_argument(0, 4, (1,)),), (_argument(4, 4),),
+                    (MemorySpec(MemoryKind.ASHMEM, bytes(4) + _CANARY),), notes=("FULLY_CONNECTED, input of rank 1",))
+
+
+def _scalar_input_of_no_bytes() -> Scenario:
+    """ADD whose activation code is a model input, given a region of 0 bytes for its 4: the driver
+    raised a numpy ValueError from inside the service instead of refusing the request."""
+    operands = (Operand(F32, (0, 1), lifetime=INPUT), Operand(F32, (1, 1), lifetime=CONSTANT, location=DataLocation(0, 0, 4)),
+                Operand(INT32, (), lifetime=INPUT), Operand(F32, (1, 1), lifetime=OUTPUT))
+    subgraph = Subgraph(operands, (Operation(OperationType.ADD, (0, 1, 2), (3,)),), (0, 2), (3,))
+    return Scenario(subgraph, bytes(4), (), (_argument(0, 4, (1, 1)), _argument(4, 0)), (_argument(8, 4),),
+                    (MemorySpec(MemoryKind.ASHMEM, bytes(8) + _CANARY),), notes=("ADD, a scalar input of 0 bytes",))
+
+
+def _inner_tensor_of_another_rank() -> Scenario:
+    """ADD then RELU, the tensor between them declared (1, 1, 1, 1), the ADD's inputs given ranks 3
+    and 1 by the request: the ADD makes (1, 1, 1), which NNAPI refuses at execution; onnxruntime
+    knows nothing of what the model declares inside it."""
+    operands = (Operand(F32, (), lifetime=INPUT), Operand(F32, (0,), lifetime=INPUT),
+                Operand(INT32, (), lifetime=CONSTANT, location=DataLocation(0, 0, 4)), Operand(F32, (1, 1, 1, 1)),
+                Operand(F32, (), lifetime=OUTPUT))
+    subgraph = Subgraph(operands, (Operation(OperationType.ADD, (0, 1, 2), (3,)), Operation(OperationType.RELU, (3,), (4,))),
+                        (0, 1), (4,))
+    return Scenario(subgraph, bytes(4), (), (_argument(0, 4, (1, 1, 1)), _argument(4, 4, (1,))), (_argument(8, 4),),
+                    (MemorySpec(MemoryKind.ASHMEM, bytes(8) + _CANARY),), notes=("ADD then RELU, the tensor between of another rank",))
+
+
+@pytest.mark.parametrize("scenario", [_fully_connected_given_a_rank_1_input(), _scalar_input_of_no_bytes(),
+                                      _inner_tensor_of_another_rank()],
+                         ids=lambda scenario: scenario.notes[0])
+def test_onnxruntime_agrees_with_the_reference_on_what_fuzzing_found(scenario: Scenario) -> None:
+    with driver_under_test("onnxruntime", "process") as driver:
+        assert_conforms("REQ-2", scenario, run_scenario(ReferenceDevice(), scenario), run_scenario(driver, scenario))
+
+
+def test_onnxruntime_is_certified_with_nothing_left_unrun(tmp_path: Path) -> None:
+    """What the README says of it: PASS, every requirement it declares checked."""
+    done = subprocess.run([sys.executable, "-m", "harness.commands.cli", "certify", "--driver", "onnxruntime",
+                           "--out", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    certificate = json.loads((tmp_path / "certificate.json").read_text())
+    assert (done.returncode, certificate["verdict"], certificate["not_run"]) == (0, "PASS", []), done.stdout[-3000:]
