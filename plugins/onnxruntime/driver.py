@@ -4,7 +4,8 @@ This is the example to copy when wrapping a real runtime.  It does everything a 
 its own, without the reference driver:
 
 - declares exactly what it supports (`capabilities`; `get_supported_operations` per operation);
-- validates models (operand locations, constant pools) and requests (REQ-1, REQ-2, POOL-5);
+- validates models (operand locations, constant pools) and requests (REQ-1, REQ-2, POOL-5), and at
+  execution what the model left open: ranks, and the shapes it declares for the tensors inside it;
 - reads inputs from and writes outputs to the request's pools with ``pread``/``pwrite`` on the
   memory's descriptor, so a client that shrinks or closes a memory causes an error, never a fault;
 - translates each NNAPI operation to ONNX nodes (`_translate`) and runs them with an
