@@ -67,8 +67,11 @@ def test_a_state_machine_failure_replays_with_the_runs_it_needs(tmp_path: Path, 
     """The driver lives through every run of the memory-domain state machine, so a failure may need
     what earlier runs asked (storage a released buffer left, slots never freed).  Its reproducer
     replays on a fresh driver: it must fail there, and conform on the reference."""
+    # Seeded: the state machine's 12 runs in ci meet recycled storage on most seeds, not all (it
+    # missed it on 4 of 31; test_a_new_buffer_holds_nothing_a_released_one_held checks DOM-STATE-2
+    # directly), and what is checked here is the reproducer of a failure the machine found.
     script = _reproducer_of_a_failing_run(tmp_path, "harness.suites.memory_domains.test_state_machine",
-                                          "test_memory_domain_state_machine", driver)
+                                          "test_memory_domain_state_machine", driver, "--harness-seed=0")
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     [failed] = [record for record in records if record.get("outcome") == "failed"]
     assert failed["replays"] is True and failed["rule"].startswith("DOM-")
