@@ -108,7 +108,7 @@ def modules_naming_requirements() -> dict[str, tuple[str, ...]]:
 def score_mutant(driver: str, requirement: str, seed: int = SEED, modules: tuple[str, ...] = ()) -> Score:
     """A seeded bug's run: the tests naming ``requirement`` first (``modules``: only their files,
     as only they can catch it), stopping at the first that fails on it."""
-    score = Score(driver, requirement, caught=False)
+    score = Score(driver, requirement, caught=False, seed=seed)
     with tempfile.TemporaryDirectory() as scripts:
         records = run_suites(driver, stop_on=requirement, seed=seed, modules=modules, reproducers=scripts)
         for record in records:

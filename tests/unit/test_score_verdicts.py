@@ -130,6 +130,7 @@ def test_a_failure_on_another_of_the_tests_rules_is_not_a_catch(monkeypatch) -> 
     assert caught.reproducer == "no script"  # the run wrote none for it
     monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0, modules=(), reproducers="": records[:1])
     assert not score.score_mutant("mutant-x", "POOL-4").caught
+    assert score.score_mutant("mutant-x", "POOL-4", seed=2).seed == 2  # the JSON says which seed caught (or missed) it
 
 
 def test_a_variant_passes_only_if_it_passes_every_profile_and_seed() -> None:
