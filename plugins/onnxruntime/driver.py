@@ -90,13 +90,13 @@ class _Unsupported(Exception):
 
 
 class OrtPreparedModel:
-    def __init__(self, model: Model, session, input_names: list[str], output_names: list[str]) -> None:
+    def __init__(self, model: Model, session, input_names: list[str], returned: list[int], output_names: list[str]) -> None:
         self.model = model
         self.session = session
         self.input_names = input_names
-        self.output_names = output_names  # the model's outputs, then the tensors inside it (checked, not returned)
+        # what the graph returns: the model's outputs, then the tensors inside it (checked, not returned)
+        self._returned, self.output_names = returned, output_names
         self._least_ranks = _least_ranks(model.main)
-        self._returned = (*model.main.output_indexes, *_probed(model.main))  # the operands output_names name
         self._lock = threading.Lock()
 
     def execute(self, request: Request) -> ExecutionResult:
@@ -201,7 +201,7 @@ class OrtDevice:
         import onnxruntime
 
         constants = _constants(model)
-        graph, input_names, output_names = _graph(model, constants)
+        graph, input_names, returned, output_names = _graph(model, constants)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.log_severity_level = 3
@@ -209,7 +209,7 @@ class OrtDevice:
             session = onnxruntime.InferenceSession(graph.SerializeToString(), options, providers=["CPUExecutionProvider"])
         except Exception as error:
             raise _fail(ErrorStatus.INVALID_ARGUMENT, f"onnxruntime refused the translated model: {error}") from None
-        return OrtPreparedModel(model, session, input_names, output_names)
+        return OrtPreparedModel(model, session, input_names, returned, output_names)
 
     def allocate(self, desc: BufferDesc, prepared_models: list, input_roles: list[BufferRole],
                  output_roles: list[BufferRole]):
@@ -391,13 +391,12 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
     graph_inputs = [helper.make_tensor_value_info(name[i], elem[main.operands[i].type],
                                                   _onnx_shape(main.operands[i].dimensions, f"in{i}"))
                     for i in main.input_indexes]
-    probed = _probed(main)
-    graph_outputs = [helper.make_tensor_value_info(name[i], elem[main.operands[i].type], None)
-                     for i in (*main.output_indexes, *probed)]
+    returned = [*main.output_indexes, *_probed(main)]
+    graph_outputs = [helper.make_tensor_value_info(name[i], elem[main.operands[i].type], None) for i in returned]
     graph = helper.make_graph(nodes, "harness_model", graph_inputs, graph_outputs, initializers)
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     onnx_model.ir_version = 8
-    return onnx_model, [name[i] for i in main.input_indexes], [name[i] for i in (*main.output_indexes, *probed)]
+    return onnx_model, [name[i] for i in main.input_indexes], returned, [name[i] for i in returned]
 
 
 def _onnx_shape(dimensions: Sequence[int], label: str):
