@@ -139,6 +139,14 @@ def _allocated(step: Lockstep, name: str, pair, inputs, outputs, desc=BufferDesc
         refused_allocation()
 
 
+def _written(step: Lockstep, pair, drawn, names: list[str]) -> None:
+    """A buffer for the model's first input per name, in order, each written with its own values
+    (the i-th name's are ``values_for`` seed i) as soon as it is allocated."""
+    for i, name in enumerate(names):
+        _allocated(step, name, pair, [BufferRole(0, 0)], [])
+        step.copy_from(name, MemorySpec("ashmem", values_for(drawn.type, (2, 2), i).tobytes()), ())
+
+
 @pytest.mark.requirement("DOM-COPY-1", "DOM-ROLE-1")
 @given(data=st.data())
 def test_live_buffers_keep_their_own_contents(driver, reference, capabilities, flavor, data) -> None:
@@ -148,9 +156,7 @@ def test_live_buffers_keep_their_own_contents(driver, reference, capabilities, f
     step = Lockstep(driver, reference)
     pair = step.prepare(drawn.model((2, 2)))
     count = data.draw(integers(2, 4), label="live buffers")
-    for i in range(count):
-        _allocated(step, f"b{i}", pair, [BufferRole(0, 0)], [])
-        step.copy_from(f"b{i}", MemorySpec("ashmem", values_for(drawn.type, (2, 2), i).tobytes()), ())
+    _written(step, pair, drawn, [f"b{i}" for i in range(count)])
     size = nbytes(drawn.type, (2, 2))
     for i in range(count):  # each holds its own bytes (storage shared between buffers shows here)
         step.copy_to(f"b{i}", size, requirement="DOM-COPY-1")
@@ -179,9 +185,7 @@ def test_a_new_buffer_holds_nothing_a_released_one_held(driver, reference, capab
     pair = step.prepare(drawn.model((2, 2)))
     size = nbytes(drawn.type, (2, 2))
     released = [f"old{i}" for i in range(data.draw(integers(1, 3), label="buffers written and released first"))]
-    for i, name in enumerate(released):
-        _allocated(step, name, pair, [BufferRole(0, 0)], [])
-        step.copy_from(name, MemorySpec("ashmem", values_for(drawn.type, (2, 2), i).tobytes()), ())
+    _written(step, pair, drawn, released)
     for name in released:
         step.release(name)
     _allocated(step, "new", pair, [BufferRole(0, 0)], [])
@@ -213,9 +217,7 @@ def test_only_writes_change_a_buffer(driver, reference, capabilities, flavor, ha
     pair = step.prepare(drawn.model((2, 2)))
     size, element = nbytes(drawn.type, (2, 2)), element_size(drawn.type)
     names = ["b0", "b1", "b2"]
-    for i, name in enumerate(names):
-        _allocated(step, name, pair, [BufferRole(0, 0)], [])
-        step.copy_from(name, MemorySpec("ashmem", values_for(drawn.type, (2, 2), i).tobytes()), ())
+    _written(step, pair, drawn, names)
     choices = names[1:] if happening.endswith("before it released") else names[:-1] if happening.endswith("after it released") else names
     target = data.draw(sampled(tuple(choices)), label="buffer")
     second_input = values_for(drawn.type, (2, 2), 7)
