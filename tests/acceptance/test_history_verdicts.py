@@ -37,8 +37,11 @@ def test_a_leak_is_judged_across_the_runs(pytester: pytest.Pytester) -> None:
 def test_a_verdict_hypothesis_raised_its_own_error_over_is_recorded(pytester: pytest.Pytester) -> None:
     # This seeded bug, once out of slots, refuses an invalid allocation with GENERAL_FAILURE where
     # SPEC says INVALID_ARGUMENT; the same choices passed before its slots ran out, so hypothesis'
-    # data tree disagrees and raises its own error over the verdict.
-    [failure] = _failures(pytester, "mutant-refused-allocations-keep-slots")
+    # data tree disagrees and raises its own error over the verdict.  Seeded: the machine's 12 runs in
+    # ci refuse 16 allocations on most seeds, not all (hypothesis seed 1602215887 passed in CI; seeds 0
+    # to 19 fail), and what is checked here is the record of a failure, not the machine's reach
+    # (test_allocation.py::test_released_buffers_free_what_they_held catches this bug directly).
+    [failure] = _failures(pytester, "mutant-refused-allocations-keep-slots", "--harness-seed=0")
     assert (failure["error_module"], failure["rule"]) == ("harness.api.errors", "DOM-ALLOC-1"), failure
 
 
