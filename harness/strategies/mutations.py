@@ -28,6 +28,7 @@ MUTATIONS = {
     "no-value-with-location": "REQ-2",
     "no-value-with-dimensions": "REQ-2",
     "input-without-full-dimensions": "REQ-2",
+    "input-with-negative-dimension": "REQ-2",
 }
 
 
@@ -61,7 +62,12 @@ def _mutated(draw, scenarios: st.SearchStrategy[Scenario], names: tuple[str, ...
 def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str, Scenario]:
     name = draw(sampled(tuple(sorted(names or MUTATIONS))), label="mutation")
     event(f"mutation: {name}")
-    field, index = draw(sampled(tuple(_arguments(scenario))), label="argument")
+    # A negative dimension is asked of inputs only: an input must be given full dimensions, and a
+    # count below 0 is not one; an output's dimensions may stay unknown, and how a produced shape
+    # fails to fit a negative one is an execution's outcome, not a request check.
+    candidates = [a for a in _arguments(scenario) if a[0] == "inputs" or name != "input-with-negative-dimension"]
+    assume(candidates)
+    field, index = draw(sampled(tuple(candidates)), label="argument")
     if name.startswith("remove-") or name.startswith("extra-"):
         field = "inputs" if name.endswith("input") else "outputs"
         arguments = list(getattr(scenario, field))
@@ -110,6 +116,14 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
                 argument = replace(argument, dimensions=())
             else:
                 argument = replace(argument, dimensions=tuple(0 for _ in (argument.dimensions or operand.dimensions or (1,))))
+        case "input-with-negative-dimension":
+            # numpy's reshape reads -1 as "whatever the length holds": a driver that passes the
+            # request's dimensions to it runs with a shape the request never gave
+            dims = list(argument.dimensions or operand.dimensions or (1,))
+            unknown = [axis for axis, d in enumerate(operand.dimensions) if d == 0] or list(range(len(dims)))
+            axis = draw(sampled(tuple(unknown)), label="axis")
+            dims[axis] = draw(sampled((-1, -(dims[axis] or 1), -2**31)), label="negative dimension")
+            argument = replace(argument, dimensions=tuple(dims))
     mutated = _with(scenario, field, index, argument)
     # A longer region may now reach into another output (or its padding, which a driver may write,
     # CHOICE-3): such a request asks two outputs to share bytes, and no answer about them is right.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.api.hal import DriverError, ErrorStatus, OperandLifeTime, numpy_dtype
+from harness.api.hal import DriverError, ErrorStatus, OperandLifeTime, is_scalar_type, numpy_dtype
 from harness.api.memory import Memory, MemoryMapError, read_detached
 from reference_driver import ReferenceDevice
 from reference_driver.device import ReferencePreparedModel, load_constants, validate_model
@@ -122,6 +122,15 @@ def missing_input_accepted():
 @mutant("length-unchecked", "REQ-2", "does not check an argument's length against its dimensions")
 def length_unchecked():
     return with_rule("length_matches_dimensions", lambda location, operand_type, combined: OK)
+
+
+@mutant("negative-dimension-inferred", "REQ-2",
+        "takes a negative input dimension as 'whatever the length holds', as numpy's reshape does, "
+        "where a dimension is a count and a negative one is a malformed request")
+def negative_dimension_inferred():
+    def input_fully_specified(operand_type, combined):
+        return OK if is_scalar_type(operand_type) or combined and 0 not in combined else INVALID
+    return with_rule("input_fully_specified", input_fully_specified)
 
 
 @mutant("mappings-cached-by-descriptor", "POOL-2",

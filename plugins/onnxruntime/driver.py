@@ -117,7 +117,7 @@ class OrtPreparedModel:
         for name, argument, index in zip(self.input_names, request.inputs, main.input_indexes):
             operand = main.operands[index]
             dims = self._check_argument(argument, operand, memories, "input")
-            if any(d == 0 for d in dims) or not dims and operand.type in (F32, I32):
+            if not is_fully_specified(operand.type, dims):  # a 0 (unknown) or negative count, or no rank
                 raise _fail(ErrorStatus.INVALID_ARGUMENT, f"input {name}: dimensions {dims} not fully specified")
             if index in self._least_ranks:
                 _check_rank(index, len(dims), self._least_ranks[index])

@@ -2,8 +2,9 @@
 nightly job found it wrong on.
 
 Four minutes of ``harness fuzz --driver onnxruntime`` (session 38) found three requests it got wrong
-that the certify profile's examples had not reached; each scenario below is one of them, judged
-against the reference (nothing here says what the outcome must be)."""
+that the certify profile's examples had not reached, and a review (session 40) a fourth, which no
+request mutation made then; each scenario below is one of them, judged against the reference
+(nothing here says what the outcome must be)."""
 
 from __future__ import annotations
 
@@ -66,8 +67,19 @@ def _inner_tensor_of_another_rank() -> Scenario:
                     (MemorySpec(MemoryKind.ASHMEM, bytes(8) + _CANARY),), notes=("ADD then RELU, the tensor between of another rank",))
 
 
+def _input_given_a_negative_dimension() -> Scenario:
+    """ADD of an input whose first dimension the model leaves unknown, given -1 by the request over
+    8 bytes: the driver checked for a 0 dimension only, and numpy's reshape read -1 as "whatever the
+    bytes hold"."""
+    operands = (Operand(F32, (0, 1), lifetime=INPUT), Operand(F32, (1, 1), lifetime=CONSTANT, location=DataLocation(0, 0, 4)),
+                Operand(INT32, (), lifetime=CONSTANT, location=DataLocation(0, 4, 4)), Operand(F32, (0, 1), lifetime=OUTPUT))
+    subgraph = Subgraph(operands, (Operation(OperationType.ADD, (0, 1, 2), (3,)),), (0,), (3,))
+    return Scenario(subgraph, bytes(8), (), (_argument(0, 8, (-1, 1)),), (_argument(8, 8),),
+                    (MemorySpec(MemoryKind.ASHMEM, bytes(16) + _CANARY),), notes=("ADD, an input given a negative dimension",))
+
+
 @pytest.mark.parametrize("scenario", [_fully_connected_given_a_rank_1_input(), _scalar_input_of_no_bytes(),
-                                      _inner_tensor_of_another_rank()],
+                                      _inner_tensor_of_another_rank(), _input_given_a_negative_dimension()],
                          ids=lambda scenario: scenario.notes[0])
 def test_onnxruntime_agrees_with_the_reference_on_what_fuzzing_found(scenario: Scenario) -> None:
     with driver_under_test("onnxruntime", "process") as driver:
