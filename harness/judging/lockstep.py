@@ -23,7 +23,7 @@ from harness.api.memory import Memory
 from harness.judging.driver_history import history_of, lifetime_of
 from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_on_both
 from harness.judging.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
-from harness.service.proxies import begin_call
+from harness.service.proxies import begin_call, let_go
 
 __all__ = ["ALONE", "AllocationTally", "CallsAlone", "Lockstep", "NEXT_RUN", "Pair", "Step", "counting_allocations", "last_run_start", "replay"]
 
@@ -136,6 +136,7 @@ class Lockstep:
         self.steps: list[Step] = []
         self._models = 0
         self._scenarios: dict[str, Scenario] = {}  # prepared model name -> its scenario
+        self._driver_models: list[Any] = []  # the driver's prepared models, let go of when the sequence closes
         # Per buffer: its element type, and whether an execution computed what it holds (then a
         # read-back is judged within CHOICE-7's bound; a copied value must come back exact).
         self._types: dict[str, OperandType] = {}
@@ -222,6 +223,8 @@ class Lockstep:
         actual = _call(actual_call)
         self._compare(requirement, call, expected, actual)
         self._scenarios[name] = scenario
+        if actual.ok:
+            self._driver_models.append(actual.value)
         return Pair(expected.value, actual.value, name) if expected.ok else None
 
     @_keeps_steps
@@ -369,8 +372,12 @@ class Lockstep:
         released()
 
     def close(self) -> None:
+        """The sequence is over: its buffers are released, and its prepared models let go of."""
         for name in list(self.buffers):
             self.release(name)
+        for model in self._driver_models:
+            let_go(model)
+        self._driver_models.clear()
 
 
 #: A step between the call sequences of two runs on the same drivers (history the later run's verdict may need).

@@ -52,6 +52,12 @@ class _Pending:
         self.call_id = call_id
         self.deadline = deadline
 
+    def taken(self, field: str) -> Any:
+        """``field``'s value ("error" or "value"), no longer held here (see `Connection._result`)."""
+        held = getattr(self, field)
+        setattr(self, field, None)
+        return held
+
 
 class Connection:
     """One client connection to a driver service.
@@ -144,13 +150,19 @@ class Connection:
         return pending, leading
 
     def _result(self, pending: _Pending) -> Any:
+        # An error is raised as it leaves `pending`, never from a name in this frame: kept in
+        # either, it would close a cycle (error -> traceback -> this frame -> error), and all the
+        # traceback's frames hold, a prepared model's proxy among them, would wait for the cyclic
+        # garbage collector instead of going when the caller lets go.  The driver would then close
+        # that model's descriptors at a moment that differs from run to run, and a failure that
+        # depends on descriptor numbers would not replay (mappings-cached-by-descriptor).
         if pending.error is not None:
-            raise pending.error
+            raise pending.taken("error")
         if pending.ok:
             return pending.value
         description = pending.description
         if isinstance(pending.value, DriverError):  # the driver's own refusal
-            raise mark_raised_by_driver(pending.value)
+            raise mark_raised_by_driver(pending.taken("value"))
         if not isinstance(pending.value, Failure):
             raise RemoteError(f"[SVC-1] {description} failed inside the driver service with {pending.value!r}, "
                               "which is neither a DriverError nor a Failure")

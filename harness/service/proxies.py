@@ -62,7 +62,7 @@ class Remote:
         self._generation = generation
         # When the harness lets go of the proxy, the service lets go of the object (and the
         # descriptors a prepared model keeps), so hours of fuzzing do not pile them up.
-        weakref.finalize(self, endpoint.drop, generation, number)
+        self._let_go = weakref.finalize(self, endpoint.drop, generation, number)
 
     def _call(self, method: str, *args: Any) -> Any:
         return self._endpoint.call(self._generation, self._id, method, args, CallDescription(self._kind, method, args))
@@ -93,6 +93,16 @@ class BufferProxy(Remote):
 
     def release(self) -> None:
         self._call("release")
+
+
+def let_go(obj: Any) -> None:
+    """Let go of the service object behind proxy ``obj`` now, as when the proxy itself goes: the
+    service drops it with the next call.  For a sequence of calls that ends while a proxy may
+    still be referenced (by hypothesis' record of a state machine's steps, until a cyclic garbage
+    collection): the driver then frees the object at the same point of every run.  The proxy is
+    not called after this; anything that is no proxy is left as it is."""
+    if isinstance(obj, Remote):
+        obj._let_go()
 
 
 def begin_call(obj: Any, method: str, *args: Any) -> Callable[[], Any]:
