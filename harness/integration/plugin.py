@@ -23,6 +23,7 @@ from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
 from harness.integration.recording import EXPECTATION, is_generative, suite_of
 from harness.integration import forked
+from harness.integration.generation import pin_local_constants
 from harness.drivers.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
 from harness.integration.skips import not_applicable, not_run, refused_allocation
 from harness.service import DriverService
@@ -270,6 +271,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--driver-memory-limit={config.getoption('driver_memory_limit')}: must be 0 (no limit) "
                                 "or a size in MiB")
     _register_profiles()
+    pin_local_constants()  # a seed means the same examples in a run and in its reproducer
     profile = config.getoption("harness_profile")
     settings.load_profile(f"harness-{profile}")
     seed = config.getoption("harness_seed")
