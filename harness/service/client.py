@@ -38,6 +38,18 @@ class DriverOutOfMemory(RemoteError):
     """A call ran the service out of memory (RESOURCE): past its RLIMIT_AS, or the machine's."""
 
 
+def taken(holder: Any, field: str) -> Any:
+    """``holder.field``, no longer held there.  An error kept by the object that carries it to the
+    caller, and raised from it, closes a cycle (error -> traceback -> the raising frame -> the
+    object -> error): all the traceback's frames hold, a prepared model's proxy among them, would
+    then wait for the cyclic garbage collector instead of going when the caller lets go.  The
+    driver would close that model's descriptors at a moment that differs from run to run, and a
+    failure that depends on descriptor numbers would not replay (mappings-cached-by-descriptor)."""
+    held = getattr(holder, field)
+    setattr(holder, field, None)
+    return held
+
+
 class _Pending:
     """One call sent and not yet answered (what `Connection.begin` gives `Connection.finish`)."""
 
@@ -51,12 +63,6 @@ class _Pending:
         self.error: BaseException | None = None
         self.call_id = call_id
         self.deadline = deadline
-
-    def taken(self, field: str) -> Any:
-        """``field``'s value ("error" or "value"), no longer held here (see `Connection._result`)."""
-        held = getattr(self, field)
-        setattr(self, field, None)
-        return held
 
 
 class Connection:
@@ -150,19 +156,14 @@ class Connection:
         return pending, leading
 
     def _result(self, pending: _Pending) -> Any:
-        # An error is raised as it leaves `pending`, never from a name in this frame: kept in
-        # either, it would close a cycle (error -> traceback -> this frame -> error), and all the
-        # traceback's frames hold, a prepared model's proxy among them, would wait for the cyclic
-        # garbage collector instead of going when the caller lets go.  The driver would then close
-        # that model's descriptors at a moment that differs from run to run, and a failure that
-        # depends on descriptor numbers would not replay (mappings-cached-by-descriptor).
+        # An error is raised as it leaves `pending` (`taken`), never from a name in this frame.
         if pending.error is not None:
-            raise pending.taken("error")
+            raise taken(pending, "error")
         if pending.ok:
             return pending.value
         description = pending.description
         if isinstance(pending.value, DriverError):  # the driver's own refusal
-            raise mark_raised_by_driver(pending.taken("value"))
+            raise mark_raised_by_driver(taken(pending, "value"))
         if not isinstance(pending.value, Failure):
             raise RemoteError(f"[SVC-1] {description} failed inside the driver service with {pending.value!r}, "
                               "which is neither a DriverError nor a Failure")

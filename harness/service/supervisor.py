@@ -27,7 +27,7 @@ from harness.api.hal import Capabilities
 from harness.service import wire
 from harness.service.messages import FROM_ZYGOTE, Exited, ServiceObject, Spawn, Spawned, SpawnFailed, Target, UnknownMessage
 from harness.service.breaker import PROBE_DEADLINE_S, Breaker
-from harness.service.client import Connection
+from harness.service.client import Connection, taken
 from harness.service.output import BoundedOutput
 from harness.service.proxies import PROXY_CLASSES, CustomCallsProxy, DeviceProxy, Remote, make_proxy
 
@@ -176,9 +176,9 @@ class _Endpoint:
         """The result of a call `begin` sent: its value, or what it raises."""
         if started.pending is None:  # made or failed in `begin`
             if isinstance(started.error, DriverFault):
-                _raise_fault(started.error)
+                _raise_fault(taken(started, "error"))
             if started.error is not None:
-                raise started.error
+                raise taken(started, "error")  # not from `started`: see `taken`
             return started.value
         assert started.connection is not None
         try:

@@ -282,19 +282,26 @@ def test_an_object_let_go_of_is_dropped_with_the_next_call(service, monkeypatch)
         service.call(generation, number, "execute", (request,), "dropped with the ping")
 
 
-def test_a_refused_call_leaves_the_model_to_go_when_let_go_of(service) -> None:
+@pytest.mark.parametrize("made", ["called", "begun", "begun with a fault on record"])
+def test_a_refused_call_leaves_the_model_to_go_when_let_go_of(service, made) -> None:
     """A driver's refusal raised out of a call closes no reference cycle: the prepared model goes
     when the caller lets go of it (and its pools in the service with the next call), not whenever
     the cyclic garbage collector runs.  So the driver's descriptor numbers follow the calls from
     run to run, and a failure that depends on them replays (mappings-cached-by-descriptor's did
-    not, with some seeds)."""
+    not, with some seeds).  With a fault on record the breaker makes a begun call at once."""
     model, request, _, _ = add_request()
     prepared = service.device.prepare_model(model)
     one_input_short = Request(request.inputs[:1], request.outputs, request.pools)
+    if made == "begun with a fault on record":
+        service.breaker.failed("Buffer.copy_from", DriverCrash("[SVC-1] another method's crash"))
+        assert service.breaker.watching
     gc.disable()
     try:
         try:
-            prepared.execute(one_input_short)
+            if made == "called":
+                prepared.execute(one_input_short)
+            else:
+                begin_call(prepared, "execute", one_input_short)()
         except DriverError as error:  # not kept: a name bound to it would hold its frames
             refused = error.status
         held = weakref.ref(prepared)
