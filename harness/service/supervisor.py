@@ -56,11 +56,12 @@ def _tail(file: IO[bytes] | BoundedOutput | None, lines: int = STDERR_TAIL_LINES
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _raise_fault(failure: DriverFault) -> NoReturn:
+def _raise_fault(faults: list[DriverFault]) -> NoReturn:
     # One place raises every fault of a call, the breaker's too: hypothesis tells failures
     # apart by where they are raised, and a crash is the same failure before and after the
-    # breaker opens, and whether the call was begun early or made at once.
-    raise failure.with_traceback(None) from None
+    # breaker opens, and whether the call was begun early or made at once.  The fault comes in a
+    # list it is taken out of, so that no frame of its traceback holds it (see `client.taken`).
+    raise faults.pop().with_traceback(None) from None
 
 
 class Started:
@@ -128,11 +129,15 @@ class _Endpoint:
         (importing jax in the service), never to be shorter."""
         self.calls += 1
         key = ""
-        probe, failure = False, None
+        probe = False
+        faults: list[DriverFault] = []  # the fault to raise, held where raising it takes it out
         if self.breaker.watching:  # a fault happened: calls are counted per method (the usual case skips it)
             key = Breaker.key(description, target, method)
-            probe, failure = self.breaker.admit(key, description)
-        if failure is None:
+            probe, refusal = self.breaker.admit(key, description)
+            if refusal is not None:
+                faults.append(refusal)
+                del refusal
+        if not faults:
             timeout = min(self.timeout, PROBE_DEADLINE_S) if probe else max(self.timeout, deadline or 0.0)
             started = time.monotonic()
             try:
@@ -140,7 +145,7 @@ class _Endpoint:
                 result = connection.call(target, method, args, timeout=timeout, description=description)
             except DriverFault as fault:
                 self.breaker.failed(key or Breaker.key(description, target, method), fault)
-                failure = fault
+                faults.append(fault)
             except BaseException:  # a DriverError is an answer
                 if key:
                     self.breaker.answered(key)
@@ -151,7 +156,7 @@ class _Endpoint:
                 return result
             finally:
                 self._timed(started, description)
-        _raise_fault(failure)
+        _raise_fault(faults)
 
     def begin(self, generation: int | None, target: Target, method: str, args: tuple, description: Any) -> Started:
         """Send a call and return; `finish` reads its reply.  After a fault (the breaker is
@@ -176,7 +181,7 @@ class _Endpoint:
         """The result of a call `begin` sent: its value, or what it raises."""
         if started.pending is None:  # made or failed in `begin`
             if isinstance(started.error, DriverFault):
-                _raise_fault(taken(started, "error"))
+                _raise_fault([taken(started, "error")])
             if started.error is not None:
                 raise taken(started, "error")  # not from `started`: see `taken`
             return started.value
@@ -185,10 +190,10 @@ class _Endpoint:
             return started.connection.finish(started.pending)
         except DriverFault as fault:
             self.breaker.failed(Breaker.key(started.description, started.target, started.method), fault)
-            failure = fault
+            faults = [fault]
         finally:
             self._timed(started.time, started.description)
-        _raise_fault(failure)
+        _raise_fault(faults)
 
     def _timed(self, started: float, description: Any) -> None:
         elapsed = time.monotonic() - started

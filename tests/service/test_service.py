@@ -282,31 +282,41 @@ def test_an_object_let_go_of_is_dropped_with_the_next_call(service, monkeypatch)
         service.call(generation, number, "execute", (request,), "dropped with the ping")
 
 
-@pytest.mark.parametrize("made", ["called", "begun", "begun with a fault on record"])
+@pytest.mark.parametrize("made", ["called", "begun", "begun with a fault on record", "refused by the breaker, called",
+                                  "refused by the breaker, begun"])
 def test_a_refused_call_leaves_the_model_to_go_when_let_go_of(service, made) -> None:
-    """A driver's refusal raised out of a call closes no reference cycle: the prepared model goes
-    when the caller lets go of it (and its pools in the service with the next call), not whenever
-    the cyclic garbage collector runs.  So the driver's descriptor numbers follow the calls from
-    run to run, and a failure that depends on them replays (mappings-cached-by-descriptor's did
-    not, with some seeds).  With a fault on record the breaker makes a begun call at once."""
+    """A refusal raised out of a call closes no reference cycle: the prepared model goes when the
+    caller lets go of it (and its pools in the service with the next call), not whenever the cyclic
+    garbage collector runs.  So the driver's descriptor numbers follow the calls from run to run,
+    and a failure that depends on them replays (mappings-cached-by-descriptor's did not, with some
+    seeds).  The driver's refusal, and the circuit breaker's (a fault the harness raises for a call
+    it did not make); with a fault on record the breaker makes a begun call at once."""
     model, request, _, _ = add_request()
     prepared = service.device.prepare_model(model)
     one_input_short = Request(request.inputs[:1], request.outputs, request.pools)
+    sent, expected = one_input_short, ErrorStatus.INVALID_ARGUMENT
     if made == "begun with a fault on record":
         service.breaker.failed("Buffer.copy_from", DriverCrash("[SVC-1] another method's crash"))
         assert service.breaker.watching
+    if made.startswith("refused by the breaker"):  # three crashes of execute, in two tests: it opens
+        for context in ("an earlier test", "an earlier test", "this test"):
+            service.breaker.context = context
+            service.breaker.failed("PreparedModel.execute", DriverCrash("[SVC-1] a crash"))
+        sent, expected = request, "SVC-1"
     gc.disable()
     try:
         try:
-            if made == "called":
-                prepared.execute(one_input_short)
+            if made.endswith("called"):
+                prepared.execute(sent)
             else:
-                begin_call(prepared, "execute", one_input_short)()
+                begin_call(prepared, "execute", sent)()
         except DriverError as error:  # not kept: a name bound to it would hold its frames
             refused = error.status
+        except DriverCrash as fault:
+            refused = fault.requirement if getattr(fault, "by_breaker", False) else "not the breaker's"
         held = weakref.ref(prepared)
         del prepared
-        assert (refused, held()) == (ErrorStatus.INVALID_ARGUMENT, None)
+        assert (refused, held()) == (expected, None)
     finally:
         gc.enable()
 
