@@ -63,7 +63,7 @@ def _positive(kind: type[int] | type[float]):
     return parse
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     """Bad arguments are one line (``harness fuzz: argument --minutes: -1 is not above zero``), exit 2."""
 
     def error(self, message: str):  # type: ignore[override]
@@ -71,7 +71,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="harness", description="Conformance and fuzz testing of accelerator drivers.")
+    parser = OneLineParser(prog="harness", description="Conformance and fuzz testing of accelerator drivers.")
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="list registered drivers")
     listing.add_argument("--all", action="store_true", help="include the seeded-bug drivers")

@@ -16,7 +16,6 @@ a correct driver must pass them all.  The command fails unless both rates are 10
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -29,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from harness.api.requirements import REQUIREMENTS
+from harness.commands.cli import OneLineParser
 from harness.integration.own_config import own_pytest_options
 from harness.integration.recording import RERUN_SECONDS
 from harness.integration.warm_sessions import run_pytest
@@ -153,6 +153,15 @@ def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci
     return score
 
 
+def _unknown_names(names: list[str]) -> tuple[list[str], list[str]]:
+    """The ``--only`` names that are no seeded bug or variant, and the names there are (without
+    their ``mutant-``/``variant-`` prefix, as the score's tables print them)."""
+    registry = load_registry()
+    scored = [n for n in registry.names() if registry.drivers[n].breaks or registry.drivers[n].exercises]
+    known = set(scored) | {n.split("-", 1)[1] for n in scored}
+    return [n for n in names if n not in known], [n.split("-", 1)[1] for n in scored]
+
+
 def _selected(names: list[str] | None, kind: str) -> list[DriverSpec]:
     registry = load_registry()
     chosen = [registry.drivers[n] for n in registry.names() if getattr(registry.drivers[n], kind)]
@@ -246,7 +255,7 @@ def specificity(scores: list[Score]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="harness score", description="Score the suites against every seeded-bug driver.")
+    parser = OneLineParser(prog="harness score", description="Score the suites against every seeded-bug driver.")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     parser.add_argument("--only", nargs="*", default=None, metavar="NAME", help="score only these mutants and variants")
     parser.add_argument("--seed", type=int, default=SEED, help=f"the seed of every run (default {SEED})")
@@ -266,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
         seeds = tuple(int(n) for n in options.seeds.split(",") if n.strip())
     except ValueError:
         parser.error(f"--seeds: {options.seeds!r} is not a comma-separated list of integers")
+    unknown_names, there = _unknown_names(options.only or [])
+    if unknown_names:  # scoring nothing would exit 0: a misspelt name must not read as a pass
+        parser.error(f"--only: {unknown_names[0]!r} is no seeded bug or correct variant; they are: {', '.join(there)}")
     started = time.monotonic()
     scores = score_all(options.only, options.jobs, options.seed)
     variants = score_variants(options.only, options.jobs, options.seed, profiles, seeds)

@@ -66,3 +66,15 @@ def test_a_factory_that_raises_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     lines = error_lines(done)
     assert len(lines) == 1 and "no device found" in lines[0] and "broken.py:2" in lines[0], lines
+
+
+@pytest.mark.parametrize("names", [["no-such-bug"], ["offset-ignored", "mutant-no-such-bug"]])
+def test_score_refuses_a_name_that_is_no_seeded_bug_or_variant(tmp_path: Path, names: list[str]) -> None:
+    """A misspelt --only scored nothing and exited 0: a gate on the score would have passed."""
+    done = run(tmp_path, "score", "--only", *names, "--json", "score.json")
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = error_lines(done)
+    unknown = names[-1]
+    assert len(lines) == 1 and f"--only: {unknown!r}" in lines[0] and "Traceback" not in lines[0], lines
+    assert "offset-ignored" in lines[0] and "add-only" in lines[0]  # the names there are
+    assert not (tmp_path / "score.json").exists()
