@@ -73,6 +73,9 @@ class TokenUse:
     buffer: str
     dimensions: tuple[int, ...] = ()
     location: DataLocation = DataLocation()
+    #: The token in a pool slot of this argument's own, though an earlier argument's slot names
+    #: it already: DOM-ROLE-3's "the same buffer" is the same token, in one slot or several.
+    own_slot: bool = False
 
 
 def binary_model(type: OperandType, dims: Sequence[int], quant=(0.0, 0), op=OperationType.ADD,
@@ -115,7 +118,7 @@ def request(model: Scenario, inputs: Sequence[np.ndarray | TokenUse], outputs: S
     token_pools: dict[str, int] = {}
 
     def token_argument(use: TokenUse) -> RequestArgument:
-        if use.buffer not in token_pools:
+        if use.buffer not in token_pools or use.own_slot:
             token_pools[use.buffer] = len(pools)
             pools.append(TokenRef(use.buffer))
         location = DataLocation(token_pools[use.buffer], use.location.offset, use.location.length, use.location.padding)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from harness.api.hal import ErrorStatus
+from harness.api.hal import DriverError, ErrorStatus, ExecutionResult, Request
+from harness.api.memory import Memory
 from reference_driver.buffers import TokenTable
+from reference_driver.device import ReferencePreparedModel
 from reference_driver.validation import OK
 
 from ._registry import mutant, with_rule
@@ -66,6 +68,29 @@ def released_token_usable():
 @mutant("output-token-reused", "DOM-ROLE-3", "allows a token used as an output to appear again in the same request")
 def output_token_reused():
     return with_rule("token_output_exclusive", lambda uses: OK)
+
+
+class _OutputExclusivePerSlot(ReferencePreparedModel):
+    """Checks DOM-ROLE-3 per pool slot instead of per buffer (as the native sample did, keyed by
+    pool index), then executes as the reference with that rule off: one token listed in two
+    slots may be an output and another argument at once."""
+
+    def execute(self, request: Request) -> ExecutionResult:
+        uses: dict[int, list[str]] = {}
+        for direction, arguments in (("input", request.inputs), ("output", request.outputs)):
+            for argument in arguments:
+                slot = argument.location.pool_index
+                if not argument.has_no_value and 0 <= slot < len(request.pools) and not isinstance(request.pools[slot], Memory):
+                    uses.setdefault(slot, []).append(direction)
+        if any("output" in directions and len(directions) > 1 for directions in uses.values()):
+            raise DriverError(INVALID, "[DOM-ROLE-3] a pool slot used as an output is used again", rule="DOM-ROLE-3")
+        return super().execute(request)
+
+
+@mutant("output-token-per-pool-slot", "DOM-ROLE-3",
+        "checks that an output buffer is used once per pool slot, not per token: the same token in two slots passes")
+def output_token_per_pool_slot():
+    return with_rule("token_output_exclusive", lambda uses: OK, prepared_model_class=_OutputExclusivePerSlot)
 
 
 @mutant("token-location-ignored", "DOM-ROLE-4", "ignores offset, length and padding given with a token pool")

@@ -537,7 +537,9 @@ ffi::Array<ffi::Any> Execute(int64_t id, ffi::Array<ffi::Any> request) {
     else Require(KindKnown(pools[p]), INVALID_ARGUMENT, "POOL-5", where + " of unknown kind");
   }
   std::vector<Binding> ins, outs;
-  std::map<int64_t, std::vector<int>> token_uses;  // pool index -> directions (1 input, 0 output)
+  // token -> directions (1 input, 0 output): the same buffer listed in two pool slots is one buffer
+  // (DOM-ROLE-3); keyed by pool index, it was an output and an input at once
+  std::map<int64_t, std::vector<int>> token_uses;
   for (int pass = 0; pass < 2; ++pass) {
     auto& args = pass == 0 ? inputs : outputs;
     const auto& indexes = pass == 0 ? m.inputs : m.outputs;
@@ -570,7 +572,7 @@ ffi::Array<ffi::Any> Execute(int64_t id, ffi::Array<ffi::Any> request) {
         Require(Combine(binding.buffer->initial, dims, &combined), INVALID_ARGUMENT, "DOM-DYN-2",
                 where + ": dimensions conflict with the buffer's");
         binding.dims = combined;
-        token_uses[loc.pool].push_back(pass == 0 ? 1 : 0);
+        token_uses[pools[loc.pool].fd].push_back(pass == 0 ? 1 : 0);
       } else {
         Require(std::min({loc.offset, loc.length, loc.padding}) >= 0, INVALID_ARGUMENT, "REQ-2", where + ": negative region");
 #ifdef NATIVE_MUTANT_REGION_OFF_BY_ONE
@@ -585,7 +587,7 @@ ffi::Array<ffi::Any> Execute(int64_t id, ffi::Array<ffi::Any> request) {
       (pass == 0 ? ins : outs).push_back(binding);
     }
   }
-  for (auto& [pool, uses] : token_uses) {
+  for (auto& [token, uses] : token_uses) {
     bool output = std::count(uses.begin(), uses.end(), 0) > 0;
     Require(!output || uses.size() == 1, INVALID_ARGUMENT, "DOM-ROLE-3", "a token used as an output is used again");
   }

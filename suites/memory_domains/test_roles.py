@@ -47,12 +47,11 @@ def test_token_uses(driver, reference, capabilities, flavor, data) -> None:
     use = data.draw(sampled(tuple(sorted(USES))), label="use")
     target = data.draw(sampled(("allocated model", "same graph prepared again")), label="model")
     token = data.draw(sampled(("live", "live", "zero", "negative", "never allocated", "released")), label="token")
-    location = data.draw(sampled(("zero", "zero", "offset", "length", "padding")), label="token location")
+    location = data.draw(sampled(("zero", "zero", "offset", "length", "padding", "slots")), label="token location")
     event(f"use {use}; {target}; token {token}; location {location}")
 
-    loc = {"zero": DataLocation(), "offset": DataLocation(0, 4), "length": DataLocation(0, 0, 4), "padding": DataLocation(0, 0, 0, 4)}[location]
     slots = USES[use]
-    token_use = TokenUse("buffer", location=loc)
+    token_use = TokenUse("buffer", location=_LOCATIONS[location], own_slot=location == "slots")  # "slots": one per use
     inputs = [token_use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
     outputs = [token_use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]
     scenario = request(model, inputs, outputs, label=f"token as {use}")
@@ -61,7 +60,7 @@ def test_token_uses(driver, reference, capabilities, flavor, data) -> None:
         scenario = replace(scenario, request_pools=tuple(raw if isinstance(p, TokenRef) else p for p in scenario.request_pools))
     if token == "released":
         step.release("buffer")
-    requirement = ("DOM-ROLE-1" if token != "live" else "DOM-ROLE-4" if location != "zero"
+    requirement = ("DOM-ROLE-1" if token != "live" else "DOM-ROLE-4" if location not in ("zero", "slots")
                    else "DOM-ROLE-3" if len(slots) > 1 and any(d == "output" for d, _ in slots) else "DOM-ROLE-2")
     step.execute(original if target == "allocated model" else again, scenario, requirement)
     step.close()
@@ -79,6 +78,10 @@ MISUSES = {
     "output also input": ("DOM-ROLE-3", [0], [0], (("input", 0), ("output", 0)), "allocated", "live", "zero"),
     "two outputs": ("DOM-ROLE-3", [], [0, 1], (("output", 0), ("output", 1)), "allocated", "live", "zero"),
     "two inputs (allowed)": ("DOM-ROLE-3", [0, 1], [], (("input", 0), ("input", 1)), "allocated", "live", "zero"),
+    # the same token listed in a pool slot per argument: still one buffer (DOM-ROLE-3)
+    "output also input, two slots": ("DOM-ROLE-3", [0], [0], (("input", 0), ("output", 0)), "allocated", "live", "slots"),
+    "two outputs, two slots": ("DOM-ROLE-3", [], [0, 1], (("output", 0), ("output", 1)), "allocated", "live", "slots"),
+    "two inputs, two slots (allowed)": ("DOM-ROLE-3", [0, 1], [], (("input", 0), ("input", 1)), "allocated", "live", "slots"),
     "token with offset": ("DOM-ROLE-4", [0], [], (("input", 0),), "allocated", "live", "offset"),
     "token with length": ("DOM-ROLE-4", [0], [], (("input", 0),), "allocated", "live", "length"),
     "token with padding": ("DOM-ROLE-4", [0], [], (("input", 0),), "allocated", "live", "padding"),
@@ -86,7 +89,7 @@ MISUSES = {
     "uninitialized input": ("DOM-STATE-2", [0], [], (("input", 0),), "allocated", "uninitialized", "zero"),
 }
 _LOCATIONS = {"zero": DataLocation(), "offset": DataLocation(0, 4), "length": DataLocation(0, 0, 4),
-              "padding": DataLocation(0, 0, 0, 4)}
+              "padding": DataLocation(0, 0, 0, 4), "slots": DataLocation()}
 _RAW_TOKENS = {"zero": 0, "negative": -1, "never allocated": NEVER_ALLOCATED}
 
 
@@ -111,7 +114,7 @@ def test_each_misuse(driver, reference, capabilities, flavor, misuse, data) -> N
         refused_allocation()
     if token != "uninitialized":
         step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS, 9).tobytes()), ())
-    use = TokenUse("buffer", location=_LOCATIONS[location])
+    use = TokenUse("buffer", location=_LOCATIONS[location], own_slot=location == "slots")
     inputs = [use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
     outputs = [use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]
     scenario = request(model, inputs, outputs, label=misuse)
