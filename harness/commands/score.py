@@ -153,20 +153,25 @@ def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci
     return score
 
 
+def _short(name: str) -> str:
+    """A seeded bug's or variant's name without its ``mutant-``/``variant-`` prefix: as the
+    score's tables print it, and as ``--only`` takes it besides the whole name."""
+    return name.split("-", 1)[1]
+
+
 def _unknown_names(names: list[str]) -> tuple[list[str], list[str]]:
-    """The ``--only`` names that are no seeded bug or variant, and the names there are (without
-    their ``mutant-``/``variant-`` prefix, as the score's tables print them)."""
+    """The ``--only`` names that are no seeded bug or variant, and the names there are."""
     registry = load_registry()
     scored = [n for n in registry.names() if registry.drivers[n].breaks or registry.drivers[n].exercises]
-    known = set(scored) | {n.split("-", 1)[1] for n in scored}
-    return [n for n in names if n not in known], [n.split("-", 1)[1] for n in scored]
+    known = {*scored, *map(_short, scored)}
+    return [n for n in names if n not in known], [_short(n) for n in scored]
 
 
 def _selected(names: list[str] | None, kind: str) -> list[DriverSpec]:
     registry = load_registry()
     chosen = [registry.drivers[n] for n in registry.names() if getattr(registry.drivers[n], kind)]
     if names:
-        chosen = [s for s in chosen if s.name in names or s.name.split("-", 1)[1] in names]
+        chosen = [s for s in chosen if s.name in names or _short(s.name) in names]
     return chosen
 
 

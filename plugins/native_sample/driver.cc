@@ -572,7 +572,7 @@ ffi::Array<ffi::Any> Execute(int64_t id, ffi::Array<ffi::Any> request) {
         Require(Combine(binding.buffer->initial, dims, &combined), INVALID_ARGUMENT, "DOM-DYN-2",
                 where + ": dimensions conflict with the buffer's");
         binding.dims = combined;
-        token_uses[pools[loc.pool].fd].push_back(pass == 0 ? 1 : 0);
+        token_uses[binding.buffer->token].push_back(pass == 0 ? 1 : 0);  // as BufferLocks keys them
       } else {
         Require(std::min({loc.offset, loc.length, loc.padding}) >= 0, INVALID_ARGUMENT, "REQ-2", where + ": negative region");
 #ifdef NATIVE_MUTANT_REGION_OFF_BY_ONE

@@ -51,7 +51,7 @@ def test_token_uses(driver, reference, capabilities, flavor, data) -> None:
     event(f"use {use}; {target}; token {token}; location {location}")
 
     slots = USES[use]
-    token_use = TokenUse("buffer", location=_LOCATIONS[location], own_slot=location == "slots")  # "slots": one per use
+    token_use = _token_use(location)
     inputs = [token_use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
     outputs = [token_use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]
     scenario = request(model, inputs, outputs, label=f"token as {use}")
@@ -93,6 +93,11 @@ _LOCATIONS = {"zero": DataLocation(), "offset": DataLocation(0, 4), "length": Da
 _RAW_TOKENS = {"zero": 0, "negative": -1, "never allocated": NEVER_ALLOCATED}
 
 
+def _token_use(location: str) -> TokenUse:
+    """The buffer's token at ``location``; "slots": a location of zeros, in a pool slot per argument."""
+    return TokenUse("buffer", location=_LOCATIONS[location], own_slot=location == "slots")
+
+
 @pytest.mark.parametrize(
     "misuse", [pytest.param(name, marks=pytest.mark.requirement(spec[0]), id=name) for name, spec in MISUSES.items()]
 )
@@ -114,7 +119,7 @@ def test_each_misuse(driver, reference, capabilities, flavor, misuse, data) -> N
         refused_allocation()
     if token != "uninitialized":
         step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS, 9).tobytes()), ())
-    use = TokenUse("buffer", location=_LOCATIONS[location], own_slot=location == "slots")
+    use = _token_use(location)
     inputs = [use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
     outputs = [use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]
     scenario = request(model, inputs, outputs, label=misuse)
