@@ -142,6 +142,33 @@ def copy_dimensions_unchecked():
     return with_rule("copy_dimensions", accepting_copy_dimensions)
 
 
+@mutant("copy-negative-dimension-inferred", "DOM-COPY-2",
+        "copy_from reads a negative dimension as 'infer it from the buffer', as numpy's reshape reads -1")
+def copy_negative_dimension_inferred():
+    def inferring_copy_dimensions(operand_type, initial, given):
+        return copy_dimensions(operand_type, initial, tuple(d if d >= 0 else (initial[axis] if axis < len(initial) else 0)
+                                                            for axis, d in enumerate(given)))
+
+    return with_rule("copy_dimensions", inferring_copy_dimensions)
+
+
+def _zip_combined(lhs, rhs):
+    """Per-axis agreement over ``zip(lhs, rhs)``: the longer shape's extra axes are never compared."""
+    if not lhs or not rhs:
+        return tuple(lhs or rhs)
+    if any(a and b and a != b for a, b in zip(lhs, rhs)):
+        return None
+    longer = lhs if len(lhs) >= len(rhs) else rhs
+    return tuple(a or b for a, b in zip(lhs, rhs)) + tuple(longer[min(len(lhs), len(rhs)):])
+
+
+@mutant("buffer-dimensions-compared-by-zip", "DOM-DYN-2",
+        "compares request and produced dimensions with a driver-managed buffer's axis by axis with zip, so a "
+        "shape of another rank with agreeing leading axes passes")
+def buffer_dimensions_compared_by_zip():
+    return with_rule("combine_dimensions", _zip_combined)
+
+
 class _RecycledStorage(TokenTable):
     """Keeps released buffers' storage and hands it to the next buffer of the same type and
     dimensions without clearing its state."""

@@ -22,7 +22,9 @@ from harness.judging.verdict import violation
 pytestmark = pytest.mark.usefixtures("memory_domains")
 
 COPY_KINDS = REQUIRED_KINDS  # DOM-COPY-1: required with memory domains
-DIMS = ((), (2, 2), (2, 3), (3, 2), (1, 2), (0, 2), (2, 0), (4,), (2, 2, 1))
+# Negative extents are never dimensions (DOM-COPY-2): numpy's reshape, and drivers built on it,
+# read -1 as "whatever the size holds", and an unsigned product can wrap to the buffer's size.
+DIMS = ((), (2, 2), (2, 3), (3, 2), (1, 2), (0, 2), (2, 0), (4,), (2, 2, 1), (-2, 2), (2, -2), (-1, -4))
 _MIDDLE_ACTIONS = st.lists(sampled(("execute writes", "copy_from", "execute reads", "copy_to")), min_size=1, max_size=6)
 
 
@@ -42,7 +44,7 @@ def test_copy_sequences(driver, reference, capabilities, flavor, data) -> None:
     for number in range(data.draw(integers(1, 6), label="copies")):
         kind = data.draw(sampled(COPY_KINDS), label="memory kind")
         dims = data.draw(sampled(DIMS), label="dims")
-        size = max(nbytes(type, tuple(d or 1 for d in dims) or (2, 2)) + item * data.draw(sampled((0, 0, 0, -1, 1))), 0)
+        size = max(nbytes(type, tuple(abs(d) or 1 for d in dims) or (2, 2)) + item * data.draw(sampled((0, 0, 0, -1, 1))), 0)
         if data.draw(integers(0, 9), label="empty memory") == 0:
             size = 0  # a memory of 0 bytes: must be rejected (size mismatch), never hang
         # An mmap_fd memory is a region of a larger file: at an offset, with other bytes around it.
@@ -90,10 +92,11 @@ COPY_ROUNDS = 4
 COPIES_PER_ROUND = 64
 
 
-@pytest.mark.requirement("DOM-STATE-1")
+@pytest.mark.requirement("DOM-STATE-1", "DOM-COPY-2")
 @given(data=st.data())
 def test_failed_copy_uninitializes(driver, reference, capabilities, flavor, data) -> None:
-    """A failed copy_from leaves the buffer uninitialized, whatever it held before."""
+    """A failed copy_from leaves the buffer uninitialized, whatever it held before: a memory of
+    the wrong size, dimensions of the wrong rank, or negative extents in a memory of the right size."""
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     type = drawn.type
     step = Lockstep(driver, reference)
@@ -102,11 +105,14 @@ def test_failed_copy_uninitializes(driver, reference, capabilities, flavor, data
         refused_allocation()
     size = nbytes(type, (2, 2))
     step.copy_from("buffer", MemorySpec("ashmem", bytes(range(size))), (), requirement="DOM-COPY-1")
-    wrong = data.draw(sampled(("size", "dimensions")), label="how the copy fails")
+    wrong = data.draw(sampled(("size", "dimensions", "negative dimensions")), label="how the copy fails")
     if wrong == "size":
         step.copy_from("buffer", MemorySpec("ashmem", bytes(size + 1)), (), requirement="DOM-COPY-1")
-    else:
+    elif wrong == "dimensions":
         step.copy_from("buffer", MemorySpec("ashmem", bytes(size)), (4,), requirement="DOM-COPY-2")
+    else:
+        negative = data.draw(sampled(((-2, 2), (2, -2), (-1, -4), (-2**31, 2))), label="negative dimensions")
+        step.copy_from("buffer", MemorySpec("ashmem", bytes(size)), negative, requirement="DOM-COPY-2")
     step.copy_to("buffer", size, requirement="DOM-STATE-1")
     step.close()
 

@@ -21,6 +21,13 @@ DYNAMIC_REFUSAL_FIX = "serve buffers of unknown shape, or declare Capabilities(d
 shapes_2d = st.tuples(st.integers(1, 4), st.integers(1, 4))
 
 
+def _other_rank(data, shape: tuple[int, ...], label: str) -> tuple[int, ...]:
+    """``shape`` as drawn, or with a trailing axis of 1 added or its last axis dropped: the same
+    leading extents in another rank, which a check comparing shapes axis by axis with ``zip`` passes."""
+    how = data.draw(sampled(("as drawn", "an axis added", "an axis dropped")), label=f"{label}: rank")
+    return shape + (1,) if how == "an axis added" else shape[:-1] if how == "an axis dropped" else shape
+
+
 def _producer(capabilities, flavor: Flavor) -> Scenario:
     """A model whose output shape is decided at execution: RESHAPE where the driver declares it,
     otherwise the flavour's operation on inputs of unknown shape (the request gives the shape)."""
@@ -65,11 +72,14 @@ def test_buffer_follows_the_latest_output_shape(driver, reference, capabilities,
 
 
 @pytest.mark.requirement("DOM-DYN-2", "DOM-STATE-1")
-@given(shape=shapes_2d, fixed=shapes_2d)
-def test_output_the_buffer_cannot_hold(driver, reference, capabilities, flavor, shape, fixed) -> None:
-    """A buffer allocated as (r, c) receiving another shape: GENERAL_FAILURE, then uninitialized."""
+@given(shape=shapes_2d, fixed=shapes_2d, data=st.data())
+def test_output_the_buffer_cannot_hold(driver, reference, capabilities, flavor, shape, fixed, data) -> None:
+    """A buffer allocated with a fixed shape receiving another shape (another rank too, where
+    RESHAPE makes outputs of any rank): GENERAL_FAILURE, then uninitialized."""
     step = Lockstep(driver, reference)
     producer = _producer(capabilities, flavor)
+    if producer.notes[0].startswith("RESHAPE"):
+        fixed, shape = _other_rank(data, fixed, "buffer"), _other_rank(data, shape, "output")
     pair = step.prepare(producer)
     if step.allocate("buffer", BufferDesc(fixed), [pair], [], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
         refused_allocation()
@@ -90,12 +100,18 @@ def test_too_small_memory_output(driver, reference, capabilities, flavor, shape,
 
 
 @pytest.mark.requirement("DOM-DYN-2")
-@given(written=shapes_2d, claimed=shapes_2d)
-def test_request_dimensions_conflicting_with_the_buffer(driver, reference, capabilities, flavor, written, claimed) -> None:
+@given(written=shapes_2d, claimed=shapes_2d, data=st.data())
+def test_request_dimensions_conflicting_with_the_buffer(driver, reference, capabilities, flavor, written, claimed, data) -> None:
+    """An input buffer given request dimensions: the shape it holds (the written one, or, with a
+    consumer of unknown rank, another rank) conflicts unless they agree axis for axis."""
     if not capabilities.dynamic_buffers:
         not_applicable("dynamic_buffers", "the driver declares that it refuses buffers of unknown shape")
     step = Lockstep(driver, reference)
-    producer, consumer = _producer(capabilities, flavor), flavor.model((0, 0))
+    # A consumer of unknown rank leaves the rank to the buffer: a claim of another rank conflicts
+    # with the buffer alone, not with the model (which REQ-2 checks first).
+    consumer_dims = data.draw(sampled(((0, 0), ())), label="consumer input dims")
+    claimed = _other_rank(data, data.draw(sampled((claimed, written)), label="claimed"), "claimed")
+    producer, consumer = _producer(capabilities, flavor), flavor.model(consumer_dims)
     pairs = step.prepare(producer), step.prepare(consumer)
     if step.allocate("buffer", BufferDesc(), list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
         not_run("the driver refused a buffer of unknown shape with GENERAL_FAILURE, though it declares dynamic_buffers",
