@@ -185,7 +185,9 @@ def domain_flavors(caps: Capabilities, quantized: bool = False) -> st.SearchStra
 def _flavors(draw, types: st.SearchStrategy[OperandType], ops: st.SearchStrategy[OperationType]) -> Flavor:
     type = draw(types, label="role operand type")
     op = draw(ops, label="operation")
-    return Flavor(op, type, draw(quantization(type), label="quantization"))
+    # one quantization for both inputs and the output: MUL's needs a scale below 1 (NNAPI)
+    return Flavor(op, type, draw(quantization(type, scale_below=1.0 if op == OperationType.MUL else float("inf")),
+                                 label="quantization"))
 
 
 _MODEL_SHAPES = st.sampled_from([(2, 2), (2, 3), (0, 2), (), (2, 2, 1), (4,)])
@@ -208,7 +210,8 @@ def role_models(draw, caps: Capabilities) -> list[Scenario]:
             models.append(flavor.model((2, 2), type=other, quant=FIXED_QUANT if other in QUANT_TYPES else (0.0, 0)))
     elif variant in ("other-scale", "other-zero-point") and type in QUANT_TYPES:
         scale, zero_point = quant
-        models.append(flavor.model((2, 2), quant=(scale * 2, zero_point) if variant == "other-scale" else (scale, (zero_point + 1) % 128)))
+        # another scale below the flavour's: still one a MUL may keep (NNAPI: output scale > s * s)
+        models.append(flavor.model((2, 2), quant=(scale / 2, zero_point) if variant == "other-scale" else (scale, (zero_point + 1) % 128)))
     elif variant == "scalar-input":
         models.append(flavor.model((2, 2), scalar_input=True))
     return models

@@ -28,6 +28,8 @@ I32 = OperandType.TENSOR_INT32
 PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 _HOW = ("input", "copy", "reference")
 _CHANNEL_SCALES = (0.02, 0.05, 0.1, 0.25)
+#: Scales for an output that must be above a product of two of SCALES (MUL): one past them all.
+_OUTPUT_SCALES = SCALES + (2.0,)
 
 
 @dataclass(frozen=True)
@@ -91,12 +93,13 @@ class _Choices:
             reject()  # this operation has no type the driver declares: not an example
         return self.choice(usable, label)
 
-    def quantization(self, type: OperandType, label: str) -> tuple[float, int]:
-        """(scale, zeroPoint): (0, 0) for non-quantized types."""
+    def quantization(self, type: OperandType, label: str, *, scale_above: float = 0.0) -> tuple[float, int]:
+        """(scale, zeroPoint): (0, 0) for non-quantized types; the scale above ``scale_above``."""
         if type not in ZERO_POINT_RANGE:
             return (0.0, 0)
         low, high = ZERO_POINT_RANGE[type]
-        return self.choice(SCALES, f"{label} scale"), self.integer(low, high, f"{label} zero point")
+        scales = tuple(s for s in _OUTPUT_SCALES if s > scale_above) if scale_above else SCALES
+        return self.choice(scales, f"{label} scale"), self.integer(low, high, f"{label} zero point")
 
     def declared(self, shape: tuple[int, ...], label: str) -> tuple[int, ...]:
         """How the model declares ``shape`` (see values.declared_dimensions)."""
@@ -196,20 +199,21 @@ def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: Op
     (shape_a, shape_b), result_shape = _broadcast_pair(c, ranks)
     how_a, how_b = c.choice(_OPERAND_HOWS, "operands")
     case = _Case(c)
-    a = case.operand(type, draw(arrays(type, shape_a), label="a"), c.quantization(type, "a"), how_a, "a")
-    b = case.operand(type, draw(arrays(type, shape_b, nonzero=op == OperationType.DIV), label="b"),
-                     c.quantization(type, "b"), how_b, "b")
+    a_quant, b_quant = c.quantization(type, "a"), c.quantization(type, "b")
+    a = case.operand(type, draw(arrays(type, shape_a), label="a"), a_quant, how_a, "a")
+    b = case.operand(type, draw(arrays(type, shape_b, nonzero=op == OperationType.DIV), label="b"), b_quant, how_b, "b")
     if activation is None:
         activation = 0 if type == I32 else c.integer(0, 3, "activation")
     chain = type != I32 and OperationType.RELU in caps.operations and c.boolean("chain RELU")
-    out_quant = c.quantization(type, "output")
+    # NNAPI: a quantized MUL's output scale is above its input scales' product
+    out_quant = c.quantization(type, "output", scale_above=a_quant[0] * b_quant[0] if op == OperationType.MUL else 0.0)
     if c.boolean("activation as a request input"):
         code = case.operand(OperandType.INT32, np.asarray(activation, np.int32), how="input", label="activation")
     else:
         code = case.b.scalar(activation)
     result = case.output(op, [a, b, code], type, result_shape, out_quant, final=not chain)
     if chain:
-        case.output(OperationType.RELU, [result], type, result_shape, c.quantization(type, "RELU output"))
+        case.output(OperationType.RELU, [result], type, result_shape, out_quant)  # NNAPI: RELU keeps its input's
     return case.done([result_shape], f"{op.name}{'+RELU' if chain else ''} {type.name}")
 
 
@@ -224,8 +228,9 @@ def relu_models(draw, caps: Capabilities) -> ModelCase:
     type = c.type(FLOAT_TYPES + QUANT_TYPES, caps)
     shape = c.shape("shape")
     case = _Case(c)
-    x = case.operand(type, draw(arrays(type, shape), label="x"), c.quantization(type, "x"), label="x")
-    case.output(op, [x], type, shape, c.quantization(type, "output"))
+    quant = c.quantization(type, "x and output")  # NNAPI: the RELUs keep their input's scale and zeroPoint
+    x = case.operand(type, draw(arrays(type, shape), label="x"), quant, label="x")
+    case.output(op, [x], type, shape, quant)
     return case.done([shape], f"{op.name} {type.name}")
 
 

@@ -37,12 +37,14 @@ def _usable(allowed: frozenset[OperandType], supported: frozenset[OperandType]) 
 # Strategies below are cached by their (hashable) arguments: models draw them many times per
 # example, and hypothesis validates each new strategy object before its first draw.
 @functools.lru_cache(maxsize=64, typed=True)
-def quantization(operand_type: OperandType) -> st.SearchStrategy[tuple[float, int]]:
-    """(scale, zeroPoint): (0, 0) for non-quantized types."""
+@functools.lru_cache(maxsize=64)
+def quantization(operand_type: OperandType, *, scale_below: float = float("inf")) -> st.SearchStrategy[tuple[float, int]]:
+    """(scale, zeroPoint): (0, 0) for non-quantized types; ``scale_below`` bounds the scale (a MUL
+    whose inputs and output share one scale s needs s > s * s, NNAPI's output_scale rule)."""
     if not is_quantized_type(operand_type):
         return st.just((0.0, 0))
     low, high = ZERO_POINT_RANGE[operand_type]
-    return st.tuples(st.sampled_from(SCALES), st.integers(low, high))
+    return st.tuples(st.sampled_from(tuple(s for s in SCALES if s < scale_below)), st.integers(low, high))
 
 
 @functools.lru_cache(maxsize=1024)

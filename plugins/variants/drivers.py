@@ -23,11 +23,13 @@ from harness.api.hal import (
     DriverError,
     ErrorStatus,
     ExecutionResult,
+    FusedActivation,
     Model,
     OperandType,
     OperationType,
     Request,
     is_fully_specified,
+    is_quantized_type,
 )
 from reference_driver import ReferenceDevice, ReferencePreparedModel
 from reference_driver import executor
@@ -35,7 +37,7 @@ from reference_driver.validation import argument_dimensions
 from reference_driver.buffers import TokenTable
 from reference_driver.device import ReferenceBuffer
 from reference_driver.ops import KERNELS, Kernel, Refusal, nn
-from reference_driver.ops._numeric import FLOAT_TENSORS, activate, from_real, scalar
+from reference_driver.ops._numeric import FLOAT_TENSORS, activate, check_rank, from_real, scalar
 
 F32, F16 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16
 HANDLE_RULES = ("POOL-3", "POOL-4", "POOL-5")  # the handle defects of CHOICE-1
@@ -427,4 +429,54 @@ def float16_in_float16() -> ReferenceDevice:
         KERNELS[OperationType.FULLY_CONNECTED].validate, only_f16(_fully_connected_in(np.float16), nn.run_fully_connected))
     device.kernels[OperationType.CONV_2D] = Kernel(
         KERNELS[OperationType.CONV_2D].validate, only_f16(_conv_in(np.float16), nn.run_conv_2d))
+    return device
+
+
+# --------------------------------------------------------------------------- CHOICE-8
+
+#: NeuralNetworks.h (HAL 1.3): a quantized output of these has its input's scale and zero point.
+_INPUT_QUANTIZATION_KEPT = {OperationType.RELU: FusedActivation.RELU, OperationType.RELU1: FusedActivation.RELU1,
+                            OperationType.RELU6: FusedActivation.RELU6, OperationType.RESHAPE: None}
+
+
+def _nnapi_quantization_refusal(op: OperationType, ins, outs) -> Refusal | None:
+    """What NeuralNetworks.h forbids of a quantized output that the reference need not check itself."""
+    if not outs or not is_quantized_type(outs[0].type):
+        return None
+    out = outs[0]
+    if op == OperationType.MUL and not out.scale > ins[0].scale * ins[1].scale:
+        return Refusal(f"output scale {out.scale} not above input scales' product {ins[0].scale * ins[1].scale} (NNAPI MUL)",
+                       0, True)
+    if op in _INPUT_QUANTIZATION_KEPT and (out.scale, out.zero_point) != (ins[0].scale, ins[0].zero_point):
+        return Refusal(f"output scale and zero point ({out.scale}, {out.zero_point}) differ from the input's "
+                       f"({ins[0].scale}, {ins[0].zero_point}) (NNAPI {op.name})", 0, True)
+    return None
+
+
+def _clamp_stored(activation: FusedActivation, reference_run):
+    """A quantized RELU, RELU1 or RELU6 as a clamp of the stored values: with the input's scale and
+    zero point on the output (NNAPI's rule), no value needs requantizing."""
+    def run(values, ins, out_op, out):
+        if not is_quantized_type(ins[0].type):
+            return reference_run(values, ins, out_op, out)
+        check_rank(values, activation.name)  # NNAPI's rank limit, on the shape the request gave
+        low, high = from_real(activate(np.array([-np.inf, np.inf]), activation), out_op)
+        return np.clip(np.asarray(values[0]), low, high).astype(values[0].dtype)
+    return run
+
+
+def nnapi_quantization_rules() -> ReferenceDevice:
+    """CHOICE-8: keeps NeuralNetworks.h's quantization rules to the letter: refuses a quantized MUL
+    whose output scale is not above its input scales' product, and a quantized RELU, RELU1, RELU6
+    or RESHAPE whose output scale or zero point differ from its input's; so it runs quantized RELUs
+    as a clamp of the stored values, with no requantizing."""
+    device = ReferenceDevice()
+    for op in (OperationType.MUL, *_INPUT_QUANTIZATION_KEPT):
+        kernel = KERNELS[op]
+
+        def validate(ins, outs, op=op, kernel=kernel) -> Refusal | None:
+            return kernel.validate(ins, outs) or _nnapi_quantization_refusal(op, ins, outs)
+
+        activation = _INPUT_QUANTIZATION_KEPT.get(op)
+        device.kernels[op] = Kernel(validate, kernel.run if activation is None else _clamp_stored(activation, kernel.run))
     return device

@@ -30,7 +30,8 @@ class Kernel:
 KERNELS: dict[OperationType, Kernel] = {
     OperationType.ADD: Kernel(elementwise.binary_types(elementwise.ARITHMETIC_TYPES), elementwise.add),
     OperationType.SUB: Kernel(elementwise.binary_types(elementwise.ARITHMETIC_TYPES), elementwise.sub),
-    OperationType.MUL: Kernel(elementwise.binary_types(elementwise.ARITHMETIC_TYPES), elementwise.mul),
+    OperationType.MUL: Kernel(elementwise.binary_types(elementwise.ARITHMETIC_TYPES, output_scale_above_product=True),
+                              elementwise.mul),
     OperationType.DIV: Kernel(elementwise.binary_types(elementwise.DIV_TYPES), elementwise.div),
     OperationType.RELU: Kernel(elementwise.validate_relu, elementwise.clamp(FusedActivation.RELU, "RELU")),
     OperationType.RELU1: Kernel(elementwise.validate_relu, elementwise.clamp(FusedActivation.RELU1, "RELU1")),

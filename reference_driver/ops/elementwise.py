@@ -24,7 +24,17 @@ def _broadcast_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | No
         return None
 
 
-def binary_types(types: frozenset[OperandType]):
+def _output_scale_above_product(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | None:
+    """NNAPI MUL (NeuralNetworks.h, HAL 1.3): a quantized output needs output_scale > input1_scale * input2_scale."""
+    out, product = outs[0], ins[0].scale * ins[1].scale
+    if is_quantized_type(out.type) and not out.scale > product:
+        return Refusal(f"output scale {out.scale} is not above the input scales' product {product} (NNAPI)", 0, True)
+    return None
+
+
+def binary_types(types: frozenset[OperandType], *, output_scale_above_product: bool = False):
+    """The operand rules of ADD, SUB, MUL and DIV (``output_scale_above_product``: MUL's own)."""
+
     def validate(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | None:
         if len(ins) != 3 or len(outs) != 1:
             return Refusal(f"{len(ins)} inputs and {len(outs)} outputs (NNAPI: 3 inputs, 1 output)")
@@ -38,6 +48,7 @@ def binary_types(types: frozenset[OperandType]):
             rank_at_most(ins[:2]), rank_at_most(outs, output=True),
             Refusal(f"shape {b.dimensions} does not broadcast with {a.dimensions}", 1)
             if known and _broadcast_shape(a.dimensions, b.dimensions) is None else None,
+            _output_scale_above_product(ins, outs) if output_scale_above_product else None,
         ))
 
     return validate
@@ -80,6 +91,9 @@ def validate_relu(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | 
         type_in(ins, 0, FLOAT_TENSORS | QUANT_TENSORS, "input"),
         None if outs[0].type == ins[0].type else Refusal(f"type {outs[0].type.name} differs from the input's", 0, True),
         rank_at_most(ins), rank_at_most(outs, output=True),
+        # NeuralNetworks.h (HAL 1.3): a quantized output has the input's scale and zeroPoint
+        None if (outs[0].scale, outs[0].zero_point) == (ins[0].scale, ins[0].zero_point)
+        else Refusal("scale and zeroPoint differ from the input's (NNAPI: the same)", 0, True),
     ))
 
 

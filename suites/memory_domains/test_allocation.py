@@ -94,7 +94,7 @@ def _mistakes(flavor: Flavor, other_type: OperandType | None = OperandType.TENSO
         cases["type conflict"] = ("DOM-ALLOC-2", [same, binary_model(other_type, (2, 2), other_quant)], [0, 1], (),
                                   [BufferRole(0, 0), BufferRole(1, 0)], [])
     if quantized:
-        cases["scale conflict"] = ("DOM-ALLOC-2", [same, binary_model(type, (2, 2), (quant[0] * 2, quant[1]))], [0, 1], (),
+        cases["scale conflict"] = ("DOM-ALLOC-2", [same, binary_model(type, (2, 2), (quant[0] / 2, quant[1]))], [0, 1], (),
                                    [BufferRole(0, 0), BufferRole(1, 0)], [])
         cases["zero point conflict"] = ("DOM-ALLOC-2", [same, binary_model(type, (2, 2), (quant[0], (quant[1] + 1) % 100))],
                                         [0, 1], (), [BufferRole(0, 0), BufferRole(1, 0)], [])

@@ -149,6 +149,33 @@ def test_nnapi_limits_refused_as_nnapi_does() -> None:
     assert run(OperationType.CONCATENATION, [(F32, rank4), (F32, rank4)], [3], F32).shape == (1, 1, 1, 4)
 
 
+@pytest.mark.parametrize("op", [OperationType.RELU, OperationType.RELU1, OperationType.RELU6])
+def test_quantized_relu_keeps_its_input_quantization(op) -> None:
+    """CHOICE-8: NeuralNetworks.h gives a quantized RELU, RELU1 or RELU6 output its input's scale
+    and zeroPoint; a model that does not is refused at preparation."""
+    from harness.api.hal import DriverError, ErrorStatus
+
+    q = np.uint8([0, 100, 128, 255])
+    for out_scale, out_zp in ((0.25, 128), (0.5, 127)):
+        with pytest.raises(DriverError) as refused:
+            run(op, [(QU8, q)], [], QU8, out_scale=out_scale, out_zp=out_zp, quant=[(0.5, 128)])
+        assert refused.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert run(op, [(QU8, q)], [], QU8, out_scale=0.5, out_zp=128, quant=[(0.5, 128)]).shape == (4,)
+
+
+def test_quantized_mul_output_scale_above_the_product() -> None:
+    """CHOICE-8: NeuralNetworks.h requires output_scale > input1_scale * input2_scale of a quantized MUL."""
+    from harness.api.hal import DriverError, ErrorStatus
+
+    a = np.uint8([1, 2, 3])
+    for out_scale in (0.25, 0.125):  # equal to the product 0.5 * 0.5, and below it
+        with pytest.raises(DriverError) as refused:
+            run(OperationType.MUL, [(QU8, a), (QU8, a)], [0], QU8, out_scale=out_scale, quant=[(0.5, 0), (0.5, 0)])
+        assert refused.value.status == ErrorStatus.INVALID_ARGUMENT
+    got = run(OperationType.MUL, [(QU8, a), (QU8, a)], [0], QU8, out_scale=0.5, quant=[(0.5, 0), (0.5, 0)])
+    assert got.tolist() == requant((a.astype(np.float64) * 0.5) ** 2, 0.5, 0, 0, 255).astype(int).tolist()
+
+
 def test_concatenation_along_each_axis() -> None:
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.arange(100, 106, dtype=np.float32).reshape(2, 3)
