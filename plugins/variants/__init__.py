@@ -26,6 +26,7 @@ VARIANTS = {
     "threaded-slow": (drivers.threaded_slow, "CHOICE-6"),
     "float32-fma-reordered": (drivers.float32_fma_reordered, "CHOICE-7"),
     "float16-in-float16": (drivers.float16_in_float16, "CHOICE-7"),
+    "quantized-in-float32": (drivers.quantized_in_float32, "CHOICE-7"),
     "nnapi-quantization-rules": (drivers.nnapi_quantization_rules, "CHOICE-8"),
 }
 

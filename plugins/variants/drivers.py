@@ -412,6 +412,30 @@ def _float16_elementwise(ufunc, kernel: Kernel) -> Kernel:
     return Kernel(kernel.validate, run)
 
 
+def _quantized_in_float32(ufunc, kernel: Kernel) -> Kernel:
+    def run(values, ins, out_op, out):
+        checked = kernel.run(values, ins, out_op, None)  # the reference's shape and activation errors
+        if not is_quantized_type(out_op.type):
+            return checked
+        one = np.float32
+        a, b = ((np.asarray(v, one) - one(o.zero_point)) * one(o.scale) for v, o in zip(values[:2], ins[:2]))
+        with np.errstate(all="ignore"):
+            scaled = activate(ufunc(a, b), scalar(values[2])) / one(out_op.scale)
+        stored = np.sign(scaled) * np.floor(np.abs(scaled) + one(0.5)) + one(out_op.zero_point)
+        limits = np.iinfo(checked.dtype)
+        return np.clip(stored, limits.min, limits.max).astype(checked.dtype)
+    return Kernel(kernel.validate, run)
+
+
+def quantized_in_float32() -> ReferenceDevice:
+    """CHOICE-7: quantized ADD, SUB and MUL dequantized, computed, activated and requantized in
+    float32 (the reference works in float64): results one step off near a rounding tie, unbiased."""
+    device = ReferenceDevice()
+    for op, ufunc in ((OperationType.ADD, np.add), (OperationType.SUB, np.subtract), (OperationType.MUL, np.multiply)):
+        device.kernels[op] = _quantized_in_float32(ufunc, KERNELS[op])
+    return device
+
+
 def float16_in_float16() -> ReferenceDevice:
     """CHOICE-7: FLOAT16 arithmetic in float16: element-wise operations rounded to float16, and
     FULLY_CONNECTED and CONV_2D accumulating in float16 (float32 stays as the reference does it)."""
