@@ -37,7 +37,6 @@ def _usable(allowed: frozenset[OperandType], supported: frozenset[OperandType]) 
 # Strategies below are cached by their (hashable) arguments: models draw them many times per
 # example, and hypothesis validates each new strategy object before its first draw.
 @functools.lru_cache(maxsize=64, typed=True)
-@functools.lru_cache(maxsize=64)
 def quantization(operand_type: OperandType, *, scale_below: float = float("inf")) -> st.SearchStrategy[tuple[float, int]]:
     """(scale, zeroPoint): (0, 0) for non-quantized types; ``scale_below`` bounds the scale (a MUL
     whose inputs and output share one scale s needs s > s * s, NNAPI's output_scale rule)."""

@@ -464,7 +464,8 @@ _INPUT_QUANTIZATION_KEPT = {OperationType.RELU: FusedActivation.RELU, OperationT
 
 
 def _nnapi_quantization_refusal(op: OperationType, ins, outs) -> Refusal | None:
-    """What NeuralNetworks.h forbids of a quantized output that the reference need not check itself."""
+    """What NeuralNetworks.h forbids of a quantized output, read from the header here rather than
+    borrowed from the reference's checks: the variant stays a second reading of NNAPI's rules."""
     if not outs or not is_quantized_type(outs[0].type):
         return None
     out = outs[0]

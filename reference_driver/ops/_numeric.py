@@ -68,6 +68,13 @@ def rank_at_most(operands: Sequence[Operand], limit: int = MAX_RANK, *, output: 
     return None
 
 
+def quantization_kept(source: Operand, output: Operand) -> Refusal | None:
+    """NeuralNetworks.h (HAL 1.3): an output (RESHAPE's, the RELUs') with its input's scale and zeroPoint."""
+    if (output.scale, output.zero_point) == (source.scale, source.zero_point):
+        return None
+    return Refusal("scale and zeroPoint differ from the input's (NNAPI: the same)", 0, True)
+
+
 def check_rank(arrays: Sequence[np.ndarray], operation: str, limit: int = MAX_RANK) -> None:
     for array in arrays:
         if np.ndim(array) > limit:

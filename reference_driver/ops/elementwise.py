@@ -9,7 +9,7 @@ import numpy as np
 from harness.api.hal import FusedActivation, Operand, OperandType, is_quantized_type, numpy_dtype
 
 from ._numeric import (FLOAT_TENSORS, QUANT_TENSORS, KernelError, Refusal, activate, activation_code, check_rank, first,
-                       from_real, rank_at_most, to_real, type_in)
+                       from_real, quantization_kept, rank_at_most, to_real, type_in)
 
 ARITHMETIC_TYPES = FLOAT_TENSORS | QUANT_TENSORS | {OperandType.TENSOR_INT32}
 #: DIV: floating point, and TENSOR_INT32 since HAL 1.3 (no quantized division in NNAPI).
@@ -91,9 +91,7 @@ def validate_relu(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | 
         type_in(ins, 0, FLOAT_TENSORS | QUANT_TENSORS, "input"),
         None if outs[0].type == ins[0].type else Refusal(f"type {outs[0].type.name} differs from the input's", 0, True),
         rank_at_most(ins), rank_at_most(outs, output=True),
-        # NeuralNetworks.h (HAL 1.3): a quantized output has the input's scale and zeroPoint
-        None if (outs[0].scale, outs[0].zero_point) == (ins[0].scale, ins[0].zero_point)
-        else Refusal("scale and zeroPoint differ from the input's (NNAPI: the same)", 0, True),
+        quantization_kept(ins[0], outs[0]),
     ))
 
 

@@ -9,7 +9,8 @@ import numpy as np
 
 from harness.api.hal import Operand, OperandType, is_quantized_type, is_scalar_type
 
-from ._numeric import MAX_RANK, KernelError, Refusal, check_rank, first, from_real, rank_at_most, scalar, to_real
+from ._numeric import (MAX_RANK, KernelError, Refusal, check_rank, first, from_real, quantization_kept, rank_at_most, scalar,
+                       to_real)
 
 #: NNAPI (NeuralNetworks.h, ANEURALNETWORKS_CONCATENATION): "Supported tensor rank: up to 4" (CHOICE-8).
 MAX_CONCATENATION_RANK = MAX_RANK
@@ -26,8 +27,7 @@ def validate_reshape(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal
         None if shape.type == OperandType.TENSOR_INT32 else Refusal(f"shape of type {shape.type.name} (NNAPI: TENSOR_INT32)", 1),
         None if len(shape.dimensions) in (0, 1) else Refusal(f"shape of rank {len(shape.dimensions)} (NNAPI: a 1-D tensor)", 1),
         rank_at_most(ins[:1]), rank_at_most(outs, output=True),
-        None if (out.scale, out.zero_point) == (data.scale, data.zero_point)
-        else Refusal("scale and zeroPoint differ from the input's (NNAPI: the same)", 0, True),
+        quantization_kept(data, out),
     ))
 
 
