@@ -299,6 +299,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     if config.getoption("harness_record"):  # after the checks: a refused run leaves no records file behind
         from harness.integration.recording import Recorder
+        from harness.report.reproducer import DriverSetup
 
         config.pluginmanager.register(
             Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
@@ -306,7 +307,7 @@ def pytest_configure(config: pytest.Config) -> None:
                      service=lambda: state.service,
                      progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None,
                      replaying=_replaying_on_a_fresh_driver(state), example_options=_example_options(config, state),
-                     isolation=state.isolation),
+                     setup=DriverSetup(state.isolation, state.timeout, state.memory_limit_mib)),
             "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:
         from harness.integration.rounds import Rounds

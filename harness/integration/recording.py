@@ -34,7 +34,7 @@ from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
 from harness.report.attribution import failed_requirements, fault_of, raised_by_hypothesis
 from harness.report.files import write_atomically
-from harness.report.reproducer import earlier_test
+from harness.report.reproducer import DriverSetup, earlier_test
 
 #: The expectations-file entry that applies to a test (set at collection): its skip or xfail is a waiver.
 EXPECTATION = pytest.StashKey[Expectation]()
@@ -72,9 +72,9 @@ RERUN_RUNS = 2
 class Recorder:
     def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "",
                  service=None, progress: bool = False, replaying=None, example_options: Sequence[str] = (),
-                 isolation: str = "process") -> None:
+                 setup: DriverSetup = DriverSetup()) -> None:
         self.driver = driver
-        self.isolation = isolation  # the run's --driver-isolation, which its reproducers run the driver with
+        self.setup = setup  # how the run has the driver (isolation, deadline, memory), and so its reproducers
         # What a rerun of a generative test needs to come to its failing example again (the run's
         # profile and seed, or its database replayed; a fuzzing round's own seed and example count):
         # the script of a failure with nothing to print.
@@ -284,7 +284,7 @@ class Recorder:
         if found is None:
             script = self._rerun_script(item, _verdict_of(error) if error is not None else None, checked=checked)
         elif getattr(found, "golden", None):
-            script = golden_script(found.golden, self.driver, found.requirement, str(found), self.isolation)
+            script = golden_script(found.golden, self.driver, found.requirement, str(found), self.setup)
         else:
             script = self._printed_script(found, checked=checked)
         write_atomically(path, script)
@@ -317,7 +317,7 @@ class Recorder:
         from harness.report.reproducer import rerun_script
 
         return rerun_script(self.canonical_id(item), self.driver, getattr(verdict, "requirement", "") or "",
-                            str(verdict or ""), self.isolation, self.example_options if is_generative(item) else (),
+                            str(verdict or ""), self.setup, self.example_options if is_generative(item) else (),
                             earlier, replayed, checked)
 
     def _check_replay(self, item: pytest.Item, path: str, verdict: ConformanceError, record: dict) -> None:
@@ -373,9 +373,9 @@ class Recorder:
 
         if getattr(verdict, "steps", None):
             steps = steps or verdict.steps
-            return call_sequence_script(steps, self.driver, verdict.requirement, str(verdict), isolation=self.isolation,
+            return call_sequence_script(steps, self.driver, verdict.requirement, str(verdict), setup=self.setup,
                                         with_earlier_calls=steps is not verdict.steps, **ending)
-        return reproducer_script(verdict.scenario, self.driver, verdict.requirement, str(verdict), self.isolation, **ending)
+        return reproducer_script(verdict.scenario, self.driver, verdict.requirement, str(verdict), self.setup, **ending)
 
     def _rerun_tried(self, item: pytest.Item) -> bool:
         """Whether the test was run again in this session (not past the budget, and a suite's test)."""

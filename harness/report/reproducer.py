@@ -3,7 +3,8 @@
 Scenarios and lockstep steps are plain data, so this is a printer, not a second code
 path: the script rebuilds the same `Scenario` (or call sequence) with the public API and
 runs it through the same oracle (or `lockstep.replay`), on the driver in its own service process
-as the run had it (`driver_under_test`): a crash or hang shows as a failure the script reports.
+as the run had it (`DriverSetup`, `driver_under_test`): a crash or hang shows as a failure the
+script reports.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import enum
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import cast
 
 from harness.api.hal import Device
@@ -62,27 +64,54 @@ def _unpack(text):
 
 
 DRIVER = {driver!r}
-# "process": the driver in its own service process, as the run had it (a crash or a hang is reported
-# as SVC-1 or SVC-2); "inline": in this process, for a debugger (a crash or hang then takes this script).
-ISOLATION = {isolation!r}
+{setup}
 '''
 
+#: How a script says how it has the driver (`DriverSetup`): as the run had it.
+_SETUP = '''# "process": the driver in its own service process, as the run had it (a crash or a hang is reported
+# as SVC-1 or SVC-2), each call cut off as a hang after TIMEOUT_S seconds, its address space limited to
+# MEMORY_LIMIT_MIB (0: no limit); "inline": in this process, for a debugger (a crash or hang then takes
+# this script).
+ISOLATION = {isolation!r}
+TIMEOUT_S = {timeout_s!r}
+MEMORY_LIMIT_MIB = {memory_limit_mib!r}'''
 
-def _header(driver: str, requirement: str, message: str, imports: str, isolation: str) -> str:
+
+@dataclass(frozen=True)
+class DriverSetup:
+    """How a run had its driver, and so how its reproducers have it: in a service process of its own
+    or in the script's (``isolation`` "inline"), each call's deadline (``timeout_s``) and the
+    service's address-space limit (``memory_limit_mib``, 0: none).  A script with other limits than
+    its run's would replay something else: a call the run cut off as a hang at 2 s may return
+    within a 10 s deadline, and the script would read as a fix."""
+
+    isolation: str = "process"
+    timeout_s: float = 10.0
+    memory_limit_mib: int = 0
+
+    def lines(self) -> str:
+        """The script's lines that set it."""
+        return _SETUP.format(isolation=self.isolation, timeout_s=float(self.timeout_s), memory_limit_mib=self.memory_limit_mib)
+
+
+def _header(driver: str, requirement: str, message: str, imports: str, setup: DriverSetup) -> str:
     summary = "\n".join(f"# {line}" for line in message.splitlines()[:12])
-    return _HEADER.format(requirement=requirement, driver=driver, summary=summary, imports=imports, isolation=isolation)
+    return _HEADER.format(requirement=requirement, driver=driver, summary=summary, imports=imports, setup=setup.lines())
 
 
 @contextmanager
-def driver_under_test(driver: str, isolation: str = "process") -> Iterator[Device]:
+def driver_under_test(driver: str, isolation: str = "process", timeout_s: float = 10.0,
+                      memory_limit_mib: int = 0) -> Iterator[Device]:
     """What a reproducer script runs its calls on: the driver named ``driver`` in its own service
-    process (``isolation`` "process", stopped on exit), or created in this process ("inline")."""
+    process (``isolation`` "process", stopped on exit; each call's deadline ``timeout_s``, its
+    address space limited to ``memory_limit_mib``, 0: no limit), or created in this process
+    ("inline").  The defaults are those of scripts written before they carried their run's limits."""
     if isolation == "inline":
         yield load_registry().resolve(driver).create()
         return
     from harness.service import DriverService
 
-    service = DriverService(driver)
+    service = DriverService(driver, timeout=timeout_s, memory_limit=memory_limit_mib * 1024 * 1024)
     try:
         yield cast(Device, service.device)  # a proxy presenting the Driver API
     finally:
@@ -113,18 +142,18 @@ def _ending(what: str, replayed: bool, rerun_tried: bool = True, checked: bool =
     raise SystemExit(3)'''
 
 
-def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "", isolation: str = "process",
-                      replayed: bool = True, rerun_tried: bool = True, checked: bool = True) -> str:
+def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "",
+                      setup: DriverSetup = DriverSetup(), replayed: bool = True, rerun_tried: bool = True, checked: bool = True) -> str:
     """A script that fails, with ``requirement`` named, while ``driver`` still has the bug.
     ``replayed`` False: the scenario passed on a fresh driver when it was written, and so did a
     rerun of its test when one was tried (``rerun_tried``; the failure needed calls made before it);
     the script then never reads a pass as a fix, and exits 3."""
     passed = _ending("scenario", replayed, rerun_tried, checked)
     return _header(driver, requirement, message, "from harness.judging.oracle import assert_conforms, run_scenario\n",
-                   isolation) + f'''SCENARIO = {_literal(scenario)}
+                   setup) + f'''SCENARIO = {_literal(scenario)}
 
 if __name__ == "__main__":
-    with driver_under_test(DRIVER, ISOLATION) as driver:
+    with driver_under_test(DRIVER, ISOLATION, TIMEOUT_S, MEMORY_LIMIT_MIB) as driver:
         expected = run_scenario(ReferenceDevice(), SCENARIO)
         actual = run_scenario(driver, SCENARIO)
         assert_conforms({requirement!r}, SCENARIO, expected, actual)
@@ -153,7 +182,7 @@ def check_note(record: dict) -> str:
 
 
 def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, message: str = "",
-                         replayed: bool = True, with_earlier_calls: bool = False, isolation: str = "process",
+                         replayed: bool = True, with_earlier_calls: bool = False, setup: DriverSetup = DriverSetup(),
                          rerun_tried: bool = True, checked: bool = True) -> str:
     """A script that replays a lockstep call sequence and fails the same way while the bug is there.
     ``replayed`` False: the sequence did not fail on a fresh driver when it was written, nor did a
@@ -171,28 +200,28 @@ def call_sequence_script(steps: Sequence[Step], driver: str, requirement: str, m
         listed = ("    # A sequence that starts with an alone step is a test's calls on the driver alone: they are made\n"
                   "    # on both drivers for the state they leave, and not judged.\n" + listed)
     passed = _ending("call sequence", replayed, rerun_tried, checked)
-    return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n", isolation) + f'''STEPS = [
+    return _header(driver, requirement, message, "from harness.judging.lockstep import Step, replay\n", setup) + f'''STEPS = [
 {listed}]
 
 if __name__ == "__main__":
-    with driver_under_test(DRIVER, ISOLATION) as driver:
+    with driver_under_test(DRIVER, ISOLATION, TIMEOUT_S, MEMORY_LIMIT_MIB) as driver:
         replay(STEPS, driver, ReferenceDevice()).close()
 {passed}
 '''
 
 
-def golden_script(golden: dict, driver: str, requirement: str, message: str = "", isolation: str = "process") -> str:
+def golden_script(golden: dict, driver: str, requirement: str, message: str = "", setup: DriverSetup = DriverSetup()) -> str:
     """A script that runs one golden example (spec file, example, test kind) on ``driver`` again."""
-    return _header(driver, requirement, message, "from harness.cts.reproduce import check_one\n", isolation) + f'''GOLDEN = {golden!r}
+    return _header(driver, requirement, message, "from harness.cts.reproduce import check_one\n", setup) + f'''GOLDEN = {golden!r}
 
 if __name__ == "__main__":
-    with driver_under_test(DRIVER, ISOLATION) as driver:
+    with driver_under_test(DRIVER, ISOLATION, TIMEOUT_S, MEMORY_LIMIT_MIB) as driver:
         check_one(driver, **GOLDEN)
     print("the driver now passes this golden example")
 '''
 
 
-def rerun_script(test_id: str, driver: str, requirement: str, message: str = "", isolation: str = "process",
+def rerun_script(test_id: str, driver: str, requirement: str, message: str = "", setup: DriverSetup = DriverSetup(),
                  example_options: Sequence[str] = (), earlier: Sequence[str] = (), replayed: bool = True,
                  checked: bool = True) -> str:
     """A script that runs one test (``suites/area/test_x.py::test_name[param]``) on ``driver`` again,
@@ -238,7 +267,7 @@ DRIVER = {driver!r}
 TEST_ID = {test_id!r}
 MODULE = {module!r}
 TEST = {name!r}
-ISOLATION = {isolation!r}
+{setup.lines()}
 EXAMPLES = {list(example_options)!r}
 # Run first, in this order, on the same driver process: a module (or a file) and a test in it.
 EARLIER = {list(earlier)!r}
@@ -277,7 +306,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as scratch:
         record = os.path.join(scratch, "record.jsonl")
         code = pytest.main([*own_pytest_options(), *nodes, f"--driver={{DRIVER}}", f"--driver-isolation={{ISOLATION}}",
-                            *EXAMPLES, f"--harness-record={{record}}", "-q", "-rs", "-p", "no:randomly"],
+                            f"--driver-timeout={{TIMEOUT_S}}", f"--driver-memory-limit={{MEMORY_LIMIT_MIB}}", *EXAMPLES, f"--harness-record={{record}}", "-q", "-rs", "-p", "no:randomly"],
                            plugins=[Outcome()])
         examples = 0
         if os.path.exists(record):  # not when pytest stopped before the run (a usage error)

@@ -4,6 +4,7 @@ same way; a fixed test's failure is a script that runs that test again."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -297,3 +298,23 @@ def test_a_hangs_script_replays_the_call_that_hung_not_the_one_the_breaker_refus
     assert failure["rule"] == "SVC-2" and failure["by_breaker"], failure["message"]
     assert failure["replays"] is True  # checked: the scenario hung on a fresh driver
     _fails_on_its_mutant_and_conforms_on_the_reference(tmp_path, script, mutant, "SVC-2")
+
+
+def test_a_script_cuts_calls_off_at_its_runs_deadline(tmp_path: Path) -> None:
+    """A correct driver whose every execution takes 1.5 s, run with a 0.5 s deadline: the run reports
+    a hang (SVC-2), and so must its script, which has the driver with the run's deadline.  Before,
+    a script had the service's default 10 s: the call returned, the results conformed, and the
+    script called the hang fixed."""
+    driver = f"{Path(__file__).parents[1] / 'reliability' / 'drills.py'}:slow_but_correct"
+    environment = {**os.environ, "DRILL_SLOW_S": "1.5"}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "harness.suites.memory_pools.test_handles",
+         "-k", "test_region_out_of_range", f"--driver={driver}", "--harness-profile=ci", "--driver-timeout=0.5",
+         f"--harness-record={tmp_path / 'records.jsonl'}", f"--harness-reproducers={tmp_path / 'reproducers'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=environment)
+    assert run.returncode == 1, run.stdout + run.stderr
+    [failure] = [r for r in map(json.loads, (tmp_path / "records.jsonl").read_text().splitlines()) if r.get("outcome") == "failed"]
+    assert failure["rule"] == "SVC-2" and "SCENARIO = Scenario(" in Path(failure["reproducer"]).read_text()
+    replayed = subprocess.run([sys.executable, failure["reproducer"]], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env=environment)
+    assert replayed.returncode == 1 and "[SVC-2]" in replayed.stderr, replayed.stdout[-3000:] + replayed.stderr[-3000:]

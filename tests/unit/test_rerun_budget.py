@@ -5,6 +5,7 @@ round after round), and within a budget per session, past which no test is run a
 
 from __future__ import annotations
 
+import runpy
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,6 +14,7 @@ import pytest
 
 from harness.api.errors import ConformanceError, DriverCrash, DriverHang
 from harness.integration import recording
+from harness.report.reproducer import DriverSetup
 
 
 class _FixedTest:
@@ -254,3 +256,22 @@ def test_a_hangs_scenario_is_checked_once_within_the_budget(tmp_path: Path, monk
     record = {}
     recorder._check_replay(_FixedTest(), str(script), DriverHang("[SVC-2] another", scenario=object()), record)
     assert record == {} and script.read_text() == "written unchecked" and len(checks) == 1
+
+
+def test_a_rerun_script_has_the_driver_as_its_run_had_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test run again by its script has its driver with the run's isolation, deadline and memory
+    limit: a call the run cut off as a hang at 0.5 s is cut off there again, not at the default 10 s
+    (the printed scripts' side: tests/acceptance/test_reproducers.py)."""
+    scripts = tmp_path / "reproducers"
+    scripts.mkdir()
+    recorder = recording.Recorder(str(tmp_path / "records.jsonl"), "",
+                                  lambda item: "suites/memory_pools/test_constants.py::test_a_prepared_model_runs_again_and_again",
+                                  "mutant-x", str(scripts), service=lambda: None, setup=DriverSetup("process", 0.5, 64))
+    path, _, rerun = recorder._write_reproducer(_FixedTest(), DriverHang("[SVC-2] did not return within 0.5 s", requirement="SVC-2"))
+    assert rerun
+    arguments: list[list[str]] = []
+    monkeypatch.setattr(pytest, "main", lambda args, plugins=(): arguments.append(list(args)) or pytest.ExitCode.TESTS_FAILED)
+    with pytest.raises(SystemExit):
+        runpy.run_path(path, run_name="__main__")
+    [given] = arguments
+    assert {"--driver=mutant-x", "--driver-isolation=process", "--driver-timeout=0.5", "--driver-memory-limit=64"} <= set(given), given
