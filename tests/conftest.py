@@ -18,12 +18,31 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "score); started before every other test")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # The test command runs on two workers (-n 2 --dist worksteal).  The score's runs take minutes
-    # each; started first, one worker spends them while the other takes everything else, instead
-    # of both workers ending the run on them with the rest long done (measured: 990 s in collection
-    # order against 1036 s on one worker).
-    items.sort(key=lambda item: item.get_closest_marker("long_running") is None)
+def _share_starts(count: int, workers: int) -> list[int]:
+    """Where each worker's first share of ``count`` tests starts: pytest-xdist's worksteal hands the
+    idle workers consecutive, even shares of the collection (3.8's ``check_schedule``)."""
+    starts, offset = [], 0
+    for remaining in range(workers, 0, -1):
+        starts.append(offset)
+        offset += (count - offset) // remaining
+    return starts
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The score's two tests (long_running) take minutes each.  Each heads a worker's share of the
+    # collection, so that they start at once on two workers while the others take everything else.
+    # First in collection order (as before session 43), both fell in the first worker's share, and
+    # as a worker is robbed from the end of its queue, that worker ran them one after the other:
+    # 458 s and 278 s, most of a 782 s run.
+    long_running = [item for item in items if item.get_closest_marker("long_running") is not None]
+    rest = [item for item in items if item.get_closest_marker("long_running") is None]
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    starts = _share_starts(len(items), workers)[1:len(long_running)]
+    ahead = long_running[:len(long_running) - len(starts)]  # the first share's, and any without a share of their own
+    ordered = [*ahead, *rest]
+    for start, item in zip(starts, long_running[len(ahead):]):
+        ordered.insert(start, item)
+    items[:] = ordered
 
 
 @pytest.fixture(scope="session")
