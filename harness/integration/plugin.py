@@ -408,7 +408,8 @@ def session_info(state: HarnessState) -> dict:
     return {
         "driver": state.driver_name, "device_name": device.name, "device_version": device.version,
         "plugin": spec.plugin, "description": spec.description, "profile": state.profile, "seed": state.seed,
-        "isolation": state.isolation, "driver_timeout_s": state.timeout, "harness_version": harness.__version__,
+        "isolation": state.isolation, "driver_timeout_s": state.timeout, "driver_memory_limit_mib": state.memory_limit_mib,
+        "harness_version": harness.__version__,
         "capabilities": {"memory_kinds": sorted(caps.memory_kinds), "memory_domains": caps.memory_domains,
                          "operations": sorted(op.name for op in caps.operations),
                          "operand_types": sorted(t.name for t in caps.operand_types)},

@@ -140,6 +140,15 @@ def _as_covering(test: dict, requirement: str) -> dict:
     return entry
 
 
+def _limits(session: dict) -> dict:
+    """What the verdict held under: each call's deadline and the service's address-space limit in
+    MiB (0: none), or None for both when the driver ran in the harness's process, which has neither.
+    A driver that passes only with a long deadline is certified with that deadline, and says so."""
+    process = session.get("isolation") == "process"
+    return {"driver_timeout_s": session.get("driver_timeout_s") if process else None,
+            "driver_memory_limit_mib": session.get("driver_memory_limit_mib") if process else None}
+
+
 def build(records: Iterable[dict], session: dict, started: str, ended: str, complete: bool,
           duration_s: float | None = None, requirements: Iterable[str] | None = None) -> dict:
     """The certificate of a run; ``requirements`` limits its table (``harness cts``: OPS-1..3 only)."""
@@ -166,8 +175,8 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
         "fixes": sorted({fix for entry in table.values() for fix in entry["fixes"]}),
         "interrupted": not complete,
         "harness": {"version": session.get("harness_version", ""), "git_commit": _git_commit()},
-        "driver": {k: session.get(k) for k in ("driver", "device_name", "device_version", "plugin", "description",
-                                               "capabilities", "isolation")},
+        "driver": {**{k: session.get(k) for k in ("driver", "device_name", "device_version", "plugin", "description",
+                                                  "capabilities", "isolation")}, **_limits(session)},
         "run": {"profile": session.get("profile"), "seed": session.get("seed"), "started": started, "ended": ended,
                 "duration_s": duration_s, "tests": len(tests), "failed": sum(t["outcome"] == "failed" for t in tests),
                 "service": service},

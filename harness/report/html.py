@@ -74,6 +74,15 @@ def _why(entry: dict) -> str:
     return ""
 
 
+def _isolation(driver: dict) -> str:
+    """How the driver ran: in its own service process with its limits, or in the harness's."""
+    if driver.get("isolation") != "process":
+        return "in the harness's process (inline): no call deadline, no memory limit"
+    limit = driver.get("driver_memory_limit_mib")
+    memory = "no memory limit" if not limit else f"{limit} MiB of address space"
+    return f"in its own service process: each call cut off after {driver.get('driver_timeout_s')} s, {memory}"
+
+
 def _duration(run: dict) -> str:
     seconds = run.get("duration_s")
     if seconds is None:
@@ -121,7 +130,8 @@ def render(certificate: dict) -> str:
 <p class="counts">{counts}<span>run time: {_e(_duration(run))}</span></p>
 {to_complete}
 <table>
-<tr><th>driver</th><td>{_e(driver.get('device_name'))} {_e(driver.get('device_version'))} ({_e(driver.get('description'))})</td></tr>
+<tr><th>driver</th><td>{_e(driver.get('device_name'))} {_e(driver.get('device_version'))} ({_e(driver.get('description'))}),
+ {_e(_isolation(driver))}</td></tr>
 <tr><th>harness</th><td>{_e(certificate['harness']['version'])} at {_e(certificate['harness']['git_commit'])}</td></tr>
 <tr><th>run</th><td>profile {_e(run['profile'])}, seed {_e(run['seed'])}, {_e(run['tests'])} tests, {_e(run['failed'])} failed,
  {_e(run['started'])} to {_e(run['ended'])}</td></tr>

@@ -66,6 +66,8 @@ def test_reference_passes_with_every_requirement_run(tmp_path: Path) -> None:
     parser = _Rows()
     parser.feed((out / "report.html").read_text())
     assert all(requirement in parser.cells for requirement in REQUIREMENTS)
+    limits = document["driver"]["driver_timeout_s"], document["driver"]["driver_memory_limit_mib"]
+    assert any(f"cut off after {limits[0]} s, {limits[1]} MiB" in cell for cell in parser.cells), limits
     for name in ("certificate.json", "report.html", "junit.xml"):
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o644, name
 
@@ -244,7 +246,8 @@ def test_a_fault_of_the_harness_is_no_verdict_and_makes_the_certificate_incomple
     # verdict, so what it covers did not run.  Inline too, where the driver shares the harness's stack.
     (tmp_path / "harness_bug.py").write_text(HARNESS_BUG)
     done = certify(tmp_path, "--driver", "reference", "--out", "out", "--", "--harness-profile=ci", "-p", "harness_bug",
-                   f"--driver-isolation={isolation}", "-k", "test_generated_scenarios or test_token_uses")
+                   f"--driver-isolation={isolation}", "--driver-timeout=7", "--driver-memory-limit=4096",
+                   "-k", "test_generated_scenarios or test_token_uses")
     assert done.returncode == 1, done.stderr + done.stdout
     document = json.loads((tmp_path / "out" / "certificate.json").read_text())
     assert document["verdict"] == "INCOMPLETE"
@@ -257,6 +260,9 @@ def test_a_fault_of_the_harness_is_no_verdict_and_makes_the_certificate_incomple
     assert document["requirements"]["DOM-ROLE-1"]["status"] == "pass"  # test_token_uses ran and judged
     assert "driver-harness" in done.stderr  # the fix names whose fault it is
     assert document["driver"]["isolation"] == isolation
+    # what the verdict held under: the run's limits, which an inline driver does not run under
+    limits = (7.0, 4096) if isolation == "process" else (None, None)
+    assert (document["driver"]["driver_timeout_s"], document["driver"]["driver_memory_limit_mib"]) == limits, document["driver"]
 
 
 RAISES_IN_EXECUTE = textwrap.dedent(
