@@ -143,7 +143,8 @@ def _ending(what: str, replayed: bool, rerun_tried: bool = True, checked: bool =
 
 
 def reproducer_script(scenario: Scenario, driver: str, requirement: str, message: str = "",
-                      setup: DriverSetup = DriverSetup(), replayed: bool = True, rerun_tried: bool = True, checked: bool = True) -> str:
+                      setup: DriverSetup = DriverSetup(), replayed: bool = True, rerun_tried: bool = True,
+                      checked: bool = True) -> str:
     """A script that fails, with ``requirement`` named, while ``driver`` still has the bug.
     ``replayed`` False: the scenario passed on a fresh driver when it was written, and so did a
     rerun of its test when one was tried (``rerun_tried``; the failure needed calls made before it);
@@ -306,7 +307,8 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as scratch:
         record = os.path.join(scratch, "record.jsonl")
         code = pytest.main([*own_pytest_options(), *nodes, f"--driver={{DRIVER}}", f"--driver-isolation={{ISOLATION}}",
-                            f"--driver-timeout={{TIMEOUT_S}}", f"--driver-memory-limit={{MEMORY_LIMIT_MIB}}", *EXAMPLES, f"--harness-record={{record}}", "-q", "-rs", "-p", "no:randomly"],
+                            f"--driver-timeout={{TIMEOUT_S}}", f"--driver-memory-limit={{MEMORY_LIMIT_MIB}}", *EXAMPLES,
+                            f"--harness-record={{record}}", "-q", "-rs", "-p", "no:randomly"],
                            plugins=[Outcome()])
         examples = 0
         if os.path.exists(record):  # not when pytest stopped before the run (a usage error)
