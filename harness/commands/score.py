@@ -2,7 +2,8 @@
 
 - sensitivity: every seeded-bug driver (``mutant-*``) is caught by a test naming the
   requirement it breaks;
-- specificity: every correct variant driver (``variant-*``, SPEC §8) passes every test.
+- specificity: every correct variant driver (``variant-*``, SPEC §8) passes every test, with
+  none not run.
 
     harness score [--jobs N] [--only NAME ...] [--seed N] [--profiles P,..] [--seeds N,..] [--json FILE]
     python -m harness.commands.score
@@ -140,14 +141,19 @@ def reproducer_outcome(script: str, cwd: str) -> str:
 
 
 def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci") -> Score:
-    """A correct variant passes: no test fails (a failure is a false alarm of the harness)."""
+    """A correct variant passes: no test fails, and none is not run (its certificate would say
+    INCOMPLETE, not PASS); each is a false alarm of the harness.  Only a skip its declared
+    capabilities explain (not-applicable) is no alarm."""
     records = run_suites(driver, seed=seed, profile=profile)
     failed = [r for r in records if r["outcome"] == "failed"]
-    score = Score(driver, choice, caught=bool(failed) or not records, profile=profile, seed=seed)
-    if failed:
-        score.first_test, score.seconds_to_catch, score.examples = failed[0]["id"], failed[0]["elapsed"], failed[0]["examples"]
-        score.message = failed[0]["message"][:300]
-        score.failures_elsewhere = len(failed) - 1
+    not_run = [r for r in records if r["outcome"] == "skipped" and (r.get("skip") or {}).get("kind") == "not-run"]
+    score = Score(driver, choice, caught=bool(failed or not_run) or not records, profile=profile, seed=seed)
+    alarms = failed + not_run
+    if alarms:
+        first = alarms[0]
+        score.first_test, score.seconds_to_catch, score.examples = first["id"], first["elapsed"], first["examples"]
+        score.message = (first["message"] if first in failed else f"not run: {first['skip'].get('reason', '')}")[:300]
+        score.failures_elsewhere = len(alarms) - 1
     elif not records:
         score.message = "the run recorded no test"
     return score

@@ -379,6 +379,33 @@ class Lockstep:
             let_go(model)
         self._driver_models.clear()
 
+    def __enter__(self) -> Lockstep:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> None:
+        """The sequence ends however it ends (a verdict, a skip, hypothesis stopping an example that
+        ran out of choices): its buffers are released on both drivers.  Left live, they piled up in
+        the driver over a run, and a driver that refuses allocations past a memory limit (DOM-ALLOC-3)
+        then refused the next example's, so the same choices drew differently and a correct driver
+        failed.  After a fault (the service crashed or hung, and is replaced) or an interrupt only
+        the reference's are released: a call to the driver then would wait out a deadline."""
+        if error is None:
+            self.close()
+            return
+        if isinstance(error, (DriverFault, KeyboardInterrupt, SystemExit)):
+            for pair in self.buffers.values():
+                pair.reference.release()
+            self.buffers.clear()
+            self._driver_models.clear()
+            return
+        try:
+            self.close()
+        except (DriverError, ConformanceError) as failure:
+            if not isinstance(error, ConformanceError):
+                raise  # the release failed on its own: that is the test's outcome
+            # the verdict stands: a release that failed after it is told beside it
+            error.add_note(f"then, releasing the sequence's buffers: {type(failure).__name__}: {str(failure)[:300]}")
+
 
 #: A step between the call sequences of two runs on the same drivers (history the later run's verdict may need).
 NEXT_RUN = "next_run"

@@ -24,6 +24,7 @@ VARIANTS = {
     "random-reused-tokens": (drivers.random_reused_tokens, "CHOICE-6"),
     "bounded-mapping-cache": (drivers.bounded_mapping_cache, "CHOICE-6"),
     "threaded-slow": (drivers.threaded_slow, "CHOICE-6"),
+    "bounded-buffer-memory": (drivers.bounded_buffer_memory, "CHOICE-6"),
     "float32-fma-reordered": (drivers.float32_fma_reordered, "CHOICE-7"),
     "float16-in-float16": (drivers.float16_in_float16, "CHOICE-7"),
     "quantized-in-float32": (drivers.quantized_in_float32, "CHOICE-7"),

@@ -349,6 +349,32 @@ def threaded_slow() -> ReferenceDevice:
     return ReferenceDevice(prepared_model_class=Prepared, buffer_class=Buffer)
 
 
+#: What a `bounded_buffer_memory` driver holds at most: live buffers, and bytes in them.
+BUFFER_SLOTS = 8
+BUFFER_BYTES = 4096
+
+
+class _BoundedBuffers(ReferenceDevice):
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
+        others = [state for live in self.tokens.live_tokens() if live != token and (state := self.tokens.get(live))]
+        held = sum(max(state.data.nbytes, state.byte_size or 0) for state in others)
+        wanted = buffer.state.byte_size or 0  # a buffer of unknown shape takes memory when it is written
+        if len(others) >= BUFFER_SLOTS or held + wanted > BUFFER_BYTES:
+            buffer.release()
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"out of buffer memory: {len(others)} buffers live of "
+                                                           f"{BUFFER_SLOTS}, {held} bytes held and {wanted} more asked "
+                                                           f"of {BUFFER_BYTES} (DOM-ALLOC-3)")
+        return buffer, token
+
+
+def bounded_buffer_memory() -> ReferenceDevice:
+    """DOM-ALLOC-3 with CHOICE-6: at most 8 buffers live and 4 KiB in them, counted at their current
+    size (a buffer of unknown shape grows with what is written into it); an allocation past either
+    is refused with GENERAL_FAILURE."""
+    return _BoundedBuffers()
+
+
 # --------------------------------------------------------------------------- CHOICE-7
 
 

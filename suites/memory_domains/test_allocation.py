@@ -28,13 +28,12 @@ pytestmark = pytest.mark.usefixtures("memory_domains")
 @given(data=st.data())
 def test_generated_role_sets(driver, reference, capabilities, flavor, data) -> None:
     models = data.draw(role_models(capabilities), label="models")
-    step = Lockstep(driver, reference)
-    prepared = [step.prepare(model) for model in models]
-    io_counts = [(len(m.subgraph.input_indexes), len(m.subgraph.output_indexes)) for m in models]
-    desc, listed, inputs, outputs = data.draw(role_sets(len(models), io_counts), label="role set")
-    buffer = step.allocate("buffer", desc, [prepared[i] for i in listed], inputs, outputs, requirement="DOM-ALLOC-1")
-    event("allocation accepted" if buffer else "allocation rejected")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        prepared = [step.prepare(model) for model in models]
+        io_counts = [(len(m.subgraph.input_indexes), len(m.subgraph.output_indexes)) for m in models]
+        desc, listed, inputs, outputs = data.draw(role_sets(len(models), io_counts), label="role set")
+        buffer = step.allocate("buffer", desc, [prepared[i] for i in listed], inputs, outputs, requirement="DOM-ALLOC-1")
+        event("allocation accepted" if buffer else "allocation rejected")
 
 
 @pytest.mark.requirement("DOM-ALLOC-3")
@@ -119,12 +118,11 @@ def test_each_allocation_mistake(driver, reference, capabilities, flavor, mistak
         not_applicable("operand_types", "a type conflict between roles needs two declared operand types")
     cases = _mistakes(drawn, others[0] if others else None)
     requirement, models, listed, desc, inputs, outputs = cases[mistake]
-    step = Lockstep(driver, reference)
-    prepared = [step.prepare(model) for model in models]
-    if any(p is None for p in prepared):
-        not_run("the reference refused a model this case needs (a harness defect)", "report it to the harness's maintainers")
-    step.allocate("buffer", BufferDesc(desc), [prepared[i] for i in listed], inputs, outputs, requirement=requirement)
-    step.close()
+    with Lockstep(driver, reference) as step:
+        prepared = [step.prepare(model) for model in models]
+        if any(p is None for p in prepared):
+            not_run("the reference refused a model this case needs (a harness defect)", "report it to the harness's maintainers")
+        step.allocate("buffer", BufferDesc(desc), [prepared[i] for i in listed], inputs, outputs, requirement=requirement)
 
 
 @pytest.mark.requirement("DOM-ALLOC-3", "DOM-ALLOC-1")

@@ -34,30 +34,29 @@ def test_copy_sequences(driver, reference, capabilities, flavor, data) -> None:
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     type = drawn.type
     model_dims = data.draw(sampled(((2, 2), (0, 2), (3,), ())), label="model dims")
-    step = Lockstep(driver, reference)
-    prepared = step.prepare(drawn.model(model_dims))
-    desc = BufferDesc(data.draw(sampled(((), (2, 2), (3, 2), (0, 2))), label="descriptor dims"))
-    if step.allocate("buffer", desc, [prepared], [BufferRole(0, 0)], [], requirement="DOM-ALLOC-2") is None:
-        event("allocation rejected")
-        return
-    item = element_size(type)
-    for number in range(data.draw(integers(1, 6), label="copies")):
-        kind = data.draw(sampled(COPY_KINDS), label="memory kind")
-        dims = data.draw(sampled(DIMS), label="dims")
-        size = max(nbytes(type, tuple(abs(d) or 1 for d in dims) or (2, 2)) + item * data.draw(sampled((0, 0, 0, -1, 1))), 0)
-        if data.draw(integers(0, 9), label="empty memory") == 0:
-            size = 0  # a memory of 0 bytes: must be rejected (size mismatch), never hang
-        # An mmap_fd memory is a region of a larger file: at an offset, with other bytes around it.
-        file_offset = data.draw(sampled((0, 24, 4096)), label="file offset") if kind == "mmap_fd" else 0
-        if data.draw(BOOLEANS, label="copy_from"):
-            content = np.random.default_rng(number).integers(0, 100, size, dtype=np.uint8).tobytes()
-            memory = MemorySpec(kind, content, file_offset, guard=16 if kind == "mmap_fd" else 0)
-            ok = step.copy_from("buffer", memory, dims, requirement="DOM-COPY-2")
-            event(f"copy_from {'accepted' if ok else 'rejected'}")
-        else:
-            ok = step.copy_to("buffer", size, kind, requirement="DOM-COPY-1", file_offset=file_offset) is not None
-            event(f"copy_to {'accepted' if ok else 'rejected'}")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        prepared = step.prepare(drawn.model(model_dims))
+        desc = BufferDesc(data.draw(sampled(((), (2, 2), (3, 2), (0, 2))), label="descriptor dims"))
+        if step.allocate("buffer", desc, [prepared], [BufferRole(0, 0)], [], requirement="DOM-ALLOC-2") is None:
+            event("allocation rejected")
+            return
+        item = element_size(type)
+        for number in range(data.draw(integers(1, 6), label="copies")):
+            kind = data.draw(sampled(COPY_KINDS), label="memory kind")
+            dims = data.draw(sampled(DIMS), label="dims")
+            size = max(nbytes(type, tuple(abs(d) or 1 for d in dims) or (2, 2)) + item * data.draw(sampled((0, 0, 0, -1, 1))), 0)
+            if data.draw(integers(0, 9), label="empty memory") == 0:
+                size = 0  # a memory of 0 bytes: must be rejected (size mismatch), never hang
+            # An mmap_fd memory is a region of a larger file: at an offset, with other bytes around it.
+            file_offset = data.draw(sampled((0, 24, 4096)), label="file offset") if kind == "mmap_fd" else 0
+            if data.draw(BOOLEANS, label="copy_from"):
+                content = np.random.default_rng(number).integers(0, 100, size, dtype=np.uint8).tobytes()
+                memory = MemorySpec(kind, content, file_offset, guard=16 if kind == "mmap_fd" else 0)
+                ok = step.copy_from("buffer", memory, dims, requirement="DOM-COPY-2")
+                event(f"copy_from {'accepted' if ok else 'rejected'}")
+            else:
+                ok = step.copy_to("buffer", size, kind, requirement="DOM-COPY-1", file_offset=file_offset) is not None
+                event(f"copy_to {'accepted' if ok else 'rejected'}")
 
 
 def _open_descriptors(pid: int) -> int:
@@ -99,22 +98,21 @@ def test_failed_copy_uninitializes(driver, reference, capabilities, flavor, data
     the wrong size, dimensions of the wrong rank, or negative extents in a memory of the right size."""
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     type = drawn.type
-    step = Lockstep(driver, reference)
-    prepared = step.prepare(drawn.model((2, 2)))
-    if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
-        refused_allocation()
-    size = nbytes(type, (2, 2))
-    step.copy_from("buffer", MemorySpec("ashmem", bytes(range(size))), (), requirement="DOM-COPY-1")
-    wrong = data.draw(sampled(("size", "dimensions", "negative dimensions")), label="how the copy fails")
-    if wrong == "size":
-        step.copy_from("buffer", MemorySpec("ashmem", bytes(size + 1)), (), requirement="DOM-COPY-1")
-    elif wrong == "dimensions":
-        step.copy_from("buffer", MemorySpec("ashmem", bytes(size)), (4,), requirement="DOM-COPY-2")
-    else:
-        negative = data.draw(sampled(((-2, 2), (2, -2), (-1, -4), (-2**31, 2))), label="negative dimensions")
-        step.copy_from("buffer", MemorySpec("ashmem", bytes(size)), negative, requirement="DOM-COPY-2")
-    step.copy_to("buffer", size, requirement="DOM-STATE-1")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        prepared = step.prepare(drawn.model((2, 2)))
+        if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
+            refused_allocation()
+        size = nbytes(type, (2, 2))
+        step.copy_from("buffer", MemorySpec("ashmem", bytes(range(size))), (), requirement="DOM-COPY-1")
+        wrong = data.draw(sampled(("size", "dimensions", "negative dimensions")), label="how the copy fails")
+        if wrong == "size":
+            step.copy_from("buffer", MemorySpec("ashmem", bytes(size + 1)), (), requirement="DOM-COPY-1")
+        elif wrong == "dimensions":
+            step.copy_from("buffer", MemorySpec("ashmem", bytes(size)), (4,), requirement="DOM-COPY-2")
+        else:
+            negative = data.draw(sampled(((-2, 2), (2, -2), (-1, -4), (-2**31, 2))), label="negative dimensions")
+            step.copy_from("buffer", MemorySpec("ashmem", bytes(size)), negative, requirement="DOM-COPY-2")
+        step.copy_to("buffer", size, requirement="DOM-STATE-1")
 
 
 @pytest.mark.requirement("DOM-COPY-1")
@@ -126,18 +124,17 @@ def test_memory_size_must_match(driver, reference, capabilities, flavor, directi
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     type = drawn.type
     kind = data.draw(sampled(COPY_KINDS), label="memory kind")
-    step = Lockstep(driver, reference)
-    prepared = step.prepare(drawn.model((2, 2)))
-    if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
-        refused_allocation()
-    size = nbytes(type, (2, 2))
-    step.copy_from("buffer", MemorySpec(kind, bytes(range(size))), ())
-    wrong = size + elements_off * element_size(type)
-    if direction == "copy_from":
-        step.copy_from("buffer", MemorySpec(kind, bytes(wrong)), (), requirement="DOM-COPY-1")
-    else:
-        step.copy_to("buffer", wrong, kind, requirement="DOM-COPY-1")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        prepared = step.prepare(drawn.model((2, 2)))
+        if step.allocate("buffer", BufferDesc(), [prepared], [BufferRole(0, 0)], []) is None:
+            refused_allocation()
+        size = nbytes(type, (2, 2))
+        step.copy_from("buffer", MemorySpec(kind, bytes(range(size))), ())
+        wrong = size + elements_off * element_size(type)
+        if direction == "copy_from":
+            step.copy_from("buffer", MemorySpec(kind, bytes(wrong)), (), requirement="DOM-COPY-1")
+        else:
+            step.copy_to("buffer", wrong, kind, requirement="DOM-COPY-1")
 
 
 def _allocated(step: Lockstep, name: str, pair, inputs, outputs, desc=BufferDesc()) -> None:
@@ -159,23 +156,22 @@ def test_live_buffers_keep_their_own_contents(driver, reference, capabilities, f
     """Several live buffers, some for the very same roles, each holding its own bytes; releasing
     one (the oldest, or any) frees that one only."""
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
-    step = Lockstep(driver, reference)
-    pair = step.prepare(drawn.model((2, 2)))
-    count = data.draw(integers(2, 4), label="live buffers")
-    _written(step, pair, drawn, [f"b{i}" for i in range(count)])
-    size = nbytes(drawn.type, (2, 2))
-    for i in range(count):  # each holds its own bytes (storage shared between buffers shows here)
-        step.copy_to(f"b{i}", size, requirement="DOM-COPY-1")
-    released = data.draw(sampled(tuple(range(count))), label="released buffer")
-    event(f"{count} live buffers, buffer {released} released")
-    step.release(f"b{released}")
-    for i in range(count):  # the others are still live and unchanged (a release that frees another shows here)
-        if i != released:
-            step.copy_to(f"b{i}", size, requirement="DOM-ROLE-1")
-    scenario = request(drawn.model((2, 2)), [TokenUse(f"b{released}"), values_for(drawn.type, (2, 2))], [size],
-                       label=f"released buffer b{released} as input")
-    step.execute(pair, scenario, "DOM-ROLE-1")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        pair = step.prepare(drawn.model((2, 2)))
+        count = data.draw(integers(2, 4), label="live buffers")
+        _written(step, pair, drawn, [f"b{i}" for i in range(count)])
+        size = nbytes(drawn.type, (2, 2))
+        for i in range(count):  # each holds its own bytes (storage shared between buffers shows here)
+            step.copy_to(f"b{i}", size, requirement="DOM-COPY-1")
+        released = data.draw(sampled(tuple(range(count))), label="released buffer")
+        event(f"{count} live buffers, buffer {released} released")
+        step.release(f"b{released}")
+        for i in range(count):  # the others are still live and unchanged (a release that frees another shows here)
+            if i != released:
+                step.copy_to(f"b{i}", size, requirement="DOM-ROLE-1")
+        scenario = request(drawn.model((2, 2)), [TokenUse(f"b{released}"), values_for(drawn.type, (2, 2))], [size],
+                           label=f"released buffer b{released} as input")
+        step.execute(pair, scenario, "DOM-ROLE-1")
 
 
 @pytest.mark.requirement("DOM-STATE-2")
@@ -187,22 +183,21 @@ def test_a_new_buffer_holds_nothing_a_released_one_held(driver, reference, capab
     runs happen to release and allocate alike: it missed a driver that recycles storage in 4 of 31
     seeds of the ci profile.)"""
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
-    step = Lockstep(driver, reference)
-    pair = step.prepare(drawn.model((2, 2)))
-    size = nbytes(drawn.type, (2, 2))
-    released = [f"old{i}" for i in range(data.draw(integers(1, 3), label="buffers written and released first"))]
-    _written(step, pair, drawn, released)
-    for name in released:
-        step.release(name)
-    _allocated(step, "new", pair, [BufferRole(0, 0)], [])
-    read = data.draw(sampled(("copy_to", "execution input")), label="how the new buffer is read")
-    event(f"{len(released)} released, then the new buffer read by {read}")
-    if read == "copy_to":
-        step.copy_to("new", size, requirement="DOM-STATE-2")
-    else:
-        step.execute(pair, request(drawn.model((2, 2)), [TokenUse("new"), values_for(drawn.type, (2, 2))], [size],
-                                   label="op(new, values)"), "DOM-STATE-2")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        pair = step.prepare(drawn.model((2, 2)))
+        size = nbytes(drawn.type, (2, 2))
+        released = [f"old{i}" for i in range(data.draw(integers(1, 3), label="buffers written and released first"))]
+        _written(step, pair, drawn, released)
+        for name in released:
+            step.release(name)
+        _allocated(step, "new", pair, [BufferRole(0, 0)], [])
+        read = data.draw(sampled(("copy_to", "execution input")), label="how the new buffer is read")
+        event(f"{len(released)} released, then the new buffer read by {read}")
+        if read == "copy_to":
+            step.copy_to("new", size, requirement="DOM-STATE-2")
+        else:
+            step.execute(pair, request(drawn.model((2, 2)), [TokenUse("new"), values_for(drawn.type, (2, 2))], [size],
+                                       label="op(new, values)"), "DOM-STATE-2")
 
 
 #: What may happen to a buffer, or beside it, without a write: DOM-STATE-1 names the only calls that
@@ -219,31 +214,30 @@ def test_only_writes_change_a_buffer(driver, reference, capabilities, flavor, ha
     """Three live buffers for the same role, each written with its own values; one of them is read
     (successfully or not), or a neighbour is released; then every live buffer still reads back."""
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
-    step = Lockstep(driver, reference)
-    pair = step.prepare(drawn.model((2, 2)))
-    size, element = nbytes(drawn.type, (2, 2)), element_size(drawn.type)
-    names = ["b0", "b1", "b2"]
-    _written(step, pair, drawn, names)
-    choices = names[1:] if happening.endswith("before it released") else names[:-1] if happening.endswith("after it released") else names
-    target = data.draw(sampled(tuple(choices)), label="buffer")
-    second_input = values_for(drawn.type, (2, 2), 7)
-    if happening == "copy_to":
-        step.copy_to(target, size, requirement="DOM-COPY-1")
-    elif happening == "failed copy_to":
-        step.copy_to(target, size + element, requirement="DOM-COPY-1")
-    elif happening in ("execution reads it", "failed execution reads it"):
-        capacity, rule = (size, "DOM-ROLE-2") if happening == "execution reads it" else (size - element, "DOM-DYN-2")
-        step.execute(pair, request(drawn.model((2, 2)), [TokenUse(target), second_input], [capacity], label=f"op({target}, values 7)"),
-                     rule)
-    else:
-        position = names.index(target)
-        neighbour = names[position - 1] if happening.endswith("before it released") else names[position + 1]
-        step.release(neighbour)
-        names.remove(neighbour)
-    event(f"{happening}, on or beside {target}")
-    for name in names:
-        step.copy_to(name, size, requirement="DOM-STATE-1")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        pair = step.prepare(drawn.model((2, 2)))
+        size, element = nbytes(drawn.type, (2, 2)), element_size(drawn.type)
+        names = ["b0", "b1", "b2"]
+        _written(step, pair, drawn, names)
+        choices = names[1:] if happening.endswith("before it released") else names[:-1] if happening.endswith("after it released") else names
+        target = data.draw(sampled(tuple(choices)), label="buffer")
+        second_input = values_for(drawn.type, (2, 2), 7)
+        if happening == "copy_to":
+            step.copy_to(target, size, requirement="DOM-COPY-1")
+        elif happening == "failed copy_to":
+            step.copy_to(target, size + element, requirement="DOM-COPY-1")
+        elif happening in ("execution reads it", "failed execution reads it"):
+            capacity, rule = (size, "DOM-ROLE-2") if happening == "execution reads it" else (size - element, "DOM-DYN-2")
+            step.execute(pair, request(drawn.model((2, 2)), [TokenUse(target), second_input], [capacity], label=f"op({target}, values 7)"),
+                         rule)
+        else:
+            position = names.index(target)
+            neighbour = names[position - 1] if happening.endswith("before it released") else names[position + 1]
+            step.release(neighbour)
+            names.remove(neighbour)
+        event(f"{happening}, on or beside {target}")
+        for name in names:
+            step.copy_to(name, size, requirement="DOM-STATE-1")
 
 
 @pytest.mark.requirement("DOM-COPY-1", "DOM-STATE-1")
@@ -252,30 +246,29 @@ def test_writes_by_execution_and_by_copy_alternate(driver, reference, capabiliti
     """A buffer written by executions and by copies in any order: every read (by copy or by an
     execution taking it as input) sees the latest write."""
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
-    step = Lockstep(driver, reference)
-    pair = step.prepare(drawn.model((2, 2)))
-    _allocated(step, "b", pair, [BufferRole(0, 0)], [BufferRole(0, 0)])
-    size = nbytes(drawn.type, (2, 2))
-    step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, (2, 2), 0).tobytes()), ())
-    middle = data.draw(_MIDDLE_ACTIONS, label="actions")
-    # Always read by an execution, write by a copy, and read by an execution again: a device-side
-    # copy of the buffer that the copy does not refresh shows on the second read.
-    for number, action in enumerate(["execute reads", *middle, "copy_from", "execute reads"]):
-        seed = number + 1
-        if action == "execute writes":
-            scenario = request(drawn.model((2, 2)), [TokenUse("b"), values_for(drawn.type, (2, 2), seed)], [TokenUse("b")],
-                               label=f"b = op(b, values {seed})")
-            step.execute(pair, scenario, "DOM-STATE-1")
-        elif action == "copy_from":
-            step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, (2, 2), seed).tobytes()), ())
-        elif action == "execute reads":
-            scenario = request(drawn.model((2, 2)), [TokenUse("b"), values_for(drawn.type, (2, 2), seed)], [size],
-                               label=f"op(b, values {seed})")
-            step.execute(pair, scenario, "DOM-COPY-1")
-        else:
-            step.copy_to("b", size, requirement="DOM-COPY-1")
-    step.copy_to("b", size, requirement="DOM-COPY-1")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        pair = step.prepare(drawn.model((2, 2)))
+        _allocated(step, "b", pair, [BufferRole(0, 0)], [BufferRole(0, 0)])
+        size = nbytes(drawn.type, (2, 2))
+        step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, (2, 2), 0).tobytes()), ())
+        middle = data.draw(_MIDDLE_ACTIONS, label="actions")
+        # Always read by an execution, write by a copy, and read by an execution again: a device-side
+        # copy of the buffer that the copy does not refresh shows on the second read.
+        for number, action in enumerate(["execute reads", *middle, "copy_from", "execute reads"]):
+            seed = number + 1
+            if action == "execute writes":
+                scenario = request(drawn.model((2, 2)), [TokenUse("b"), values_for(drawn.type, (2, 2), seed)], [TokenUse("b")],
+                                   label=f"b = op(b, values {seed})")
+                step.execute(pair, scenario, "DOM-STATE-1")
+            elif action == "copy_from":
+                step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, (2, 2), seed).tobytes()), ())
+            elif action == "execute reads":
+                scenario = request(drawn.model((2, 2)), [TokenUse("b"), values_for(drawn.type, (2, 2), seed)], [size],
+                                   label=f"op(b, values {seed})")
+                step.execute(pair, scenario, "DOM-COPY-1")
+            else:
+                step.copy_to("b", size, requirement="DOM-COPY-1")
+        step.copy_to("b", size, requirement="DOM-COPY-1")
 
 
 @pytest.mark.requirement("DOM-COPY-2", "DOM-DYN-1")
@@ -288,15 +281,14 @@ def test_a_new_shape_of_the_same_size_is_taken(driver, reference, capabilities, 
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     first, second = data.draw(sampled((((2, 3), (3, 2)), ((1, 4), (4, 1)), ((2, 2), (1, 4)), ((6, 1), (2, 3)))),
                               label="shapes")
-    step = Lockstep(driver, reference)
-    pair = step.prepare(drawn.model((0, 0)))
-    _allocated(step, "b", pair, [BufferRole(0, 0)], [])
-    step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, first, 1).tobytes()), first, requirement="DOM-COPY-2")
-    step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, second, 2).tobytes()), second, requirement="DOM-COPY-2")
-    scenario = request(drawn.model((0, 0)), [TokenUse("b"), values_for(drawn.type, second, 3)], [nbytes(drawn.type, second)],
-                       label=f"op(b as {second}, {second})")
-    step.execute(pair, scenario, "DOM-COPY-2")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        pair = step.prepare(drawn.model((0, 0)))
+        _allocated(step, "b", pair, [BufferRole(0, 0)], [])
+        step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, first, 1).tobytes()), first, requirement="DOM-COPY-2")
+        step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, second, 2).tobytes()), second, requirement="DOM-COPY-2")
+        scenario = request(drawn.model((0, 0)), [TokenUse("b"), values_for(drawn.type, second, 3)], [nbytes(drawn.type, second)],
+                           label=f"op(b as {second}, {second})")
+        step.execute(pair, scenario, "DOM-COPY-2")
 
 
 @pytest.mark.requirement("DOM-COPY-1")
@@ -306,10 +298,9 @@ def test_mmap_fd_regions_inside_larger_files(driver, reference, capabilities, fl
     """An mmap_fd memory is a region of a file: copies read and write exactly that region, at its
     offset, and not one byte around it."""
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
-    step = Lockstep(driver, reference)
-    pair = step.prepare(drawn.model((2, 2)))
-    _allocated(step, "b", pair, [BufferRole(0, 0)], [])
-    content = values_for(drawn.type, (2, 2), data.draw(integers(0, 99), label="values")).tobytes()
-    step.copy_from("b", MemorySpec("mmap_fd", content, file_offset, guard=16), ())
-    step.copy_to("b", len(content), "mmap_fd", requirement="DOM-COPY-1", file_offset=file_offset)
-    step.close()
+    with Lockstep(driver, reference) as step:
+        pair = step.prepare(drawn.model((2, 2)))
+        _allocated(step, "b", pair, [BufferRole(0, 0)], [])
+        content = values_for(drawn.type, (2, 2), data.draw(integers(0, 99), label="values")).tobytes()
+        step.copy_from("b", MemorySpec("mmap_fd", content, file_offset, guard=16), ())
+        step.copy_to("b", len(content), "mmap_fd", requirement="DOM-COPY-1", file_offset=file_offset)

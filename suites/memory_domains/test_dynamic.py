@@ -52,23 +52,22 @@ def _producer_request(producer, flavor: Flavor, shape, output):
 def test_buffer_follows_the_latest_output_shape(driver, reference, capabilities, flavor, data) -> None:
     if not capabilities.dynamic_buffers:
         not_applicable("dynamic_buffers", "the driver declares that it refuses buffers of unknown shape")
-    step = Lockstep(driver, reference)
-    producer = _producer(capabilities, flavor)
-    consumer = flavor.model((0, 0))
-    pairs = step.prepare(producer), step.prepare(consumer)
-    desc = BufferDesc(data.draw(sampled(((), (0, 0))), label="descriptor dims"))
-    if step.allocate("buffer", desc, list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-1") is None:
-        not_run("the driver refused a buffer of unknown shape with GENERAL_FAILURE, though it declares dynamic_buffers",
-                DYNAMIC_REFUSAL_FIX)
-    for shape in data.draw(st.lists(shapes_2d, min_size=1, max_size=4), label="output shapes"):
-        step.execute(pairs[0], _producer_request(producer, flavor, shape, TokenUse("buffer")), "DOM-DYN-1")
-        contents = step.copy_to("buffer", nbytes(flavor.type, shape), requirement="DOM-DYN-1")
-        require(contents == _values(flavor, shape).tobytes(), "DOM-DYN-1",
-                f"after an execution wrote a {shape} output, the buffer does not hold it")
-        other = values_for(flavor.type, shape, 3)
-        step.execute(pairs[1], request(consumer, [TokenUse("buffer"), other], [nbytes(flavor.type, shape)],
-                                       label=f"{flavor.op.name} {shape}"), "DOM-DYN-1")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        producer = _producer(capabilities, flavor)
+        consumer = flavor.model((0, 0))
+        pairs = step.prepare(producer), step.prepare(consumer)
+        desc = BufferDesc(data.draw(sampled(((), (0, 0))), label="descriptor dims"))
+        if step.allocate("buffer", desc, list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-1") is None:
+            not_run("the driver refused a buffer of unknown shape with GENERAL_FAILURE, though it declares dynamic_buffers",
+                    DYNAMIC_REFUSAL_FIX)
+        for shape in data.draw(st.lists(shapes_2d, min_size=1, max_size=4), label="output shapes"):
+            step.execute(pairs[0], _producer_request(producer, flavor, shape, TokenUse("buffer")), "DOM-DYN-1")
+            contents = step.copy_to("buffer", nbytes(flavor.type, shape), requirement="DOM-DYN-1")
+            require(contents == _values(flavor, shape).tobytes(), "DOM-DYN-1",
+                    f"after an execution wrote a {shape} output, the buffer does not hold it")
+            other = values_for(flavor.type, shape, 3)
+            step.execute(pairs[1], request(consumer, [TokenUse("buffer"), other], [nbytes(flavor.type, shape)],
+                                           label=f"{flavor.op.name} {shape}"), "DOM-DYN-1")
 
 
 @pytest.mark.requirement("DOM-DYN-2", "DOM-STATE-1")
@@ -76,27 +75,26 @@ def test_buffer_follows_the_latest_output_shape(driver, reference, capabilities,
 def test_output_the_buffer_cannot_hold(driver, reference, capabilities, flavor, shape, fixed, data) -> None:
     """A buffer allocated with a fixed shape receiving another shape (another rank too, where
     RESHAPE makes outputs of any rank): GENERAL_FAILURE, then uninitialized."""
-    step = Lockstep(driver, reference)
-    producer = _producer(capabilities, flavor)
-    if producer.notes[0].startswith("RESHAPE"):
-        fixed, shape = _other_rank(data, fixed, "buffer"), _other_rank(data, shape, "output")
-    pair = step.prepare(producer)
-    if step.allocate("buffer", BufferDesc(fixed), [pair], [], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
-        refused_allocation()
-    step.execute(pair, _producer_request(producer, flavor, fixed, TokenUse("buffer")), "DOM-DYN-2")
-    step.execute(pair, _producer_request(producer, flavor, shape, TokenUse("buffer")), "DOM-DYN-2")
-    step.copy_to("buffer", nbytes(flavor.type, fixed), requirement="DOM-STATE-1")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        producer = _producer(capabilities, flavor)
+        if producer.notes[0].startswith("RESHAPE"):
+            fixed, shape = _other_rank(data, fixed, "buffer"), _other_rank(data, shape, "output")
+        pair = step.prepare(producer)
+        if step.allocate("buffer", BufferDesc(fixed), [pair], [], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
+            refused_allocation()
+        step.execute(pair, _producer_request(producer, flavor, fixed, TokenUse("buffer")), "DOM-DYN-2")
+        step.execute(pair, _producer_request(producer, flavor, shape, TokenUse("buffer")), "DOM-DYN-2")
+        step.copy_to("buffer", nbytes(flavor.type, fixed), requirement="DOM-STATE-1")
 
 
 @pytest.mark.requirement("DOM-DYN-2")
 @given(shape=shapes_2d, missing=st.integers(1, 16))
 def test_too_small_memory_output(driver, reference, capabilities, flavor, shape, missing) -> None:
-    step = Lockstep(driver, reference)
-    producer = _producer(capabilities, flavor)
-    pair = step.prepare(producer)
-    capacity = max(nbytes(flavor.type, shape) - element_size(flavor.type) * missing, 0)
-    step.execute(pair, _producer_request(producer, flavor, shape, capacity), "DOM-DYN-2")
+    with Lockstep(driver, reference) as step:
+        producer = _producer(capabilities, flavor)
+        pair = step.prepare(producer)
+        capacity = max(nbytes(flavor.type, shape) - element_size(flavor.type) * missing, 0)
+        step.execute(pair, _producer_request(producer, flavor, shape, capacity), "DOM-DYN-2")
 
 
 @pytest.mark.requirement("DOM-DYN-2")
@@ -106,19 +104,18 @@ def test_request_dimensions_conflicting_with_the_buffer(driver, reference, capab
     consumer of unknown rank, another rank) conflicts unless they agree axis for axis."""
     if not capabilities.dynamic_buffers:
         not_applicable("dynamic_buffers", "the driver declares that it refuses buffers of unknown shape")
-    step = Lockstep(driver, reference)
-    # A consumer of unknown rank leaves the rank to the buffer: a claim of another rank conflicts
-    # with the buffer alone, not with the model (which REQ-2 checks first).
-    consumer_dims = data.draw(sampled(((0, 0), ())), label="consumer input dims")
-    claimed = _other_rank(data, data.draw(sampled((claimed, written)), label="claimed"), "claimed")
-    producer, consumer = _producer(capabilities, flavor), flavor.model(consumer_dims)
-    pairs = step.prepare(producer), step.prepare(consumer)
-    if step.allocate("buffer", BufferDesc(), list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
-        not_run("the driver refused a buffer of unknown shape with GENERAL_FAILURE, though it declares dynamic_buffers",
-                DYNAMIC_REFUSAL_FIX)
-    step.execute(pairs[0], _producer_request(producer, flavor, written, TokenUse("buffer")), "DOM-DYN-1")
-    other = values_for(flavor.type, claimed, 3)
-    use = TokenUse("buffer", dimensions=claimed)
-    step.execute(pairs[1], request(consumer, [use, other], [nbytes(flavor.type, claimed)],
-                                   label=f"{flavor.op.name} claiming {claimed}"), "DOM-DYN-2")
-    step.close()
+    with Lockstep(driver, reference) as step:
+        # A consumer of unknown rank leaves the rank to the buffer: a claim of another rank conflicts
+        # with the buffer alone, not with the model (which REQ-2 checks first).
+        consumer_dims = data.draw(sampled(((0, 0), ())), label="consumer input dims")
+        claimed = _other_rank(data, data.draw(sampled((claimed, written)), label="claimed"), "claimed")
+        producer, consumer = _producer(capabilities, flavor), flavor.model(consumer_dims)
+        pairs = step.prepare(producer), step.prepare(consumer)
+        if step.allocate("buffer", BufferDesc(), list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
+            not_run("the driver refused a buffer of unknown shape with GENERAL_FAILURE, though it declares dynamic_buffers",
+                    DYNAMIC_REFUSAL_FIX)
+        step.execute(pairs[0], _producer_request(producer, flavor, written, TokenUse("buffer")), "DOM-DYN-1")
+        other = values_for(flavor.type, claimed, 3)
+        use = TokenUse("buffer", dimensions=claimed)
+        step.execute(pairs[1], request(consumer, [use, other], [nbytes(flavor.type, claimed)],
+                                       label=f"{flavor.op.name} claiming {claimed}"), "DOM-DYN-2")

@@ -36,34 +36,33 @@ def test_token_uses(driver, reference, capabilities, flavor, data) -> None:
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     type = drawn.type
     model = drawn.model(DIMS, outputs=2)
-    step = Lockstep(driver, reference)
-    original = step.prepare(model)
-    again = step.prepare(model)  # the same graph prepared again is another model (DOM-ROLE-2)
-    input_roles = [BufferRole(0, i) for i in data.draw(st.sets(st.integers(0, 1)), label="input roles")]
-    output_roles = [BufferRole(0, i) for i in data.draw(st.sets(st.integers(0, 1), min_size=0 if input_roles else 1), label="output roles")]
-    if step.allocate("buffer", BufferDesc(), [original], input_roles, output_roles) is None:
-        refused_allocation()
-    step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS).tobytes()), ())
-    use = data.draw(sampled(tuple(sorted(USES))), label="use")
-    target = data.draw(sampled(("allocated model", "same graph prepared again")), label="model")
-    token = data.draw(sampled(("live", "live", "zero", "negative", "never allocated", "released")), label="token")
-    location = data.draw(sampled(("zero", "zero", "offset", "length", "padding", "slots")), label="token location")
-    event(f"use {use}; {target}; token {token}; location {location}")
+    with Lockstep(driver, reference) as step:
+        original = step.prepare(model)
+        again = step.prepare(model)  # the same graph prepared again is another model (DOM-ROLE-2)
+        input_roles = [BufferRole(0, i) for i in data.draw(st.sets(st.integers(0, 1)), label="input roles")]
+        output_roles = [BufferRole(0, i) for i in data.draw(st.sets(st.integers(0, 1), min_size=0 if input_roles else 1), label="output roles")]
+        if step.allocate("buffer", BufferDesc(), [original], input_roles, output_roles) is None:
+            refused_allocation()
+        step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS).tobytes()), ())
+        use = data.draw(sampled(tuple(sorted(USES))), label="use")
+        target = data.draw(sampled(("allocated model", "same graph prepared again")), label="model")
+        token = data.draw(sampled(("live", "live", "zero", "negative", "never allocated", "released")), label="token")
+        location = data.draw(sampled(("zero", "zero", "offset", "length", "padding", "slots")), label="token location")
+        event(f"use {use}; {target}; token {token}; location {location}")
 
-    slots = USES[use]
-    token_use = _token_use(location)
-    inputs = [token_use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
-    outputs = [token_use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]
-    scenario = request(model, inputs, outputs, label=f"token as {use}")
-    if token in ("zero", "negative", "never allocated"):
-        raw = {"zero": 0, "negative": -1, "never allocated": NEVER_ALLOCATED}[token]
-        scenario = replace(scenario, request_pools=tuple(raw if isinstance(p, TokenRef) else p for p in scenario.request_pools))
-    if token == "released":
-        step.release("buffer")
-    requirement = ("DOM-ROLE-1" if token != "live" else "DOM-ROLE-4" if location not in ("zero", "slots")
-                   else "DOM-ROLE-3" if len(slots) > 1 and any(d == "output" for d, _ in slots) else "DOM-ROLE-2")
-    step.execute(original if target == "allocated model" else again, scenario, requirement)
-    step.close()
+        slots = USES[use]
+        token_use = _token_use(location)
+        inputs = [token_use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
+        outputs = [token_use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]
+        scenario = request(model, inputs, outputs, label=f"token as {use}")
+        if token in ("zero", "negative", "never allocated"):
+            raw = {"zero": 0, "negative": -1, "never allocated": NEVER_ALLOCATED}[token]
+            scenario = replace(scenario, request_pools=tuple(raw if isinstance(p, TokenRef) else p for p in scenario.request_pools))
+        if token == "released":
+            step.release("buffer")
+        requirement = ("DOM-ROLE-1" if token != "live" else "DOM-ROLE-4" if location not in ("zero", "slots")
+                       else "DOM-ROLE-3" if len(slots) > 1 and any(d == "output" for d, _ in slots) else "DOM-ROLE-2")
+        step.execute(original if target == "allocated model" else again, scenario, requirement)
 
 
 MISUSES = {
@@ -108,25 +107,24 @@ def test_each_misuse(driver, reference, capabilities, flavor, misuse, data) -> N
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     type = drawn.type
     model = drawn.model(DIMS, outputs=2)
-    step = Lockstep(driver, reference)
-    original = step.prepare(model)
-    # the same graph prepared again, for the misuse that takes a token to another model (a
-    # prepare for nothing in every other misuse: a third of their service calls)
-    again = step.prepare(model) if which == "again" else original
-    allocated = step.allocate("buffer", BufferDesc(), [original], [BufferRole(0, i) for i in in_roles],
-                              [BufferRole(0, i) for i in out_roles])
-    if allocated is None:
-        refused_allocation()
-    if token != "uninitialized":
-        step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS, 9).tobytes()), ())
-    use = _token_use(location)
-    inputs = [use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
-    outputs = [use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]
-    scenario = request(model, inputs, outputs, label=misuse)
-    if token in _RAW_TOKENS:
-        scenario = replace(scenario, request_pools=tuple(_RAW_TOKENS[token] if isinstance(p, TokenRef) else p
-                                                         for p in scenario.request_pools))
-    if token == "released":
-        step.release("buffer")
-    step.execute(original if which == "allocated" else again, scenario, requirement)
-    step.close()
+    with Lockstep(driver, reference) as step:
+        original = step.prepare(model)
+        # the same graph prepared again, for the misuse that takes a token to another model (a
+        # prepare for nothing in every other misuse: a third of their service calls)
+        again = step.prepare(model) if which == "again" else original
+        allocated = step.allocate("buffer", BufferDesc(), [original], [BufferRole(0, i) for i in in_roles],
+                                  [BufferRole(0, i) for i in out_roles])
+        if allocated is None:
+            refused_allocation()
+        if token != "uninitialized":
+            step.copy_from("buffer", MemorySpec("ashmem", values_for(type, DIMS, 9).tobytes()), ())
+        use = _token_use(location)
+        inputs = [use if ("input", i) in slots else values_for(type, DIMS, i) for i in range(2)]
+        outputs = [use if ("output", i) in slots else nbytes(type, DIMS) for i in range(2)]
+        scenario = request(model, inputs, outputs, label=misuse)
+        if token in _RAW_TOKENS:
+            scenario = replace(scenario, request_pools=tuple(_RAW_TOKENS[token] if isinstance(p, TokenRef) else p
+                                                             for p in scenario.request_pools))
+        if token == "released":
+            step.release("buffer")
+        step.execute(original if which == "allocated" else again, scenario, requirement)

@@ -174,3 +174,25 @@ def test_the_summary_counts_the_reproducers_that_fail_on_their_bug() -> None:
               Score("mutant-d", "POOL-4", caught=False)]
     assert summary(scores) == ("sensitivity: caught 3/4 seeded bugs; median time to catch 2.0 s; "
                                "reproducers: 1/3 fail on their bug (1 hung, 1 no script)")
+
+
+def _variant_record(test: str, outcome: str, skip: dict | None = None) -> dict:
+    return {"id": f"suites/memory_domains/test_x.py::{test}", "requirements": ["DOM-ALLOC-3"], "outcome": outcome,
+            "skip": skip, "message": "", "elapsed": 1.5, "examples": 12}
+
+
+def test_a_correct_variant_with_a_test_not_run_is_a_false_alarm(monkeypatch) -> None:
+    """Its certificate would say INCOMPLETE, not PASS; a skip its declarations explain is no alarm."""
+    from harness.commands import score
+
+    excluded = _variant_record("test_optional", "skipped", {"kind": "not-applicable", "capability": "memory_domains",
+                                                             "reason": "declares none"})
+    refused = _variant_record("test_refused", "skipped", {"kind": "not-run", "reason": "the driver refused a valid allocation",
+                                                           "fix": "serve it"})
+    runs = {"variant-excludes": [_variant_record("test_a", "passed"), excluded],
+            "variant-refuses": [_variant_record("test_a", "passed"), excluded, refused]}
+    monkeypatch.setattr(score, "run_suites", lambda driver, **_: runs[driver])
+    assert not score.score_variant("variant-excludes", "CHOICE-5").caught
+    alarm = score.score_variant("variant-refuses", "CHOICE-6")
+    assert alarm.caught and alarm.first_test == refused["id"]
+    assert alarm.message == "not run: the driver refused a valid allocation"
