@@ -28,13 +28,23 @@ from harness.judging.builders import pack_request
 
 from .corpus import GoldenCase
 
-__all__ = ["GoldenFailure", "GoldenKind", "run_dynamic_output_shape", "run_general", "run_memory_domain"]
+__all__ = ["AllocationRefused", "GoldenFailure", "GoldenKind", "run_dynamic_output_shape", "run_general", "run_memory_domain"]
 
 
 class GoldenKind(enum.StrEnum):
     GENERAL = "general"
     DYNAMIC_OUTPUT_SHAPE = "dynamic_output_shape"
     MEMORY_DOMAIN = "memory_domain"
+
+
+class AllocationRefused(Exception):
+    """The driver refused a buffer for the example with GENERAL_FAILURE: DOM-ALLOC-3 lets a driver
+    refuse a valid allocation (a memory limit), so the example says nothing of the driver: it did
+    not run.  ``error`` is the driver's refusal."""
+
+    def __init__(self, error: DriverError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class GoldenFailure(Exception):
@@ -184,5 +194,7 @@ def _allocate(device: Device, prepared, input_roles=(), output_roles=()):
     try:
         return device.allocate(BufferDesc(), [prepared], list(input_roles), list(output_roles))
     except DriverError as error:
+        if error.status == ErrorStatus.GENERAL_FAILURE:
+            raise AllocationRefused(error) from None
         raise GoldenFailure("allocate", str(error)) from None
 

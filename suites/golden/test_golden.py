@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from harness.api.hal import Capabilities, Device
 from harness.cts.check import GoldenTest, ReportedUnsupported, check_example
-from harness.cts.kinds import GoldenKind
-from harness.integration.skips import not_applicable
+from harness.cts.kinds import AllocationRefused, GoldenKind
+from harness.integration.skips import not_applicable, refused_allocation
 
 
 def test_golden_example(driver: Device, capabilities: Capabilities, golden_test: GoldenTest | None) -> None:
@@ -24,3 +24,5 @@ def test_golden_example(driver: Device, capabilities: Capabilities, golden_test:
         # CHOICE-5: declared (operation, type) pairs are coarse; a driver may report one
         # signature (a layout, a dilation) unsupported, and VTS then skips the example too.
         not_applicable("operations", f"get_supported_operations reports {golden_test.id} unsupported")
+    except AllocationRefused as refused:
+        refused_allocation(refused.error)

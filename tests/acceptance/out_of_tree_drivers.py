@@ -29,3 +29,26 @@ LEAKS_AFTER_FOUR = textwrap.dedent(
         return LeaksAfterFour()
     '''
 )
+
+HOLDS_TWO = textwrap.dedent(
+    '''
+    from harness.api.hal import DriverError, ErrorStatus
+    from reference_driver import ReferenceDevice
+
+
+    class HoldsTwo(ReferenceDevice):
+        """A correct driver with room for two live buffers: a third is refused with GENERAL_FAILURE
+        (a memory limit, DOM-ALLOC-3), and a release gives its room back."""
+
+        def allocate(self, desc, prepared_models, input_roles, output_roles):
+            buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
+            if len(self.tokens) > 2:
+                buffer.release()
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, "room for two buffers")
+            return buffer, token
+
+
+    def factory():
+        return HoldsTwo()
+    '''
+)
