@@ -26,7 +26,7 @@ from harness.integration import forked
 from harness.integration.generation import pin_local_constants
 from harness.drivers.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
 from harness.integration.skips import not_applicable, not_run, refused_allocation
-from harness.service import DriverService
+from harness.service import DEFAULT_CALL_DEADLINE_S, DriverService
 
 PROFILES = ("dev", "ci", "certify", "nightly")
 CERTIFY_SEED = 0
@@ -45,7 +45,7 @@ class HarnessState:
     profile: str
     seed: int
     isolation: str = "process"
-    timeout: float = 10.0
+    timeout: float = DEFAULT_CALL_DEADLINE_S
     memory_limit_mib: int = DEFAULT_MEMORY_LIMIT_MIB
     # A fixed seed makes a run repeatable, and hypothesis then neither reads nor writes its example
     # database; profiles with a database (dev, nightly) stay unseeded unless asked.  A seeded run
@@ -155,8 +155,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "default: the harness's own corpus)")
     group.addoption("--driver-isolation", default="process", choices=("process", "inline"),
                     help="run the driver in its own service process (default; crashes and hangs are reported) or inline")
-    group.addoption("--driver-timeout", type=float, default=10.0, metavar="SECONDS",
-                    help="deadline of every driver call in process isolation (default 10)")
+    group.addoption("--driver-timeout", type=float, default=DEFAULT_CALL_DEADLINE_S, metavar="SECONDS",
+                    help=f"deadline of every driver call in process isolation (default {DEFAULT_CALL_DEADLINE_S:g})")
     group.addoption("--driver-memory-limit", type=int, default=DEFAULT_MEMORY_LIMIT_MIB, metavar="MIB",
                     help=f"address-space limit of the driver service (RLIMIT_AS, default {DEFAULT_MEMORY_LIMIT_MIB}); "
                          "a call that runs past it fails as RESOURCE (SVC-1); 0: no limit")

@@ -22,6 +22,7 @@ from harness.api.hal import Device
 from harness.drivers.registry import load_registry
 from harness.judging.lockstep import ALONE, Step
 from harness.judging.scenario import Scenario
+from harness.service.supervisor import DEFAULT_CALL_DEADLINE_S
 
 
 def _literal(value: object) -> str:
@@ -77,6 +78,11 @@ TIMEOUT_S = {timeout_s!r}
 MEMORY_LIMIT_MIB = {memory_limit_mib!r}'''
 
 
+#: The call deadline of scripts written before they carried their run's limits (the default then); kept
+#: as it was, so that such a script replays as it did whatever the default becomes.
+_OLD_SCRIPTS_DEADLINE_S = 10.0
+
+
 @dataclass(frozen=True)
 class DriverSetup:
     """How a run had its driver, and so how its reproducers have it: in a service process of its own
@@ -86,7 +92,7 @@ class DriverSetup:
     within a 10 s deadline, and the script would read as a fix."""
 
     isolation: str = "process"
-    timeout_s: float = 10.0
+    timeout_s: float = DEFAULT_CALL_DEADLINE_S
     memory_limit_mib: int = 0
 
     def lines(self) -> str:
@@ -100,7 +106,7 @@ def _header(driver: str, requirement: str, message: str, imports: str, setup: Dr
 
 
 @contextmanager
-def driver_under_test(driver: str, isolation: str = "process", timeout_s: float = 10.0,
+def driver_under_test(driver: str, isolation: str = "process", timeout_s: float = _OLD_SCRIPTS_DEADLINE_S,
                       memory_limit_mib: int = 0) -> Iterator[Device]:
     """What a reproducer script runs its calls on: the driver named ``driver`` in its own service
     process (``isolation`` "process", stopped on exit; each call's deadline ``timeout_s``, its

@@ -343,10 +343,14 @@ def _socket_directory() -> str:
     return directory
 
 
+#: How long a driver call may take before it is a hang (SVC-2) when the run does not say (--driver-timeout).
+DEFAULT_CALL_DEADLINE_S = 10.0
+
+
 class DriverService(_Endpoint):
     """The driver named by ``driver`` (any ``--driver`` spelling), in its own process."""
 
-    def __init__(self, driver: str, timeout: float = 10.0, memory_limit: int = 0) -> None:
+    def __init__(self, driver: str, timeout: float = DEFAULT_CALL_DEADLINE_S, memory_limit: int = 0) -> None:
         super().__init__(timeout)
         self.driver = driver
         self.memory_limit = memory_limit  # bytes of address space (RLIMIT_AS); 0: none
@@ -500,7 +504,7 @@ class DriverService(_Endpoint):
 class AttachedClient(_Endpoint):
     """A further client of a running service (as another process would connect)."""
 
-    def __init__(self, address: str, timeout: float = 10.0) -> None:
+    def __init__(self, address: str, timeout: float = DEFAULT_CALL_DEADLINE_S) -> None:
         super().__init__(timeout)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sock.connect(address)
