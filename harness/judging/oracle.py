@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -214,7 +214,7 @@ def _execution_steps(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
         try:
             result = yield begin_call(prepared, "execute", request)
         except DriverError as error:
-            return Outcome(Stage.EXECUTE, error.status, error.message, error.output_shapes,
+            return Outcome(Stage.EXECUTE, error.status, error.message, _as_tuples(error.output_shapes),
                            pools_after=_read_pools(scenario, memories), rule=error.rule)
         pools_after = _read_pools(scenario, memories)
         _check_result(result, scenario)
@@ -222,7 +222,7 @@ def _execution_steps(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
         for memory in memories:
             if memory is not None:
                 memory.close()
-    shapes = tuple(result.output_shapes)
+    shapes = _as_tuples(result.output_shapes)
     if not shapes and scenario.outputs:
         # CHOICE-4: empty outputShapes on success means "every output is as specified"; that is
         # only possible when every output's dimensions are fully known at execution.
@@ -243,6 +243,13 @@ def _execution_steps(prepared: PreparedModel, scenario: Scenario, tokens: Mappin
         is_memory = not argument.has_no_value and isinstance(scenario.request_pools[loc.pool_index], MemorySpec)
         outputs.append(pools_after[loc.pool_index][loc.offset : loc.offset + nbytes] if is_memory else None)
     return Outcome(Stage.EXECUTE, ErrorStatus.NONE, "", shapes, tuple(outputs), pools_after)
+
+
+def _as_tuples(shapes: Sequence[OutputShape] | None) -> tuple[OutputShape, ...]:
+    """Output shapes with their dimensions as tuples: SPEC's dimensions are a sequence, and a driver
+    that reports [1, 1] reports what one reporting (1, 1) does."""
+    return tuple(OutputShape(tuple(s.dimensions), s.is_sufficient)
+                 if isinstance(s, OutputShape) and isinstance(s.dimensions, (list, tuple)) else s for s in shapes or ())
 
 
 def _check_result(result: object, scenario: Scenario) -> None:

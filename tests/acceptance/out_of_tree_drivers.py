@@ -52,3 +52,30 @@ HOLDS_TWO = textwrap.dedent(
         return HoldsTwo()
     '''
 )
+
+SHAPES_AS_LISTS = textwrap.dedent(
+    '''
+    from harness.api.hal import DriverError, ExecutionResult, OutputShape
+    from reference_driver import ReferenceDevice, ReferencePreparedModel
+
+
+    def _listed(shapes):
+        return [OutputShape(list(s.dimensions), s.is_sufficient) for s in shapes]
+
+
+    class Prepared(ReferencePreparedModel):
+        """Reports output shapes as lists, dimensions as lists: the same values as the reference's."""
+
+        def execute(self, request):
+            try:
+                result = super().execute(request)
+            except DriverError as error:
+                error.output_shapes = _listed(error.output_shapes or ())
+                raise
+            return ExecutionResult(result.output_sufficient_size, _listed(result.output_shapes), result.timing)
+
+
+    def factory():
+        return ReferenceDevice(prepared_model_class=Prepared)
+    '''
+)

@@ -1,0 +1,19 @@
+"""A driver's answers are judged by their values: output shapes and dimensions given as lists,
+where the reference gives tuples, are the same answer (SPEC's dimensions are a sequence)."""
+
+from __future__ import annotations
+
+import pytest
+from out_of_tree_drivers import SHAPES_AS_LISTS
+
+
+@pytest.mark.requirement("DOM-DYN-2", "POOL-2")
+def test_output_shapes_as_lists_pass(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(shapes_as_lists=SHAPES_AS_LISTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile=ci", "--harness-seed=0",
+                                           "--driver=shapes_as_lists.py:factory", "--pyargs",
+                                           "harness.suites.memory_domains.test_dynamic",
+                                           "harness.suites.memory_pools.test_layouts", timeout=600)
+    outcomes = result.parseoutcomes()
+    # too-small outputs (OUTPUT_INSUFFICIENT_SIZE with the needed dimensions) are among them
+    assert result.ret == pytest.ExitCode.OK and outcomes["passed"] >= 30, "\n".join(result.outlines)[-3000:]
