@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
@@ -48,6 +49,7 @@ __all__ = [
     "is_fully_specified",
     "is_scalar_type",
     "is_quantized_type",
+    "is_token",
     "numpy_dtype",
     "operand_byte_size",
 ]
@@ -400,6 +402,12 @@ class ExecutionResult:
 @dataclass(frozen=True)
 class BufferDesc:
     dimensions: tuple[int, ...] = ()
+
+
+def is_token(value: object) -> bool:
+    """A buffer's token as DOM-ALLOC-3 has it: a positive integer, of any integer type (a numpy
+    integer is one; a bool is not)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) > 0
 
 
 @dataclass(frozen=True)

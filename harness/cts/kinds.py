@@ -21,7 +21,7 @@ from dataclasses import replace
 import numpy as np
 
 from harness.api.hal import (BufferDesc, BufferRole, DataLocation, Device, DriverError, ErrorStatus, Model, Request,
-                             RequestArgument, numpy_dtype)
+                             RequestArgument, is_token, numpy_dtype)
 from harness.api.memory import Memory, MemoryKind, create_ashmem, create_hardware_buffer_blob, create_mmap_fd
 
 from harness.judging.builders import pack_request
@@ -192,9 +192,12 @@ def run_memory_domain(device: Device, golden: GoldenCase) -> list[np.ndarray]:
 
 def _allocate(device: Device, prepared, input_roles=(), output_roles=()):
     try:
-        return device.allocate(BufferDesc(), [prepared], list(input_roles), list(output_roles))
+        buffer, token = device.allocate(BufferDesc(), [prepared], list(input_roles), list(output_roles))
     except DriverError as error:
         if error.status == ErrorStatus.GENERAL_FAILURE:
             raise AllocationRefused(error) from None
         raise GoldenFailure("allocate", str(error)) from None
+    if not is_token(token):
+        raise GoldenFailure("allocate", f"token {token!r} is not a positive integer (DOM-ALLOC-3)")
+    return buffer, int(token)  # an integer of any type is the same token; the request carries it as an int
 

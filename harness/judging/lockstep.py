@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.api.errors import ConformanceError, DriverFault
-from harness.api.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType
+from harness.api.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType, is_token
 from harness.api.memory import Memory
 from harness.judging.driver_history import history_of, lifetime_of
 from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_on_both
@@ -264,8 +264,9 @@ class Lockstep:
             raise self._failure("DOM-ALLOC-1", f"[DOM-ALLOC-1] {call}: allocate returned {actual.value!r:.100}; SPEC "
                                                f"requires a (buffer, token) pair")
         (ref_buffer, ref_token), (dut_buffer, dut_token) = expected.value, actual.value
-        if not isinstance(dut_token, int) or dut_token <= 0:
+        if not is_token(dut_token):
             raise self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] {call}: token {dut_token!r} is not a positive integer")
+        dut_token = int(dut_token)  # an integer of any type is the same token; requests carry it as an int
         live = {p.driver for n, p in self.tokens.items() if n in self.buffers}
         if dut_token in live:
             raise self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] {call}: token {dut_token} is already held by a live buffer")
@@ -505,6 +506,8 @@ class CallsAlone:
                 return None
             allocated = self.device.allocate(desc, prepared, list(input_roles), list(output_roles))
             self.buffers[name] = allocated[0]
+            if isinstance(allocated, tuple) and len(allocated) == 2 and is_token(allocated[1]):
+                allocated = (allocated[0], int(allocated[1]))  # the same token as an int, as requests carry it
             return allocated
         buffer = self.buffers.get(args[0]) if method in ("release", "copy_from", "copy_to") else None
         if buffer is None:  # the ALONE mark itself, or a buffer this device never served

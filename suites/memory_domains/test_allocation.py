@@ -6,7 +6,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus, OperandType, OperationType
+from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus, OperandType, OperationType, is_token
 from harness.judging.direct_calls import DirectCalls
 from harness.judging.lockstep import Lockstep
 from harness.strategies.domains import (
@@ -59,7 +59,7 @@ def test_simple_fully_specified_buffer_is_served(driver, flavor) -> None:
                 not_run(f"the driver holds {len(buffers)} plain {type.name} (2, 2) buffers at once, and this test "
                         f"compares the tokens of 4", "serve 4 small buffers at once")
         tokens = [token for _, token in buffers]
-        if not all(isinstance(t, int) and t > 0 for t in tokens) or len(set(tokens)) != len(tokens):
+        if not all(is_token(t) for t in tokens) or len(set(tokens)) != len(tokens):
             raise violation("DOM-ALLOC-3", f"tokens must be positive and unique among live buffers, got {tokens}")
     finally:
         for buffer, _ in buffers:

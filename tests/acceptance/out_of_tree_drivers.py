@@ -79,3 +79,22 @@ SHAPES_AS_LISTS = textwrap.dedent(
         return ReferenceDevice(prepared_model_class=Prepared)
     '''
 )
+
+NUMPY_TOKENS = textwrap.dedent(
+    '''
+    import numpy as np
+    from reference_driver import ReferenceDevice
+
+
+    class NumpyTokens(ReferenceDevice):
+        """Hands out its tokens as numpy integers: positive integers all the same (DOM-ALLOC-3)."""
+
+        def allocate(self, desc, prepared_models, input_roles, output_roles):
+            buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
+            return buffer, np.int64(token)
+
+
+    def factory():
+        return NumpyTokens()
+    '''
+)

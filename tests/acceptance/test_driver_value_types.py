@@ -1,10 +1,11 @@
 """A driver's answers are judged by their values: output shapes and dimensions given as lists,
-where the reference gives tuples, are the same answer (SPEC's dimensions are a sequence)."""
+where the reference gives tuples, are the same answer (SPEC's dimensions are a sequence), and a
+token that is a numpy integer is a positive integer."""
 
 from __future__ import annotations
 
 import pytest
-from out_of_tree_drivers import SHAPES_AS_LISTS
+from out_of_tree_drivers import NUMPY_TOKENS, SHAPES_AS_LISTS
 
 
 @pytest.mark.requirement("DOM-DYN-2", "POOL-2")
@@ -17,3 +18,14 @@ def test_output_shapes_as_lists_pass(pytester: pytest.Pytester) -> None:
     outcomes = result.parseoutcomes()
     # too-small outputs (OUTPUT_INSUFFICIENT_SIZE with the needed dimensions) are among them
     assert result.ret == pytest.ExitCode.OK and outcomes["passed"] >= 30, "\n".join(result.outlines)[-3000:]
+
+
+@pytest.mark.requirement("DOM-ALLOC-3")
+def test_numpy_integer_tokens_pass(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(numpy_tokens=NUMPY_TOKENS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile=ci", "--harness-seed=0",
+                                           "--driver=numpy_tokens.py:factory", "--pyargs", "harness.suites.memory_domains",
+                                           "harness.suites.golden", "-k", "not test_golden_example or memory_domain",
+                                           timeout=600)
+    outcomes = result.parseoutcomes()
+    assert result.ret == pytest.ExitCode.OK and outcomes["passed"] >= 100, "\n".join(result.outlines)[-3000:]
