@@ -17,7 +17,7 @@ def test_a_driver_with_room_for_two_buffers_fails_nothing(pytester: pytest.Pytes
     records = pytester.path / "records.jsonl"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile=ci", "--harness-seed=0",
                                            "--driver=holds_two.py:factory", f"--harness-record={records}",
-                                           "--pyargs", "harness.suites.memory_domains", "harness.suites.golden",
+                                           "--pyargs", "harness.suites.memory_domains.test_allocation", "harness.suites.golden",
                                            "-k", "not test_golden_example or memory_domain", timeout=600)
     tests = {r["id"].split("::")[-1]: r for r in map(json.loads, records.read_text().splitlines()) if "id" in r}
     assert result.ret == pytest.ExitCode.OK, "\n".join(result.outlines)[-3000:]
