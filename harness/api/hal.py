@@ -52,6 +52,7 @@ __all__ = [
     "is_token",
     "numpy_dtype",
     "operand_byte_size",
+    "support_answers",
 ]
 
 
@@ -402,6 +403,20 @@ class ExecutionResult:
 @dataclass(frozen=True)
 class BufferDesc:
     dimensions: tuple[int, ...] = ()
+
+
+def support_answers(answer: object) -> list[bool] | None:
+    """getSupportedOperations' answer as Python bools: a list, tuple or 1-D array whose every item
+    is a bool (Python's or numpy's, as numpy code gives them); None when it is anything else."""
+    import numpy as np
+
+    if isinstance(answer, np.ndarray):
+        if answer.ndim != 1 or answer.dtype != np.bool_:
+            return None
+        answer = answer.tolist()
+    if not isinstance(answer, (list, tuple)) or not all(isinstance(item, (bool, np.bool_)) for item in answer):
+        return None
+    return [bool(item) for item in answer]
 
 
 def is_token(value: object) -> bool:

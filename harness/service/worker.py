@@ -27,7 +27,7 @@ import threading
 import traceback
 from typing import Any
 
-from harness.api.hal import DriverError
+from harness.api.hal import DriverError, support_answers
 from harness.api.memory import Memory
 from harness.service import wire
 from harness.service.messages import (
@@ -135,6 +135,11 @@ class _Connection:
             if method == "allocate":
                 buffer, token = result
                 return (self._register(buffer, HeldKind.BUFFER), token)
+            if method == "get_supported_operations":
+                # numpy code answers with numpy bools or a bool array: sent as the same answer in Python
+                # bools (the harness unpickles no array from the service); anything else goes as it is
+                answers = support_answers(result)
+                return answers if answers is not None else result
         return result
 
     def _target(self, target: Any) -> tuple[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from harness.api.hal import Capabilities, Device, DriverError, Model, OperandType
+from harness.api.hal import Capabilities, Device, DriverError, Model, OperandType, support_answers
 from harness.integration.skips import not_applicable
 from harness.strategies import scenarios
 from harness.strategies.models import FAMILIES
@@ -27,10 +27,11 @@ BUILDABLE_TYPES = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOA
 def _answers(driver: Device, model: Model) -> list[bool]:
     supported = driver.get_supported_operations(model)
     count = len(model.main.operations)
-    if not isinstance(supported, (list, tuple)) or len(supported) != count or not all(isinstance(s, bool) for s in supported):
+    answers = support_answers(supported)
+    if answers is None or len(answers) != count:
         raise violation("POOL-4", f"get_supported_operations returned {supported!r}; "
                                   f"SPEC requires one bool per operation ({count})")
-    return list(supported)
+    return answers
 
 
 def _asked(driver: Device, scenario) -> tuple[list[bool], DriverError | None]:

@@ -98,3 +98,21 @@ NUMPY_TOKENS = textwrap.dedent(
         return NumpyTokens()
     '''
 )
+
+NUMPY_ANSWERS = textwrap.dedent(
+    '''
+    import numpy as np
+    from reference_driver import ReferenceDevice
+
+
+    class NumpyAnswers(ReferenceDevice):
+        """Answers get_supported_operations with a numpy array of bools: one bool per operation."""
+
+        def get_supported_operations(self, model):
+            return np.array(super().get_supported_operations(model), dtype=bool)
+
+
+    def factory():
+        return NumpyAnswers()
+    '''
+)

@@ -1,11 +1,12 @@
 """A driver's answers are judged by their values: output shapes and dimensions given as lists,
-where the reference gives tuples, are the same answer (SPEC's dimensions are a sequence), and a
-token that is a numpy integer is a positive integer."""
+where the reference gives tuples, are the same answer (SPEC's dimensions are a sequence), a
+token that is a numpy integer is a positive integer, and a numpy array of bools is one bool per
+operation (sent across the service boundary as Python bools)."""
 
 from __future__ import annotations
 
 import pytest
-from out_of_tree_drivers import NUMPY_TOKENS, SHAPES_AS_LISTS
+from out_of_tree_drivers import NUMPY_ANSWERS, NUMPY_TOKENS, SHAPES_AS_LISTS
 
 
 @pytest.mark.requirement("DOM-DYN-2", "POOL-2")
@@ -30,3 +31,14 @@ def test_numpy_integer_tokens_pass(pytester: pytest.Pytester) -> None:
                                            timeout=600)
     outcomes = result.parseoutcomes()
     assert result.ret == pytest.ExitCode.OK and outcomes["passed"] >= 60, "\n".join(result.outlines)[-3000:]
+
+
+@pytest.mark.requirement("POOL-4", "OPS-1")
+def test_a_numpy_array_of_supported_operations_passes(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(numpy_answers=NUMPY_ANSWERS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile=ci", "--harness-seed=0",
+                                           "--driver=numpy_answers.py:factory", "--pyargs",
+                                           "harness.suites.memory_pools.test_supported_operations", "harness.suites.golden",
+                                           "-k", "not test_golden_example or general-ashmem", timeout=600)
+    outcomes = result.parseoutcomes()
+    assert result.ret == pytest.ExitCode.OK and outcomes["passed"] >= 100, "\n".join(result.outlines)[-3000:]
