@@ -12,13 +12,17 @@ Every call is also kept as a `Step` (plain data), and a failure carries the step
 from __future__ import annotations
 
 import functools
+import math
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from harness.api.errors import ConformanceError, DriverFault
-from harness.api.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType, is_token
+from harness.api.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType, is_token, numpy_dtype
 from harness.api.memory import Memory
 from harness.judging.driver_history import history_of, lifetime_of
 from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_on_both
@@ -102,6 +106,13 @@ def _keeps_steps(method: Callable) -> Callable:
     return call
 
 
+def _bytes_of(operand_type: OperandType | None, dimensions: Sequence[int]) -> int | None:
+    """What a buffer of ``operand_type`` holds with ``dimensions`` written into it (None: unknown)."""
+    if operand_type is None:
+        return None
+    return math.prod(dimensions) * np.dtype(numpy_dtype(operand_type)).itemsize
+
+
 def _call(fn: Callable[[], Any]) -> _Result:
     try:
         return _Result(ErrorStatus.NONE, value=fn())
@@ -110,8 +121,8 @@ def _call(fn: Callable[[], Any]) -> _Result:
 
 
 class Lockstep:
-    """``leaks``: when given, a refusal of an allocation the driver served before with as many
-    buffers live (DOM-ALLOC-3) is appended to it and the call counts as refused, instead of the
+    """``leaks``: when given, a refusal of an allocation the driver served before beside the same
+    buffers or more (DOM-ALLOC-3) is appended to it and the call counts as refused, instead of the
     failure being raised.  Whether a leaking driver refuses depends on everything it was asked
     before, not on this sequence alone; hypothesis must not see that as this example's outcome
     (its replays would disagree), so its state machine reports the leaks after its runs.
@@ -141,7 +152,12 @@ class Lockstep:
         # read-back is judged within CHOICE-7's bound; a copied value must come back exact).
         self._types: dict[str, OperandType] = {}
         self._computed: dict[str, bool] = {}
-        self._served: dict[tuple, int] = {}  # allocation signature -> live buffers when the driver first served it
+        # A memory limit may count buffers or bytes: a refusal is a leak only beside no more than the
+        # driver served the same allocation beside.  Per live buffer, what it holds (its allocation's
+        # signature, and the shape last written when that differs); per allocation signature, the
+        # holdings live beside it each time the driver served it.
+        self._holding: dict[str, tuple] = {}
+        self._served: dict[tuple, list[Counter[tuple]]] = {}
         self._history = history_of(driver)  # what the driver had before this sequence, since its process started
         if self._history is not None:
             self._history.join(self.steps, lifetime_of(driver))
@@ -253,9 +269,10 @@ class Lockstep:
             self.refused_allocations += 1
             if _TALLIES:
                 _TALLIES[-1].refused += 1
-            served_with = self._served.get(signature)
-            if served_with is not None and len(self.buffers) <= served_with:
-                self._refused_after_serving(name, f"earlier in this sequence with as many buffers live ({served_with})")
+            beside = Counter(self._holding.values())
+            if any(beside <= before for before in self._served.get(signature, ())):
+                self._refused_after_serving(name, f"earlier in this sequence beside the same buffers or more "
+                                                  f"({len(self.buffers)} live now, none bigger)")
             return None
         self._compare(requirement, call, expected, actual)
         if not expected.ok:
@@ -270,7 +287,8 @@ class Lockstep:
         live = {p.driver for n, p in self.tokens.items() if n in self.buffers}
         if dut_token in live:
             raise self._failure("DOM-ALLOC-3", f"[DOM-ALLOC-3] {call}: token {dut_token} is already held by a live buffer")
-        self._served.setdefault(signature, len(self.buffers))  # buffers live besides this one when it was served
+        self._served.setdefault(signature, []).append(Counter(self._holding.values()))
+        self._holding[name] = (signature,)
         if _TALLIES:
             _TALLIES[-1].served += 1
         self.buffers[name] = Pair(ref_buffer, dut_buffer)
@@ -294,6 +312,8 @@ class Lockstep:
             actual = _call(actual_call)
         self._compare(requirement, call, expected, actual)
         self._computed[name] = False
+        if expected.ok:
+            self._holding[name] = (self._holding[name][0], memory.size)
         return expected.ok
 
     @_keeps_steps
@@ -350,10 +370,13 @@ class Lockstep:
             assert_conforms(requirement, scenario, expected, actual)
         except ConformanceError as error:
             raise self._failure(requirement, str(error)) from None
-        for argument in scenario.outputs:
+        for index, argument in enumerate(scenario.outputs):
             pool = scenario.request_pools[argument.location.pool_index] if not argument.has_no_value else None
             if isinstance(pool, TokenRef):
                 self._computed[pool.buffer] = expected.ok
+                if expected.ok and index < len(expected.output_shapes) and pool.buffer in self._holding:
+                    self._holding[pool.buffer] = (self._holding[pool.buffer][0],
+                                                  _bytes_of(self._types.get(pool.buffer), expected.output_shapes[index].dimensions))
         return expected
 
     def _within_bound(self, name: str, expected: bytes, actual: bytes) -> bool:
@@ -366,6 +389,7 @@ class Lockstep:
     @_keeps_steps
     def release(self, name: str) -> None:
         pair = self.buffers.pop(name)
+        self._holding.pop(name, None)
         self.steps.append(Step("release", (name,)))
         self.log.append(f"release({name!r})")
         released = begin_call(pair.driver, "release")
@@ -397,6 +421,7 @@ class Lockstep:
             for pair in self.buffers.values():
                 pair.reference.release()
             self.buffers.clear()
+            self._holding.clear()
             self._driver_models.clear()
             return
         try:

@@ -1,0 +1,131 @@
+"""Quantized arithmetic in integers only, as NNAPI's CPU kernels (and most NPUs) do it.
+
+A real multiplier ``m`` (an input scale over the output scale, say) is held as a 31-bit integer
+``q`` and a power of two: ``m = q * 2**(shift - 31)``.  A value is scaled by multiplying it by
+``q``, keeping the high half rounded to nearest, then dividing by a power of two rounding half
+away from zero.  Sums of products accumulate exactly in integers (a bias is already an integer
+in the accumulator's scale); ADD and SUB first bring both inputs to a common scale with 20 bits
+of headroom.  The result differs from the reference's float64 arithmetic by at most a step where
+an intermediate rounding falls on the other side of a tie, which is what CHOICE-7 allows.
+
+Arrays here hold Python integers (dtype object): an accumulator of a large filter with a large
+bias passes 32 bits, and the products with ``q`` pass 64, so nothing may wrap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.api.hal import FusedActivation, Operand, OperandType
+from reference_driver.ops import nn
+from reference_driver.ops._numeric import PER_CHANNEL, activation_code
+
+__all__ = ["add_sub", "conv_2d", "fully_connected", "mul"]
+
+_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127)}
+_HEADROOM_BITS = 20  # ADD/SUB: inputs shifted left this far before rescaling to a common scale
+
+
+def _integers(values: np.ndarray, zero_point: int = 0) -> np.ndarray:
+    return np.asarray(values).astype(np.int64).astype(object) - zero_point
+
+
+def quantized_multiplier(real: float) -> tuple[int, int]:
+    """``real`` as ``(q, shift)`` with ``real == q * 2**(shift - 31)`` and ``2**30 <= q < 2**31``."""
+    if real == 0:
+        return 0, 0
+    mantissa, exponent = math.frexp(real)
+    q = math.floor(mantissa * (1 << 31) + 0.5)
+    if q == 1 << 31:
+        q, exponent = q // 2, exponent + 1
+    return q, exponent
+
+
+def _high_half(x: np.ndarray, q: int) -> np.ndarray:
+    """round(x * q / 2**31), ties up in magnitude by the nudge, the quotient truncated toward zero."""
+    product = x * q
+    nudged = np.where(product >= 0, product + (1 << 30), product + (1 - (1 << 30)))
+    return np.where(nudged >= 0, nudged // (1 << 31), -((-nudged) // (1 << 31)))
+
+
+def _divide_by_power_of_two(x: np.ndarray, exponent: int) -> np.ndarray:
+    """x / 2**exponent rounded to nearest, half away from zero."""
+    if exponent <= 0:
+        return x
+    mask = (1 << exponent) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + np.where(x < 0, 1, 0)
+    return (x >> exponent) + np.where(remainder > threshold, 1, 0)
+
+
+def scale(x: np.ndarray, real: float) -> np.ndarray:
+    """x * real, rounded, in integers."""
+    q, shift = quantized_multiplier(real)
+    return _divide_by_power_of_two(_high_half(x * (1 << max(shift, 0)), q), max(-shift, 0))
+
+
+def _stored(x: np.ndarray, activation: int, out: Operand) -> np.ndarray:
+    """Add the output's zero point and clamp to the activation's range, both in stored units."""
+    low, high = _RANGE[out.type]
+
+    def at(real: float) -> int:
+        return out.zero_point + math.floor(abs(real) / out.scale + 0.5) * (1 if real >= 0 else -1)
+
+    match FusedActivation(activation):
+        case FusedActivation.RELU:
+            low = max(low, at(0.0))
+        case FusedActivation.RELU1:
+            low, high = max(low, at(-1.0)), min(high, at(1.0))
+        case FusedActivation.RELU6:
+            low, high = max(low, at(0.0)), min(high, at(6.0))
+    return np.clip((x + out.zero_point).astype(np.int64), low, high).astype(np.dtype(_dtype(out.type)))
+
+
+def _dtype(operand_type: OperandType) -> type:
+    return np.uint8 if operand_type == OperandType.TENSOR_QUANT8_ASYMM else np.int8
+
+
+def add_sub(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand, sign: int) -> np.ndarray:
+    """ADD (``sign`` 1) or SUB (-1): both inputs to twice the larger input scale, summed, rescaled."""
+    a, b = ins[0], ins[1]
+    common = 2 * max(a.scale, b.scale)
+    left = scale(_integers(values[0], a.zero_point) * (1 << _HEADROOM_BITS), a.scale / common)
+    right = scale(_integers(values[1], b.zero_point) * (1 << _HEADROOM_BITS), b.scale / common)
+    total = scale(left + sign * right, common / ((1 << _HEADROOM_BITS) * out.scale))
+    return _stored(total, activation_code(values[2]), out)
+
+
+def mul(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand) -> np.ndarray:
+    product = _integers(values[0], ins[0].zero_point) * _integers(values[1], ins[1].zero_point)
+    return _stored(scale(product, ins[0].scale * ins[1].scale / out.scale), activation_code(values[2]), out)
+
+
+def fully_connected(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand) -> np.ndarray:
+    data, weights, bias = ins[0], ins[1], ins[2]
+    w = _integers(values[1], weights.zero_point)
+    x = _integers(values[0], data.zero_point).reshape(-1, w.shape[1])
+    accumulator = x @ w.T + _integers(values[2])
+    return _stored(scale(accumulator, data.scale * weights.scale / out.scale), activation_code(values[3]), out)
+
+
+def conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand) -> np.ndarray:
+    """Per output channel: the integer sum over the window plus the bias, rescaled by that channel's
+    multiplier (one for the tensor unless the filter is quantized per channel)."""
+    data, filt = ins[0], ins[1]
+    f = _integers(values[1], 0 if filt.type == PER_CHANNEL else filt.zero_point)
+    g = nn.conv_geometry(values, ins, f.shape, values[0].shape)
+    x = _integers(values[0], data.zero_point)
+    if g.nchw:
+        x = x.transpose(0, 2, 3, 1)
+    windows = nn.conv_windows(x, g, f.shape[1], f.shape[2])  # padded with 0, the real zero
+    accumulator = np.einsum("nyxcij,dijc->nyxd", windows, f) + _integers(values[2])
+    if filt.type == PER_CHANNEL and filt.channel_quant is not None:
+        filter_scales = list(filt.channel_quant.scales)
+    else:
+        filter_scales = [filt.scale] * f.shape[0]
+    scaled = np.stack([scale(accumulator[..., d], data.scale * s / out.scale) for d, s in enumerate(filter_scales)], axis=-1)
+    result = _stored(scaled, g.activation, out)
+    return result.transpose(0, 3, 1, 2) if g.nchw else result
