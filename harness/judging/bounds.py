@@ -13,8 +13,11 @@ each element, not with the result, which cancellation can make arbitrarily small
 - Quantized: 1 step per element at the output, plus what 1 step of rounding in each quantized
   intermediate can become at the output (`quantized_tolerances`): a tie rounded the other way
   in an intermediate with a coarser scale than the output is several output steps.  Over a
-  tensor with at least `BIAS_MIN_ELEMENTS` unsaturated elements the mean signed error (each
-  element's error clipped to one step) stays within `BIAS_LIMIT` steps, so truncation fails.
+  tensor with at least `BIAS_MIN_ELEMENTS` unsaturated elements computed from a uniform sample of
+  values (`Scenario.sampled_values`) the mean signed error (each element's error clipped to one
+  step) stays within `BIAS_LIMIT` steps, so truncation fails.  Over values a search chose the mean
+  is not judged: a correct driver a step off at one value (a fixed-point multiplier, a tie rounded
+  up) shows a mean of a whole step over a tensor of that value's copies.
 - Integers: exact (wrap-around at 32 bits included).
 """
 

@@ -330,10 +330,12 @@ def _fail(requirement: str, what: str, scenario: Scenario, expected: Outcome, ac
 
 
 def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *, steps: int = 1, terms: int = 1,
-                   magnitudes: Callable[[], bytes | None] | None = None) -> str:
+                   magnitudes: Callable[[], bytes | None] | None = None, judge_bias: bool = False) -> str:
     """Empty when ``actual`` is within what CHOICE-7 allows of ``expected``; otherwise the first
     element outside it and why.  ``steps``: quantized tolerance; ``terms`` and ``magnitudes``
-    (the sum of |terms| per element, computed on demand): the float error bound."""
+    (the sum of |terms| per element, computed on demand): the float error bound.  ``judge_bias``:
+    the values come from a uniform sample (`Scenario.sampled_values`), so a quantized tensor's mean
+    signed error is judged too."""
     dtype = np.dtype(numpy_dtype(operand_type))
     want = np.frombuffer(expected, dtype)
     got = np.frombuffer(actual, dtype)
@@ -344,7 +346,7 @@ def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *,
         bad = np.abs(error) > steps
         info = np.iinfo(dtype)
         rounded = (want != info.min) & (want != info.max)  # saturated elements say nothing about rounding
-        if not bad.any() and int(rounded.sum()) >= bounds.BIAS_MIN_ELEMENTS:
+        if judge_bias and not bad.any() and int(rounded.sum()) >= bounds.BIAS_MIN_ELEMENTS:
             bias = float(np.clip(error[rounded], -1, 1).mean())
             if abs(bias) > bounds.BIAS_LIMIT:
                 return (f"systematic rounding error: the mean signed error over {int(rounded.sum())} unsaturated elements "
@@ -413,7 +415,8 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
         if want is None:
             continue
         difference = compare_values(scenario.subgraph.operands[index].type, want, got or b"", steps=steps.get(index, 1),
-                                    terms=terms, magnitudes=functools.partial(_nth, magnitudes, i))
+                                    terms=terms, magnitudes=functools.partial(_nth, magnitudes, i),
+                                    judge_bias=scenario.sampled_values)
         if difference:
             _fail(requirement, f"output {i} differs: {difference}", scenario, expected, actual)
     assert_outside_outputs_untouched(scenario, actual)

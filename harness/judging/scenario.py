@@ -144,6 +144,11 @@ class Scenario:
     # last execution's.  A failure on a later run of the same prepared model (weights a run
     # converted in place) shows only after the runs before it.
     executions: int = 1
+    # The request's input values are a uniform sample the harness drew from a seed, not values a
+    # search chose one by one.  Only then does the mean signed error over an output say something
+    # about how the driver rounds (CHOICE-7's bias criterion): over chosen values, or over copies of
+    # one value spread by broadcasting, it is one element's allowed step counted many times.
+    sampled_values: bool = False
 
     def build_model(self) -> Model:
         return Model(self.subgraph, self.operand_values, tuple(make_memory(p) for p in self.constant_pools))

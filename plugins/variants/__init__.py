@@ -28,6 +28,7 @@ VARIANTS = {
     "float32-fma-reordered": (drivers.float32_fma_reordered, "CHOICE-7"),
     "float16-in-float16": (drivers.float16_in_float16, "CHOICE-7"),
     "quantized-in-float32": (drivers.quantized_in_float32, "CHOICE-7"),
+    "fixed-point-quantized": (drivers.fixed_point_quantized, "CHOICE-7"),
     "nnapi-quantization-rules": (drivers.nnapi_quantization_rules, "CHOICE-8"),
 }
 

@@ -39,6 +39,8 @@ from reference_driver.device import ReferenceBuffer
 from reference_driver.ops import KERNELS, Kernel, Refusal, nn
 from reference_driver.ops._numeric import FLOAT_TENSORS, activate, check_rank, from_real, scalar
 
+from . import fixed_point
+
 F32, F16 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16
 HANDLE_RULES = ("POOL-3", "POOL-4", "POOL-5")  # the handle defects of CHOICE-1
 
@@ -459,6 +461,34 @@ def quantized_in_float32() -> ReferenceDevice:
     device = ReferenceDevice()
     for op, ufunc in ((OperationType.ADD, np.add), (OperationType.SUB, np.subtract), (OperationType.MUL, np.multiply)):
         device.kernels[op] = _quantized_in_float32(ufunc, KERNELS[op])
+    return device
+
+
+def _in_fixed_point(integer_run, kernel: Kernel) -> Kernel:
+    def run(values, ins, out_op, out):
+        checked = kernel.run(values, ins, out_op, None)  # the reference's shape and activation errors
+        if not is_quantized_type(out_op.type):
+            return checked
+        return integer_run(values, ins, out_op).reshape(checked.shape)
+    return Kernel(kernel.validate, run)
+
+
+def fixed_point_quantized() -> ReferenceDevice:
+    """CHOICE-7: quantized ADD, SUB, MUL, FULLY_CONNECTED and CONV_2D (per-channel filters
+    included) in integers only, as fixed-point kernels (TFLite's, most NPUs') compute them: integer
+    accumulators, each real multiplier held as a 31-bit integer and a shift, each rescale rounded
+    once, half up (`fixed_point`).  Results a step off at negative ties and where the multiplier's
+    own rounding moves a value across a tie."""
+    device = ReferenceDevice()
+    integer_runs = {
+        OperationType.ADD: lambda values, ins, out: fixed_point.add_sub(values, ins, out, 1),
+        OperationType.SUB: lambda values, ins, out: fixed_point.add_sub(values, ins, out, -1),
+        OperationType.MUL: fixed_point.mul,
+        OperationType.FULLY_CONNECTED: fixed_point.fully_connected,
+        OperationType.CONV_2D: fixed_point.conv_2d,
+    }
+    for op, integer_run in integer_runs.items():
+        device.kernels[op] = _in_fixed_point(integer_run, KERNELS[op])
     return device
 
 

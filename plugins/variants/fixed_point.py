@@ -1,12 +1,13 @@
-"""Quantized arithmetic in integers only, as NNAPI's CPU kernels (and most NPUs) do it.
+"""Quantized arithmetic in integers only, as fixed-point kernels (TFLite's, most NPUs') compute it.
 
 A real multiplier ``m`` (an input scale over the output scale, say) is held as a 31-bit integer
 ``q`` and a power of two: ``m = q * 2**(shift - 31)``.  A value is scaled by multiplying it by
-``q``, keeping the high half rounded to nearest, then dividing by a power of two rounding half
-away from zero.  Sums of products accumulate exactly in integers (a bias is already an integer
-in the accumulator's scale); ADD and SUB first bring both inputs to a common scale with 20 bits
-of headroom.  The result differs from the reference's float64 arithmetic by at most a step where
-an intermediate rounding falls on the other side of a tie, which is what CHOICE-7 allows.
+``q`` and shifting right, rounding once, half up (TFLite's single-rounding kernels).  Sums of
+products accumulate exactly in integers (a bias is already an integer in the accumulator's
+scale); ADD and SUB first bring both inputs to a common scale with 20 bits of headroom.  The
+result differs from the reference's float64 arithmetic, which rounds half away from zero, by a
+step at a negative tie and wherever ``q``'s own rounding moves a value across a tie: what
+CHOICE-7 allows.
 
 Arrays here hold Python integers (dtype object): an accumulator of a large filter with a large
 bias passes 32 bits, and the products with ``q`` pass 64, so nothing may wrap.
@@ -44,27 +45,13 @@ def quantized_multiplier(real: float) -> tuple[int, int]:
     return q, exponent
 
 
-def _high_half(x: np.ndarray, q: int) -> np.ndarray:
-    """round(x * q / 2**31), ties up in magnitude by the nudge, the quotient truncated toward zero."""
-    product = x * q
-    nudged = np.where(product >= 0, product + (1 << 30), product + (1 - (1 << 30)))
-    return np.where(nudged >= 0, nudged // (1 << 31), -((-nudged) // (1 << 31)))
-
-
-def _divide_by_power_of_two(x: np.ndarray, exponent: int) -> np.ndarray:
-    """x / 2**exponent rounded to nearest, half away from zero."""
-    if exponent <= 0:
-        return x
-    mask = (1 << exponent) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + np.where(x < 0, 1, 0)
-    return (x >> exponent) + np.where(remainder > threshold, 1, 0)
-
-
 def scale(x: np.ndarray, real: float) -> np.ndarray:
-    """x * real, rounded, in integers."""
+    """x * real, rounded once, half up, in integers: x * q shifted right by 31 - shift."""
     q, shift = quantized_multiplier(real)
-    return _divide_by_power_of_two(_high_half(x * (1 << max(shift, 0)), q), max(-shift, 0))
+    total = 31 - shift
+    if total <= 0:
+        return x * q * (1 << -total)
+    return (x * q + (1 << (total - 1))) >> total
 
 
 def _stored(x: np.ndarray, activation: int, out: Operand) -> np.ndarray:
@@ -81,7 +68,7 @@ def _stored(x: np.ndarray, activation: int, out: Operand) -> np.ndarray:
             low, high = max(low, at(-1.0)), min(high, at(1.0))
         case FusedActivation.RELU6:
             low, high = max(low, at(0.0)), min(high, at(6.0))
-    return np.clip((x + out.zero_point).astype(np.int64), low, high).astype(np.dtype(_dtype(out.type)))
+    return np.clip(x + out.zero_point, low, high).astype(np.int64).astype(np.dtype(_dtype(out.type)))  # clipped first: x may pass 64 bits
 
 
 def _dtype(operand_type: OperandType) -> type:
