@@ -174,6 +174,22 @@ _OPERAND_HOWS = (("input", "input"), ("input", "copy"), ("input", "reference"), 
 
 
 @functools.lru_cache(maxsize=256, typed=True)
+def _elementwise_types(op: OperationType, activation: int | None) -> tuple[OperandType, ...]:
+    """The tensor types ``op`` takes with fused ``activation`` (None: any).  NNAPI: DIV has no
+    quantized form, and an operation on TENSOR_INT32 takes no fused activation but NONE."""
+    allowed = FLOAT_TYPES + (I32,) if op == OperationType.DIV else FLOAT_TYPES + QUANT_TYPES + (I32,)
+    return tuple(t for t in allowed if t != I32) if activation else allowed
+
+
+def elementwise_operations(caps: Capabilities, activation: int | None = None,
+                           op: OperationType | None = None) -> tuple[OperationType, ...]:
+    """The element-wise operations (``op`` alone, when given) that the driver declares on a type it
+    declares, with fused ``activation``: what `elementwise_models` can build for it."""
+    candidates = (op,) if op is not None else FAMILIES["elementwise"]
+    return tuple(o for o in _supported(caps, *candidates)
+                 if usable_types(_elementwise_types(o, activation), caps.operand_types))
+
+
 def elementwise_models(caps: Capabilities, activation: int | None = None,
                        op: OperationType | None = None, ranks: tuple[int, int] | None = None) -> st.SearchStrategy[ModelCase]:
     """ADD/SUB/MUL/DIV with broadcasting, a fused activation, constants by copy or reference,
@@ -189,13 +205,11 @@ def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: Op
                         ranks: tuple[int, int] | None) -> ModelCase:
     c = _start(draw)
     if op is None:
-        op = c.choice(_supported(caps, OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV), "operation")
-    # NNAPI: DIV has no quantized form; on TENSOR_INT32 it rounds toward minus infinity, and an
-    # operation on TENSOR_INT32 takes no fused activation but NONE.
-    allowed: tuple[OperandType, ...] = FLOAT_TYPES + (I32,) if op == OperationType.DIV else FLOAT_TYPES + QUANT_TYPES + (I32,)
-    if activation:
-        allowed = tuple(t for t in allowed if t != I32)
-    type = c.type(allowed, caps)
+        ops = elementwise_operations(caps, activation)
+        if not ops:
+            reject()  # no element-wise operation on a type the driver declares: not an example
+        op = c.choice(ops, "operation")
+    type = c.type(_elementwise_types(op, activation), caps)
     (shape_a, shape_b), result_shape = _broadcast_pair(c, ranks)
     how_a, how_b = c.choice(_OPERAND_HOWS, "operands")
     case = _Case(c)
@@ -218,6 +232,15 @@ def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: Op
 
 
 _RELUS = (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
+#: The tensor types each family's models take (NNAPI's signatures, as the reference implements them;
+#: the element-wise family's depend on the operation and activation: `_elementwise_types`).
+_FAMILY_TYPES: dict[str, tuple[OperandType, ...]] = {
+    "relu": FLOAT_TYPES + QUANT_TYPES,
+    "reshape": FLOAT_TYPES + QUANT_TYPES + (I32,),
+    "concatenation": FLOAT_TYPES + QUANT_TYPES + (I32,),
+    "fully_connected": FLOAT_TYPES + QUANT_TYPES,
+    "conv_2d": FLOAT_TYPES + QUANT_TYPES,
+}
 
 
 @st.composite
@@ -225,7 +248,7 @@ def relu_models(draw, caps: Capabilities) -> ModelCase:
     """RELU, RELU1 (clamp to [-1, 1]) and RELU6 (clamp to [0, 6]) as operations of their own."""
     c = _start(draw)
     op = c.choice(_supported(caps, *_RELUS), "operation")
-    type = c.type(FLOAT_TYPES + QUANT_TYPES, caps)
+    type = c.type(_FAMILY_TYPES["relu"], caps)
     shape = c.shape("shape")
     case = _Case(c)
     quant = c.quantization(type, "x and output")  # NNAPI: the RELUs keep their input's scale and zeroPoint
@@ -238,7 +261,7 @@ def relu_models(draw, caps: Capabilities) -> ModelCase:
 def reshape_models(draw, caps: Capabilities) -> ModelCase:
     """RESHAPE with the target shape as a constant or as an input (output shape from values)."""
     c = _start(draw)
-    type = c.type(FLOAT_TYPES + QUANT_TYPES + (I32,), caps)
+    type = c.type(_FAMILY_TYPES["reshape"], caps)
     source = c.shape("source shape")
     count = int(np.prod(source))
     target = _factor(count)
@@ -273,7 +296,7 @@ def _factor(n: int) -> list[int]:
 @st.composite
 def concatenation_models(draw, caps: Capabilities) -> ModelCase:
     c = _start(draw)
-    type = c.type(FLOAT_TYPES + QUANT_TYPES + (I32,), caps)
+    type = c.type(_FAMILY_TYPES["concatenation"], caps)
     base = c.shape("base shape", max_rank=3)
     axis = c.integer(0, len(base) - 1, "axis")
     sizes = [c.integer(1, 3, f"x{i} axis size") for i in range(c.integer(2, 3, "inputs"))]
@@ -299,7 +322,7 @@ def _bias(draw, type, in_quant, w_quant, units):
 @st.composite
 def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
     c = _start(draw)
-    type = c.type(FLOAT_TYPES + QUANT_TYPES, caps)
+    type = c.type(_FAMILY_TYPES["fully_connected"], caps)
     size, units = c.integer(1, 5, "input size"), c.integer(1, 4, "units")
     # NNAPI flattens an input of rank above 2 to [batch, input size]: the leading axes are the batch.
     leading = c.shape("batch axes", max_rank=3, max_side=3)
@@ -322,7 +345,7 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     optionally with the layout flag (NHWC or NCHW tensors) and then dilation factors; a per-channel
     quantized filter when the driver declares TENSOR_QUANT8_SYMM_PER_CHANNEL."""
     c = _start(draw)
-    type = c.type(FLOAT_TYPES + QUANT_TYPES, caps)
+    type = c.type(_FAMILY_TYPES["conv_2d"], caps)
     implicit = c.boolean("implicit padding")
     # the layout flag is a BOOL operand: only for a driver that declares the type
     layouts = (None, False, True) if OperandType.BOOL in caps.operand_types else (None,)
@@ -386,14 +409,25 @@ FAMILIES = {
     "conv_2d": (OperationType.CONV_2D,),
 }
 
-_FAMILIES: list[tuple[tuple[OperationType, ...], Callable[[Capabilities], st.SearchStrategy[ModelCase]]]] = [
-    ((OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV), elementwise_models),
-    (_RELUS, relu_models),
-    ((OperationType.RESHAPE,), reshape_models),
-    ((OperationType.CONCATENATION,), concatenation_models),
-    ((OperationType.FULLY_CONNECTED,), fully_connected_models),
-    ((OperationType.CONV_2D,), conv_2d_models),
-]
+_MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
+    "elementwise": elementwise_models,
+    "relu": relu_models,
+    "reshape": reshape_models,
+    "concatenation": concatenation_models,
+    "fully_connected": fully_connected_models,
+    "conv_2d": conv_2d_models,
+}
+
+
+def buildable_families(caps: Capabilities) -> tuple[str, ...]:
+    """The families a model can be built of for this driver: one of its operations declared, on a
+    declared type the operation takes.  A driver may declare an operation and no type it takes
+    (RELU with TENSOR_INT32 alone): its models cannot be built, which is no example of anything."""
+    def buildable(name: str) -> bool:
+        if name == "elementwise":
+            return bool(elementwise_operations(caps))
+        return bool(_supported(caps, *FAMILIES[name])) and bool(usable_types(_FAMILY_TYPES[name], caps.operand_types))
+    return tuple(name for name in FAMILIES if buildable(name))
 
 
 @functools.lru_cache(maxsize=64)
@@ -416,9 +450,7 @@ def several_output_cases(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
 
 
 def _single_cases(caps: Capabilities, family: str) -> st.SearchStrategy[ModelCase] | None:
-    wanted = FAMILIES.get(family, ())
-    families = [make(caps) for ops, make in _FAMILIES if any(op in caps.operations for op in ops)
-                and (not family or ops == wanted)]
+    families = [_MAKERS[name](caps) for name in buildable_families(caps) if not family or name == family]
     return st.one_of(families) if families else None
 
 

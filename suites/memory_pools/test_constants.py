@@ -11,10 +11,20 @@ from hypothesis import strategies as st
 from harness.api.hal import OperandLifeTime
 from harness.judging.oracle import assert_conforms, execute_scenario, run_scenario
 from harness.judging.scenario import with_constants
+from harness.integration.skips import not_applicable
 from harness.strategies import scenarios
 from harness.strategies.layouts import CONSTANT_POOL_KINDS
+from harness.strategies.models import buildable_families
 from harness.strategies.values import integers, sampled
 from harness.judging.verdict import violation
+
+
+def _needs_constants(capabilities) -> None:
+    """Not applicable to a driver whose models have no tensor constant: RELU, RELU1 and RELU6
+    take one input, and nothing else it declares can be built."""
+    if set(buildable_families(capabilities)) <= {"relu"}:
+        not_applicable("operations", "the driver's operations that can be built (RELU, RELU1, RELU6 at most) take "
+                                     "no constant tensor")
 
 
 def _has_tensor_constant(scenario) -> bool:
@@ -25,6 +35,7 @@ def _has_tensor_constant(scenario) -> bool:
 @pytest.mark.requirement("POOL-1")
 @given(data=st.data())
 def test_copy_and_reference_constants_agree(driver, reference, capabilities, data) -> None:
+    _needs_constants(capabilities)
     scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
     assume(_has_tensor_constant(scenario))
     kind = data.draw(sampled(tuple(k for k in CONSTANT_POOL_KINDS if k in capabilities.memory_kinds) or ("ashmem",)),
@@ -50,6 +61,7 @@ def test_copy_and_reference_constants_agree(driver, reference, capabilities, dat
 def test_a_prepared_model_runs_again_and_again(driver, reference, capabilities, data) -> None:
     """Constants are the model's, not one execution's: every run of one prepared model computes
     with the same weights (a driver that converts them in place on a run fails the next one)."""
+    _needs_constants(capabilities)
     scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
     assume(_has_tensor_constant(scenario))
     how = data.draw(sampled(("copy", "reference")), label="constants")

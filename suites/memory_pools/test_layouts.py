@@ -12,7 +12,7 @@ from harness.api.hal import OperationType
 from harness.api.memory import MEMORY_KINDS, REQUIRED_KINDS
 from harness.judging.oracle import assert_scenario_conforms
 from harness.strategies import scenarios
-from harness.strategies.models import FAMILIES, elementwise_models, several_output_cases
+from harness.strategies.models import FAMILIES, elementwise_models, elementwise_operations, several_output_cases
 from harness.integration.skips import not_applicable
 
 
@@ -56,6 +56,9 @@ def test_each_operation_family(driver, reference, capabilities, family, data) ->
 def test_each_fused_activation(driver, reference, capabilities, activation, data) -> None:
     if not any(op in capabilities.operations for op in FAMILIES["elementwise"]):
         not_applicable("operations", "the driver declares no element-wise arithmetic")
+    if not elementwise_operations(capabilities, activation=activation):
+        not_applicable("operand_types", "the driver declares element-wise arithmetic on no type that takes a fused "
+                                        "activation (NNAPI: on TENSOR_INT32 only NONE, DIV has no quantized form)")
     models = elementwise_models(capabilities, activation=activation)
     scenario = data.draw(scenarios(capabilities, models=models), label="scenario")
     assert_scenario_conforms("POOL-2", scenario, reference, driver)
@@ -72,6 +75,8 @@ def test_broadcasting(driver, reference, capabilities, op, ranks, data) -> None:
     """numpy broadcasting between operands of different ranks, for each arithmetic operation."""
     if op not in capabilities.operations:
         not_applicable("operations", f"the driver does not declare {op.name}")
+    if not elementwise_operations(capabilities, op=op):
+        not_applicable("operand_types", f"the driver declares {op.name} on no type it takes (NNAPI: DIV has no quantized form)")
     models = elementwise_models(capabilities, op=op, ranks=ranks)
     scenario = data.draw(scenarios(capabilities, models=models), label="scenario")
     assert_scenario_conforms("POOL-2", scenario, reference, driver)

@@ -116,3 +116,49 @@ NUMPY_ANSWERS = textwrap.dedent(
         return NumpyAnswers()
     '''
 )
+
+INTEGER_ARITHMETIC = textwrap.dedent(
+    '''
+    import dataclasses
+
+    from harness.api.hal import OperandType, OperationType
+    from reference_driver import ReferenceDevice
+
+    OPERATIONS = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV})
+    TYPES = frozenset({OperandType.TENSOR_INT32, OperandType.INT32})
+
+
+    class IntegerArithmetic(ReferenceDevice):
+        """Element-wise arithmetic on TENSOR_INT32 alone (NNAPI: with no fused activation but NONE)."""
+
+        def capabilities(self):
+            return dataclasses.replace(super().capabilities(), operations=OPERATIONS, operand_types=TYPES)
+
+
+    def factory():
+        return IntegerArithmetic()
+    '''
+)
+
+ACTIVATIONS_ONLY = textwrap.dedent(
+    '''
+    import dataclasses
+
+    from harness.api.hal import OperandType, OperationType
+    from reference_driver import ReferenceDevice
+
+    OPERATIONS = frozenset({OperationType.RELU, OperationType.RELU1, OperationType.RELU6})
+
+
+    class ActivationsOnly(ReferenceDevice):
+        """RELU, RELU1 and RELU6 on FLOAT32, and nothing else: one-input models, no constants."""
+
+        def capabilities(self):
+            return dataclasses.replace(super().capabilities(), operations=OPERATIONS,
+                                       operand_types=frozenset({OperandType.TENSOR_FLOAT32, OperandType.INT32}))
+
+
+    def factory():
+        return ActivationsOnly()
+    '''
+)
