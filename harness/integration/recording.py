@@ -224,6 +224,12 @@ class Recorder:
             first = self._first_failure
             self._running, self._first_failure = None, None  # pytest reports the test itself: let its frames go
             error = call.excinfo.value if call.excinfo is not None else None
+            if report.failed and error is not None and _raised_while_interrupted(error):
+                # The run's interrupt (harness fuzz's deadline) fell in hypothesis' own code between
+                # examples, which raised its own error from it: the test was stopped, not failed.
+                # The session stops as interrupted; pytest_keyboard_interrupt records what it had found.
+                self._running, self._first_failure = item, first
+                raise KeyboardInterrupt
             hidden = report.failed and error is not None and first is not None and _hidden_verdict(error, first)
             if hidden:
                 error = first
@@ -544,6 +550,19 @@ def _verdict_of(error: BaseException) -> BaseException:
             if getattr(verdict, "requirement", ""):
                 return verdict
     return error
+
+
+def _raised_while_interrupted(error: BaseException) -> bool:
+    """Whether ``error`` was raised while a KeyboardInterrupt propagated (its context or cause, at
+    any depth): hypothesis' engine asserts on its state when an interrupt falls before it starts."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _hidden_verdict(error: BaseException, first: BaseException) -> bool:

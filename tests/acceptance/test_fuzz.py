@@ -178,6 +178,40 @@ def test_a_failure_found_before_the_run_is_stopped_is_recorded_unshrunk(tmp_path
     assert "the driver wrote past the output" in stopped["message"]
 
 
+#: harness fuzz's deadline interrupt falling in hypothesis' own code, before its engine starts on a
+#: test: hypothesis then raises its own AssertionError from the KeyboardInterrupt (it asserts on its
+#: engine's state while handling the interrupt).  Modelled here by a test that does the same.
+_INTERRUPTED_INSIDE_HYPOTHESIS = """
+import os
+import signal
+import time
+
+
+def test_stopped_by_the_deadline():
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+    except KeyboardInterrupt:
+        assert False, "assert None is not None"
+
+
+def test_never_reached():
+    pass
+"""
+
+
+def test_an_error_raised_from_the_deadlines_interrupt_is_no_failure(tmp_path: Path) -> None:
+    """A minute of fuzzing found a 'distinct failure' of the harness at its deadline: hypothesis' own
+    AssertionError raised from the interrupt.  The test was stopped, not failed; the run stops."""
+    (tmp_path / "test_interrupted.py").write_text(_INTERRUPTED_INSIDE_HYPOTHESIS)
+    record = tmp_path / "record.jsonl"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_interrupted.py",
+                           "--driver=reference", f"--harness-record={record}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, preexec_fn=_interruptible)
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
+    assert [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line] == []
+
+
 #: Stops the run (SIGINT, as harness fuzz's deadline does) when the recorder begins to check a
 #: failure's reproducer on a fresh driver.
 _STOP_DURING_THE_CHECK = """
