@@ -25,7 +25,7 @@ from harness.integration.recording import EXPECTATION, is_generative, suite_of
 from harness.integration import forked
 from harness.integration.generation import pin_local_constants
 from harness.drivers.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
-from harness.integration.skips import not_applicable, not_run, refused_allocation
+from harness.integration.skips import models_buildable, not_applicable, not_run, refused_allocation
 from harness.service import DEFAULT_CALL_DEADLINE_S, DriverService
 
 PROFILES = ("dev", "ci", "certify", "nightly")
@@ -561,6 +561,13 @@ def reference() -> Device:
 @pytest.fixture(scope="session")
 def capabilities(driver: Device, pytestconfig: pytest.Config) -> Capabilities:
     return state_of(pytestconfig).capabilities()
+
+
+@pytest.fixture(scope="session")
+def models_can_be_built(capabilities: Capabilities) -> None:
+    """For a test that runs generated models: not applicable when the driver's declarations build
+    none (no declared operation on a declared type it takes)."""
+    models_buildable(capabilities)
 
 
 @pytest.fixture(scope="session")

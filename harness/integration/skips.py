@@ -22,10 +22,11 @@ from typing import Any, Final, NoReturn
 
 import pytest
 
-from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus
+from harness.api.hal import BufferDesc, BufferRole, Capabilities, DriverError, ErrorStatus
+from harness.strategies.models import buildable_families
 
 __all__ = ["CAPABILITIES", "REFUSED_ALLOCATION_FIX", "NotApplicable", "NotRun", "not_applicable", "not_run",
-           "allocated_or_not_run", "refused_allocation"]
+           "allocated_or_not_run", "models_buildable", "refused_allocation"]
 
 #: What a driver declares, and so what may make a test not applicable.
 CAPABILITIES: Final = (
@@ -62,6 +63,17 @@ class NotRun(pytest.skip.Exception):  # type: ignore[name-defined,misc]
 def not_applicable(capability: str, reason: str) -> NoReturn:
     __tracebackhide__ = True
     raise NotApplicable(capability, reason)
+
+
+def models_buildable(capabilities: Capabilities, family: str = "") -> None:
+    """Not applicable unless the driver's declarations build a model (of ``family``, when given):
+    a declared operation on a declared type it takes (`harness.strategies.models.buildable_families`)."""
+    __tracebackhide__ = True
+    buildable = buildable_families(capabilities)
+    if not buildable or (family and family not in buildable):
+        declared = ", ".join(sorted(t.name for t in capabilities.operand_types)) or "none"
+        not_applicable("operations", f"the driver declares no {family + ' ' if family else ''}operation on an operand "
+                                     f"type that operation takes (declared types: {declared})")
 
 
 def not_run(reason: str, fix: str) -> NoReturn:

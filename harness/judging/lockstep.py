@@ -154,7 +154,7 @@ class Lockstep:
         self._computed: dict[str, bool] = {}
         # A memory limit may count buffers or bytes: a refusal is a leak only beside no more than the
         # driver served the same allocation beside.  Per live buffer, what it holds (its allocation's
-        # signature, and the shape last written when that differs); per allocation signature, the
+        # signature, and once written the bytes last written into it); per allocation signature, the
         # holdings live beside it each time the driver served it.
         self._holding: dict[str, tuple] = {}
         self._served: dict[tuple, list[Counter[tuple]]] = {}

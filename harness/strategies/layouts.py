@@ -18,11 +18,10 @@ from harness.api.hal import (
     numpy_dtype,
     operand_byte_size,
 )
-from harness.integration.skips import not_applicable
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.api.memory import REQUIRED_KINDS, MemoryKind
 
-from .models import ModelCase, buildable_families, model_cases
+from .models import ModelCase, model_cases
 from .values import BOOLEANS, integers, sampled
 
 CONSTANT_POOL_KINDS = REQUIRED_KINDS
@@ -112,15 +111,8 @@ request_layouts = st.composite(_lay_out)
 
 def scenarios(caps: Capabilities, *, allow_insufficient: bool = True, family: str = "",
               models: st.SearchStrategy | None = None) -> st.SearchStrategy[Scenario]:
-    """A valid model with a valid request on it, laid out in the driver's memory kinds.
-
-    A driver whose declarations build no model (of ``family``, when given) makes the test asking
-    not applicable: its operations take none of its operand types."""
-    buildable = buildable_families(caps)
-    if not buildable or (family and models is None and family not in buildable):
-        not_applicable("operations", f"the driver declares no {family + ' ' if family else ''}operation on an operand "
-                                     f"type that operation takes (declared types: "
-                                     f"{', '.join(sorted(t.name for t in caps.operand_types)) or 'none'})")
+    """A valid model with a valid request on it, laid out in the driver's memory kinds (none, and
+    so no example, for a driver whose declarations build no model: `buildable_families`)."""
     return _laid_out_once(model_cases(caps, family) if models is None else models, caps, allow_insufficient)
 
 

@@ -18,6 +18,9 @@ from harness.strategies.models import buildable_families
 from harness.strategies.values import integers, sampled
 from harness.judging.verdict import violation
 
+#: every test here runs generated models (none applies to a driver whose declarations build none)
+pytestmark = pytest.mark.usefixtures("models_can_be_built")
+
 
 def _needs_constants(capabilities) -> None:
     """Not applicable to a driver whose models have no tensor constant: RELU, RELU1 and RELU6

@@ -14,6 +14,9 @@ from harness.judging.scenario import DEFECTS, Defect, MemorySpec, with_constants
 from harness.strategies import scenarios
 from harness.strategies.values import integers, sampled
 
+#: every test here runs generated models (none applies to a driver whose declarations build none)
+pytestmark = pytest.mark.usefixtures("models_can_be_built")
+
 
 def _still_serves(driver, reference, scenario) -> None:
     """After an error, the same driver must serve the valid scenario correctly."""

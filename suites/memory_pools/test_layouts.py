@@ -13,8 +13,10 @@ from harness.api.memory import MEMORY_KINDS, REQUIRED_KINDS
 from harness.judging.oracle import assert_scenario_conforms
 from harness.strategies import scenarios
 from harness.strategies.models import FAMILIES, elementwise_models, elementwise_operations, several_output_cases
-from harness.integration.skips import not_applicable
+from harness.integration.skips import models_buildable, not_applicable
 
+#: every test here runs generated models (none applies to a driver whose declarations build none)
+pytestmark = pytest.mark.usefixtures("models_can_be_built")
 
 
 @pytest.mark.requirement("POOL-2", "REQ-2", "DOM-DYN-2")
@@ -46,6 +48,7 @@ def test_each_operation_family(driver, reference, capabilities, family, data) ->
     """Every operation family the driver declares gets its own examples in every run."""
     if not any(op in capabilities.operations for op in FAMILIES[family]):
         not_applicable("operations", f"the driver declares no {family} operation")
+    models_buildable(capabilities, family)
     scenario = data.draw(scenarios(capabilities, family=family), label="scenario")
     assert_scenario_conforms("POOL-2", scenario, reference, driver)
 

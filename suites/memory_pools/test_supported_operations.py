@@ -51,7 +51,7 @@ def _asked(driver: Device, scenario) -> tuple[list[bool], DriverError | None]:
 
 @pytest.mark.requirement("POOL-4")
 @given(data=st.data())
-def test_declared_operations_are_supported_and_prepare(driver, capabilities, data) -> None:
+def test_declared_operations_are_supported_and_prepare(driver, capabilities, models_can_be_built, data) -> None:
     scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
     supported, refused = _asked(driver, scenario)
     if not all(supported):

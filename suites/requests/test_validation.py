@@ -10,6 +10,9 @@ from harness.judging.oracle import assert_scenario_conforms
 from harness.strategies import scenarios
 from harness.strategies.mutations import MUTATIONS, mutated_requests
 
+#: every test here runs generated models (none applies to a driver whose declarations build none)
+pytestmark = pytest.mark.usefixtures("models_can_be_built")
+
 
 @pytest.mark.requirement("REQ-1", "REQ-2")
 @given(data=st.data())
