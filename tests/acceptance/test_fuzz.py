@@ -160,16 +160,21 @@ def test_never_reached():
 """
 
 
-def test_a_failure_found_before_the_run_is_stopped_is_recorded_unshrunk(tmp_path: Path) -> None:
-    """pytest reports nothing of a test interrupted mid-run; a failure it had found must still be
-    in the run's records (harness fuzz's summary and report read them), not only in the database."""
-    (tmp_path / "test_stopped.py").write_text(_STOPPED_WHILE_SHRINKING)
+def _stopped_run(tmp_path: Path, source: str) -> list[dict]:
+    """Run the tests of ``source``, which stop their run with SIGINT; the records of its tests."""
+    (tmp_path / "test_stopped.py").write_text(source)
     record = tmp_path / "record.jsonl"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_stopped.py",
                            "--driver=reference", f"--harness-record={record}"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, preexec_fn=_interruptible)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
-    tests = [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
+    return [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
+
+
+def test_a_failure_found_before_the_run_is_stopped_is_recorded_unshrunk(tmp_path: Path) -> None:
+    """pytest reports nothing of a test interrupted mid-run; a failure it had found must still be
+    in the run's records (harness fuzz's summary and report read them), not only in the database."""
+    tests = _stopped_run(tmp_path, _STOPPED_WHILE_SHRINKING)
     assert [line["id"].rsplit("::", 1)[1] for line in tests] == ["test_fails_then_the_run_is_stopped"]
     (stopped,) = tests
     assert stopped["unshrunk"] and stopped["outcome"] == "failed" and stopped["examples"] >= 2
@@ -203,13 +208,7 @@ def test_never_reached():
 def test_an_error_raised_from_the_deadlines_interrupt_is_no_failure(tmp_path: Path) -> None:
     """A minute of fuzzing found a 'distinct failure' of the harness at its deadline: hypothesis' own
     AssertionError raised from the interrupt.  The test was stopped, not failed; the run stops."""
-    (tmp_path / "test_interrupted.py").write_text(_INTERRUPTED_INSIDE_HYPOTHESIS)
-    record = tmp_path / "record.jsonl"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_interrupted.py",
-                           "--driver=reference", f"--harness-record={record}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, preexec_fn=_interruptible)
-    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
-    assert [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line] == []
+    assert _stopped_run(tmp_path, _INTERRUPTED_INSIDE_HYPOTHESIS) == []
 
 
 #: Stops the run (SIGINT, as harness fuzz's deadline does) when the recorder begins to check a
