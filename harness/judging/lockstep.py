@@ -12,17 +12,14 @@ Every call is also kept as a `Step` (plain data), and a failure carries the step
 from __future__ import annotations
 
 import functools
-import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from harness.api.errors import ConformanceError, DriverFault
-from harness.api.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType, is_token, numpy_dtype
+from harness.api.hal import BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType, is_token, operand_byte_size
 from harness.api.memory import Memory
 from harness.judging.driver_history import history_of, lifetime_of
 from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_on_both
@@ -104,13 +101,6 @@ def _keeps_steps(method: Callable) -> Callable:
             raise
 
     return call
-
-
-def _bytes_of(operand_type: OperandType | None, dimensions: Sequence[int]) -> int | None:
-    """What a buffer of ``operand_type`` holds with ``dimensions`` written into it (None: unknown)."""
-    if operand_type is None:
-        return None
-    return math.prod(dimensions) * np.dtype(numpy_dtype(operand_type)).itemsize
 
 
 def _call(fn: Callable[[], Any]) -> _Result:
@@ -375,8 +365,9 @@ class Lockstep:
             if isinstance(pool, TokenRef):
                 self._computed[pool.buffer] = expected.ok
                 if expected.ok and index < len(expected.output_shapes) and pool.buffer in self._holding:
-                    self._holding[pool.buffer] = (self._holding[pool.buffer][0],
-                                                  _bytes_of(self._types.get(pool.buffer), expected.output_shapes[index].dimensions))
+                    type = self._types.get(pool.buffer)
+                    held = None if type is None else operand_byte_size(type, tuple(expected.output_shapes[index].dimensions))
+                    self._holding[pool.buffer] = (self._holding[pool.buffer][0], held)
         return expected
 
     def _within_bound(self, name: str, expected: bytes, actual: bytes) -> bool:

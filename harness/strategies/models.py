@@ -173,7 +173,6 @@ def _broadcast_pair(choices: _Choices, ranks: tuple[int, int] | None):
 _OPERAND_HOWS = (("input", "input"), ("input", "copy"), ("input", "reference"), ("copy", "input"), ("reference", "input"))
 
 
-@functools.lru_cache(maxsize=256, typed=True)
 def _elementwise_types(op: OperationType, activation: int | None) -> tuple[OperandType, ...]:
     """The tensor types ``op`` takes with fused ``activation`` (None: any).  NNAPI: DIV has no
     quantized form, and an operation on TENSOR_INT32 takes no fused activation but NONE."""
@@ -190,6 +189,7 @@ def elementwise_operations(caps: Capabilities, activation: int | None = None,
                  if usable_types(_elementwise_types(o, activation), caps.operand_types))
 
 
+@functools.lru_cache(maxsize=256, typed=True)
 def elementwise_models(caps: Capabilities, activation: int | None = None,
                        op: OperationType | None = None, ranks: tuple[int, int] | None = None) -> st.SearchStrategy[ModelCase]:
     """ADD/SUB/MUL/DIV with broadcasting, a fused activation, constants by copy or reference,

@@ -20,13 +20,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.api.hal import FusedActivation, Operand, OperandType
+from harness.api.hal import Operand, numpy_dtype
 from reference_driver.ops import nn
-from reference_driver.ops._numeric import PER_CHANNEL, activation_code
+from reference_driver.ops._numeric import PER_CHANNEL, activate, activation_code, from_real
 
 __all__ = ["add_sub", "conv_2d", "fully_connected", "mul"]
 
-_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127)}
 _HEADROOM_BITS = 20  # ADD/SUB: inputs shifted left this far before rescaling to a common scale
 
 
@@ -56,23 +55,9 @@ def scale(x: np.ndarray, real: float) -> np.ndarray:
 
 def _stored(x: np.ndarray, activation: int, out: Operand) -> np.ndarray:
     """Add the output's zero point and clamp to the activation's range, both in stored units."""
-    low, high = _RANGE[out.type]
-
-    def at(real: float) -> int:
-        return out.zero_point + math.floor(abs(real) / out.scale + 0.5) * (1 if real >= 0 else -1)
-
-    match FusedActivation(activation):
-        case FusedActivation.RELU:
-            low = max(low, at(0.0))
-        case FusedActivation.RELU1:
-            low, high = max(low, at(-1.0)), min(high, at(1.0))
-        case FusedActivation.RELU6:
-            low, high = max(low, at(0.0)), min(high, at(6.0))
-    return np.clip(x + out.zero_point, low, high).astype(np.int64).astype(np.dtype(_dtype(out.type)))  # clipped first: x may pass 64 bits
-
-
-def _dtype(operand_type: OperandType) -> type:
-    return np.uint8 if operand_type == OperandType.TENSOR_QUANT8_ASYMM else np.int8
+    low, high = from_real(activate(np.array([-np.inf, np.inf]), activation), out)
+    # clipped while still Python integers: a value far out of range may pass 64 bits
+    return np.clip(x + out.zero_point, int(low), int(high)).astype(np.int64).astype(numpy_dtype(out.type))
 
 
 def add_sub(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand, sign: int) -> np.ndarray:
