@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import assume, event
 from hypothesis import strategies as st
 
-from harness.api.hal import DataLocation, RequestArgument, element_size, is_fully_specified
+from harness.api.hal import DataLocation, Operand, RequestArgument, element_size, is_fully_specified
 from harness.judging.scenario import Scenario
 from .values import BOOLEANS, integers, sampled
 
@@ -24,6 +24,7 @@ MUTATIONS = {
     "padding-past-end": "REQ-2",
     "length-not-matching-dimensions": "REQ-2",
     "dimensions-conflict-with-model": "REQ-2",
+    "dimensions-reshaped-same-size": "REQ-2",
     "rank-conflicts-with-model": "REQ-2",
     "no-value-with-location": "REQ-2",
     "no-value-with-dimensions": "REQ-2",
@@ -34,6 +35,19 @@ MUTATIONS = {
 
 def _arguments(scenario: Scenario) -> list[tuple[str, int]]:
     return [("inputs", i) for i in range(len(scenario.inputs))] + [("outputs", i) for i in range(len(scenario.outputs))]
+
+
+def _operand(scenario: Scenario, field: str, index: int) -> Operand:
+    indexes = scenario.subgraph.input_indexes if field == "inputs" else scenario.subgraph.output_indexes
+    return scenario.subgraph.operands[indexes[index]]
+
+
+def _reshapable_axes(operand: Operand) -> tuple[int, ...]:
+    """The axes where the model knows an extent above 1, on an operand of rank 2 or more: that
+    extent moved to another axis keeps the element count and conflicts with the model."""
+    if len(operand.dimensions) < 2:
+        return ()
+    return tuple(axis for axis, extent in enumerate(operand.dimensions) if extent > 1)
 
 
 def _with(scenario: Scenario, field: str, index: int, argument: RequestArgument) -> Scenario:
@@ -66,6 +80,8 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
     # count below 0 is not one; an output's dimensions may stay unknown, and how a produced shape
     # fails to fit a negative one is an execution's outcome, not a request check.
     candidates = [a for a in _arguments(scenario) if a[0] == "inputs" or name != "input-with-negative-dimension"]
+    if name == "dimensions-reshaped-same-size":
+        candidates = [a for a in candidates if _reshapable_axes(_operand(scenario, *a))]
     assume(candidates)
     field, index = draw(sampled(tuple(candidates)), label="argument")
     if name.startswith("remove-") or name.startswith("extra-"):
@@ -78,8 +94,7 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
         return name, MUTATIONS[name], replace(scenario, **{field: tuple(arguments)})  # type: ignore[arg-type]
     argument = getattr(scenario, field)[index]
     loc = argument.location
-    operand_index = (scenario.subgraph.input_indexes if field == "inputs" else scenario.subgraph.output_indexes)[index]
-    operand = scenario.subgraph.operands[operand_index]
+    operand = _operand(scenario, field, index)
     pool_size = scenario.request_pools[loc.pool_index].size
     past = draw(integers(1, 32), label="bytes past")
     match name:
@@ -103,6 +118,16 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
             dims = list(argument.dimensions or operand.dimensions or (1,))
             axis = draw(integers(0, len(dims) - 1), label="axis")
             dims[axis] = (dims[axis] or 1) + draw(integers(1, 3))
+            argument = replace(argument, dimensions=tuple(dims))
+        case "dimensions-reshaped-same-size":
+            # The same elements in another shape: the length still matches, so only the rule that
+            # request dimensions agree with the model's known ones refuses it (a driver that takes
+            # the request's dimensions in place of the model's runs a (2, 3) operand as (3, 2)).
+            axis = draw(sampled(tuple(_reshapable_axes(operand))), label="axis")
+            other = draw(sampled(tuple(a for a in range(len(operand.dimensions)) if a != axis)), label="other axis")
+            given = argument.dimensions or operand.dimensions  # a valid argument's are of the model's rank
+            dims = [g or o for g, o in zip(given, operand.dimensions)]
+            dims[other], dims[axis] = dims[other] * dims[axis], 1
             argument = replace(argument, dimensions=tuple(dims))
         case "rank-conflicts-with-model":
             given = tuple(argument.dimensions or operand.dimensions or (1,))

@@ -8,6 +8,7 @@ from harness.api.hal import DriverError, ErrorStatus, OperandLifeTime, is_scalar
 from harness.api.memory import Memory, MemoryMapError, read_detached
 from reference_driver import ReferenceDevice
 from reference_driver.device import ReferencePreparedModel, load_constants, validate_model
+from reference_driver import validation
 from reference_driver.validation import INVALID, OK
 
 from ._registry import mutant, with_rule
@@ -122,6 +123,18 @@ def missing_input_accepted():
 @mutant("length-unchecked", "REQ-2", "does not check an argument's length against its dimensions")
 def length_unchecked():
     return with_rule("length_matches_dimensions", lambda location, operand_type, combined: OK)
+
+
+@mutant("request-dimensions-replace-model", "REQ-2",
+        "takes a request argument's full dimensions of the model's rank in place of the model's own, "
+        "checking only that the length holds them, so a (3, 2) argument of a (2, 3) operand runs as (3, 2)")
+def request_dimensions_replace_model():
+    def argument_dimensions(argument, operand):
+        given = tuple(argument.dimensions)
+        if not is_scalar_type(operand.type) and len(given) == len(operand.dimensions) and all(d > 0 for d in given):
+            return given
+        return validation.argument_dimensions(argument, operand)
+    return with_rule("argument_dimensions", argument_dimensions)
 
 
 @mutant("negative-dimension-inferred", "REQ-2",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.api.hal import DriverError, ErrorStatus, OutputShape
+from harness.api.hal import DriverError, ErrorStatus, OutputShape, is_scalar_type
 from reference_driver import ReferenceDevice
 from reference_driver.buffers import ManagedBuffer, TokenTable
 from reference_driver.device import ReferenceBuffer, ReferencePreparedModel
@@ -140,6 +140,18 @@ def copy_dimensions_unchecked():
         return combined
 
     return with_rule("copy_dimensions", accepting_copy_dimensions)
+
+
+@mutant("scalar-buffer-as-one-element-tensor", "DOM-COPY-2",
+        "keeps a scalar operand's buffer as a one-element tensor, so copy_from accepts dimensions such as "
+        "(1,) or (1, 1) for it, where a scalar's dimensions are empty")
+def scalar_buffer_as_one_element_tensor():
+    def one_element_copy_dimensions(operand_type, initial, given):
+        if is_scalar_type(operand_type) and given and all(d == 1 for d in given):
+            return ()
+        return copy_dimensions(operand_type, initial, given)
+
+    return with_rule("copy_dimensions", one_element_copy_dimensions)
 
 
 @mutant("copy-negative-dimension-inferred", "DOM-COPY-2",

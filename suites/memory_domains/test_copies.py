@@ -200,6 +200,36 @@ def test_a_new_buffer_holds_nothing_a_released_one_held(driver, reference, capab
                                        label="op(new, values)"), "DOM-STATE-2")
 
 
+#: Dimensions a copy into a scalar's buffer may be given: a scalar has rank 0, so only () is its
+#: shape, and a driver that keeps scalars as one-element tensors takes (1,) or (1, 1) as well.
+SCALAR_COPY_DIMS = ((), (), (1,), (1, 1), (0,))
+
+
+@pytest.mark.requirement("DOM-COPY-2", "DOM-COPY-1")
+@given(data=st.data())
+def test_scalar_buffers_take_empty_dimensions_only(driver, reference, capabilities, flavor, data) -> None:
+    """A buffer for a scalar input (the fused activation, given as a request input): copy_from
+    with empty dimensions writes it, any other dimensions are the wrong rank (INVALID_ARGUMENT, and
+    the buffer is uninitialized after it); an execution taking it as its activation applies the
+    value last written, and copy_to reads that value back."""
+    drawn = data.draw(domain_flavors(capabilities), label="flavor")
+    model = drawn.model((2, 2), scalar_input=True)
+    with Lockstep(driver, reference) as step:
+        pair = step.prepare(model)
+        _allocated(step, "activation", pair, [BufferRole(0, 2)], [])
+        size = nbytes(drawn.type, (2, 2))
+        for number in range(data.draw(integers(1, 4), label="writes")):
+            dims = data.draw(sampled(SCALAR_COPY_DIMS), label="copy dimensions")
+            activation = data.draw(integers(0, 3), label="fused activation written")
+            event(f"copy_from dims {dims}")
+            step.copy_from("activation", MemorySpec("ashmem", np.int32(activation).tobytes()), dims, requirement="DOM-COPY-2")
+            inputs = [values_for(drawn.type, (2, 2), 2 * number), values_for(drawn.type, (2, 2), 2 * number + 1)]
+            step.execute(pair, request(model, [*inputs, TokenUse("activation")], [size],
+                                       label=f"op(values, values, activation buffer written with dims {dims})"),
+                         "DOM-COPY-2")
+        step.copy_to("activation", 4, requirement="DOM-COPY-1")
+
+
 #: What may happen to a buffer, or beside it, without a write: DOM-STATE-1 names the only calls that
 #: change a buffer's state (a copyFrom, an execution writing it), so after any of these it holds
 #: what it held, and so does every other live buffer.
