@@ -10,7 +10,7 @@ from harness import DriverSpec, hookimpl
 
 from . import drivers
 
-#: name -> (factory, the CHOICE it exercises)
+#: name -> (factory, the CHOICE it exercises, or the rule whose allowance it takes)
 VARIANTS = {
     "handle-defects-invalid-argument": (drivers.handle_defects_invalid_argument, "CHOICE-1"),
     "handle-defects-device-unavailable": (drivers.handle_defects_device_unavailable, "CHOICE-1"),
@@ -25,6 +25,7 @@ VARIANTS = {
     "bounded-mapping-cache": (drivers.bounded_mapping_cache, "CHOICE-6"),
     "threaded-slow": (drivers.threaded_slow, "CHOICE-6"),
     "bounded-buffer-memory": (drivers.bounded_buffer_memory, "CHOICE-6"),
+    "busy-buffers-refuse-reads": (drivers.busy_buffers_refuse_reads, "DOM-CONC-2"),
     "float32-fma-reordered": (drivers.float32_fma_reordered, "CHOICE-7"),
     "float16-in-float16": (drivers.float16_in_float16, "CHOICE-7"),
     "quantized-in-float32": (drivers.quantized_in_float32, "CHOICE-7"),

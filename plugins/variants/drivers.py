@@ -13,8 +13,9 @@ import os
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from harness.api.hal import (
 from reference_driver import ReferenceDevice, ReferencePreparedModel
 from reference_driver import executor
 from reference_driver.validation import argument_dimensions
-from reference_driver.buffers import TokenTable
+from reference_driver.buffers import ManagedBuffer, ReadWriteLock, TokenTable
 from reference_driver.device import ReferenceBuffer
 from reference_driver.ops import KERNELS, Kernel, Refusal, nn
 from reference_driver.ops._numeric import FLOAT_TENSORS, activate, check_rank, from_real, scalar
@@ -349,6 +350,45 @@ def threaded_slow() -> ReferenceDevice:
             return later(super().copy_to, memory)
 
     return ReferenceDevice(prepared_model_class=Prepared, buffer_class=Buffer)
+
+
+class _BusyLock(ReadWriteLock):
+    """Readers share the buffer; a read that finds a write in progress or waiting fails at once
+    instead of waiting for it."""
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._cond:
+            if self._writer or self._writers_waiting:
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, "the buffer is being written; read it again after")
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+
+#: How long a write into a `busy_buffers_refuse_reads` buffer holds it (a device's DMA).
+WRITE_S = 0.003
+
+
+@dataclasses.dataclass(eq=False)
+class _BusyBuffer(ManagedBuffer):
+    lock: ReadWriteLock = dataclasses.field(default_factory=_BusyLock)
+
+    def store(self, value: np.ndarray) -> None:
+        time.sleep(WRITE_S)
+        super().store(value)
+
+
+def busy_buffers_refuse_reads() -> ReferenceDevice:
+    """DOM-CONC-2: a read of a driver-managed buffer (copy_to, or an execution taking it as
+    input) that meets a write of it in progress fails with GENERAL_FAILURE instead of waiting;
+    writes take a few milliseconds.  Reads beside reads only all succeed (DOM-CONC-1)."""
+    return ReferenceDevice(managed_buffer_class=_BusyBuffer)
 
 
 #: What a `bounded_buffer_memory` driver holds at most: live buffers, and bytes in them.
