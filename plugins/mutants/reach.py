@@ -7,6 +7,7 @@ goes stale on the second run, locks and staging memory that only break under con
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
@@ -26,7 +27,7 @@ from harness.api.hal import (
 )
 from harness.api.memory import Memory
 from reference_driver import ReferenceDevice, ReferencePreparedModel
-from reference_driver.buffers import ManagedBuffer
+from reference_driver.buffers import ManagedBuffer, ReadWriteLock
 from reference_driver.device import ReferenceBuffer
 from reference_driver.ops import KERNELS, nn
 from reference_driver.validation import INVALID, OK
@@ -343,6 +344,41 @@ class _StagedCopyTo(ReferenceBuffer):
 @mutant("shared-staging-copy-to", "DOM-CONC-1", "copy_to goes through one staging area shared by every buffer, unlocked")
 def shared_staging_copy_to():
     return ReferenceDevice(buffer_class=_StagedCopyTo)
+
+
+class _OneCallAtATime(ReadWriteLock):
+    """A plain mutex per buffer in place of a readers-writer lock: a read that finds the buffer in
+    use (by another read too) fails at once; a write waits for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._mutex = threading.Lock()
+
+    @contextlib.contextmanager
+    def reading(self):
+        if not self._mutex.acquire(blocking=False):
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "the buffer is in use")
+        try:
+            time.sleep(0.001)  # the device's read takes a moment
+            yield
+        finally:
+            self._mutex.release()
+
+    @contextlib.contextmanager
+    def writing(self):
+        with self._mutex:
+            yield
+
+
+@dataclasses.dataclass(eq=False)
+class _MutexBuffer(ManagedBuffer):
+    lock: ReadWriteLock = dataclasses.field(default_factory=_OneCallAtATime)
+
+
+@mutant("reads-exclude-each-other", "DOM-CONC-1", "guards each buffer with a plain mutex, not a readers-writer lock, "
+        "and fails a read that finds it taken, so two reads of one buffer at once fail")
+def reads_exclude_each_other():
+    return ReferenceDevice(managed_buffer_class=_MutexBuffer)
 
 
 # --------------------------------------------------------------------------- copies
