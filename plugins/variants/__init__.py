@@ -31,7 +31,12 @@ VARIANTS = {
     "quantized-in-float32": (drivers.quantized_in_float32, "CHOICE-7"),
     "fixed-point-quantized": (drivers.fixed_point_quantized, "CHOICE-7"),
     "nnapi-quantization-rules": (drivers.nnapi_quantization_rules, "CHOICE-8"),
+    "custom-call-scratch-left-dirty": (drivers.custom_call_scratch_left_dirty, "CC-5"),
 }
+
+#: variant name -> the compile-time flag its custom-call targets are built with (the reference's C
+#: targets, reference_driver/custom_calls/targets.c, differing only as the flag says)
+CUSTOM_CALL_FLAGS = {"custom-call-scratch-left-dirty": "CC_VARIANT_SCRATCH_LEFT_DIRTY"}
 
 
 def _named(name: str, factory):
@@ -49,3 +54,13 @@ def harness_register_drivers() -> list[DriverSpec]:
         summary = (factory.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         specs.append(DriverSpec(f"variant-{name}", _named(name, factory), summary, exercises=choice))
     return specs
+
+
+@hookimpl
+def harness_custom_call_targets(driver_name: str) -> list:
+    flag = CUSTOM_CALL_FLAGS.get(driver_name.removeprefix("variant-")) if driver_name.startswith("variant-") else None
+    if flag is None:
+        return []
+    from reference_driver.custom_calls import reference_targets
+
+    return reference_targets((f"-D{flag}",))

@@ -601,3 +601,13 @@ def nnapi_quantization_rules() -> ReferenceDevice:
         activation = _INPUT_QUANTIZATION_KEPT.get(op)
         device.kernels[op] = Kernel(validate, kernel.run if activation is None else _clamp_stored(activation, kernel.run))
     return device
+
+
+# --------------------------------------------------------------------------- CC-5
+
+
+def custom_call_scratch_left_dirty() -> ReferenceDevice:
+    """CC-5: its tuple_concat custom-call targets leave 0xEE bytes in their scratch output leaf
+    rather than the leaves they gathered there (built from the reference's C targets with
+    CC_VARIANT_SCRATCH_LEFT_DIRTY); everything else is the reference."""
+    return ReferenceDevice()

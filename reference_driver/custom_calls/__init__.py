@@ -99,8 +99,9 @@ def failing_case(message: str) -> CallCase:
 FAILING_CASES = CaseSpace({"message": Text(((0, 200), (201, 900)))}, failing_case)
 
 
-#: The seeded-bug flags xla_ffi_targets.cc knows too (the others leave it as it is, and it is not built again).
-XLA_MUTANT_FLAGS = ("-DCC_MUTANT_SEGFAULT",)
+#: The seeded-bug and variant flags xla_ffi_targets.cc knows too (the others leave it as it is, and it is
+#: not built again).
+XLA_FLAGS = ("-DCC_MUTANT_SEGFAULT", "-DCC_VARIANT_SCRATCH_LEFT_DIRTY")
 
 
 def _xla_include_dir() -> str:
@@ -129,7 +130,7 @@ def build_xla_targets(flags: tuple[str, ...] = ()) -> Path:
 
 def reference_targets(flags: tuple[str, ...] = ()) -> list[CustomCallTarget]:
     library = functools.partial(build_targets, tuple(flags))
-    xla_library = functools.partial(build_xla_targets, tuple(f for f in flags if f in XLA_MUTANT_FLAGS))
+    xla_library = functools.partial(build_xla_targets, tuple(f for f in flags if f in XLA_FLAGS))
     return [
         CustomCallTarget("add_mod128", "Host", "host", library, "add_mod128_host", add_mod128, ADD_HOST_CASES,
                          description="the seed's A[i] = B[i % 128] + C[i], F32[128] and F32[2048]",

@@ -1,6 +1,7 @@
 /* The reference driver's custom-call targets, in C, called with XLA's conventions.
  *
- * Seeded bugs (plugins/mutants) are this same file built with one CC_MUTANT_* flag.
+ * Seeded bugs (plugins/mutants) are this same file built with one CC_MUTANT_* flag, and correct
+ * variants (plugins/variants) with one CC_VARIANT_* flag.
  * Shapes travel in `opaque` as little-endian int64 words, as XLA users pass them.
  */
 #include <stdint.h>
@@ -141,6 +142,9 @@ static int gather(walk_t *w, unsigned char *first, unsigned char *scratch) {
         offset += w->sizes[i];
     }
     memcpy(first, scratch, (size_t)offset);
+#ifdef CC_VARIANT_SCRATCH_LEFT_DIRTY
+    memset(scratch, 0xEE, (size_t)offset); /* CC-5 lets a target leave anything in a scratch leaf */
+#endif
     return 0;
 }
 

@@ -43,6 +43,9 @@ static ffi::Error TupleConcatImpl(ffi::RemainingArgs leaves, ffi::ResultBuffer<f
   }
   if (at != joined->element_count()) return ffi::Error::InvalidArgument("tuple_concat: result size mismatch");
   std::memcpy(joined->typed_data(), scratch->typed_data(), at);
+#ifdef CC_VARIANT_SCRATCH_LEFT_DIRTY
+  std::memset(scratch->typed_data(), 0xEE, at);  // CC-5 lets a target leave anything in a scratch leaf
+#endif
   return ffi::Error::Success();
 }
 
