@@ -30,10 +30,7 @@ class ReadWriteLock:
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        with self._cond:
-            while self._writer or self._writers_waiting:
-                self._cond.wait()
-            self._readers += 1
+        self._enter_reading()
         try:
             yield
         finally:
@@ -41,6 +38,13 @@ class ReadWriteLock:
                 self._readers -= 1
                 if not self._readers:
                     self._cond.notify_all()
+
+    def _enter_reading(self) -> None:
+        """Wait until no writer holds the lock or waits for it, then count one more reader."""
+        with self._cond:
+            while self._writer or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
 
     @contextmanager
     def writing(self) -> Iterator[None]:

@@ -13,9 +13,8 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -356,19 +355,11 @@ class _BusyLock(ReadWriteLock):
     """Readers share the buffer; a read that finds a write in progress or waiting fails at once
     instead of waiting for it."""
 
-    @contextmanager
-    def reading(self) -> Iterator[None]:
+    def _enter_reading(self) -> None:
         with self._cond:
             if self._writer or self._writers_waiting:
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, "the buffer is being written; read it again after")
             self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
 
 
 #: How long a write into a `busy_buffers_refuse_reads` buffer holds it (a device's DMA).
