@@ -81,7 +81,8 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
     # fails to fit a negative one is an execution's outcome, not a request check.
     candidates = [a for a in _arguments(scenario) if a[0] == "inputs" or name != "input-with-negative-dimension"]
     if name == "dimensions-reshaped-same-size":
-        candidates = [a for a in candidates if _reshapable_axes(_operand(scenario, *a))]
+        # arguments whose shape can be changed within its rank, if any (else any, given an axis more)
+        candidates = [a for a in candidates if _reshapable_axes(_operand(scenario, *a))] or candidates
     assume(candidates)
     field, index = draw(sampled(tuple(candidates)), label="argument")
     if name.startswith("remove-") or name.startswith("extra-"):
@@ -122,12 +123,19 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
         case "dimensions-reshaped-same-size":
             # The same elements in another shape: the length still matches, so only the rule that
             # request dimensions agree with the model's known ones refuses it (a driver that takes
-            # the request's dimensions in place of the model's runs a (2, 3) operand as (3, 2)).
-            axis = draw(sampled(tuple(_reshapable_axes(operand))), label="axis")
-            other = draw(sampled(tuple(a for a in range(len(operand.dimensions)) if a != axis)), label="other axis")
-            given = argument.dimensions or operand.dimensions  # a valid argument's are of the model's rank
-            dims = [g or o for g, o in zip(given, operand.dimensions)]
-            dims[other], dims[axis] = dims[other] * dims[axis], 1
+            # the request's dimensions in place of the model's runs a (2, 3) operand as (1, 6)).
+            # An operand of rank 1, or of extents 1 only, has no other shape of its rank: it gets
+            # an axis of 1 more (a scenario of such operands alone is not rejected, which would
+            # cost its whole generation).
+            given = tuple(argument.dimensions or operand.dimensions)  # a valid argument's are of the model's rank
+            axes = _reshapable_axes(operand)
+            if axes:
+                dims = [g or o for g, o in zip(given, operand.dimensions)]
+                axis = draw(sampled(axes), label="axis")
+                other = draw(sampled(tuple(a for a in range(len(dims)) if a != axis)), label="other axis")
+                dims[other], dims[axis] = dims[other] * dims[axis], 1
+            else:
+                dims = [*given, 1]
             argument = replace(argument, dimensions=tuple(dims))
         case "rank-conflicts-with-model":
             given = tuple(argument.dimensions or operand.dimensions or (1,))
