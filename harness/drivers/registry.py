@@ -270,15 +270,20 @@ def _spec_from_reference(reference: str) -> tuple[DriverSpec, ModuleType]:
     factory = getattr(module, attribute, None)
     if not callable(factory):
         found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
-        raise DriverLoadError(f"--driver={reference}: {module.__name__} has no callable {attribute!r}; it has: {', '.join(found)}")
+        where = target if module.__name__.startswith(_FILE_MODULE_PREFIX) else module.__name__  # a file: its path
+        raise DriverLoadError(f"--driver={reference}: {where} has no callable {attribute!r}; it has: {', '.join(found)}")
     description = (factory.__doc__ or "").strip().splitlines()[0] if factory.__doc__ else f"{attribute} from {target}"
     return DriverSpec(reference, factory, description, plugin=target), module
+
+
+#: The module name a ``path/to/file.py:factory`` driver's file is imported under (one per file).
+_FILE_MODULE_PREFIX = "_harness_driver_"
 
 
 def _import_file(path: Path) -> ModuleType:
     if not path.is_file():
         raise UsageError(f"--driver: no such file {str(path)!r}")
-    name = f"_harness_driver_{abs(hash(str(path.resolve())))}"
+    name = f"{_FILE_MODULE_PREFIX}{abs(hash(str(path.resolve())))}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

@@ -47,6 +47,7 @@ def test_missing_factory_lists_what_the_module_has(pytester: pytest.Pytester) ->
     result = run(pytester, "--pyargs", "harness.suites", "--driver=some_driver.py:factory")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "no callable 'factory'" in output(result) and "make_device" in output(result)
+    assert "some_driver.py has no callable" in output(result)  # the file, not the name it was imported under
 
 
 IO_INDEX_BUG = textwrap.dedent(
