@@ -197,15 +197,16 @@ def elementwise_models(caps: Capabilities, activation: int | None = None,
 
     One strategy object per arguments: tests ask for one inside every example, and hypothesis
     validates each new object before its first draw."""
-    return _elementwise_models(caps, activation, op, ranks)
+    # the operations to choose from, worked out once per strategy rather than in every example
+    ops = elementwise_operations(caps, activation) if op is None else ()
+    return _elementwise_models(caps, activation, op, ops, ranks)
 
 
 @st.composite
 def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: OperationType | None,
-                        ranks: tuple[int, int] | None) -> ModelCase:
+                        ops: tuple[OperationType, ...], ranks: tuple[int, int] | None) -> ModelCase:
     c = _start(draw)
     if op is None:
-        ops = elementwise_operations(caps, activation)
         if not ops:
             reject()  # no element-wise operation on a type the driver declares: not an example
         op = c.choice(ops, "operation")
