@@ -393,6 +393,9 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
                 if not needed.is_sufficient and (reported.dimensions, reported.is_sufficient) != (needed.dimensions, False):
                     _fail("DOM-DYN-2", f"output {i}: insufficient output must report its needed dimensions "
                           f"{needed.dimensions} with isSufficient=false, got {reported}", scenario, expected, actual)
+                if needed.is_sufficient and not reported.is_sufficient:  # the client would grow a region that holds it
+                    _fail("DOM-DYN-2", f"output {i}: its region holds its {needed.dimensions}, yet it is reported "
+                          f"with isSufficient=false ({reported})", scenario, expected, actual)
             if len(actual.output_shapes) != len(expected.output_shapes):
                 _fail("DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE must carry one output shape per output", scenario, expected, actual)
         if actual.stage == Stage.EXECUTE and actual.pools_after:

@@ -120,6 +120,15 @@ def missing_input_accepted():
     return with_rule("argument_counts_match", argument_counts_match)
 
 
+@mutant("missing-output-accepted", "REQ-1",
+        "binds the request's outputs to the model's in order and checks only that there is one: a request "
+        "leaving out a later output runs, and that output is never written")
+def missing_output_accepted():
+    def argument_counts_match(request_inputs, request_outputs, subgraph):
+        return OK if request_inputs == len(subgraph.input_indexes) and 1 <= request_outputs <= len(subgraph.output_indexes) else INVALID
+    return with_rule("argument_counts_match", argument_counts_match)
+
+
 @mutant("length-unchecked", "REQ-2", "does not check an argument's length against its dimensions")
 def length_unchecked():
     return with_rule("length_matches_dimensions", lambda location, operand_type, combined: OK)

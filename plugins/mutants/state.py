@@ -124,6 +124,25 @@ def insufficient_without_shapes():
     return ReferenceDevice(prepared_model_class=_ShapelessInsufficient)
 
 
+class _OneSufficiencyForAll(ReferencePreparedModel):
+    def execute(self, request):
+        try:
+            return super().execute(request)
+        except DriverError as error:
+            if error.status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+                raise
+            # one flag for the whole execution, copied into every output's shape
+            shapes = tuple(OutputShape(shape.dimensions, False) for shape in error.output_shapes)
+            raise DriverError(error.status, error.message, shapes, rule=error.rule) from None
+
+
+@mutant("every-output-marked-insufficient", "DOM-DYN-2",
+        "keeps one 'too small' flag per execution: when one output region is too small, every output is "
+        "reported with isSufficient=false, those whose regions hold them too")
+def every_output_marked_insufficient():
+    return ReferenceDevice(prepared_model_class=_OneSufficiencyForAll)
+
+
 @mutant("copy-size-unchecked", "DOM-COPY-1", "copy_to accepts a memory of any size (copies what fits)")
 def copy_size_unchecked():
     return with_rule("memory_size_matches", lambda size, expected: OK if size >= expected else memory_size_matches(size, expected))
