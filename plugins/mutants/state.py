@@ -109,38 +109,31 @@ def insufficient_by_one_byte_sufficient():
     return with_rule("output_sufficient", lambda needed, capacity: needed <= capacity + 1)
 
 
-class _ShapelessInsufficient(ReferencePreparedModel):
-    def execute(self, request):
-        try:
-            return super().execute(request)
-        except DriverError as error:
-            if error.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
-                raise DriverError(error.status, error.message) from None  # the needed shapes are lost
-            raise
+def _insufficient_shapes_reported_as(reported):
+    """The reference whose OUTPUT_INSUFFICIENT_SIZE carries ``reported(needed shapes)`` instead."""
+
+    class _Reported(ReferencePreparedModel):
+        def execute(self, request):
+            try:
+                return super().execute(request)
+            except DriverError as error:
+                if error.status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+                    raise
+                raise DriverError(error.status, error.message, reported(error.output_shapes), rule=error.rule) from None
+
+    return ReferenceDevice(prepared_model_class=_Reported)
 
 
 @mutant("insufficient-without-shapes", "DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE carries no output shapes")
 def insufficient_without_shapes():
-    return ReferenceDevice(prepared_model_class=_ShapelessInsufficient)
-
-
-class _OneSufficiencyForAll(ReferencePreparedModel):
-    def execute(self, request):
-        try:
-            return super().execute(request)
-        except DriverError as error:
-            if error.status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
-                raise
-            # one flag for the whole execution, copied into every output's shape
-            shapes = tuple(OutputShape(shape.dimensions, False) for shape in error.output_shapes)
-            raise DriverError(error.status, error.message, shapes, rule=error.rule) from None
+    return _insufficient_shapes_reported_as(lambda needed: ())  # the needed shapes are lost
 
 
 @mutant("every-output-marked-insufficient", "DOM-DYN-2",
         "keeps one 'too small' flag per execution: when one output region is too small, every output is "
         "reported with isSufficient=false, those whose regions hold them too")
 def every_output_marked_insufficient():
-    return ReferenceDevice(prepared_model_class=_OneSufficiencyForAll)
+    return _insufficient_shapes_reported_as(lambda needed: tuple(OutputShape(shape.dimensions, False) for shape in needed))
 
 
 @mutant("copy-size-unchecked", "DOM-COPY-1", "copy_to accepts a memory of any size (copies what fits)")
