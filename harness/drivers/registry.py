@@ -62,6 +62,10 @@ class DriverRegistry:
             spec, module = _spec_from_reference(name)
             self._register_hooks_of(module, spec.plugin)
             return spec
+        if name.endswith(".py"):  # a file without its factory: the registered names are beside the point
+            found = _public_callables(_import_file(Path(name)))
+            raise UsageError(f"--driver={name}: name the factory that makes the driver, --driver={name}:FACTORY; "
+                             f"the file has: {', '.join(found) or 'no function'}")
         lines = [f"unknown driver {name!r}.", f"Available drivers: {', '.join(self.names()) or '(none)'}."]
         for plugin, error in sorted(self.broken.items()):
             lines.append(f"Plugin {plugin} failed to load and may have provided it: {error}")
@@ -269,11 +273,16 @@ def _spec_from_reference(reference: str) -> tuple[DriverSpec, ModuleType]:
             raise DriverLoadError(f"--driver={reference}: cannot import module {target!r}: {type(error).__name__}: {error}") from None
     factory = getattr(module, attribute, None)
     if not callable(factory):
-        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+        found = _public_callables(module)
         where = target if module.__name__.startswith(_FILE_MODULE_PREFIX) else module.__name__  # a file: its path
         raise DriverLoadError(f"--driver={reference}: {where} has no callable {attribute!r}; it has: {', '.join(found)}")
     description = (factory.__doc__ or "").strip().splitlines()[0] if factory.__doc__ else f"{attribute} from {target}"
     return DriverSpec(reference, factory, description, plugin=target), module
+
+
+def _public_callables(module: ModuleType) -> list[str]:
+    """What a driver module offers as a factory, for an error that asks for one."""
+    return sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
 
 
 #: The module name a ``path/to/file.py:factory`` driver's file is imported under (one per file).

@@ -50,6 +50,15 @@ def test_missing_factory_lists_what_the_module_has(pytester: pytest.Pytester) ->
     assert "some_driver.py has no callable" in output(result)  # the file, not the name it was imported under
 
 
+def test_a_driver_file_without_its_factory_asks_for_one(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(some_driver="def make_device():\n    pass\n")
+    result = run(pytester, "--pyargs", "harness.suites", "--driver=some_driver.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = output(result)
+    assert "--driver=some_driver.py:FACTORY" in text and "make_device" in text
+    assert "unknown driver" not in text and "Traceback" not in text
+
+
 IO_INDEX_BUG = textwrap.dedent(
     '''
     """The reference driver with one bug: buffer roles are checked without the ioIndex (DOM-ROLE-2)."""
