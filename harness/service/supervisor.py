@@ -209,11 +209,13 @@ class _Endpoint:
                                                                    "call": self.slowest[1][:200]},
                 "breaker_opened": list(self.breaker.opened)}
 
+    def _start_deadline(self) -> float:
+        return max(self.timeout, _START_TIMEOUT_S)
+
     def _handshake(self) -> None:
         assert self.connection is not None
         self.name, self.version, self.capabilities = self.connection.call(
-            ServiceObject.SERVICE.value, "hello", (), timeout=max(self.timeout, _START_TIMEOUT_S),
-            description="service start-up")
+            ServiceObject.SERVICE.value, "hello", (), timeout=self._start_deadline(), description="service start-up")
 
 
 class _Zygote:
@@ -383,8 +385,14 @@ class DriverService(_Endpoint):
         self.connection = Connection(sock, self._broken, self.references, self.load_object)
         try:
             self._handshake()
-        except (DriverCrash, DriverHang) as error:
-            tail = _tail(self._stderr, ended=True) or self._zygote.startup_error()  # it died, or was killed
+        except DriverHang:  # the driver's own start-up hung: its stacks say where, its idle threads nothing
+            stacks = self._hang_stacks
+            self.close()
+            raise DriverLoadError(f"driver {self.driver!r}: the service did not start: the driver's factory, name, "
+                                  f"version and capabilities() did not return within {self._start_deadline():g} s.\n"
+                                  f"Service thread stacks:\n{stacks}") from None
+        except DriverCrash as error:
+            tail = _tail(self._stderr, ended=True) or self._zygote.startup_error()  # it died
             self.close()
             raise DriverLoadError(f"driver {self.driver!r}: the service process did not start: {tail or error}") from None
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import faulthandler
 import os
 import resource
 import select
@@ -50,6 +51,8 @@ def _child(spec, service_fd: int, stderr_fd: int, listen: str, memory_limit: int
             resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
         from harness.service.worker import serve
 
+        # A factory that hangs is asked for its stacks like any hung call (serve registers this again)
+        faulthandler.register(signal.SIGUSR1, sys.stderr, all_threads=True)
         try:
             device = spec.create()
         except Exception as error:

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from harness.judging.builders import binary_model, pack_request
-from harness.api.errors import DriverCrash, DriverHang
+from harness.api.errors import DriverCrash, DriverHang, DriverLoadError
 from harness.api.hal import BufferDesc, BufferRole, Buffer, DataLocation, Device, DriverError, ErrorStatus, OperandType, OperationType, PreparedModel, Request, RequestArgument
 from harness.api.memory import create_ashmem
 from harness.judging.lockstep import Lockstep
 from harness.judging.oracle import expect_status
-from harness.service import AttachedClient, DriverService, wire
+from harness.service import AttachedClient, DriverService, supervisor, wire
 from harness.service.client import RemoteError
 from harness.service.proxies import begin_call
 from harness.strategies.domains import Flavor
@@ -98,6 +98,47 @@ def test_crash_is_reported_and_the_next_call_gets_a_fresh_service(broken_driver,
         assert service.generation == generation + 1 and service.pid != first_pid and not alive(first_pid)
     finally:
         service.close()
+
+
+HANGING_START = textwrap.dedent(
+    '''
+    import time
+
+    from reference_driver import ReferenceDevice
+
+
+    def _wait_forever():
+        while True:
+            time.sleep(0.05)
+
+
+    class _Hanging(ReferenceDevice):
+        def capabilities(self):
+            _wait_forever()
+
+
+    def hangs_in_capabilities():
+        return _Hanging()
+
+
+    def hangs_in_factory():
+        _wait_forever()
+    '''
+)
+
+
+@pytest.mark.requirement("SVC-2")
+@pytest.mark.parametrize(("factory", "frame"), [("hangs_in_capabilities", "capabilities"), ("hangs_in_factory", "hangs_in_factory")])
+def test_a_driver_whose_start_up_hangs_is_named_with_where_it_hung(tmp_path, monkeypatch, factory, frame) -> None:
+    path = tmp_path / "hanging_start.py"
+    path.write_text(HANGING_START)
+    monkeypatch.setattr(supervisor, "_START_TIMEOUT_S", 1.5)
+    with pytest.raises(DriverLoadError) as info:
+        DriverService(f"{path}:{factory}", timeout=1)
+    first, _, stacks = str(info.value).partition("\n")
+    assert "did not start" in first and "capabilities() did not return within 1.5 s" in first
+    assert "hanging_start.py" in stacks and f"in {frame}" in stacks  # where the driver was
+    assert f'File "{wire.__file__}"' not in stacks  # the idle call threads are counted, not listed
 
 
 @pytest.mark.requirement("SVC-2")
