@@ -129,10 +129,14 @@ class _Connection:
         result = getattr(obj, method)(*call.args)
         if kind is _DEVICE:
             if method == "prepare_model":
+                if result is None:  # else its first execution fails, blaming a None that has no execute
+                    raise TypeError("prepare_model returned None; the Driver API returns the prepared model")
                 ref = self._register(result, HeldKind.PREPARED_MODEL)
                 self.retained[ref[1]] = list(memories)  # a driver may keep using a model's pools
                 return ref
             if method == "allocate":
+                if not (isinstance(result, (tuple, list)) and len(result) == 2):
+                    raise TypeError(f"allocate returned {type(result).__name__}; the Driver API returns (buffer, token)")
                 buffer, token = result
                 return (self._register(buffer, HeldKind.BUFFER), token)
             if method == "get_supported_operations":

@@ -141,6 +141,53 @@ def test_a_driver_whose_start_up_hangs_is_named_with_where_it_hung(tmp_path, mon
     assert f'File "{wire.__file__}"' not in stacks  # the idle call threads are counted, not listed
 
 
+WRONG_RETURNS = textwrap.dedent(
+    '''
+    from reference_driver import ReferenceDevice
+
+
+    class _PreparedNotHandedBack(ReferenceDevice):
+        def prepare_model(self, model):
+            super().prepare_model(model)
+
+
+    class _TokenLeftOut(ReferenceDevice):
+        def allocate(self, desc, prepared_models, input_roles, output_roles):
+            return super().allocate(desc, prepared_models, input_roles, output_roles)[0]
+
+
+    def prepared_not_handed_back():
+        return _PreparedNotHandedBack()
+
+
+    def token_left_out():
+        return _TokenLeftOut()
+    '''
+)
+
+
+@pytest.mark.requirement("SVC-1")
+def test_a_driver_method_returning_the_wrong_thing_is_named_at_that_call(tmp_path) -> None:
+    path = tmp_path / "wrong_returns.py"
+    path.write_text(WRONG_RETURNS)
+    model = binary_model(dims=(4,))
+    service = DriverService(f"{path}:prepared_not_handed_back", timeout=10)
+    try:
+        with pytest.raises(RemoteError) as info:
+            service.device.prepare_model(model)
+        assert "Device.prepare_model" in str(info.value) and "prepare_model returned None" in str(info.value)
+    finally:
+        service.close()
+    service = DriverService(f"{path}:token_left_out", timeout=10)
+    try:
+        prepared = service.device.prepare_model(model)
+        with pytest.raises(RemoteError) as info:
+            service.device.allocate(BufferDesc(()), [prepared], [BufferRole(0, 0)], [])
+        assert "allocate returned ReferenceBuffer" in str(info.value) and "(buffer, token)" in str(info.value)
+    finally:
+        service.close()
+
+
 @pytest.mark.requirement("SVC-2")
 def test_hang_is_reported_with_stacks(broken_driver, monkeypatch) -> None:
     monkeypatch.setenv("BROKEN_BEHAVIOUR", "hang")
