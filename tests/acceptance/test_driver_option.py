@@ -18,43 +18,42 @@ def output(result: pytest.RunResult) -> str:
     return "\n".join(result.outlines + result.errlines)
 
 
-def test_unknown_driver_lists_the_drivers_that_exist(pytester: pytest.Pytester) -> None:
-    result = run(pytester, "--pyargs", "harness.suites", "--driver=no-such-driver")
+def usage_error(pytester: pytest.Pytester, driver: str, **files: str) -> str:
+    """What a run of the suites with ``--driver=driver`` (and these driver files) says: it must stop
+    as a usage error, before any test."""
+    if files:
+        pytester.makepyfile(**files)
+    result = run(pytester, "--pyargs", "harness.suites", f"--driver={driver}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    text = output(result)
+    return output(result)
+
+
+def test_unknown_driver_lists_the_drivers_that_exist(pytester: pytest.Pytester) -> None:
+    text = usage_error(pytester, "no-such-driver")
     assert "unknown driver 'no-such-driver'" in text and "reference" in text
     assert "Traceback" not in text
 
 
 def test_plugin_that_fails_to_import_is_named(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(broken_driver="import module_that_does_not_exist\n\ndef factory():\n    pass\n")
-    result = run(pytester, "--pyargs", "harness.suites", "--driver=broken_driver.py:factory")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    text = output(result)
+    text = usage_error(pytester, "broken_driver.py:factory",
+                       broken_driver="import module_that_does_not_exist\n\ndef factory():\n    pass\n")
     assert "broken_driver.py" in text and "ModuleNotFoundError" in text and "module_that_does_not_exist" in text
 
 
 def test_factory_that_raises_is_named(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(raising_driver="def factory():\n    raise RuntimeError('no device node /dev/npu0')\n")
-    result = run(pytester, "--pyargs", "harness.suites", "--driver=raising_driver.py:factory")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    text = output(result)
+    text = usage_error(pytester, "raising_driver.py:factory",
+                       raising_driver="def factory():\n    raise RuntimeError('no device node /dev/npu0')\n")
     assert "raising_driver.py:factory" in text and "RuntimeError: no device node /dev/npu0" in text
 
 
 def test_missing_factory_lists_what_the_module_has(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(some_driver="def make_device():\n    pass\n")
-    result = run(pytester, "--pyargs", "harness.suites", "--driver=some_driver.py:factory")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "no callable 'factory'" in output(result) and "make_device" in output(result)
-    assert "some_driver.py has no callable" in output(result)  # the file, not the name it was imported under
+    text = usage_error(pytester, "some_driver.py:factory", some_driver="def make_device():\n    pass\n")
+    assert "no callable 'factory'" in text and "make_device" in text
+    assert "some_driver.py has no callable" in text  # the file, not the name it was imported under
 
 
 def test_a_driver_file_without_its_factory_asks_for_one(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(some_driver="def make_device():\n    pass\n")
-    result = run(pytester, "--pyargs", "harness.suites", "--driver=some_driver.py")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    text = output(result)
+    text = usage_error(pytester, "some_driver.py", some_driver="def make_device():\n    pass\n")
     assert "--driver=some_driver.py:FACTORY" in text and "make_device" in text
     assert "unknown driver" not in text and "Traceback" not in text
 
