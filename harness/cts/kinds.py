@@ -129,6 +129,11 @@ def run_dynamic_output_shape(device: Device, golden: GoldenCase) -> list[np.ndar
                     raise GoldenFailure("execute with output 0 one byte short",
                                         f"outputShapes {error.output_shapes} do not name output 0's shape {expected_shapes[0]} "
                                         "as insufficient") from None
+                roomy = [i for i, shape in enumerate(error.output_shapes[1:], 1) if not shape.is_sufficient]
+                if roomy:  # their regions hold them (DOM-DYN-2: isSufficient is per output)
+                    raise GoldenFailure("execute with output 0 one byte short",
+                                        f"outputShapes {error.output_shapes} call outputs {roomy} insufficient, "
+                                        "though their regions hold them") from None
             else:
                 raise GoldenFailure("execute with output 0 one byte short", "succeeded (expected OUTPUT_INSUFFICIENT_SIZE)")
     request, inputs, outputs = _pack(golden, model, [max(o.nbytes, 1) for o in golden.outputs], MemoryKind.ASHMEM)

@@ -69,6 +69,15 @@ def test_dynamic_output_shape_needs_insufficient_size() -> None:
         check_example(device, test)
 
 
+def test_dynamic_output_shape_judges_is_sufficient_per_output() -> None:
+    device = MUTANTS["every-output-marked-insufficient"].factory()
+    tests = [t for t in _tests(GoldenKind.DYNAMIC_OUTPUT_SHAPE, "", "relu_family") if len(t.case.outputs) > 1]
+    assert tests
+    for test in tests:
+        with pytest.raises(GoldenMismatch, match="though their regions hold them"):
+            check_example(device, test)
+
+
 def test_an_invalid_example_must_be_refused() -> None:
     (test,) = [t for t in _tests(GoldenKind.GENERAL, "ashmem") if t.case.id == "concat_reshape_mismatched_mismatched"]
     check_example(ReferenceDevice(), test)  # the reference refuses it: no GoldenMismatch
