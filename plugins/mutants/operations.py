@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import signal
+import threading
 
 import numpy as np
 
@@ -23,6 +25,17 @@ def div_int32_truncates():
         return result
 
     return with_kernels({OperationType.DIV: elementwise.binary(np.divide, "DIV", integer=truncate)})
+
+
+@mutant("div-int32-by-zero-traps", "OPS-1", "DIV on TENSOR_INT32 divides as C does on x86: a zero divisor raises SIGFPE, "
+        "which kills the driver's process (NNAPI leaves the quotient undefined; the execution must still complete)")
+def div_int32_by_zero_traps():
+    def divide(a, b, out=None):
+        if not np.all(b):  # the trap is the dividing thread's own, as a faulting instruction's is
+            signal.pthread_kill(threading.get_ident(), signal.SIGFPE)
+        return elementwise._floor_divide(a, b, out=out)
+
+    return with_kernels({OperationType.DIV: elementwise.binary(np.divide, "DIV", integer=divide)})
 
 
 def _conv_with_geometry(change):

@@ -11,7 +11,7 @@ from reference_driver.device import ReferencePreparedModel, load_constants, vali
 from reference_driver import validation
 from reference_driver.validation import INVALID, OK
 
-from ._registry import mutant, with_rule
+from ._registry import broken_rules, mutant, with_rule
 
 
 @mutant("offset-ignored", "POOL-2", "reads and writes every argument from the start of its pool")
@@ -62,6 +62,41 @@ class _ConstantsFromOffsetZero(ReferenceDevice):
 @mutant("constant-reference-offset-zero", "POOL-1", "reads CONSTANT_REFERENCE values from offset 0 of their pool")
 def constant_reference_offset_zero():
     return _ConstantsFromOffsetZero()
+
+
+class _ConstantRegionsUnchecked(ReferenceDevice):
+    def prepare_model(self, model):
+        validate_model(self.rules, self.kernels, model)
+        constants = {}
+        for index, operand in enumerate(model.main.operands):
+            loc = operand.location
+            if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
+                source = np.frombuffer(model.operand_values, dtype=np.uint8)
+            elif operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+                source = self.map_memory(model.pools[loc.pool_index], writable=False, rule="POOL-4")
+            else:
+                continue
+            pages = np.zeros(-(-max(source.size, loc.offset + loc.length) // 4096) * 4096, np.uint8)
+            pages[: source.size] = source  # a mapping is whole pages: past the pool's end, zeros
+            raw = pages[loc.offset : loc.offset + loc.length]
+            constants[index] = raw.view(numpy_dtype(operand.type)).reshape(operand.dimensions)
+        return ReferencePreparedModel(self, model, constants)
+
+
+def _region_unchecked(operand, model):
+    """POOL-1's location check with the region's end left out: only the pool index and length."""
+    loc = operand.location
+    if operand.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE):
+        pools = 1 if operand.lifetime == OperandLifeTime.CONSTANT_COPY else len(model.pools)
+        return OK if 0 <= loc.pool_index < pools and loc.offset >= 0 else INVALID
+    return validation.operand_location_valid(operand, model)
+
+
+@mutant("constant-region-unchecked", "POOL-5",
+        "checks a constant's pool index but not that its region lies within the pool (or operandValues): a region "
+        "past the end reads the zeros of the mapping's last page")
+def constant_region_unchecked():
+    return _ConstantRegionsUnchecked(rules=broken_rules("operand_location_valid", _region_unchecked))
 
 
 @mutant("non-blob-hardware-buffer-constants", "POOL-3",

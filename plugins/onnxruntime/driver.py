@@ -301,7 +301,7 @@ def _constants(model: Model) -> dict[int, np.ndarray]:
         loc: DataLocation = operand.location
         if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
             raw = model.operand_values[loc.offset: loc.offset + loc.length]
-            if loc.offset < 0 or len(raw) != loc.length:
+            if loc.pool_index != 0 or loc.offset < 0 or len(raw) != loc.length:  # a copy names no pool
                 raise _fail(ErrorStatus.INVALID_ARGUMENT, f"operand {index}: location {loc} outside operandValues")
         elif operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
             if not 0 <= loc.pool_index < len(model.pools):
@@ -411,9 +411,12 @@ def _floor_divide(a: str, b: str, node, const) -> str:
     divisor's (no intermediate can overflow: |quotient x divisor| <= |dividend|)."""
     from onnx import TensorProto
 
+    zero = const(np.int32(0), "zero")
+    # A zero divisor's quotient is undefined (NNAPI CTS ignores it) but the execution completes;
+    # onnxruntime fails the whole run on one, so those elements divide by 1 instead.
+    b = node("Where", [node("Equal", [b, zero]), const(np.int32(1), "one"), b])
     quotient = node("Div", [a, b])
     remainder = node("Sub", [a, node("Mul", [quotient, b])])
-    zero = const(np.int32(0), "zero")
     inexact = node("Not", [node("Equal", [remainder, zero])])
     signs_differ = node("Xor", [node("Less", [remainder, zero]), node("Less", [b, zero])])
     return node("Sub", [quotient, node("Cast", [node("And", [inexact, signs_differ])], to=TensorProto.INT32)])

@@ -81,6 +81,37 @@ def test_non_blob_hardware_buffer_is_not_a_constant_pool(driver, reference, capa
     assert_scenario_conforms("POOL-3", with_pool, reference, driver)
 
 
+@pytest.mark.requirement("POOL-5", "POOL-1")
+@given(data=st.data())
+def test_constant_region_out_of_range_fails_preparation(driver, reference, capabilities, data) -> None:
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
+    how = data.draw(sampled(("copy", "reference")), label="constants")
+    moved = with_constants(scenario, how)
+    lifetime = OperandLifeTime.CONSTANT_REFERENCE if moved.constant_pools else OperandLifeTime.CONSTANT_COPY
+    constants = tuple(i for i, o in enumerate(moved.subgraph.operands) if o.lifetime == lifetime)
+    if not constants:
+        event("no constant to move")
+        return _still_serves(driver, reference, scenario)
+    index = data.draw(sampled(constants), label="constant operand")
+    operand = moved.subgraph.operands[index]
+    loc = operand.location
+    if lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+        capacity, pools = moved.constant_pools[0].size, len(moved.constant_pools)
+    else:
+        capacity, pools = len(moved.operand_values), 1
+    part = data.draw(sampled(("offset", "pool index")), label="moved")
+    if part == "offset":  # the region ends past its pool (operandValues for a copy)
+        loc = replace(loc, offset=capacity - loc.length + data.draw(integers(1, 64), label="bytes past the end"))
+    else:
+        loc = replace(loc, pool_index=pools)
+    event(f"{lifetime.name} {part}")
+    operands = list(moved.subgraph.operands)
+    operands[index] = replace(operand, location=loc)
+    broken = replace(moved, subgraph=replace(moved.subgraph, operands=tuple(operands)))
+    assert_scenario_conforms("POOL-5", broken, reference, driver)
+    _still_serves(driver, reference, scenario)
+
+
 @pytest.mark.requirement("POOL-5", "REQ-2")
 @given(data=st.data())
 def test_region_out_of_range(driver, reference, capabilities, data) -> None:
