@@ -26,6 +26,7 @@ VARIANTS = {
     "threaded-slow": (drivers.threaded_slow, "CHOICE-6"),
     "bounded-buffer-memory": (drivers.bounded_buffer_memory, "CHOICE-6"),
     "busy-buffers-refuse-reads": (drivers.busy_buffers_refuse_reads, "DOM-CONC-2"),
+    "forgets-shape-of-failed-writes": (drivers.forgets_shape_of_failed_writes, "DOM-STATE-1"),
     "float32-fma-reordered": (drivers.float32_fma_reordered, "CHOICE-7"),
     "float16-in-float16": (drivers.float16_in_float16, "CHOICE-7"),
     "quantized-in-float32": (drivers.quantized_in_float32, "CHOICE-7"),

@@ -245,6 +245,20 @@ def refuses_dynamic_buffers() -> ReferenceDevice:
     return _StaticBuffersOnly()
 
 
+class _ForgetsShapeWhenInvalid(ManagedBuffer):
+    def invalidate(self) -> None:
+        super().invalidate()
+        self.dimensions = self.initial_dimensions  # no contents, so no shape of them
+
+
+def forgets_shape_of_failed_writes() -> ReferenceDevice:
+    """DOM-STATE-1: a failed write makes a buffer uninitialized *again*, as new; this driver also
+    forgets the shape its lost contents had, so a buffer of unknown shape at allocation has an
+    unknown size again: copy_to into memory of any size is GENERAL_FAILURE (DOM-STATE-2), where the
+    reference, which keeps the last shape, checks the size first (DOM-COPY-1)."""
+    return ReferenceDevice(managed_buffer_class=_ForgetsShapeWhenInvalid)
+
+
 # --------------------------------------------------------------------------- CHOICE-6
 
 
