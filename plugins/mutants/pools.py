@@ -84,7 +84,7 @@ class _ConstantRegionsUnchecked(ReferenceDevice):
 
 
 def _region_unchecked(operand, model):
-    """POOL-1's location check with the region's end left out: only the pool index and length."""
+    """POOL-1's location check with the region's end left out: only the pool index and a non-negative offset."""
     loc = operand.location
     if operand.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE):
         pools = 1 if operand.lifetime == OperandLifeTime.CONSTANT_COPY else len(model.pools)
