@@ -32,7 +32,7 @@ from harness.api.requirements import REQUIREMENTS
 from harness.commands.cli import OneLineParser
 from harness.integration.own_config import own_pytest_options
 from harness.integration.recording import RERUN_SECONDS
-from harness.integration.warm_sessions import run_pytest
+from harness.integration.warm_sessions import run_pytest, run_script
 from harness.drivers.registry import DriverSpec, load_registry
 from harness.report.attribution import failed_requirements
 
@@ -131,13 +131,14 @@ def reproducer_outcome(script: str, cwd: str) -> str:
     """What a reproducer did, run against the seeded bug it was written for: "fails" (exit 1, or
     killed by a signal: the bug shows), "passes" (it would read as a fix), "does not replay" (3:
     it needed calls no history held), "did not run" (5: skipped), "hung", or "exit N"."""
+    # Forked warm, as the runs are: a cold interpreter's imports were half of each seeded bug's score.
     try:
-        done = subprocess.run([sys.executable, script], cwd=cwd, capture_output=True, timeout=SCRIPT_TIMEOUT_S)
+        code = run_script(script, cwd, timeout=SCRIPT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return "hung"
-    if done.returncode == 1 or done.returncode < 0:
+    if code == 1 or code < 0:
         return "fails"
-    return {0: "passes", 3: "does not replay", 5: "did not run"}.get(done.returncode, f"exit {done.returncode}")
+    return {0: "passes", 3: "does not replay", 5: "did not run"}.get(code, f"exit {code}")
 
 
 def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci") -> Score:

@@ -4,7 +4,8 @@
 second of its session's start.  A new interpreter spends about as long again importing pytest,
 hypothesis, numpy and the harness before it collects a test.  A warm server (a fresh interpreter,
 started once, that imports ``PRELOAD`` and then forks a child per session) starts each session
-with all of that done.
+with all of that done.  The score also runs each catch's reproducer, a script that runs a pytest
+session of its own: it is forked the same way (``run_script``), as ``python SCRIPT`` would run it.
 
 Each session is still its own process, forked from the server rather than from the caller, so it
 inherits none of the caller's threads or state, and nothing passes from one session to the next.
@@ -14,6 +15,7 @@ The server listens on nothing: it reads its requests from the pipe its parent st
 and requests and replies are JSON lines of a closed set of fields, never pickles.
 
     parent -> server   {"session": N, "arguments": [...], "cwd": "...", "environment": {...}}
+                       ... and "script": "PATH" to run that file as __main__ with those arguments
     server -> parent   {"session": N, "pid": P}      forked
                        {"session": N, "exit": CODE}  ended (a negative code: killed by that signal)
 """
@@ -23,11 +25,13 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import runpy
 import select
 import signal
 import subprocess
 import sys
 import threading
+import traceback
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -67,14 +71,17 @@ class _Client:
         self._sessions: dict[int, _Session] = {}
         self._numbered = 0
 
-    def run(self, arguments: Sequence[str], cwd: str, timeout: float) -> int:
+    def run(self, arguments: Sequence[str], cwd: str, timeout: float, script: str | None = None) -> int:
         with self._lock:
             server = self._started()
             self._numbered += 1
             number, session = self._numbered, _Session()
             self._sessions[number] = session
             assert server.stdin is not None
-            request = {"session": number, "arguments": list(arguments), "cwd": cwd, "environment": dict(os.environ)}
+            request: dict[str, Any] = {"session": number, "arguments": list(arguments), "cwd": cwd,
+                                       "environment": dict(os.environ)}
+            if script is not None:
+                request["script"] = script
             server.stdin.write(json.dumps(request) + "\n")
             server.stdin.flush()
         try:
@@ -88,7 +95,7 @@ class _Client:
                 elif not session.ended.is_set():  # a server that has not forked it is stuck: the next
                     server.kill()  # session starts a new one
                 session.ended.wait()
-                raise subprocess.TimeoutExpired(["pytest", *arguments], timeout)
+                raise subprocess.TimeoutExpired([script or "pytest", *arguments], timeout)
             assert session.exit is not None
             return session.exit
         finally:
@@ -138,6 +145,13 @@ def run_pytest(arguments: Sequence[str], cwd: str, timeout: float) -> int:
     return _client.run(arguments, cwd, timeout)
 
 
+def run_script(script: str, cwd: str, timeout: float, arguments: Sequence[str] = ()) -> int:
+    """``python script arguments`` in ``cwd``, as ``run_pytest`` runs a session: no input, output
+    discarded, its exit code (1 for an exception it let out, negative: killed by that signal), and
+    ``subprocess.TimeoutExpired`` after ``timeout`` seconds."""
+    return _client.run(arguments, cwd, timeout, script=os.path.abspath(os.path.join(cwd, script)))
+
+
 # --------------------------------------------------------------------------- the server
 
 
@@ -159,8 +173,10 @@ def _serve(requests: IO[str], replies: IO[str]) -> None:
             while "\n" in pending:
                 line, pending = pending.split("\n", 1)
                 request = json.loads(line)
+                script = request.get("script")
                 pid = _fork_session([str(a) for a in request["arguments"]], str(request["cwd"]),
-                                    {str(k): str(v) for k, v in request["environment"].items()}, requests, replies)
+                                    {str(k): str(v) for k, v in request["environment"].items()}, requests, replies,
+                                    None if script is None else str(script))
                 running[pid] = int(request["session"])
                 _reply(replies, {"session": running[pid], "pid": pid})
             if closed:  # the caller is gone: so are its sessions
@@ -179,7 +195,8 @@ def _reply(replies: IO[str], message: dict[str, Any]) -> None:
     replies.flush()
 
 
-def _fork_session(arguments: list[str], cwd: str, environment: dict[str, str], requests: IO[str], replies: IO[str]) -> int:
+def _fork_session(arguments: list[str], cwd: str, environment: dict[str, str], requests: IO[str], replies: IO[str],
+                  script: str | None = None) -> int:
     pid = os.fork()
     if pid:
         return pid
@@ -193,13 +210,34 @@ def _fork_session(arguments: list[str], cwd: str, environment: dict[str, str], r
         os.chdir(cwd)
         os.environ.clear()  # the caller's environment now, as a process it started would have
         os.environ.update(environment)
-        import pytest
+        if script is not None:
+            code = _run_as_main(script, arguments)
+        else:
+            import pytest
 
-        code = int(pytest.main(arguments))
+            code = int(pytest.main(arguments))
         sys.stdout.flush()
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _run_as_main(script: str, arguments: list[str]) -> int:
+    """What ``python script arguments`` exits with: the script's directory first on the path, its
+    ``SystemExit`` code, and 1 (after the traceback) for any other exception it lets out."""
+    sys.argv = [script, *arguments]
+    sys.path[0] = os.path.dirname(script)
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            return stop.code or 0
+        print(stop.code, file=sys.stderr)
+        return 1
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.integration import warm_sessions
-from harness.integration.warm_sessions import run_pytest
+from harness.integration.warm_sessions import run_pytest, run_script
 
 _TESTS = '''
 import os
@@ -70,3 +70,37 @@ def test_the_server_holds_no_socket(tmp_path: Path) -> None:
     assert server is not None and server.poll() is None
     held = [os.readlink(f"/proc/{server.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{server.pid}/fd")]
     assert held and not [link for link in held if link.startswith("socket:")], held
+
+
+_SCRIPT = '''
+import os
+import sys
+
+import numpy
+
+assert __name__ == "__main__" and sys.argv[1:] == ["given"]
+assert sys.path[0] == os.path.dirname(os.path.abspath(__file__))
+assert os.getcwd() == {cwd!r}
+assert not hasattr(numpy, "_left_by_an_earlier_script")
+numpy._left_by_an_earlier_script = True
+if os.path.exists("raise"):
+    raise RuntimeError("let out")
+if os.path.exists("kill"):
+    os.kill(os.getpid(), 9)
+sys.exit(int(open("code").read()) if os.path.exists("code") else None)
+'''
+
+
+def test_a_script_runs_as_python_would_run_it(tmp_path: Path) -> None:
+    """A reproducer's run: ``python SCRIPT``'s exit code, its arguments and path, nothing kept between runs."""
+    (tmp_path / "script.py").write_text(_SCRIPT.format(cwd=str(tmp_path)))
+    assert run_script("script.py", str(tmp_path), timeout=120, arguments=["given"]) == 0
+    assert run_script("script.py", str(tmp_path), timeout=120, arguments=["given"]) == 0  # the attribute did not survive
+    assert run_script("script.py", str(tmp_path), timeout=120, arguments=["other"]) == 1  # its assertion failed
+    (tmp_path / "code").write_text("5")
+    assert run_script("script.py", str(tmp_path), timeout=120, arguments=["given"]) == 5
+    (tmp_path / "raise").touch()
+    assert run_script("script.py", str(tmp_path), timeout=120, arguments=["given"]) == 1
+    (tmp_path / "raise").unlink()
+    (tmp_path / "kill").touch()
+    assert run_script("script.py", str(tmp_path), timeout=120, arguments=["given"]) == -9
