@@ -85,15 +85,18 @@ class _Client:
             server.stdin.write(json.dumps(request) + "\n")
             server.stdin.flush()
         try:
+            # The timeout is the session's own: it counts from the fork, not from a server still
+            # importing PRELOAD on a busy machine.
+            if not session.forked.wait(_FORK_WITHIN_S) and not session.ended.is_set():
+                server.kill()  # a server that has not forked it is stuck: the next session starts a new one
+                session.ended.wait()
+                raise subprocess.TimeoutExpired([script or "pytest", *arguments], _FORK_WITHIN_S)
             if not session.ended.wait(timeout):
-                session.forked.wait(_FORK_WITHIN_S)  # a server still starting has not forked it yet
-                if session.pid is not None and not session.ended.is_set():
-                    try:
-                        os.kill(session.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass  # it ended meanwhile
-                elif not session.ended.is_set():  # a server that has not forked it is stuck: the next
-                    server.kill()  # session starts a new one
+                try:
+                    assert session.pid is not None
+                    os.kill(session.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass  # it ended meanwhile
                 session.ended.wait()
                 raise subprocess.TimeoutExpired([script or "pytest", *arguments], timeout)
             assert session.exit is not None
@@ -133,6 +136,7 @@ class _Client:
             if not session.ended.is_set():
                 session.exit = -int(signal.SIGKILL)
                 session.ended.set()
+                session.forked.set()
 
 
 _client = _Client()

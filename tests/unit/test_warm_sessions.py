@@ -104,3 +104,21 @@ def test_a_script_runs_as_python_would_run_it(tmp_path: Path) -> None:
     (tmp_path / "raise").unlink()
     (tmp_path / "kill").touch()
     assert run_script("script.py", str(tmp_path), timeout=120, arguments=["given"]) == -9
+
+
+def test_a_session_s_time_counts_from_its_fork_not_from_the_server_s_start(tmp_path: Path, monkeypatch) -> None:
+    """The first session of a score waits for the server's imports; on a busy machine those took
+    longer than a short script's whole allowance, and a reproducer that failed at once read as hung."""
+    slow_python = tmp_path / "slow-python"
+    slow_python.write_text(f'#!/bin/sh\nsleep 2\nexec "{warm_sessions.sys.executable}" "$@"\n')
+    slow_python.chmod(0o755)
+    (tmp_path / "script.py").write_text("raise SystemExit(1)\n")
+    client = warm_sessions._Client()
+    monkeypatch.setattr(warm_sessions.sys, "executable", str(slow_python))
+    try:
+        assert client.run([], str(tmp_path), timeout=1.5, script=str(tmp_path / "script.py")) == 1
+    finally:
+        server = client._server
+        assert server is not None and server.stdin is not None
+        server.stdin.close()
+        server.wait(30)
