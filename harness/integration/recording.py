@@ -20,7 +20,6 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 import time
 import traceback
 import unittest
@@ -32,6 +31,7 @@ from hypothesis.errors import UnsatisfiedAssumption
 from harness.api.errors import ConformanceError, DriverHang, HarnessError
 from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
+from harness.integration.warm_sessions import run_script
 from harness.report.attribution import failed_requirements, fault_of, raised_by_hypothesis
 from harness.report.files import write_atomically
 from harness.report.reproducer import DriverSetup, earlier_test
@@ -426,9 +426,8 @@ class Recorder:
                 if self._rerun_seconds_left <= 0:  # spent by the run before: no process started to be killed at once
                     return None
                 started = time.monotonic()
-                try:
-                    code = subprocess.run([sys.executable, trial], cwd=self._invoked_in, capture_output=True,
-                                          timeout=min(RERUN_SECONDS, self._rerun_seconds_left)).returncode
+                try:  # forked from a warm server: a new interpreter's imports were most of each run
+                    code = run_script(trial, self._invoked_in, timeout=min(RERUN_SECONDS, self._rerun_seconds_left))
                 except subprocess.TimeoutExpired:
                     return None
                 finally:

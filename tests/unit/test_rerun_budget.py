@@ -8,7 +8,6 @@ from __future__ import annotations
 import runpy
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -42,7 +41,7 @@ def _recorder(tmp_path: Path, service=None) -> tuple[recording.Recorder, Path]:
 
 def test_a_test_is_run_again_once_and_only_within_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs: list[tuple] = []
-    monkeypatch.setattr(recording.subprocess, "run", lambda *args, **kwargs: runs.append(args) or SimpleNamespace(returncode=1))
+    monkeypatch.setattr(recording, "run_script", lambda *args, **kwargs: runs.append(args) or 1)
     recorder, script = _recorder(tmp_path)
     scripts = script.parent
     verdict = ConformanceError("[POOL-2] differs", requirement="POOL-2")
@@ -74,11 +73,11 @@ def test_a_test_that_passes_alone_is_run_again_after_the_tests_before_it_on_the_
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     trials: list[str] = []
 
-    def run(command, **kwargs):  # the rerun fails only after the earlier tests
-        trials.append(Path(command[1]).read_text())
-        return SimpleNamespace(returncode=1 if "EARLIER = ['harness" in trials[-1] else 0)
+    def run(script, cwd, **kwargs):  # the rerun fails only after the earlier tests
+        trials.append(Path(script).read_text())
+        return 1 if "EARLIER = ['harness" in trials[-1] else 0
 
-    monkeypatch.setattr(recording.subprocess, "run", run)
+    monkeypatch.setattr(recording, "run_script", run)
     service = _Service()
     recorder, script = _recorder(tmp_path, service=lambda: service)
     verdict = ConformanceError("[POOL-2] differs", requirement="POOL-2")
@@ -110,7 +109,7 @@ def test_a_rerun_that_fails_only_now_and_then_is_not_kept(tmp_path: Path, monkey
     """A failure that needs what earlier calls left may come only now and then: a rerun that failed
     once and then passed would later read as a fix."""
     codes = iter([1, 0])
-    monkeypatch.setattr(recording.subprocess, "run", lambda *args, **kwargs: SimpleNamespace(returncode=next(codes)))
+    monkeypatch.setattr(recording, "run_script", lambda *args, **kwargs: next(codes))
     recorder, script = _recorder(tmp_path)
     assert recorder._rerun_fails(_FixedTest(), ConformanceError("[POOL-2] differs", requirement="POOL-2"), str(script)) is None
     assert script.read_text() == "the printed scenario" and list(script.parent.iterdir()) == [script]
@@ -129,7 +128,7 @@ def test_a_rerun_script_is_checked_and_one_that_passes_says_it_does_not_replay(
     pass, never 0.  A hang's is run too, within the same budget: written as checked and never run,
     a pass of it would read as a fix."""
     codes = {"code": 0}
-    monkeypatch.setattr(recording.subprocess, "run", lambda *args, **kwargs: SimpleNamespace(returncode=codes["code"]))
+    monkeypatch.setattr(recording, "run_script", lambda *args, **kwargs: codes["code"])
     recorder, script = _recorder(tmp_path)
     record: dict = {}
     recorder._check_rerun(_FixedTest(), str(script), ConformanceError("[CC-1] breaker open", requirement="CC-1"), record)
@@ -148,10 +147,10 @@ def test_a_rerun_cut_short_by_its_time_decides_nothing(tmp_path: Path, monkeypat
     """A rerun that runs out of time (a hang's, say) neither passed nor failed: it is not kept as
     tried, and the script stays as written, unchecked."""
 
-    def run(command, **kwargs):
-        raise recording.subprocess.TimeoutExpired(command, kwargs["timeout"])
+    def run(script, cwd, **kwargs):
+        raise recording.subprocess.TimeoutExpired([script], kwargs["timeout"])
 
-    monkeypatch.setattr(recording.subprocess, "run", run)
+    monkeypatch.setattr(recording, "run_script", run)
     recorder, script = _recorder(tmp_path)
     record: dict = {}
     recorder._check_rerun(_FixedTest(), str(script), DriverHang("[SVC-2] no answer", requirement="SVC-2"), record)
@@ -161,7 +160,7 @@ def test_a_rerun_cut_short_by_its_time_decides_nothing(tmp_path: Path, monkeypat
 
 def test_a_rerun_script_left_unchecked_past_the_budget_says_nothing_of_a_rerun(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(recording.subprocess, "run", lambda *args, **kwargs: pytest.fail("nothing is run past the budget"))
+    monkeypatch.setattr(recording, "run_script", lambda *args, **kwargs: pytest.fail("nothing is run past the budget"))
     recorder, script = _recorder(tmp_path)
     recorder._rerun_seconds_left = 0
     record: dict = {}
@@ -201,11 +200,11 @@ def test_a_circuit_breakers_verdict_is_run_again_after_the_rounds_tests_on_every
     verdict is run again after every test of the round, not only those on the current service."""
     trials: list[str] = []
 
-    def run(command, **kwargs):  # fails only after the tests whose crashes opened the breaker
-        trials.append(Path(command[1]).read_text())
-        return SimpleNamespace(returncode=1 if "test_crashes'" in trials[-1] else 0)
+    def run(script, cwd, **kwargs):  # fails only after the tests whose crashes opened the breaker
+        trials.append(Path(script).read_text())
+        return 1 if "test_crashes'" in trials[-1] else 0
 
-    monkeypatch.setattr(recording.subprocess, "run", run)
+    monkeypatch.setattr(recording, "run_script", run)
     service = _Service()
     recorder, script = _recorder(tmp_path, service=lambda: service)
 
