@@ -90,8 +90,21 @@ def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequen
 
 def build_with_tvm_ffi(name: str, sources: list[str], flags: tuple[str, ...] = ()) -> str:
     """Build a C++ library against tvm-ffi's headers with ``tvm_ffi.cpp.build`` (cached)."""
+    import tvm_ffi
     import tvm_ffi.cpp
 
-    directory = cache_directory() / "tvm-ffi" / name
+    # Its build file names the sources by path: a directory per name alone was rebuilt whenever a
+    # second checkout (a CI clone beside the working tree) built the same name, each undoing the
+    # other's build.  One per what goes into the build: sources (path and text), their
+    # directories' headers, flags and tvm-ffi's version.
+    source_paths = [Path(s).resolve() for s in sources]
+    digest = hashlib.sha256()
+    for source in source_paths:
+        digest.update(str(source).encode() + b"\0" + source.read_bytes())
+    for directory in sorted({s.parent for s in source_paths}):
+        for header in sorted([*directory.glob("*.h"), *directory.glob("*.hpp")]):
+            digest.update(header.read_bytes())
+    digest.update("\0".join([*flags, str(tvm_ffi.__version__)]).encode())
+    directory = cache_directory() / "tvm-ffi" / f"{name}-{digest.hexdigest()[:16]}"
     directory.mkdir(parents=True, exist_ok=True)
     return tvm_ffi.cpp.build(name, sources=sources, extra_cflags=list(flags), build_directory=str(directory))
