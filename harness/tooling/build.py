@@ -52,6 +52,20 @@ def _compiler_identity(compiler: str) -> bytes:
         return compiler.encode()
 
 
+def _build_key(sources: Sequence[Path], include_dirs: Sequence[Path], settings: Sequence[str | bytes]) -> str:
+    """A short digest of what goes into a build: the sources' text, the headers of their directories
+    and of ``include_dirs``, and ``settings`` (flags, the compiler's or a library's version)."""
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.read_bytes())
+    for directory in sorted({s.parent for s in sources} | set(include_dirs)):
+        for header in sorted([*directory.glob("*.h"), *directory.glob("*.hpp")]):
+            digest.update(header.read_bytes())
+    for setting in settings:
+        digest.update((setting if isinstance(setting, bytes) else setting.encode()) + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequence[str] = (),
                          include_dirs: Sequence[str | Path] = (), compiler: str | None = None,
                          language: str = "c") -> Path:
@@ -59,16 +73,9 @@ def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequen
     compiler = compiler or find_compiler(language)
     source_paths = [Path(s).resolve() for s in sources]
     include_paths = [Path(d).resolve() for d in include_dirs]
-    digest = hashlib.sha256()
-    for source in source_paths:
-        digest.update(source.read_bytes())
-    for directory in sorted({s.parent for s in source_paths} | set(include_paths)):
-        for header in sorted(directory.glob("*.h")):
-            digest.update(header.read_bytes())
     flags = [*flags, *(f"-I{d}" for d in include_paths)]
-    digest.update("\0".join(flags).encode())
-    digest.update(_compiler_identity(compiler))
-    target = cache_directory() / f"{name}-{digest.hexdigest()[:16]}.so"
+    key = _build_key(source_paths, include_paths, [*flags, _compiler_identity(compiler)])
+    target = cache_directory() / f"{name}-{key}.so"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -90,21 +97,13 @@ def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequen
 
 def build_with_tvm_ffi(name: str, sources: list[str], flags: tuple[str, ...] = ()) -> str:
     """Build a C++ library against tvm-ffi's headers with ``tvm_ffi.cpp.build`` (cached)."""
-    import tvm_ffi
     import tvm_ffi.cpp
 
     # Its build file names the sources by path: a directory per name alone was rebuilt whenever a
     # second checkout (a CI clone beside the working tree) built the same name, each undoing the
-    # other's build.  One per what goes into the build: sources (path and text), their
-    # directories' headers, flags and tvm-ffi's version.
+    # other's build.  So the sources' paths are part of the key, besides what goes into the build.
     source_paths = [Path(s).resolve() for s in sources]
-    digest = hashlib.sha256()
-    for source in source_paths:
-        digest.update(str(source).encode() + b"\0" + source.read_bytes())
-    for directory in sorted({s.parent for s in source_paths}):
-        for header in sorted([*directory.glob("*.h"), *directory.glob("*.hpp")]):
-            digest.update(header.read_bytes())
-    digest.update("\0".join([*flags, str(tvm_ffi.__version__)]).encode())
-    directory = cache_directory() / "tvm-ffi" / f"{name}-{digest.hexdigest()[:16]}"
+    key = _build_key(source_paths, (), [*map(str, source_paths), *flags, str(tvm_ffi.__version__)])
+    directory = cache_directory() / "tvm-ffi" / f"{name}-{key}"
     directory.mkdir(parents=True, exist_ok=True)
     return tvm_ffi.cpp.build(name, sources=sources, extra_cflags=list(flags), build_directory=str(directory))
