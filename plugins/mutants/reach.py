@@ -359,7 +359,7 @@ class _OneCallAtATime(ReadWriteLock):
         if not self._mutex.acquire(blocking=False):
             raise DriverError(ErrorStatus.GENERAL_FAILURE, "the buffer is in use")
         try:
-            time.sleep(0.001)  # the device's read takes a moment
+            time.sleep(0.01)  # the device's read takes a few milliseconds: two reads released together overlap
             yield
         finally:
             self._mutex.release()
