@@ -9,7 +9,8 @@ session of its own: it is forked the same way (``run_script``), as ``python SCRI
 
 Each session is still its own process, forked from the server rather than from the caller, so it
 inherits none of the caller's threads or state, and nothing passes from one session to the next.
-A driver that takes its session down takes only that session down.
+A driver that takes its session down takes only that session down.  The driver services a session
+starts come from zygotes forked by a template the server forked first (`zygote_template`).
 
 The server listens on nothing: it reads its requests from the pipe its parent started it with,
 and requests and replies are JSON lines of a closed set of fields, never pickles.
@@ -34,6 +35,8 @@ import threading
 import traceback
 from collections.abc import Sequence
 from typing import IO, Any
+
+from harness.service import zygote_template
 
 #: What every session of the suites imports, read once by the server.  Only a speed-up: a module
 #: missing here is imported by each session itself, and one that fails to import here is skipped.
@@ -160,6 +163,12 @@ def run_script(script: str, cwd: str, timeout: float, arguments: Sequence[str] =
 
 
 def _serve(requests: IO[str], replies: IO[str]) -> None:
+    # First, while this process has imported neither pytest nor the suites: the sessions' driver
+    # zygotes are forked from a process holding only what a zygote holds (zygote_template).
+    try:
+        zygote_template.start()
+    except (ImportError, OSError):
+        pass  # each session starts its zygotes as new interpreters
     for name in PRELOAD:
         try:
             importlib.import_module(name)

@@ -1,9 +1,9 @@
-"""The closed set of messages between the harness, the zygote and a driver service.
+"""The closed set of messages between the harness, the zygote (and its template) and a driver service.
 
 Every message is a typed record (a NamedTuple); on the wire it travels as a plain tuple whose
 first element is its tag, so a pickle carries no class of this module and decoding one runs no
 constructor the peer chose.  Each direction accepts only its own set (`TO_SERVICE`,
-`FROM_SERVICE`, `TO_ZYGOTE`, `FROM_ZYGOTE`); anything else is refused with an `UnknownMessage`
+`FROM_SERVICE`, `TO_ZYGOTE`, `FROM_ZYGOTE`, `TO_TEMPLATE`); anything else is refused with an `UnknownMessage`
 naming it.
 
 A `Call` names its target, either a `ServiceObject` or the number of an object the service holds
@@ -113,11 +113,31 @@ class Exited(NamedTuple):
     status: int  # as os.waitpid reports it
 
 
-Message = Union[Call, Shutdown, Reply, Spawn, Spawned, SpawnFailed, Exited]
+class ZygoteStarted(NamedTuple):
+    """A zygote's first message: its process, which the harness did not start itself when a
+    template forked it (and so knows only from here)."""
+
+    pid: int
+
+
+# --------------------------------------------------------------------------- zygote template
+
+
+class StartZygote(NamedTuple):
+    """Fork a zygote for ``driver``, as ``python -m harness.service.zygote`` would start in ``cwd``
+    with ``environment``; its control socket and output travel as descriptors."""
+
+    driver: str
+    cwd: str
+    environment: tuple[tuple[str, str], ...]
+
+
+Message = Union[Call, Shutdown, Reply, Spawn, Spawned, SpawnFailed, Exited, ZygoteStarted, StartZygote]
 
 TAGS: dict[type, str] = {
     Call: "call", Shutdown: "shutdown", Reply: "reply",
     Spawn: "spawn", Spawned: "spawned", SpawnFailed: "spawn-failed", Exited: "exited",
+    ZygoteStarted: "zygote-started", StartZygote: "start-zygote",
 }
 _BY_TAG = {tag: cls for cls, tag in TAGS.items()}
 _ARITY = {cls: 1 + len(cls._fields) for cls in TAGS}  # type: ignore[attr-defined]
@@ -125,7 +145,8 @@ _ARITY = {cls: 1 + len(cls._fields) for cls in TAGS}  # type: ignore[attr-define
 TO_SERVICE: frozenset[type] = frozenset({Call, Shutdown})
 FROM_SERVICE: frozenset[type] = frozenset({Reply})
 TO_ZYGOTE: frozenset[type] = frozenset({Spawn})
-FROM_ZYGOTE: frozenset[type] = frozenset({Spawned, SpawnFailed, Exited})
+FROM_ZYGOTE: frozenset[type] = frozenset({Spawned, SpawnFailed, Exited, ZygoteStarted})
+TO_TEMPLATE: frozenset[type] = frozenset({StartZygote})
 
 
 def to_wire(message: Message) -> tuple:

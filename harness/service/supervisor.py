@@ -9,6 +9,7 @@ so the next test (or hypothesis' next shrinking step) runs on a clean service.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import secrets
@@ -24,8 +25,9 @@ from typing import IO, Any, NoReturn
 
 from harness.api.errors import DriverCrash, DriverFault, DriverHang, DriverLoadError
 from harness.api.hal import Capabilities
-from harness.service import wire
-from harness.service.messages import FROM_ZYGOTE, Exited, ServiceObject, Spawn, Spawned, SpawnFailed, Target, UnknownMessage
+from harness.service import wire, zygote_template
+from harness.service.messages import (FROM_ZYGOTE, Exited, ServiceObject, Spawn, Spawned, SpawnFailed, Target, UnknownMessage,
+                                      ZygoteStarted)
 from harness.service.breaker import PROBE_DEADLINE_S, Breaker
 from harness.service.client import Connection, taken
 from harness.service.output import BoundedOutput
@@ -224,10 +226,14 @@ class _Zygote:
     def __init__(self, driver: str) -> None:
         parent, child = wire.socketpair()
         self._stderr = tempfile.TemporaryFile()
-        command = [sys.executable, "-X", "faulthandler", "-m", "harness.service.zygote", "--driver", driver,
-                   "--fd", str(child.fileno())]
-        self.process = subprocess.Popen(command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL,
-                                        stdout=self._stderr, stderr=self._stderr, start_new_session=True)
+        self.pid: int | None = None  # known at once if started here, from its first message if forked by a template
+        self.process: subprocess.Popen | None = None
+        if not zygote_template.start_zygote(driver, child.fileno(), self._stderr.fileno()):
+            command = [sys.executable, "-X", "faulthandler", "-m", "harness.service.zygote", "--driver", driver,
+                       "--fd", str(child.fileno())]
+            self.process = subprocess.Popen(command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL,
+                                            stdout=self._stderr, stderr=self._stderr, start_new_session=True)
+            self.pid = self.process.pid
         child.close()
         self.sock = parent
         self._cond = threading.Condition()
@@ -239,7 +245,8 @@ class _Zygote:
 
     @property
     def alive(self) -> bool:
-        return not self._closed and self.process.poll() is None
+        # A zygote forked by the template is alive while it holds its end of the socket.
+        return not self._closed and (self.process is None or self.process.poll() is None)
 
     def _read(self) -> None:
         for data, fds in wire.messages(self.sock):
@@ -248,7 +255,9 @@ class _Zygote:
             except UnknownMessage:
                 continue  # the zygote is the harness's own code; nothing else writes to this socket
             with self._cond:
-                if isinstance(message, Exited):
+                if isinstance(message, ZygoteStarted):
+                    self.pid = message.pid
+                elif isinstance(message, Exited):
                     self._exits[message.pid] = message.status
                 elif isinstance(message, Spawned):
                     self._spawned[message.request] = (True, message.pid)
@@ -293,16 +302,28 @@ class _Zygote:
         return _tail(self._stderr)
 
     def close(self) -> None:
+        """End the zygote: it ends its services and what they left, then exits (killed after 5 s)."""
+        if self.process is None:  # not this process's child: its exit shows as the end of its socket
+            try:
+                self.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            with self._cond:
+                ended = self._cond.wait_for(lambda: self._closed, timeout=5)
+            if not ended and self.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pid, signal.SIGKILL)  # its own process group (setsid)
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self.sock.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=5)
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=5)
         self._stderr.close()
 
 

@@ -10,6 +10,7 @@ example it runs while shrinking (Android starts app processes the same way).
 The zygote stays single-threaded so that forking it is safe.  Control messages on the
 inherited SOCK_SEQPACKET descriptor:
 
+    zygote  -> harness  ZygoteStarted(pid)       first, before it loads the driver
     harness -> zygote   Spawn(request, listen)   fds: [service socket, the write end of its output pipe]
     zygote  -> harness  Spawned(request, pid) | SpawnFailed(request, reason)
     zygote  -> harness  Exited(pid, wait_status)   whenever a service process ends
@@ -34,7 +35,8 @@ import time
 import traceback
 
 from harness.service import wire
-from harness.service.messages import TO_ZYGOTE, Exited, Message, Spawn, Spawned, SpawnFailed, UnknownMessage
+from harness.service.messages import (TO_ZYGOTE, Exited, Message, Spawn, Spawned, SpawnFailed, UnknownMessage,
+                                      ZygoteStarted)
 
 
 def _child(spec, service_fd: int, stderr_fd: int, listen: str, memory_limit: int) -> None:
@@ -137,16 +139,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--driver", required=True)
     parser.add_argument("--fd", type=int, required=True)
     options = parser.parse_args(argv)
-    control = socket.socket(fileno=options.fd)
+    return run(options.driver, socket.socket(fileno=options.fd))
+
+
+def run(driver: str, control: socket.socket) -> int:
+    """Load ``driver`` and fork a service per `Spawn` on ``control`` until the harness closes it
+    (started as ``python -m harness.service.zygote``, or forked from `zygote_template`)."""
+    _send(control, ZygoteStarted(os.getpid()))  # the harness's handle on a zygote it did not start itself
 
     import numpy  # noqa: F401  (imported once here, inherited by every service)
 
     from harness.drivers.registry import load_registry
+    from harness.service import worker  # noqa: F401  (imported once here, not by each service)
 
     try:
-        spec = load_registry().resolve(options.driver)
+        spec = load_registry().resolve(driver)
     except Exception as error:
-        print(f"driver service: cannot load {options.driver!r}: {error}", file=sys.stderr)
+        print(f"driver service: cannot load {driver!r}: {error}", file=sys.stderr)
         return 3
 
     _become_subreaper()

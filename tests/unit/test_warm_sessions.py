@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -62,14 +64,32 @@ def test_a_session_past_its_time_is_killed(tmp_path: Path) -> None:
         os.kill(pid, 0)
 
 
-def test_the_server_holds_no_socket(tmp_path: Path) -> None:
-    """Security: no other process can reach the server; it reads requests from its parent's pipe."""
+def _unix_sockets() -> dict[str, tuple[int, str]]:
+    """Each Unix socket's inode: its flags (0x10000: listening) and its name ("" for none)."""
+    with open("/proc/net/unix", encoding="ascii") as table:
+        rows = [line.split() for line in list(table)[1:]]
+    return {row[6]: (int(row[3], 16), row[7] if len(row) > 7 else "") for row in rows}
+
+
+def _sockets_held(pid: int) -> list[str]:
+    links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    return [link[len("socket:["):-1] for link in links if link.startswith("socket:")]
+
+
+def test_no_process_of_the_server_can_be_reached_by_another(tmp_path: Path) -> None:
+    """Security: the server reads requests from its parent's pipe, and the zygote template it forks
+    (the one socket either holds) is one end of a pair with no name, never a listener."""
     (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
     assert run_pytest(["-q", "-p", "no:cacheprovider", "test_one.py"], str(tmp_path), timeout=120) == pytest.ExitCode.OK
     server = warm_sessions._client._server
     assert server is not None and server.poll() is None
-    held = [os.readlink(f"/proc/{server.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{server.pid}/fd")]
-    assert held and not [link for link in held if link.startswith("socket:")], held
+    children = [int(pid) for pid in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+    assert len(children) == 1, "the template, and no session left running"
+    table = _unix_sockets()
+    for pid in (server.pid, *children):
+        held = _sockets_held(pid)
+        assert len(held) == 1, (pid, held)
+        assert all(inode in table and table[inode] == (0, "") for inode in held), [table.get(i) for i in held]
 
 
 _SCRIPT = '''
@@ -122,3 +142,68 @@ def test_a_session_s_time_counts_from_its_fork_not_from_the_server_s_start(tmp_p
         assert server is not None and server.stdin is not None
         server.stdin.close()
         server.wait(30)
+
+
+_DRIVERS = '''
+import os
+
+from reference_driver.device import ReferenceDevice
+
+
+def named_by_the_environment():
+    device = ReferenceDevice()
+    device.name = os.environ["WARM_ZYGOTE_NAME"]
+    return device
+
+
+def refusing():
+    raise RuntimeError("no device in this slot")
+'''
+
+_STARTS_SERVICES = '''
+import dataclasses
+import json
+import os
+import sys
+
+from harness.api.errors import DriverLoadError
+from harness.service.supervisor import DriverService
+
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+os.environ["WARM_ZYGOTE_NAME"] = "named in the session"
+service = DriverService("drivers_here.py:named_by_the_environment")
+zygote = parent_of(service.pid)
+capabilities = service.device.capabilities()
+seen = {"name": service.name,
+        "capabilities": {field.name: sorted(map(str, value)) if isinstance(value, frozenset) else repr(value)
+                         for field in dataclasses.fields(capabilities) for value in [getattr(capabilities, field.name)]},
+        "zygote_is_a_child": parent_of(zygote) == os.getpid()}
+service.close()
+try:
+    DriverService("drivers_here.py:refusing")
+except DriverLoadError as error:
+    seen["refusal"] = str(error)
+with open(sys.argv[1], "w") as out:
+    json.dump(seen, out)
+'''
+
+
+def test_a_session_s_zygote_is_forked_by_the_template_and_serves_as_a_new_one_would(tmp_path: Path) -> None:
+    """A warm session's driver zygote comes from the server's template, not a new interpreter, and
+    sees what one started by the session sees: its directory (a driver file named relative to
+    it), its environment of now, and its output (the factory's error in the load failure)."""
+    (tmp_path / "drivers_here.py").write_text(_DRIVERS)
+    (tmp_path / "script.py").write_text(_STARTS_SERVICES)
+    assert run_script("script.py", str(tmp_path), timeout=120, arguments=["warm.json"]) == 0
+    cold = subprocess.run([sys.executable, "script.py", "cold.json"], cwd=tmp_path, timeout=120)
+    assert cold.returncode == 0
+    warm, cold_seen = (json.loads((tmp_path / name).read_text()) for name in ("warm.json", "cold.json"))
+    assert warm["zygote_is_a_child"] is False and cold_seen["zygote_is_a_child"] is True
+    assert warm["name"] == cold_seen["name"] == "named in the session"
+    assert warm["capabilities"] == cold_seen["capabilities"]
+    assert "no device in this slot" in warm["refusal"] and "no device in this slot" in cold_seen["refusal"]

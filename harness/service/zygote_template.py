@@ -1,0 +1,158 @@
+"""A process that forks driver zygotes, for pytest sessions forked from a warm server.
+
+A zygote started as a new interpreter spends about half a second of CPU importing numpy, the
+plugin registry and the service before it loads its driver.  ``harness score`` starts three or
+four per seeded bug (its run, a failure's rerun, the reproducer) and six per correct variant.  The
+warm server (`harness.integration.warm_sessions`) forks this template first, before it imports
+pytest: the template holds what a zygote imports and nothing more, so a zygote forked from it has
+the address space a new one would have (the service's memory limit, RLIMIT_AS, counts all of it),
+and it stays single-threaded, so forking it is safe.
+
+Each session forked from that server inherits `_requests`, one end of a SOCK_SEQPACKET pair;
+anything else (a vendor's ``pytest``, an xdist worker, a script) has none, and starts its zygote
+as a new interpreter.  The template never answers: the zygote it forks says `ZygoteStarted` on its
+own control socket, as one started cold does, and a zygote that could not start closes it.
+
+    session -> template   StartZygote(driver, cwd, environment)   fds: [control socket, output]
+
+The template ends when no session and no server holds the other end any more.  A driver's
+service never holds it (each zygote closes it first), so a driver cannot ask for zygotes.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import select
+import signal
+import socket
+import sys
+import traceback
+
+from harness.service import wire
+from harness.service.messages import TO_TEMPLATE, StartZygote, UnknownMessage
+
+#: This process's end of the template's socket, if a template was forked for it (or its parent).
+_requests: socket.socket | None = None
+#: The PYTHONPATH the template was started with: a session with another one starts its zygote cold,
+#: since the template's ``sys.path`` (and what it imported from it) could not be made to match.
+_pythonpath: str | None = None
+#: Whether the template's ``sys.path`` starts with the directory it started in (``python -m``
+#: puts it there): a zygote's then starts with its session's directory instead.
+_directory_first = False
+
+
+def start() -> None:
+    """Fork the template: once, in a single-threaded process that has not imported pytest."""
+    global _requests, _pythonpath, _directory_first
+    import numpy  # noqa: F401  (what every zygote imports, imported once here)
+
+    from harness.drivers import registry  # noqa: F401
+    from harness.service import worker, zygote  # noqa: F401
+
+    _directory_first = bool(sys.path) and sys.path[0] == os.getcwd()
+    ours, theirs = wire.socketpair()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            ours.close()
+            _keep_only(theirs.fileno())
+            code = _serve(theirs)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    theirs.close()
+    _requests, _pythonpath = ours, os.environ.get("PYTHONPATH")
+
+
+def start_zygote(driver: str, control: int, output: int) -> bool:
+    """Ask the template for a zygote of ``driver`` on the socket ``control``, writing to
+    ``output``, as this process would start one now; False if there is no template to ask."""
+    if _requests is None or os.environ.get("PYTHONPATH") != _pythonpath:
+        return False
+    data, _ = wire.encode(StartZygote(driver, os.getcwd(), tuple(os.environ.items())))
+    try:
+        wire.send(_requests, data, [control, output])
+    except OSError:  # the template is gone: the caller starts its zygote cold
+        return False
+    return True
+
+
+def _keep_only(fd: int) -> None:
+    """Close every descriptor the server had but ``fd`` (its request and reply pipes above all:
+    a reply pipe held open here would hide the server's end from its caller)."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for standard in (0, 1, 2):
+        os.dup2(devnull, standard)
+    os.close(devnull)
+    os.closerange(3, fd)
+    os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
+
+
+def _serve(requests: socket.socket) -> int:
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    while True:
+        ready, _, _ = select.select([requests], [], [], 1.0)
+        _reap()
+        if not ready:
+            continue
+        received = wire.receive(requests)
+        if received is None:
+            return 0  # no session and no server is left to ask
+        data, fds = received
+        try:
+            message, _ = wire.decode(data, [], TO_TEMPLATE)
+        except UnknownMessage:
+            message = None
+        if not isinstance(message, StartZygote) or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            continue
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1  # the zygote's control socket closes below: its session reads that it exited
+        if pid == 0:
+            requests.close()
+            _become_zygote(message, *fds)
+        for fd in fds:
+            os.close(fd)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
+def _become_zygote(message: StartZygote, control: int, output: int) -> None:
+    """Runs in the forked process: what ``python -X faulthandler -m harness.service.zygote``
+    started by the session would be, in its own session; never returns."""
+    code = 3
+    try:
+        os.setsid()
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.close(output)
+        os.chdir(message.cwd)
+        os.environ.clear()
+        os.environ.update(dict(message.environment))
+        if _directory_first:
+            sys.path[0] = os.getcwd()
+        faulthandler.enable()
+        from harness.service import zygote
+
+        code = zygote.run(message.driver, socket.socket(fileno=control))
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
