@@ -207,3 +207,11 @@ def test_a_session_s_zygote_is_forked_by_the_template_and_serves_as_a_new_one_wo
     assert warm["name"] == cold_seen["name"] == "named in the session"
     assert warm["capabilities"] == cold_seen["capabilities"]
     assert "no device in this slot" in warm["refusal"] and "no device in this slot" in cold_seen["refusal"]
+    # The zygotes ended with their services: the template (the server's one child) is left with none.
+    server = warm_sessions._client._server
+    assert server is not None
+    template = int(Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text())
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{template}/task/{template}/children").read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{template}/task/{template}/children").read_text().split()
