@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import faulthandler
+import functools
 import os
 import resource
 import select
@@ -33,40 +34,49 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from typing import NoReturn
 
 from harness.service import wire
 from harness.service.messages import (TO_ZYGOTE, Exited, Message, Spawn, Spawned, SpawnFailed, UnknownMessage,
                                       ZygoteStarted)
 
 
-def _child(spec, service_fd: int, stderr_fd: int, listen: str, memory_limit: int) -> None:
-    """Runs in the forked process; never returns."""
+def run_forked(output: int, body: Callable[[], int]) -> NoReturn:
+    """The whole life of a process just forked: a session of its own, its output (stdout and
+    stderr) into ``output``, and ``body``'s result as its exit code (3 if it raised, after the
+    traceback)."""
     code = 3
     try:
         os.setsid()
-        os.dup2(stderr_fd, 1)
-        os.dup2(stderr_fd, 2)
-        os.close(stderr_fd)
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        if memory_limit > 0:  # a leak or a huge allocation fails as MemoryError in the call that made it
-            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-        from harness.service.worker import serve
-
-        # A factory that hangs is asked for its stacks like any hung call (serve registers this again)
-        faulthandler.register(signal.SIGUSR1, sys.stderr, all_threads=True)
-        try:
-            device = spec.create()
-        except Exception as error:
-            print(f"driver service: cannot create driver {spec.name!r}: {error}", file=sys.stderr)
-            os._exit(3)
-        code = serve(device, service_fd, listen, spec.name)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.close(output)
+        code = body()
     except BaseException:
         traceback.print_exc()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _service(spec, service_fd: int, listen: str, memory_limit: int) -> int:
+    """A forked service's body (`run_forked`): the driver, created and served."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    if memory_limit > 0:  # a leak or a huge allocation fails as MemoryError in the call that made it
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    from harness.service.worker import serve
+
+    # A factory that hangs is asked for its stacks like any hung call (serve registers this again)
+    faulthandler.register(signal.SIGUSR1, sys.stderr, all_threads=True)
+    try:
+        device = spec.create()
+    except Exception as error:
+        print(f"driver service: cannot create driver {spec.name!r}: {error}", file=sys.stderr)
+        return 3
+    return serve(device, service_fd, listen, spec.name)
 
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -203,7 +213,7 @@ def run(driver: str, control: socket.socket) -> int:
             control.close()
             os.close(wake_read)
             os.close(wake_write)
-            _child(spec, service_fd, stderr_fd, listen, memory_limit)
+            run_forked(stderr_fd, functools.partial(_service, spec, service_fd, listen, memory_limit))
         os.close(service_fd)
         os.close(stderr_fd)
         children.add(pid)

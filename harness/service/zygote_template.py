@@ -22,6 +22,7 @@ service never holds it (each zygote closes it first), so a driver cannot ask for
 from __future__ import annotations
 
 import faulthandler
+import functools
 import os
 import select
 import signal
@@ -29,7 +30,7 @@ import socket
 import sys
 import traceback
 
-from harness.service import wire
+from harness.service import wire, zygote
 from harness.service.messages import TO_TEMPLATE, StartZygote, UnknownMessage
 
 #: This process's end of the template's socket, if a template was forked for it (or its parent).
@@ -48,7 +49,7 @@ def start() -> None:
     import numpy  # noqa: F401  (what every zygote imports, imported once here)
 
     from harness.drivers import registry  # noqa: F401
-    from harness.service import worker, zygote  # noqa: F401
+    from harness.service import worker  # noqa: F401
 
     _directory_first = bool(sys.path) and sys.path[0] == os.getcwd()
     ours, theirs = wire.socketpair()
@@ -118,7 +119,7 @@ def _serve(requests: socket.socket) -> int:
             pid = -1  # the zygote's control socket closes below: its session reads that it exited
         if pid == 0:
             requests.close()
-            _become_zygote(message, *fds)
+            zygote.run_forked(fds[1], functools.partial(_zygote, message, fds[0]))
         for fd in fds:
             os.close(fd)
 
@@ -132,27 +133,13 @@ def _reap() -> None:
             return
 
 
-def _become_zygote(message: StartZygote, control: int, output: int) -> None:
-    """Runs in the forked process: what ``python -X faulthandler -m harness.service.zygote``
-    started by the session would be, in its own session; never returns."""
-    code = 3
-    try:
-        os.setsid()
-        os.dup2(output, 1)
-        os.dup2(output, 2)
-        os.close(output)
-        os.chdir(message.cwd)
-        os.environ.clear()
-        os.environ.update(dict(message.environment))
-        if _directory_first:
-            sys.path[0] = os.getcwd()
-        faulthandler.enable()
-        from harness.service import zygote
-
-        code = zygote.run(message.driver, socket.socket(fileno=control))
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+def _zygote(message: StartZygote, control: int) -> int:
+    """A forked zygote's body (`zygote.run_forked`): what ``python -X faulthandler -m
+    harness.service.zygote`` started by the session would be."""
+    os.chdir(message.cwd)
+    os.environ.clear()
+    os.environ.update(dict(message.environment))
+    if _directory_first:
+        sys.path[0] = os.getcwd()
+    faulthandler.enable()
+    return zygote.run(message.driver, socket.socket(fileno=control))
