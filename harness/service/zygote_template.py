@@ -35,9 +35,10 @@ from harness.service.messages import TO_TEMPLATE, StartZygote, UnknownMessage
 
 #: This process's end of the template's socket, if a template was forked for it (or its parent).
 _requests: socket.socket | None = None
-#: The PYTHONPATH the template was started with: a session with another one starts its zygote cold,
-#: since the template's ``sys.path`` (and what it imported from it) could not be made to match.
-_pythonpath: str | None = None
+#: The interpreter's own settings (``PYTHON*`` variables: the path, the hash seed, warnings...) the
+#: template started with.  A new interpreter reads them at its start, a fork cannot take them on: a
+#: session whose settings differ starts its zygote cold.
+_interpreter_settings: dict[str, str] = {}
 #: Whether the template's ``sys.path`` starts with the directory it started in (``python -m``
 #: puts it there): a zygote's then starts with its session's directory instead.
 _directory_first = False
@@ -45,7 +46,7 @@ _directory_first = False
 
 def start() -> None:
     """Fork the template: once, in a single-threaded process that has not imported pytest."""
-    global _requests, _pythonpath, _directory_first
+    global _requests, _interpreter_settings, _directory_first
     import numpy  # noqa: F401  (what every zygote imports, imported once here)
 
     from harness.drivers import registry  # noqa: F401
@@ -67,13 +68,13 @@ def start() -> None:
         finally:
             os._exit(code)
     theirs.close()
-    _requests, _pythonpath = ours, os.environ.get("PYTHONPATH")
+    _requests, _interpreter_settings = ours, _python_settings()
 
 
 def start_zygote(driver: str, control: int, output: int) -> bool:
     """Ask the template for a zygote of ``driver`` on the socket ``control``, writing to
     ``output``, as this process would start one now; False if there is no template to ask."""
-    if _requests is None or os.environ.get("PYTHONPATH") != _pythonpath:
+    if _requests is None or _python_settings() != _interpreter_settings:
         return False
     data, _ = wire.encode(StartZygote(driver, os.getcwd(), tuple(os.environ.items())))
     try:
@@ -81,6 +82,10 @@ def start_zygote(driver: str, control: int, output: int) -> bool:
     except OSError:  # the template is gone: the caller starts its zygote cold
         return False
     return True
+
+
+def _python_settings() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if name.startswith("PYTHON")}
 
 
 def _keep_only(fd: int) -> None:

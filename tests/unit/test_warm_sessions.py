@@ -188,6 +188,11 @@ try:
     DriverService("drivers_here.py:refusing")
 except DriverLoadError as error:
     seen["refusal"] = str(error)
+# An interpreter setting a fork cannot take on (read at a new interpreter's start): a zygote of its own.
+os.environ["PYTHONHASHSEED"] = str(int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 1)
+service = DriverService("drivers_here.py:named_by_the_environment")
+seen["other_settings_zygote_is_a_child"] = parent_of(parent_of(service.pid)) == os.getpid()
+service.close()
 with open(sys.argv[1], "w") as out:
     json.dump(seen, out)
 '''
@@ -196,7 +201,8 @@ with open(sys.argv[1], "w") as out:
 def test_a_session_s_zygote_is_forked_by_the_template_and_serves_as_a_new_one_would(tmp_path: Path) -> None:
     """A warm session's driver zygote comes from the server's template, not a new interpreter, and
     sees what one started by the session sees: its directory (a driver file named relative to
-    it), its environment of now, and its output (the factory's error in the load failure)."""
+    it), its environment of now, and its output (the factory's error in the load failure).  A
+    session whose interpreter settings (PYTHON*) differ from the template's starts one cold."""
     (tmp_path / "drivers_here.py").write_text(_DRIVERS)
     (tmp_path / "script.py").write_text(_STARTS_SERVICES)
     assert run_script("script.py", str(tmp_path), timeout=120, arguments=["warm.json"]) == 0
@@ -204,6 +210,7 @@ def test_a_session_s_zygote_is_forked_by_the_template_and_serves_as_a_new_one_wo
     assert cold.returncode == 0
     warm, cold_seen = (json.loads((tmp_path / name).read_text()) for name in ("warm.json", "cold.json"))
     assert warm["zygote_is_a_child"] is False and cold_seen["zygote_is_a_child"] is True
+    assert warm["other_settings_zygote_is_a_child"] is True
     assert warm["name"] == cold_seen["name"] == "named in the session"
     assert warm["capabilities"] == cold_seen["capabilities"]
     assert "no device in this slot" in warm["refusal"] and "no device in this slot" in cold_seen["refusal"]
