@@ -336,7 +336,7 @@ class _StagedCopyTo(ReferenceBuffer):
             return super().copy_to(memory)
         raw = state.data.reshape(-1).view(np.uint8)
         _STAGING[: raw.size] = raw  # one staging area for every buffer, and no lock around it
-        time.sleep(0.001)
+        time.sleep(0.005)  # the transfer out of it takes a few milliseconds: concurrent copies overlap on a loaded machine too
         target = memory.map(writable=True)
         target[:] = _STAGING[: raw.size]
 
