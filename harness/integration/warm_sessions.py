@@ -12,13 +12,18 @@ inherits none of the caller's threads or state, and nothing passes from one sess
 A driver that takes its session down takes only that session down.  The driver services a session
 starts come from zygotes forked by a template the server forked first (`zygote_template`).
 
-The server listens on nothing: it reads its requests from the pipe its parent started it with,
-and requests and replies are JSON lines of a closed set of fields, never pickles.
+A session asks for sessions of its own (a failure's rerun checks, `recording`) from the server
+that forked it, over a socket pair it inherited, rather than starting a server of its own (a new
+interpreter importing ``PRELOAD``: 1.5-2 CPU-seconds).  A session's sessions end with it.
 
-    parent -> server   {"session": N, "arguments": [...], "cwd": "...", "environment": {...}}
-                       ... and "script": "PATH" to run that file as __main__ with those arguments
-    server -> parent   {"session": N, "pid": P}      forked
-                       {"session": N, "exit": CODE}  ended (a negative code: killed by that signal)
+The server listens on nothing: it reads its requests from the pipe its parent started it with and
+from the socket pairs of the sessions it forked, and requests and replies are JSON lines of a
+closed set of fields, never pickles.
+
+    parent or session -> server   {"session": N, "arguments": [...], "cwd": "...", "environment": {...}}
+                                  ... and "script": "PATH" to run that file as __main__ with those arguments
+    server -> the one that asked  {"session": N, "pid": P}      forked
+                                  {"session": N, "exit": CODE}  ended (a negative code: killed by that signal)
 """
 
 from __future__ import annotations
@@ -29,11 +34,12 @@ import os
 import runpy
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from harness.service import zygote_template
@@ -58,7 +64,8 @@ _FORK_WITHIN_S = 60.0
 
 
 class _Session:
-    def __init__(self) -> None:
+    def __init__(self, via_channel: bool) -> None:
+        self.via_channel = via_channel  # asked of the server that forked this process
         self.pid: int | None = None
         self.exit: int | None = None
         self.forked = threading.Event()
@@ -66,32 +73,30 @@ class _Session:
 
 
 class _Client:
-    """The caller's side: one server per process, started at the first session."""
+    """The caller's side: one server per process, started at the first session; in a session
+    forked by a server, that server, asked over ``channel`` (the socket the session inherited)."""
 
-    def __init__(self) -> None:
+    def __init__(self, channel: socket.socket | None = None) -> None:
         self._lock = threading.Lock()
         self._server: subprocess.Popen | None = None
+        self._channel = channel
+        self._channel_read = False
         self._sessions: dict[int, _Session] = {}
         self._numbered = 0
 
     def run(self, arguments: Sequence[str], cwd: str, timeout: float, script: str | None = None) -> int:
+        request: dict[str, Any] = {"arguments": list(arguments), "cwd": cwd, "environment": dict(os.environ)}
+        if script is not None:
+            request["script"] = script
         with self._lock:
-            server = self._started()
             self._numbered += 1
-            number, session = self._numbered, _Session()
-            self._sessions[number] = session
-            assert server.stdin is not None
-            request: dict[str, Any] = {"session": number, "arguments": list(arguments), "cwd": cwd,
-                                       "environment": dict(os.environ)}
-            if script is not None:
-                request["script"] = script
-            server.stdin.write(json.dumps(request) + "\n")
-            server.stdin.flush()
+            number = request["session"] = self._numbered
+            session = self._sessions[number] = self._send(json.dumps(request) + "\n")
         try:
             # The timeout is the session's own: it counts from the fork, not from a server still
             # importing PRELOAD on a busy machine.
             if not session.forked.wait(_FORK_WITHIN_S) and not session.ended.is_set():
-                server.kill()  # a server that has not forked it is stuck: the next session starts a new one
+                self._give_up_on(session)  # a server that has not forked it is stuck
                 session.ended.wait()
                 raise subprocess.TimeoutExpired([script or "pytest", *arguments], _FORK_WITHIN_S)
             if not session.ended.wait(timeout):
@@ -108,24 +113,56 @@ class _Client:
             with self._lock:
                 self._sessions.pop(number, None)
 
+    def _send(self, line: str) -> _Session:
+        """Send a request (holding the lock): to the server that forked this process while it
+        answers, else to this process's own server."""
+        if self._channel is not None:
+            if not self._channel_read:
+                self._channel_read = True
+                stream = self._channel.makefile("r", encoding="utf-8")
+                threading.Thread(target=self._read, args=(stream, True), daemon=True, name="warm-sessions-reader").start()
+            try:
+                self._channel.sendall(line.encode("utf-8"))
+                return _Session(via_channel=True)
+            except OSError:  # that server is gone: this process starts one of its own
+                self._channel.close()
+                self._channel = None
+        server = self._started()
+        assert server.stdin is not None
+        server.stdin.write(line)
+        server.stdin.flush()
+        return _Session(via_channel=False)
+
+    def _give_up_on(self, session: _Session) -> None:
+        """A server that did not fork ``session`` is stuck: the next session goes to a new one."""
+        if not session.via_channel:
+            assert self._server is not None
+            self._server.kill()
+            return
+        with self._lock:
+            channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.shutdown(socket.SHUT_RDWR)  # the server kills what it forked for this process
+
     def _started(self) -> subprocess.Popen:
         if self._server is None or self._server.poll() is not None:
             self._server = subprocess.Popen([sys.executable, "-m", "harness.integration.warm_sessions"],
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                             text=True, close_fds=True)
-            threading.Thread(target=self._read, args=(self._server,), daemon=True, name="warm-sessions-reader").start()
+            assert self._server.stdout is not None
+            threading.Thread(target=self._read, args=(self._server.stdout, False), daemon=True,
+                             name="warm-sessions-reader").start()
         return self._server
 
-    def _read(self, server: subprocess.Popen) -> None:
-        assert server.stdout is not None
-        for line in server.stdout:
+    def _read(self, replies: IO[str], via_channel: bool) -> None:
+        for line in replies:
             try:
                 reply = json.loads(line)
             except ValueError:
                 continue  # not a reply (the server's own output goes elsewhere; this is a guard)
             with self._lock:
                 session = self._sessions.get(reply["session"])
-            if session is None:
+            if session is None or session.via_channel != via_channel:
                 continue
             if "pid" in reply:
                 session.pid = int(reply["pid"])
@@ -134,7 +171,7 @@ class _Client:
                 session.exit = int(reply["exit"])
                 session.ended.set()
         with self._lock:  # the server is gone: no session of it will report
-            orphans = list(self._sessions.values())
+            orphans = [s for s in self._sessions.values() if s.via_channel == via_channel]
         for session in orphans:
             if not session.ended.is_set():
                 session.exit = -int(signal.SIGKILL)
@@ -162,6 +199,21 @@ def run_script(script: str, cwd: str, timeout: float, arguments: Sequence[str] =
 # --------------------------------------------------------------------------- the server
 
 
+class _Channel:
+    """Where requests come from and their replies go: the parent's pipes, or a session's socket."""
+
+    def __init__(self, fd: int, write: Callable[[bytes], Any]) -> None:
+        self.fd = fd
+        self.write = write
+        self.pending = b""
+
+    def reply(self, message: dict[str, Any]) -> None:
+        try:
+            self.write(json.dumps(message).encode("utf-8") + b"\n")
+        except OSError:
+            pass  # the session that asked is gone, and so are the sessions it asked for
+
+
 def _serve(requests: IO[str], replies: IO[str]) -> None:
     # First, while this process has imported neither pytest nor the suites: the sessions' driver
     # zygotes are forked from a process holding only what a zygote holds (zygote_template).
@@ -174,49 +226,68 @@ def _serve(requests: IO[str], replies: IO[str]) -> None:
             importlib.import_module(name)
         except ImportError:
             pass  # each session imports what it needs
-    running: dict[int, int] = {}  # pid -> session
-    pending = ""
-    closed = False
-    while not closed or running:
-        readable, _, _ = select.select([requests] if not closed else [], [], [], _REAP_EVERY_S)
-        if readable:
-            chunk = os.read(requests.fileno(), 65536).decode("utf-8")
-            closed = not chunk
-            pending += chunk
-            while "\n" in pending:
-                line, pending = pending.split("\n", 1)
+    replies_fd = replies.fileno()
+
+    def to_parent(data: bytes) -> None:
+        os.write(replies_fd, data)
+
+    parent = _Channel(requests.fileno(), to_parent)
+    channels: dict[int, _Channel] = {parent.fd: parent}
+    sockets: dict[int, socket.socket] = {}  # the server's ends of the sessions' socket pairs
+    running: dict[int, tuple[_Channel, int]] = {}  # pid -> who asked, and its number for the session
+    while parent.fd in channels or running:
+        readable, _, _ = select.select(list(channels), [], [], _REAP_EVERY_S)
+        for fd in readable:
+            channel = channels[fd]
+            try:
+                chunk = os.read(fd, 65536)
+            except ConnectionResetError:  # a session that died with a reply unread
+                chunk = b""
+            if not chunk:  # who asked is gone: so are the sessions it asked for
+                del channels[fd]
+                if fd in sockets:
+                    sockets.pop(fd).close()
+                for pid, (asked_by, _) in running.items():
+                    if asked_by is channel:
+                        os.kill(pid, signal.SIGKILL)
+                continue
+            channel.pending += chunk
+            while b"\n" in channel.pending:
+                line, channel.pending = channel.pending.split(b"\n", 1)
                 request = json.loads(line)
                 script = request.get("script")
+                ours, theirs = socket.socketpair()
                 pid = _fork_session([str(a) for a in request["arguments"]], str(request["cwd"]),
-                                    {str(k): str(v) for k, v in request["environment"].items()}, requests, replies,
+                                    {str(k): str(v) for k, v in request["environment"].items()},
+                                    [*channels, replies_fd, ours.fileno()], theirs,
                                     None if script is None else str(script))
-                running[pid] = int(request["session"])
-                _reply(replies, {"session": running[pid], "pid": pid})
-            if closed:  # the caller is gone: so are its sessions
-                for pid in running:
-                    os.kill(pid, signal.SIGKILL)
+                theirs.close()
+                sockets[ours.fileno()] = ours
+                channels[ours.fileno()] = _Channel(ours.fileno(), ours.sendall)
+                running[pid] = (channel, int(request["session"]))
+                channel.reply({"session": running[pid][1], "pid": pid})
         while running:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 break
             if pid in running:
-                _reply(replies, {"session": running.pop(pid), "exit": os.waitstatus_to_exitcode(status)})
+                asked_by, number = running.pop(pid)
+                asked_by.reply({"session": number, "exit": os.waitstatus_to_exitcode(status)})
 
 
-def _reply(replies: IO[str], message: dict[str, Any]) -> None:
-    replies.write(json.dumps(message) + "\n")
-    replies.flush()
-
-
-def _fork_session(arguments: list[str], cwd: str, environment: dict[str, str], requests: IO[str], replies: IO[str],
-                  script: str | None = None) -> int:
+def _fork_session(arguments: list[str], cwd: str, environment: dict[str, str], servers_fds: list[int],
+                  channel: socket.socket, script: str | None = None) -> int:
     pid = os.fork()
     if pid:
         return pid
     code = 3  # pytest's "internal error", should the session itself fail to start
     try:
-        os.close(requests.fileno())
-        os.close(replies.fileno())
+        for fd in servers_fds:  # the server's pipes and its ends of the other sessions' pairs
+            os.close(fd)
+        # This session's own sessions are asked of the server.  The module by its name: the server
+        # runs as __main__, and the session's code imports harness.integration.warm_sessions.
+        module = importlib.import_module("harness.integration.warm_sessions")
+        setattr(module, "_client", module._Client(channel))  # noqa: B010  (a module object: typed without attributes)
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)

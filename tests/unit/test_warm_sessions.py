@@ -222,3 +222,62 @@ def test_a_session_s_zygote_is_forked_by_the_template_and_serves_as_a_new_one_wo
     while Path(f"/proc/{template}/task/{template}/children").read_text().split() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not Path(f"/proc/{template}/task/{template}/children").read_text().split()
+
+
+_ASKS_FOR_A_SESSION = '''
+import json
+import os
+import sys
+import threading
+import time
+
+from harness.integration import warm_sessions
+
+if sys.argv[1] == "nested":
+    code = warm_sessions.run_script("inner.py", os.getcwd(), timeout=120)
+    with open("nested.json", "w") as out:
+        json.dump({"code": code, "server": os.getppid(), "own_server": warm_sessions._client._server is not None}, out)
+else:  # a session asks for one that never ends, then is killed itself
+    threading.Thread(target=warm_sessions.run_script, args=("sleeper.py", os.getcwd()), kwargs={"timeout": 600},
+                     daemon=True).start()
+    time.sleep(600)
+'''
+
+_INNER = '''
+import json
+import os
+
+with open("inner.json", "w") as out:
+    json.dump({"parent": os.getppid()}, out)
+raise SystemExit(4)
+'''
+
+_SLEEPER = '''
+import os
+import time
+
+with open("sleeper.pid", "w") as out:
+    out.write(str(os.getpid()))
+time.sleep(600)
+'''
+
+
+def test_a_session_s_own_sessions_are_forked_by_its_server_and_end_with_it(tmp_path: Path) -> None:
+    """A session's rerun checks are sessions too: the server that forked it forks them (no server
+    of its own, a new interpreter's imports), reports their exit codes to it, and kills them when
+    the session that asked is gone."""
+    (tmp_path / "outer.py").write_text(_ASKS_FOR_A_SESSION)
+    (tmp_path / "inner.py").write_text(_INNER)
+    (tmp_path / "sleeper.py").write_text(_SLEEPER)
+    assert run_script("outer.py", str(tmp_path), timeout=120, arguments=["nested"]) == 0
+    nested = json.loads((tmp_path / "nested.json").read_text())
+    inner = json.loads((tmp_path / "inner.json").read_text())
+    assert nested == {"code": 4, "server": inner["parent"], "own_server": False}
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_script("outer.py", str(tmp_path), timeout=10, arguments=["killed"])
+    sleeper = int((tmp_path / "sleeper.pid").read_text())
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{sleeper}").exists() and "Z" not in Path(f"/proc/{sleeper}/stat").read_text().split()[2] \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{sleeper}").exists() or Path(f"/proc/{sleeper}/stat").read_text().split()[2] == "Z"
