@@ -162,7 +162,7 @@ class _Client:
                 continue  # not a reply (the server's own output goes elsewhere; this is a guard)
             with self._lock:
                 session = self._sessions.get(reply["session"])
-            if session is None or session.via_channel != via_channel:
+            if session is None:
                 continue
             if "pid" in reply:
                 session.pid = int(reply["pid"])
@@ -202,9 +202,10 @@ def run_script(script: str, cwd: str, timeout: float, arguments: Sequence[str] =
 class _Channel:
     """Where requests come from and their replies go: the parent's pipes, or a session's socket."""
 
-    def __init__(self, fd: int, write: Callable[[bytes], Any]) -> None:
+    def __init__(self, fd: int, write: Callable[[bytes], Any], sock: socket.socket | None = None) -> None:
         self.fd = fd
         self.write = write
+        self.sock = sock  # a session's: the server's end of its pair, closed when the session goes
         self.pending = b""
 
     def reply(self, message: dict[str, Any]) -> None:
@@ -233,7 +234,6 @@ def _serve(requests: IO[str], replies: IO[str]) -> None:
 
     parent = _Channel(requests.fileno(), to_parent)
     channels: dict[int, _Channel] = {parent.fd: parent}
-    sockets: dict[int, socket.socket] = {}  # the server's ends of the sessions' socket pairs
     running: dict[int, tuple[_Channel, int]] = {}  # pid -> who asked, and its number for the session
     while parent.fd in channels or running:
         readable, _, _ = select.select(list(channels), [], [], _REAP_EVERY_S)
@@ -245,8 +245,8 @@ def _serve(requests: IO[str], replies: IO[str]) -> None:
                 chunk = b""
             if not chunk:  # who asked is gone: so are the sessions it asked for
                 del channels[fd]
-                if fd in sockets:
-                    sockets.pop(fd).close()
+                if channel.sock is not None:
+                    channel.sock.close()
                 for pid, (asked_by, _) in running.items():
                     if asked_by is channel:
                         os.kill(pid, signal.SIGKILL)
@@ -262,8 +262,7 @@ def _serve(requests: IO[str], replies: IO[str]) -> None:
                                     [*channels, replies_fd, ours.fileno()], theirs,
                                     None if script is None else str(script))
                 theirs.close()
-                sockets[ours.fileno()] = ours
-                channels[ours.fileno()] = _Channel(ours.fileno(), ours.sendall)
+                channels[ours.fileno()] = _Channel(ours.fileno(), ours.sendall, ours)
                 running[pid] = (channel, int(request["session"]))
                 channel.reply({"session": running[pid][1], "pid": pid})
         while running:

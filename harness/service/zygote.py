@@ -152,15 +152,21 @@ def main(argv: list[str] | None = None) -> int:
     return run(options.driver, socket.socket(fileno=options.fd))
 
 
+def preload() -> None:
+    """What a zygote imports before it loads its driver: imported once here, inherited by every
+    service it forks (and by every zygote a template forks)."""
+    import numpy  # noqa: F401
+
+    from harness.drivers import registry  # noqa: F401
+    from harness.service import worker  # noqa: F401
+
+
 def run(driver: str, control: socket.socket) -> int:
     """Load ``driver`` and fork a service per `Spawn` on ``control`` until the harness closes it
     (started as ``python -m harness.service.zygote``, or forked from `zygote_template`)."""
     _send(control, ZygoteStarted(os.getpid()))  # the harness's handle on a zygote it did not start itself
-
-    import numpy  # noqa: F401  (imported once here, inherited by every service)
-
+    preload()
     from harness.drivers.registry import load_registry
-    from harness.service import worker  # noqa: F401  (imported once here, not by each service)
 
     try:
         spec = load_registry().resolve(driver)

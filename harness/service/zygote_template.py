@@ -47,11 +47,7 @@ _directory_first = False
 def start() -> None:
     """Fork the template: once, in a single-threaded process that has not imported pytest."""
     global _requests, _interpreter_settings, _directory_first
-    import numpy  # noqa: F401  (what every zygote imports, imported once here)
-
-    from harness.drivers import registry  # noqa: F401
-    from harness.service import worker  # noqa: F401
-
+    zygote.preload()
     _directory_first = bool(sys.path) and sys.path[0] == os.getcwd()
     ours, theirs = wire.socketpair()
     sys.stdout.flush()
