@@ -18,6 +18,12 @@ def output(result: pytest.RunResult) -> str:
     return "\n".join(result.outlines + result.errlines)
 
 
+def failed_tests(pytester: pytest.Pytester) -> list[dict]:
+    """The records (``--harness-record=record.jsonl``) of the run's failed tests."""
+    lines = map(json.loads, (pytester.path / "record.jsonl").read_text().splitlines())
+    return [line for line in lines if line.get("outcome") == "failed"]
+
+
 def usage_error(pytester: pytest.Pytester, driver: str, **files: str) -> str:
     """What a run of the suites with ``--driver=driver`` (and these driver files) says: it must stop
     as a usage error, before any test."""
@@ -82,11 +88,12 @@ IO_INDEX_BUG = textwrap.dedent(
 
 def test_out_of_tree_driver_with_a_role_bug_fails_naming_dom_role_2(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(buggy_driver=IO_INDEX_BUG)
-    result = run(pytester, "--pyargs", "harness.suites.memory_domains", "--driver=buggy_driver.py:factory", "-q", "-x")
+    result = run(pytester, "--pyargs", "harness.suites.memory_domains", "--driver=buggy_driver.py:factory", "-q", "-x",
+                 "--harness-record=record.jsonl")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    text = output(result)
-    assert "[DOM-ROLE-2]" in text
-    assert any("test_roles.py" in line for line in result.outlines if line.startswith("FAILED"))
+    assert "[DOM-ROLE-2]" in output(result)
+    (failed,) = failed_tests(pytester)
+    assert "/test_roles.py::" in failed["id"] and failed["rule"] == "DOM-ROLE-2", failed
 
 
 def test_reference_passes_the_suites_under_xdist(pytester: pytest.Pytester) -> None:
@@ -213,10 +220,12 @@ def test_driver_without_memory_domains_skips_them_with_a_reason(pytester: pytest
 
 def test_driver_refusing_every_allocation_fails_dom_alloc_3(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(refuses=REFUSES_ALL)
-    result = run(pytester, "--pyargs", "harness.suites.memory_domains.test_allocation", "--driver=refuses.py:factory", "-rfs")
+    result = run(pytester, "--pyargs", "harness.suites.memory_domains.test_allocation", "--driver=refuses.py:factory", "-rfs",
+                 "--harness-record=record.jsonl")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    text = output(result)
-    assert "FAILED" in text and "test_simple_fully_specified_buffer_is_served" in text and "[DOM-ALLOC-3]" in text
+    assert "[DOM-ALLOC-3]" in output(result)
+    failed = {line["id"].rsplit("::", 1)[1]: line["rule"] for line in failed_tests(pytester)}
+    assert failed.get("test_simple_fully_specified_buffer_is_served") == "DOM-ALLOC-3", failed
 
 
 def test_generative_tests_whose_every_valid_allocation_was_refused_are_not_run(pytester: pytest.Pytester) -> None:
