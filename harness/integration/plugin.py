@@ -457,6 +457,9 @@ def pytest_runtest_call(item: pytest.Item):
         result = yield
     if tally.refused and not tally.served:
         refused_allocation(f"all {tally.refused} valid allocations of this test")
+    if tally.declared and not tally.served:
+        not_applicable("dynamic_buffers", f"the driver declares that it refuses buffers of unknown shape, and every valid "
+                                          f"allocation of this test ({tally.declared}) was one")
     return result
 
 

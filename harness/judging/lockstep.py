@@ -79,6 +79,9 @@ class AllocationTally:
 
     served: int = 0
     refused: int = 0
+    # Refused buffers of unknown shape from a driver that declares it refuses them
+    # (Capabilities.dynamic_buffers=False, CHOICE-5): what it said it would do, so no refusal above.
+    declared: int = 0
 
 
 _TALLIES: list[AllocationTally] = []  # the running test's (the pytest plugin opens one per test call)
@@ -144,6 +147,7 @@ class Lockstep:
         self.buffers: dict[str, Pair] = {}
         self.tokens: dict[str, Pair] = {}
         self.refused_allocations = 0
+        self._dynamic_buffers: bool | None = None  # the driver's declaration, asked at its first refusal
         self.steps: list[Step] = []
         self._models = 0
         self._scenarios: dict[str, Scenario] = {}  # prepared model name -> its scenario
@@ -245,6 +249,16 @@ class Lockstep:
             self._driver_models.append(actual.value)
         return Pair(expected.value, actual.value, name) if expected.ok else None
 
+    def _declared_refusal(self, reference_buffer: Any) -> bool:
+        """Whether the reference's new buffer has a shape not fully known at allocation and the
+        driver declares that it refuses such buffers (Capabilities.dynamic_buffers=False)."""
+        state = reference_buffer.state
+        if is_fully_specified(state.operand_type, state.initial_dimensions):
+            return False
+        if self._dynamic_buffers is None:
+            self._dynamic_buffers = bool(self.driver.capabilities().dynamic_buffers)
+        return not self._dynamic_buffers
+
     @_keeps_steps
     def allocate(
         self,
@@ -265,6 +279,13 @@ class Lockstep:
         actual = _call(actual_call)
         # What the allocation asks for, whatever the buffer is called: the same request later is the same.
         signature = (tuple(desc.dimensions), tuple(p.name for p in prepared), tuple(input_roles), tuple(output_roles))
+        if expected.ok and actual.status == ErrorStatus.GENERAL_FAILURE and self._declared_refusal(expected.value[0]):
+            self.log.append(f"{call} -> driver refused a buffer of unknown shape with GENERAL_FAILURE, as it declares "
+                            f"(dynamic_buffers=False)")
+            expected.value[0].release()
+            if _TALLIES:
+                _TALLIES[-1].declared += 1
+            return None
         if expected.ok and actual.status == ErrorStatus.GENERAL_FAILURE:
             self.log.append(f"{call} -> driver refused a valid allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
             expected.value[0].release()
