@@ -279,19 +279,18 @@ class Lockstep:
         actual = _call(actual_call)
         # What the allocation asks for, whatever the buffer is called: the same request later is the same.
         signature = (tuple(desc.dimensions), tuple(p.name for p in prepared), tuple(input_roles), tuple(output_roles))
-        if expected.ok and actual.status == ErrorStatus.GENERAL_FAILURE and self._declared_refusal(expected.value[0]):
-            self.log.append(f"{call} -> driver refused a buffer of unknown shape with GENERAL_FAILURE, as it declares "
-                            f"(dynamic_buffers=False)")
-            expected.value[0].release()
-            if _TALLIES:
-                _TALLIES[-1].declared += 1
-            return None
         if expected.ok and actual.status == ErrorStatus.GENERAL_FAILURE:
-            self.log.append(f"{call} -> driver refused a valid allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
+            declared = self._declared_refusal(expected.value[0])  # before the release: it reads that buffer
+            what = ("a buffer of unknown shape with GENERAL_FAILURE, as it declares (dynamic_buffers=False)" if declared
+                    else "a valid allocation with GENERAL_FAILURE (allowed by DOM-ALLOC-3)")
+            self.log.append(f"{call} -> driver refused {what}")
             expected.value[0].release()
-            self.refused_allocations += 1
+            self.refused_allocations += 1  # by the driver alone, declared or not
             if _TALLIES:
-                _TALLIES[-1].refused += 1
+                if declared:
+                    _TALLIES[-1].declared += 1
+                else:
+                    _TALLIES[-1].refused += 1
             beside = Counter(self._holding.values())
             if any(beside <= before for before in self._served.get(signature, ())):
                 self._refused_after_serving(name, f"earlier in this sequence beside the same buffers or more "

@@ -45,4 +45,5 @@ def test_a_refused_buffer_of_unknown_shape_counts_as_what_the_driver_declared(dr
         known = step.prepare(FLAVOR.model((2, 2)))
         assert step.allocate("open", BufferDesc(), [open_shape], [BufferRole(0, 0)], []) is None
         assert step.allocate("known", BufferDesc(), [known], [BufferRole(0, 0)], []) is not None
+        assert step.refused_allocations == 1  # the driver's refusal either way (the state machine keeps its buffer)
     assert (tally.declared, tally.refused, tally.served) == (declared, refused, 1)
