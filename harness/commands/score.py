@@ -5,14 +5,18 @@
 - specificity: every correct variant driver (``variant-*``, SPEC §8) passes every test, with
   none not run.
 
-    harness score [--jobs N] [--only NAME ...] [--seed N] [--profiles P,..] [--seeds N,..] [--json FILE]
+    harness score [--jobs N] [--only NAME ...] [--seed N] [--profiles P,..] [--seeds N,..] [--examples N]
+                  [--json FILE]
     python -m harness.commands.score
 
 Each driver runs the suites in the ``ci`` profile with a fixed seed, through the service,
 without shrinking.  A mutant's run collects only the test files naming the requirement it breaks
 (only a test naming it can catch it) and stops at the first such test that fails on it; a
 variant's runs to the end, once per profile and seed asked for (``--profiles``, ``--seeds``):
-a correct driver must pass them all.  The command fails unless both rates are 100%.
+a correct driver must pass them all.  ``--examples N`` runs each generative test of a variant's
+runs with N examples in place of the profile's: a quicker, weaker pass (the project's test command
+takes one at half the ``ci`` profile's); the measure of specificity is every profile, several seeds.
+The command fails unless both rates are 100%.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ class Score:
     message: str = ""
     profile: str = "ci"
     seed: int = SEED
+    # A variant's run with this many examples per generative test, not the profile's (0: the profile's).
+    examples_per_test: int = 0
     # What the catching failure's reproducer did against the seeded bug (`reproducer_outcome`);
     # "no script" when none was written, "" for a variant's run.
     reproducer: str = ""
@@ -79,7 +85,7 @@ def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed
         record = os.path.join(tmp, "record.jsonl")
         where = list(modules) if modules else ["--pyargs", "harness.suites"]
         command = [*where, f"--driver={driver}", f"--harness-profile={profile}", f"--harness-seed={seed}",
-                   f"--driver-timeout={DRIVER_TIMEOUT_S}", "--harness-no-shrink", f"--harness-record={record}", "-q",
+                   f"--driver-timeout={DRIVER_TIMEOUT_S}", "--harness-no-shrink", f"--harness-record={record}", "-q", "--tb=no",
                    "-p", "no:randomly", *extra]
         if stop_on:
             command.append(f"--harness-stop-on={stop_on}")
@@ -141,14 +147,15 @@ def reproducer_outcome(script: str, cwd: str) -> str:
     return {0: "passes", 3: "does not replay", 5: "did not run"}.get(code, f"exit {code}")
 
 
-def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci") -> Score:
+def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci", examples: int = 0) -> Score:
     """A correct variant passes: no test fails, and none is not run (its certificate would say
     INCOMPLETE, not PASS); each is a false alarm of the harness.  Only a skip its declared
     capabilities explain (not-applicable) is no alarm."""
-    records = run_suites(driver, seed=seed, profile=profile)
+    records = run_suites(driver, seed=seed, profile=profile, extra=(f"--harness-examples={examples}",) if examples else ())
     failed = [r for r in records if r["outcome"] == "failed"]
     not_run = [r for r in records if r["outcome"] == "skipped" and (r.get("skip") or {}).get("kind") == "not-run"]
-    score = Score(driver, choice, caught=bool(failed or not_run) or not records, profile=profile, seed=seed)
+    score = Score(driver, choice, caught=bool(failed or not_run) or not records, profile=profile, seed=seed,
+                  examples_per_test=examples)
     alarms = failed + not_run
     if alarms:
         first = alarms[0]
@@ -191,13 +198,14 @@ def score_all(names: list[str] | None = None, jobs: int = 2, seed: int = SEED) -
 
 
 def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SEED,
-                   profiles: tuple[str, ...] = ("ci",), seeds: tuple[int, ...] = ()) -> list[Score]:
+                   profiles: tuple[str, ...] = ("ci",), seeds: tuple[int, ...] = (), examples: int = 0) -> list[Score]:
     """Specificity: every correct variant driver through every suite, once per profile and seed
-    (``seeds``, or ``seed`` alone); ``caught`` means a false alarm."""
+    (``seeds``, or ``seed`` alone), each generative test with ``examples`` examples (0: the
+    profile's); ``caught`` means a false alarm."""
     runs = [(spec, profile, each) for spec in _selected(names, "exercises") for profile in profiles
             for each in (seeds or (seed,))]
     with ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(lambda run: score_variant(run[0].name, run[0].exercises, run[2], run[1]), runs))
+        return list(pool.map(lambda run: score_variant(run[0].name, run[0].exercises, run[2], run[1], examples), runs))
 
 
 #: SPEC §7: the harness's own guarantees.  What breaks them is a bug of the harness, not of a driver,
@@ -274,10 +282,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profiles", default="ci", metavar="P,..",
                         help="run each correct variant in each of these profiles (default ci; dev, ci, certify)")
     parser.add_argument("--seeds", default="", metavar="N,..", help="run each correct variant with each of these seeds")
+    parser.add_argument("--examples", type=int, default=0, metavar="N",
+                        help="run each correct variant's generative tests with N examples, not the profile's")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the scores as JSON")
     options = parser.parse_args(argv)
     if options.jobs < 1:
         parser.error("--jobs must be at least 1")
+    if options.examples < 0:
+        parser.error("--examples must be at least 1 (or 0: the profile's)")
     profiles = tuple(p for p in options.profiles.split(",") if p)
     unknown = [p for p in profiles if p not in VARIANT_PROFILES]
     if unknown or not profiles:
@@ -292,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--only: {unknown_names[0]!r} is no seeded bug or correct variant; they are: {', '.join(there)}")
     started = time.monotonic()
     scores = score_all(options.only, options.jobs, options.seed)
-    variants = score_variants(options.only, options.jobs, options.seed, profiles, seeds)
+    variants = score_variants(options.only, options.jobs, options.seed, profiles, seeds, options.examples)
     if scores:
         print(format_table(scores))
         print()
@@ -300,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         print(format_variants(variants))
         print()
     parts = ([summary(scores)] if scores else []) + ([specificity(variants)] if variants else [])
-    seeded = f"seed {options.seed}" + (f"; variants: seeds {', '.join(map(str, seeds))}" if seeds else "")
+    seeded = (f"seed {options.seed}" + (f"; variants: seeds {', '.join(map(str, seeds))}" if seeds else "")
+              + (f"; variants: {options.examples} examples per generative test" if options.examples else ""))
     print(f"{'; '.join(parts) or 'nothing matched --only'} ({seeded}; scored in {time.monotonic() - started:.0f} s "
           f"with {options.jobs} jobs)")
     unmeasured = unmeasured_requirements()

@@ -67,6 +67,11 @@ RERUN_SECONDS = 120.0
 RERUN_BUDGET_SECONDS = 300.0
 #: How many times in a row a rerun must fail to be kept as a failure's reproducer.
 RERUN_RUNS = 2
+#: What a check's rerun adds to the script's own pytest options: a check reads only the exit status.
+#: Shrinking the example again, each time, was most of a check (a custom call's failure under XLA:
+#: 10 s of its 11), and pytest's traceback of the failure, read from the sources, a few tenths of a
+#: second more.  The script a vendor runs still shrinks and prints, as the run did.
+_CHECK_OPTIONS = ("--harness-no-shrink", "--tb=no")
 
 
 class Recorder:
@@ -427,7 +432,8 @@ class Recorder:
                     return None
                 started = time.monotonic()
                 try:  # forked from a warm server: a new interpreter's imports were most of each run
-                    code = run_script(trial, self._invoked_in, timeout=min(RERUN_SECONDS, self._rerun_seconds_left))
+                    code = run_script(trial, self._invoked_in, timeout=min(RERUN_SECONDS, self._rerun_seconds_left),
+                                      arguments=_CHECK_OPTIONS)
                 except subprocess.TimeoutExpired:
                     return None
                 finally:
@@ -480,7 +486,9 @@ class Recorder:
                 os.fsync(self._fd)  # a run that dies later, even with the machine, still keeps this failure
         self._write_progress()
         if self.stop_on and self.stop_on in failed_requirements(record):
-            item.session.shouldstop = f"a test failed on {self.stop_on}"
+            # As --maxfail stops a run (exit 1, tests failed), not as an interrupt: pytest formats an
+            # interrupt's whole traceback, from the sources, a few tenths of a second of each stop.
+            item.session.shouldfail = f"a test failed on {self.stop_on}"
 
     def _record_of(self, item: pytest.Item, outcome: str, verdict: BaseException | None, fault: str, message: str,
                    duration: float, details: str, reproducer: str, waiver: str = "", skip: dict | None = None) -> dict:

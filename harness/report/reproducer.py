@@ -256,7 +256,8 @@ def rerun_script(test_id: str, driver: str, requirement: str, message: str = "",
     return f'''#!/usr/bin/env python3
 """Reproducer written by driver-harness: {requirement or 'a failure'} of {test_id} on driver {driver!r}.
 
-Run: python {{this file}}  (with driver-harness installed).  It runs that test again ({how}){after}.
+Run: python {{this file}} [pytest options]  (with driver-harness installed).  It runs that test again
+({how}){after}; options given after the file name are added to its pytest run.
 Exit status: 0 it passes, 1 it still fails, 5 it did not run (skipped, or no example left to replay){three}.
 """
 {summary}
@@ -314,7 +315,7 @@ if __name__ == "__main__":
         record = os.path.join(scratch, "record.jsonl")
         code = pytest.main([*own_pytest_options(), *nodes, f"--driver={{DRIVER}}", f"--driver-isolation={{ISOLATION}}",
                             f"--driver-timeout={{TIMEOUT_S}}", f"--driver-memory-limit={{MEMORY_LIMIT_MIB}}", *EXAMPLES,
-                            f"--harness-record={{record}}", "-q", "-rs", "-p", "no:randomly"],
+                            f"--harness-record={{record}}", "-q", "-rs", "-p", "no:randomly", *sys.argv[1:]],
                            plugins=[Outcome()])
         examples = 0
         if os.path.exists(record):  # not when pytest stopped before the run (a usage error)
