@@ -23,7 +23,7 @@ QUICK = ["--", "--harness-profile=ci", "-k", "test_each_allocation_mistake or te
 
 def certify(tmp_path: Path, *args: str, timeout: float = 600, umask: int | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness.commands.cli", "certify", *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=timeout, preexec_fn=None if umask is None else lambda: os.umask(umask))
+                          text=True, timeout=timeout, umask=-1 if umask is None else umask)
 
 
 class _Rows(HTMLParser):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import struct
 import subprocess
 import sys
@@ -124,12 +123,13 @@ def test_fuzz_rounds_run_the_state_machine_and_count_its_runs(tmp_path: Path) ->
     assert runs[-1]["examples"] >= rounds[-1]["examples_per_test"]
 
 
-def _interruptible() -> None:
-    """In a child about to run pytest: SIGINT's default disposition, so that Python turns it into
-    KeyboardInterrupt.  The tests below stop their pytest with SIGINT, as harness fuzz's deadline
-    does; when this run is itself a shell's background job, SIGINT is ignored and a child would
-    inherit that."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+#: pytest, in a child that turns SIGINT into KeyboardInterrupt.  The tests below stop their pytest
+#: with SIGINT, as harness fuzz's deadline does; when this run is itself a shell's background job,
+#: SIGINT is ignored and a child would inherit that.  Set in the child's own interpreter, not by a
+#: preexec_fn: that forks this worker in Python, and a worker that has imported jax (the XLA tests)
+#: warns on every such fork.
+_INTERRUPTIBLE_PYTEST = [sys.executable, "-c", "import signal, sys, pytest; "
+                         "signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main(sys.argv[1:]))"]
 
 
 #: A generative test that finds a failure and is stopped while hypothesis shrinks it, as the
@@ -164,9 +164,9 @@ def _stopped_run(tmp_path: Path, source: str) -> list[dict]:
     """Run the tests of ``source``, which stop their run with SIGINT; the records of its tests."""
     (tmp_path / "test_stopped.py").write_text(source)
     record = tmp_path / "record.jsonl"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_stopped.py",
+    done = subprocess.run([*_INTERRUPTIBLE_PYTEST, "-q", "-p", "no:cacheprovider", "test_stopped.py",
                            "--driver=reference", f"--harness-record={record}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, preexec_fn=_interruptible)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
     return [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
 
@@ -238,12 +238,11 @@ def test_a_failure_whose_check_the_run_stops_is_recorded_and_its_script_says_so(
     the bug but never reads a pass as a fix (exit 3: the failure may have needed earlier calls)."""
     (tmp_path / "stop_during_the_check.py").write_text(_STOP_DURING_THE_CHECK)
     record = tmp_path / "record.jsonl"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stop_during_the_check",
+    done = subprocess.run([*_INTERRUPTIBLE_PYTEST, "-q", "-p", "no:cacheprovider", "-p", "stop_during_the_check",
                            "--pyargs", "harness.suites.memory_pools", "-k", "test_a_prepared_model_runs_again_and_again",
                            "--driver=mutant-writes-past-output", "--harness-profile=ci", "--harness-seed=0",
                            f"--harness-record={record}", f"--harness-reproducers={tmp_path / 'rp'}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(tmp_path)},
-                          preexec_fn=_interruptible)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
     (stopped,) = [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
     assert stopped["outcome"] == "failed" and "replays" not in stopped and failed_requirements(stopped) == ("POOL-2",)
@@ -261,9 +260,9 @@ def test_a_run_stopped_before_any_failure_records_no_failure(tmp_path: Path) -> 
     (tmp_path / "test_stopped.py").write_text(_STOPPED_WHILE_SHRINKING.replace("if n > 1000:", "if False:")
                                               .replace("if failures:", "if n > 1000:"))
     record = tmp_path / "record.jsonl"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_stopped.py",
+    done = subprocess.run([*_INTERRUPTIBLE_PYTEST, "-q", "-p", "no:cacheprovider", "test_stopped.py",
                            "--driver=reference", f"--harness-record={record}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, preexec_fn=_interruptible)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
     assert not [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
 
@@ -299,14 +298,13 @@ def test_a_state_machine_stopped_after_a_failure_records_it_unshrunk(tmp_path: P
     (tmp_path / "stop_at_first_failure.py").write_text(_STOP_AT_FIRST_FAILURE)
     (tmp_path / "leaks_after_four.py").write_text(LEAKS_AFTER_FOUR)
     record = tmp_path / "record.jsonl"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stop_at_first_failure",
+    done = subprocess.run([*_INTERRUPTIBLE_PYTEST, "-q", "-p", "no:cacheprovider", "-p", "stop_at_first_failure",
                            "--pyargs", "harness.suites.memory_domains", "-k", "state_machine", f"--driver={driver}",
                            # seeded: the machine's runs follow the seed, and with some (1 in 12 measured)
                            # its 12 runs do not come to the recycled storage
                            "--harness-profile=ci", "--harness-seed=0", f"--harness-record={record}",
                            f"--harness-reproducers={tmp_path / 'rp'}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(tmp_path)},
-                          preexec_fn=_interruptible)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:] + done.stderr[-3000:]
     (stopped,) = [line for line in map(json.loads, record.read_text().splitlines()) if "id" in line]
     assert stopped["id"].endswith("::test_memory_domain_state_machine")
@@ -407,10 +405,11 @@ def test_the_budget_holds_for_a_worker_started_with_sigint_ignored(tmp_path: Pat
     driver = f"{Path(__file__).parents[1] / 'reliability' / 'drills.py'}:slow_but_correct"
     budget_minutes = 0.25
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", driver, "--minutes",
-                           str(budget_minutes), "--suites", "memory_pools,memory_domains,custom_calls", "--db", "db", "--out", "fz"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "DRILL_SLOW_S": "0.02"},
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    # started as a shell starts a background job: the shell ignores SIGINT, and what it runs inherits that
+    done = subprocess.run(["sh", "-c", 'trap "" INT; exec "$@"', "sh", sys.executable, "-m", "harness.commands.cli", "fuzz",
+                           "--driver", driver, "--minutes", str(budget_minutes), "--suites",
+                           "memory_pools,memory_domains,custom_calls", "--db", "db", "--out", "fz"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "DRILL_SLOW_S": "0.02"})
     took = time.monotonic() - started
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert took < budget_minutes * 60 + KILL_AFTER_S, (
