@@ -140,7 +140,10 @@ class _Endpoint:
                 faults.append(refusal)
                 del refusal
         if not faults:
-            timeout = min(self.timeout, PROBE_DEADLINE_S) if probe else max(self.timeout, deadline or 0.0)
+            # A probe is given less than a call, but a set-up step its own deadline still: a probe of
+            # prepare_xla (importing jax in a new service) cut to 2 s failed every time on a loaded
+            # machine, and its circuit never closed.
+            timeout = max(min(self.timeout, PROBE_DEADLINE_S) if probe else self.timeout, deadline or 0.0)
             started = time.monotonic()
             try:
                 connection = self._connection_for(generation, description)
