@@ -46,13 +46,14 @@ def test_failure_kind_is_reported_and_the_run_completes(pytester: pytest.Pyteste
                                            f"--harness-reproducers={reproducers}", "--pyargs", *targets, timeout=900)
     text = "\n".join(result.outlines + result.errlines)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text[-3000:]
-    outcomes = result.parseoutcomes()
-    # a fault in a test's set-up (loading a library) is an error, not a failure; the run went on after it
-    assert outcomes.get("failed", 0) + outcomes.get("errors", 0) >= 1 and outcomes.get("passed", 0) >= 1
     assert "INTERNALERROR" not in text
-    # Judged on what the harness itself wrote, never on another library's wording: the failing
-    # tests' records, and for a scenario the harness can print, its reproducer script.
-    failed = [r for r in map(json.loads, records.read_text().splitlines()) if r.get("outcome") == "failed"]
+    # Judged on what the harness itself wrote, never on another library's wording (pytest's summary
+    # line included): the tests' records, and for a scenario the harness can print, its reproducer
+    # script.  A fault in a test's set-up (loading a library) is recorded as failed too; the run went
+    # on after it, and a later test passed.
+    tests = [r for r in map(json.loads, records.read_text().splitlines()) if "id" in r]
+    failed = [r for r in tests if r["outcome"] == "failed"]
+    assert failed and any(r["outcome"] == "passed" for r in tests), [(r["id"], r["outcome"]) for r in tests]
     written = text + "".join(r["details"] + r.get("driver_output", "") for r in failed)
     for phrase in expected:
         assert phrase in written, f"{phrase!r} missing from the report"

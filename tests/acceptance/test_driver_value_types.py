@@ -5,6 +5,7 @@ operation (sent across the service boundary as Python bools)."""
 
 from __future__ import annotations
 
+import json
 import pytest
 from out_of_tree_drivers import NUMPY_ANSWERS, NUMPY_TOKENS, SHAPES_AS_LISTS
 
@@ -13,10 +14,14 @@ def _passes(pytester: pytest.Pytester, name: str, source: str, *selection: str, 
     """The driver written from ``source`` as ``name``.py passes the ``selection`` of the suites
     (modules, then a -k expression) in ``ci``: no failure, and at least ``at_least`` tests passed."""
     pytester.makepyfile(**{name: source})
+    records = pytester.path / "records.jsonl"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile=ci", "--harness-seed=0",
-                                           f"--driver={name}.py:factory", "--pyargs", *selection, timeout=600)
-    outcomes = result.parseoutcomes()
-    assert result.ret == pytest.ExitCode.OK and outcomes["passed"] >= at_least, "\n".join(result.outlines)[-3000:]
+                                           f"--driver={name}.py:factory", f"--harness-record={records}", "--pyargs",
+                                           *selection, timeout=600)
+    assert result.ret == pytest.ExitCode.OK, "\n".join(result.outlines)[-3000:]
+    # counted from the harness's own records, not from pytest's summary line
+    passed = [r for r in map(json.loads, records.read_text().splitlines()) if r.get("outcome") == "passed"]
+    assert len(passed) >= at_least, "\n".join(result.outlines)[-3000:]
 
 
 @pytest.mark.requirement("DOM-DYN-2", "POOL-2")
