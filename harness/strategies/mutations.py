@@ -50,6 +50,48 @@ def _reshapable_axes(operand: Operand) -> tuple[int, ...]:
     return tuple(axis for axis, extent in enumerate(operand.dimensions) if extent > 1)
 
 
+def _combined_dimensions(scenario: Scenario, field: str, index: int) -> tuple[int, ...]:
+    """A valid argument's dimensions merged with its operand's (SPEC §1: () is unknown rank, 0 an
+    unknown extent); a valid scenario's two never conflict."""
+    given, declared = tuple(getattr(scenario, field)[index].dimensions), _operand(scenario, field, index).dimensions
+    if not given or not declared:
+        return given or declared
+    return tuple(g or d for g, d in zip(given, declared))
+
+
+def _known_axes(operand: Operand) -> tuple[int, ...]:
+    return tuple(axis for axis, extent in enumerate(operand.dimensions) if extent > 0)
+
+
+def _breaks_its_rule(name: str, scenario: Scenario, field: str, index: int) -> bool:
+    """Whether mutation ``name`` of this argument breaks the rule MUTATIONS names for it, and only
+    that rule (tests/unit/test_request_mutations.py holds the reference to it).
+
+    - An input must have full dimensions, an output need not: the two input mutations are of
+      inputs only (an output's negative extent, too, is an execution's outcome, not a request's),
+      and leaving an input's dimensions open fails only where its model leaves them open too.
+    - Dimensions conflict with the model's known extents: an extent the model leaves unknown may
+      be given any value, and one that happens to be the produced extent is right.
+    - A length is checked against dimensions known at the request: an output of unknown shape
+      whose region is short is OUTPUT_INSUFFICIENT_SIZE, not a malformed request.
+    - A rank conflicts only with a known one: an input of unknown rank given one axis more agrees
+      with its model, and only its operation's own limit (FULLY_CONNECTED's rank 4, say) can refuse
+      it, which no REQ rule asks (a driver may accept what NNAPI forbids; none is sent, CHOICE-8);
+      an output of unknown rank given a rank may be given the very one it produces."""
+    operand = _operand(scenario, field, index)
+    if name == "input-with-negative-dimension":
+        return field == "inputs"
+    if name == "input-without-full-dimensions":
+        return field == "inputs" and not is_fully_specified(operand.type, operand.dimensions)
+    if name == "dimensions-conflict-with-model":
+        return bool(_known_axes(operand))
+    if name == "length-not-matching-dimensions":
+        return is_fully_specified(operand.type, _combined_dimensions(scenario, field, index))
+    if name in ("rank-conflicts-with-model", "dimensions-reshaped-same-size"):
+        return bool(operand.dimensions)
+    return True
+
+
 def _with(scenario: Scenario, field: str, index: int, argument: RequestArgument) -> Scenario:
     arguments = list(getattr(scenario, field))
     arguments[index] = argument
@@ -79,7 +121,7 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
     # A negative dimension is asked of inputs only: an input must be given full dimensions, and a
     # count below 0 is not one; an output's dimensions may stay unknown, and how a produced shape
     # fails to fit a negative one is an execution's outcome, not a request check.
-    candidates = [a for a in _arguments(scenario) if a[0] == "inputs" or name != "input-with-negative-dimension"]
+    candidates = [a for a in _arguments(scenario) if _breaks_its_rule(name, scenario, *a)]
     if name == "dimensions-reshaped-same-size":
         # arguments whose shape can be changed within its rank, if any (else any, given an axis more)
         candidates = [a for a in candidates if _reshapable_axes(_operand(scenario, *a))] or candidates
@@ -116,9 +158,9 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
             step = element_size(operand.type) * draw(sampled((-1, 1)), label="direction")
             argument = replace(argument, location=replace(loc, length=max(0, loc.length + step)))
         case "dimensions-conflict-with-model":
-            dims = list(argument.dimensions or operand.dimensions or (1,))
-            axis = draw(integers(0, len(dims) - 1), label="axis")
-            dims[axis] = (dims[axis] or 1) + draw(integers(1, 3))
+            dims = list(argument.dimensions or operand.dimensions)
+            axis = draw(sampled(_known_axes(operand)), label="axis")
+            dims[axis] = operand.dimensions[axis] + draw(integers(1, 3))
             argument = replace(argument, dimensions=tuple(dims))
         case "dimensions-reshaped-same-size":
             # The same elements in another shape: the length still matches, so only the rule that
@@ -145,10 +187,9 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
         case "no-value-with-dimensions":
             argument = RequestArgument(True, DataLocation(), tuple(argument.dimensions) or (1,))
         case "input-without-full-dimensions":
-            if field == "inputs" and not is_fully_specified(operand.type, operand.dimensions):
-                argument = replace(argument, dimensions=())
-            else:
-                argument = replace(argument, dimensions=tuple(0 for _ in (argument.dimensions or operand.dimensions or (1,))))
+            # none given, or every extent left unknown: either way the model's own gaps stay open
+            open_extents = tuple(0 for _ in argument.dimensions or operand.dimensions or (1,))
+            argument = replace(argument, dimensions=draw(sampled(((), open_extents)), label="dimensions given"))
         case "input-with-negative-dimension":
             # numpy's reshape reads -1 as "whatever the length holds": a driver that passes the
             # request's dimensions to it runs with a shape the request never gave
