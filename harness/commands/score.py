@@ -13,14 +13,17 @@ Each driver runs the suites in the ``ci`` profile with a fixed seed, through the
 without shrinking.  A mutant's run collects only the test files naming the requirement it breaks
 (only a test naming it can catch it) and stops at the first such test that fails on it; a
 variant's runs to the end, once per profile and seed asked for (``--profiles``, ``--seeds``):
-a correct driver must pass them all.  ``--examples N`` runs each generative test of a variant's
-runs with N examples in place of the profile's: a quicker, weaker pass (the project's test command
-takes one at half the ``ci`` profile's); the measure of specificity is every profile, several seeds.
+a correct driver must pass them all (every suite that calls the driver: suites/service checks the
+harness with canary drivers, whatever the driver).  ``--examples N`` runs each generative test of
+a variant's runs with N examples in place of the profile's: a quicker, weaker pass (the project's
+test command takes one at a third of the ``ci`` profile's); the measure of specificity is every
+profile, several seeds.
 The command fails unless both rates are 100%.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import statistics
@@ -147,11 +150,22 @@ def reproducer_outcome(script: str, cwd: str) -> str:
     return {0: "passes", 3: "does not replay", 5: "did not run"}.get(code, f"exit {code}")
 
 
+def _driver_independent_suites() -> tuple[str, ...]:
+    """The suite directories whose tests never call the driver under test: suites/service checks
+    the harness itself with canary drivers and the reference (SVC-1..3), whatever ``--driver`` says."""
+    spec = importlib.util.find_spec("harness.suites.service")
+    return tuple(spec.submodule_search_locations or ()) if spec else ()
+
+
 def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci", examples: int = 0) -> Score:
     """A correct variant passes: no test fails, and none is not run (its certificate would say
     INCOMPLETE, not PASS); each is a false alarm of the harness.  Only a skip its declared
-    capabilities explain (not-applicable) is no alarm."""
-    records = run_suites(driver, seed=seed, profile=profile, extra=(f"--harness-examples={examples}",) if examples else ())
+    capabilities explain (not-applicable) is no alarm.  A suite that never calls the driver is
+    left out: no difference of the variant's can show there (about 3 s a run, most of it a hang's
+    deadline waited out)."""
+    extra = tuple(f"--ignore={path}" for path in _driver_independent_suites())
+    records = run_suites(driver, seed=seed, profile=profile,
+                         extra=extra + ((f"--harness-examples={examples}",) if examples else ()))
     failed = [r for r in records if r["outcome"] == "failed"]
     not_run = [r for r in records if r["outcome"] == "skipped" and (r.get("skip") or {}).get("kind") == "not-run"]
     score = Score(driver, choice, caught=bool(failed or not_run) or not records, profile=profile, seed=seed,
