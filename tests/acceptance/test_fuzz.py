@@ -333,7 +333,7 @@ def test_two_fuzz_processes_sharing_redis_see_each_others_failures(tmp_path: Pat
     # drivers at the same time against one Redis server.
     machine_a, machine_b = tmp_path / "a", tmp_path / "b"
     driver_a, driver_b = "mutant-writes-past-output", "mutant-offset-ignored"
-    runs = [start_harness(machine, "fuzz", "--driver", driver, "--minutes", "0.5", "--db", redis_url, "--out", "fz",
+    runs = [start_harness(machine, "fuzz", "--driver", driver, "--minutes", "0.3", "--db", redis_url, "--out", "fz",
                           "--suites", "memory_pools") for machine, driver in ((machine_a, driver_a), (machine_b, driver_b))]
     for run in runs:
         out, err = run.communicate(timeout=600)
