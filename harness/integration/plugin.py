@@ -307,7 +307,9 @@ def pytest_configure(config: pytest.Config) -> None:
                      service=lambda: state.service,
                      progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None,
                      replaying=_replaying_on_a_fresh_driver(state), example_options=_example_options(config, state),
-                     setup=DriverSetup(state.isolation, state.timeout, state.memory_limit_mib)),
+                     setup=DriverSetup(state.isolation, state.timeout, state.memory_limit_mib),
+                     deselected_not_run=not (config.getoption("harness_generative_only")
+                                             or config.getoption("harness_rounds_for") is not None)),
             "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:
         from harness.integration.rounds import Rounds

@@ -77,8 +77,11 @@ _CHECK_OPTIONS = ("--harness-no-shrink", "--tb=no")
 class Recorder:
     def __init__(self, path: str, stop_on: str, canonical_id, driver: str = "", reproducers: str = "",
                  service=None, progress: bool = False, replaying=None, example_options: Sequence[str] = (),
-                 setup: DriverSetup = DriverSetup()) -> None:
+                 setup: DriverSetup = DriverSetup(), deselected_not_run: bool = True) -> None:
         self.driver = driver
+        # A test left out by -k, -m or --deselect is recorded as not run: its requirements' other
+        # tests passing must not make them PASS (a fuzzing round's own choice of tests is not that)
+        self._deselected_not_run = deselected_not_run
         self.setup = setup  # how the run has the driver (isolation, deadline, memory), and so its reproducers
         # What a rerun of a generative test needs to come to its failing example again (the run's
         # profile and seed, or its database replayed; a fuzzing round's own seed and example count):
@@ -133,6 +136,12 @@ class Recorder:
             test = getattr(item, "obj", None)
             if getattr(test, "hypothesis", None) is not None:
                 self.watch(test, count=True)
+
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        # one record of the tests left out, beside (not among) the test records: what ran is unchanged
+        if self._deselected_not_run and items:
+            self._append({"deselected": [{"id": self.canonical_id(item), "requirements": requirements_of(item)}
+                                         for item in items]})
 
     def watch(self, test, count: bool) -> None:
         """Wrap a hypothesis test (a @given test, or the one `hypothesis.stateful.get_state_machine_test`

@@ -28,14 +28,15 @@ def _git_commit() -> str:
 
 #: Every status a requirement can have, in the order the report shows them.
 STATUSES = ("pass", "fail", "waived", "not-applicable", "not-run")
-_ALL_SUITES_FIX = "run every suite: harness certify without -k, --deselect or test paths"
+#: what a requirement that did not run (or did only in part) needs: a run of every test
+ALL_SUITES_FIX = "run every suite: harness certify without -k, -m, --deselect or test paths"
 
 
 def _test_status(test: dict) -> str:
     outcome = test["outcome"]
     if outcome == "failed":  # a fault of the harness or of the run is no verdict: the test did not run to one
         return "fail" if test.get("fault", "driver") == "driver" else "not-run"
-    if outcome in ("stopped", "no-verdict"):
+    if outcome in ("stopped", "no-verdict", "deselected"):
         return "not-run"
     if outcome in ("xfailed", "xpassed"):
         return "waived"  # an expectations-file xfail is never a pass in a certificate
@@ -52,7 +53,7 @@ def requirement_status(tests: list[dict]) -> dict:
     it waived; it is not-applicable only when every test is, and passes otherwise.
     """
     if not tests:
-        return {"status": "not-run", "reasons": ["no test covering it ran"], "fixes": [_ALL_SUITES_FIX], "capabilities": []}
+        return {"status": "not-run", "reasons": ["no test covering it ran"], "fixes": [ALL_SUITES_FIX], "capabilities": []}
     statuses = [_test_status(t) for t in tests]
     first = next((s for s in ("fail", "not-run", "waived") if s in statuses), None)
     status: str = first if first is not None else (
@@ -140,6 +141,16 @@ def _as_covering(test: dict, requirement: str) -> dict:
     return entry
 
 
+def _left_out(records: list[dict]) -> list[dict]:
+    """The tests the run left out (-k, -m, --deselect), as not-run tests of their requirements:
+    some of a requirement's tests passing says nothing of the rest.  Each xdist worker collects,
+    and leaves out, every test: one entry each."""
+    ran = {r["id"] for r in records if "id" in r}
+    left_out = {test["id"]: test for r in records for test in r.get("deselected", ()) if test["id"] not in ran}
+    return [{**test, "outcome": "deselected", "skip": {"kind": "not-run", "reason": "left out of the run (-k, -m or --deselect)",
+                                                       "fix": ALL_SUITES_FIX}} for test in left_out.values()]
+
+
 def _limits(session: dict) -> dict:
     """What the verdict held under: each call's deadline and the service's address-space limit in
     MiB (0: none), or None for both when the driver ran in the harness's process, which has neither.
@@ -153,7 +164,7 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
           duration_s: float | None = None, requirements: Iterable[str] | None = None) -> dict:
     """The certificate of a run; ``requirements`` limits its table (``harness cts``: OPS-1..3 only)."""
     records = list(records)
-    tests = [r for r in records if "id" in r]
+    tests = [r for r in records if "id" in r] + _left_out(records)
     wanted = set(REQUIREMENTS if requirements is None else requirements)
     # How the driver's service fared (starts, calls, calls past the per-call budget, breakers).
     service = next((r["service"] for r in records if "service" in r), None)

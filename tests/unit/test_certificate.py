@@ -177,3 +177,13 @@ def test_the_fuzz_report_says_why_a_failure_is_unshrunk(tmp_path) -> None:
     assert "the run ended before it was shrunk" in stopped and "SomeHypothesisError" not in stopped
     assert "SomeHypothesisError" in hidden and "the run ended before it was shrunk" not in hidden
     assert "as first found" not in shrunk
+
+
+def test_a_requirement_whose_tests_ran_only_in_part_is_not_run() -> None:
+    """A test left out by -k, -m or --deselect is recorded (once per xdist worker that collected
+    it): its requirement's other tests passing make no PASS."""
+    records = every_requirement_passing() + [{"deselected": [{"id": "t::also-OPS-1", "requirements": ["OPS-1"]}]}] * 2
+    document = certificate.build(records, {"driver": "d"}, "start", "end", complete=True)
+    assert document["verdict"] == "INCOMPLETE" and document["not_run"] == ["OPS-1"]
+    assert document["requirements"]["OPS-1"]["fixes"] == [certificate.ALL_SUITES_FIX]
+    assert [t["test"] for t in document["requirements"]["OPS-1"]["tests"]] == ["t::OPS-1", "t::also-OPS-1"]
