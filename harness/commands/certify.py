@@ -92,8 +92,12 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
         print(f"harness {command}: golden corpus: {corpus['files']} files, {corpus['examples']} examples, "
               f"{corpus['declared']} declared by the driver ({corpus['not_declared']} not declared, "
               f"{len(corpus['unexpressed'])} not expressible); (operation, type) checks passed: {passed} of {run}")
-    if document["not_run"]:
-        print(f"harness {command}: not run: {', '.join(document['not_run'])}. To run them:", file=sys.stderr)
+    if document["files_left_out"]:
+        print(f"harness {command}: files left out of the run ({', '.join(document['files_left_out'])}): "
+              "what their tests check is unknown", file=sys.stderr)
+    if document["not_run"] or document["files_left_out"]:
+        print(f"harness {command}: not run: {', '.join(document['not_run']) or 'the files left out'}. To run them:",
+              file=sys.stderr)
         for fix in document["fixes"]:
             print(f"    {fix}", file=sys.stderr)
     return 0 if document["verdict"] in ("PASS", "PASS-WITH-WAIVERS") else 1

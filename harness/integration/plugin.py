@@ -428,6 +428,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             golden = corpus_summary(session.config)
             if golden is not None:
                 info["golden_corpus"] = golden
+            # what the command line kept out of collection: a certificate of such a run is no PASS
+            info["files_left_out"] = [*(session.config.getoption("ignore") or ()),
+                                      *(session.config.getoption("ignore_glob") or ())]
             recorder.write_session(info)
         except HarnessError as error:
             recorder.write_session({"driver": state_of(session.config).driver_name, "error": str(error)})

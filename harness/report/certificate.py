@@ -29,7 +29,7 @@ def _git_commit() -> str:
 #: Every status a requirement can have, in the order the report shows them.
 STATUSES = ("pass", "fail", "waived", "not-applicable", "not-run")
 #: what a requirement that did not run (or did only in part) needs: a run of every test
-ALL_SUITES_FIX = "run every suite: harness certify without -k, -m, --deselect or test paths"
+ALL_SUITES_FIX = "run every suite: harness certify without -k, -m, --deselect, --ignore or test paths"
 
 
 def _test_status(test: dict) -> str:
@@ -174,8 +174,12 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
             continue
         covering = [_as_covering(t, requirement) for t in tests if requirement in t["requirements"]]
         table[requirement] = {"summary": summary, **requirement_status(covering), "tests": covering}
-    verdict = verdict_of((entry["status"] for entry in table.values()), complete)
+    # Whole files left out (--ignore, --ignore-glob) leave no record of their tests: which
+    # requirements they held is unknown, so no verdict can be PASS.
+    files_left_out = list(session.get("files_left_out") or ())
+    verdict = verdict_of((entry["status"] for entry in table.values()), complete and not files_left_out)
     counts = {status: sum(entry["status"] == status for entry in table.values()) for status in STATUSES}
+    fixes = {fix for entry in table.values() for fix in entry["fixes"]} | ({ALL_SUITES_FIX} if files_left_out else set())
     return {
         "schema": SCHEMA,
         "verdict": verdict,
@@ -183,8 +187,9 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
         "waived": sorted(r for r, e in table.items() if e["status"] == "waived"),
         "not_applicable": sorted(r for r, e in table.items() if e["status"] == "not-applicable"),
         "not_run": sorted(r for r, e in table.items() if e["status"] == "not-run"),
-        "fixes": sorted({fix for entry in table.values() for fix in entry["fixes"]}),
+        "fixes": sorted(fixes),
         "interrupted": not complete,
+        "files_left_out": files_left_out,
         "harness": {"version": session.get("harness_version", ""), "git_commit": _git_commit()},
         "driver": {**{k: session.get(k) for k in ("driver", "device_name", "device_version", "plugin", "description",
                                                   "capabilities", "isolation")}, **_limits(session)},

@@ -187,3 +187,14 @@ def test_a_requirement_whose_tests_ran_only_in_part_is_not_run() -> None:
     assert document["verdict"] == "INCOMPLETE" and document["not_run"] == ["OPS-1"]
     assert document["requirements"]["OPS-1"]["fixes"] == [certificate.ALL_SUITES_FIX]
     assert [t["test"] for t in document["requirements"]["OPS-1"]["tests"]] == ["t::OPS-1", "t::also-OPS-1"]
+
+
+def test_a_run_with_files_left_out_is_incomplete_though_every_requirement_passed() -> None:
+    """--ignore keeps whole files out of collection, with no record of their tests: whatever ran
+    passing is no PASS."""
+    document = certificate.build(every_requirement_passing(), {"driver": "d", "files_left_out": ["suites/golden"]},
+                                 "start", "end", complete=True)
+    assert document["verdict"] == "INCOMPLETE" and document["not_run"] == []
+    assert document["files_left_out"] == ["suites/golden"] and certificate.ALL_SUITES_FIX in document["fixes"]
+    assert certificate.build(every_requirement_passing(), {"driver": "d", "files_left_out": []}, "start", "end",
+                             complete=True)["verdict"] == "PASS"
