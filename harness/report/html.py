@@ -121,7 +121,10 @@ def render(certificate: dict) -> str:
                         f"<details open><summary>minimal example and details</summary><pre>{_e(failure.get('details', ''))}</pre></details>"
                         f"{reproducer}{_driver_output(failure)}")
     fixes = "".join(f"<li><code>{_e(fix)}</code></li>" for fix in certificate["fixes"])
-    to_complete = f"<h2>To complete the certificate</h2><ul>{fixes}</ul>" if fixes else ""
+    left_out = certificate.get("files_left_out") or []
+    left_out_note = (f"<p>Files left out of the run, their tests unrecorded: {_e(', '.join(left_out))}</p>"
+                     if left_out else "")
+    to_complete = f"<h2>To complete the certificate</h2>{left_out_note}<ul>{fixes}</ul>" if fixes else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Certificate: {_e(driver['driver'])} — {_e(verdict)}</title>
 <style>{_STYLE}</style></head><body>

@@ -196,5 +196,6 @@ def test_a_run_with_files_left_out_is_incomplete_though_every_requirement_passed
                                  "start", "end", complete=True)
     assert document["verdict"] == "INCOMPLETE" and document["not_run"] == []
     assert document["files_left_out"] == ["suites/golden"] and certificate.ALL_SUITES_FIX in document["fixes"]
+    assert "Files left out of the run, their tests unrecorded: suites/golden" in html.render(document)
     assert certificate.build(every_requirement_passing(), {"driver": "d", "files_left_out": []}, "start", "end",
                              complete=True)["verdict"] == "PASS"
