@@ -46,6 +46,7 @@ __all__ = [
     "Timing",
     "conv_2d_has_padding_scheme",
     "element_size",
+    "dimensions_at_execution",
     "is_fully_specified",
     "is_scalar_type",
     "is_quantized_type",
@@ -276,6 +277,14 @@ def is_fully_specified(operand_type: OperandType, dimensions: tuple[int, ...]) -
     if is_scalar_type(operand_type):
         return True
     return len(dimensions) > 0 and all(d > 0 for d in dimensions)
+
+
+def dimensions_at_execution(declared: Sequence[int], given: Sequence[int]) -> tuple[int, ...]:
+    """A request argument's dimensions merged with its operand's, for a pair that agrees (SPEC §1:
+    empty is an unknown rank, 0 an unknown extent; each known value fills the other's gap)."""
+    if not declared or not given:
+        return tuple(given) or tuple(declared)
+    return tuple(g or d for g, d in zip(given, declared))
 
 
 def operand_byte_size(operand_type: OperandType, dimensions: tuple[int, ...]) -> int:

@@ -301,15 +301,16 @@ def pytest_configure(config: pytest.Config) -> None:
         from harness.integration.recording import Recorder
         from harness.report.reproducer import DriverSetup
 
+        # harness fuzz's rounds: a live progress file, and tests left out by the rounds' own choice
+        fuzzing = config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None
         config.pluginmanager.register(
             Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
                      config.getoption("driver"), config.getoption("harness_reproducers"),
                      service=lambda: state.service,
-                     progress=config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None,
+                     progress=fuzzing,
                      replaying=_replaying_on_a_fresh_driver(state), example_options=_example_options(config, state),
                      setup=DriverSetup(state.isolation, state.timeout, state.memory_limit_mib),
-                     deselected_not_run=not (config.getoption("harness_generative_only")
-                                             or config.getoption("harness_rounds_for") is not None)),
+                     deselected_not_run=not fuzzing),
             "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:
         from harness.integration.rounds import Rounds

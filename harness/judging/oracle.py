@@ -30,6 +30,7 @@ from harness.api.hal import (
     OperandType,
     OutputShape,
     PreparedModel,
+    dimensions_at_execution,
     is_fully_specified,
     is_quantized_type,
     numpy_dtype,
@@ -277,9 +278,7 @@ def _specified_output_shapes(scenario: Scenario) -> tuple[OutputShape, ...] | No
     shapes = []
     for argument, index in zip(scenario.outputs, scenario.subgraph.output_indexes):
         operand = scenario.subgraph.operands[index]
-        dims = tuple(argument.dimensions) or tuple(operand.dimensions)
-        if operand.dimensions and argument.dimensions:
-            dims = tuple(a or b for a, b in zip(argument.dimensions, operand.dimensions))
+        dims = dimensions_at_execution(operand.dimensions, argument.dimensions)
         if not is_fully_specified(operand.type, dims):
             return None
         shapes.append(OutputShape(dims, True))

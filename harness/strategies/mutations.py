@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import assume, event
 from hypothesis import strategies as st
 
-from harness.api.hal import DataLocation, Operand, RequestArgument, element_size, is_fully_specified
+from harness.api.hal import DataLocation, Operand, RequestArgument, dimensions_at_execution, element_size, is_fully_specified
 from harness.judging.scenario import Scenario
 from .values import BOOLEANS, integers, sampled
 
@@ -50,15 +50,6 @@ def _reshapable_axes(operand: Operand) -> tuple[int, ...]:
     return tuple(axis for axis, extent in enumerate(operand.dimensions) if extent > 1)
 
 
-def _combined_dimensions(scenario: Scenario, field: str, index: int) -> tuple[int, ...]:
-    """A valid argument's dimensions merged with its operand's (SPEC §1: () is unknown rank, 0 an
-    unknown extent); a valid scenario's two never conflict."""
-    given, declared = tuple(getattr(scenario, field)[index].dimensions), _operand(scenario, field, index).dimensions
-    if not given or not declared:
-        return given or declared
-    return tuple(g or d for g, d in zip(given, declared))
-
-
 def _known_axes(operand: Operand) -> tuple[int, ...]:
     return tuple(axis for axis, extent in enumerate(operand.dimensions) if extent > 0)
 
@@ -68,7 +59,8 @@ def _breaks_its_rule(name: str, scenario: Scenario, field: str, index: int) -> b
     that rule (tests/unit/test_request_mutations.py holds the reference to it).
 
     - An input must have full dimensions, an output need not: the two input mutations are of
-      inputs only (an output's negative extent, too, is an execution's outcome, not a request's),
+      inputs only (how a produced shape fails to fit an output's negative extent is an execution's
+      outcome, not a request check),
       and leaving an input's dimensions open fails only where its model leaves them open too.
     - Dimensions conflict with the model's known extents: an extent the model leaves unknown may
       be given any value, and one that happens to be the produced extent is right.
@@ -86,7 +78,8 @@ def _breaks_its_rule(name: str, scenario: Scenario, field: str, index: int) -> b
     if name == "dimensions-conflict-with-model":
         return bool(_known_axes(operand))
     if name == "length-not-matching-dimensions":
-        return is_fully_specified(operand.type, _combined_dimensions(scenario, field, index))
+        given = getattr(scenario, field)[index].dimensions  # a valid scenario's agree with the model's
+        return is_fully_specified(operand.type, dimensions_at_execution(operand.dimensions, given))
     if name in ("rank-conflicts-with-model", "dimensions-reshaped-same-size"):
         return bool(operand.dimensions)
     return True
@@ -118,12 +111,9 @@ def _mutated(draw, scenarios: st.SearchStrategy[Scenario], names: tuple[str, ...
 def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str, Scenario]:
     name = draw(sampled(tuple(sorted(names or MUTATIONS))), label="mutation")
     event(f"mutation: {name}")
-    # A negative dimension is asked of inputs only: an input must be given full dimensions, and a
-    # count below 0 is not one; an output's dimensions may stay unknown, and how a produced shape
-    # fails to fit a negative one is an execution's outcome, not a request check.
     candidates = [a for a in _arguments(scenario) if _breaks_its_rule(name, scenario, *a)]
     if name == "dimensions-reshaped-same-size":
-        # arguments whose shape can be changed within its rank, if any (else any, given an axis more)
+        # arguments whose shape can be changed within its rank, if any (else any of known rank, given an axis more)
         candidates = [a for a in candidates if _reshapable_axes(_operand(scenario, *a))] or candidates
     assume(candidates)
     field, index = draw(sampled(tuple(candidates)), label="argument")
