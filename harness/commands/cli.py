@@ -70,39 +70,55 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def main(argv: list[str] | None = None) -> int:
+_DRIVER_HELP = "a registered driver's name (harness list shows them)"
+_DB_HELP = ("where failing examples are kept: a directory, or a Redis URL that workers and machines share "
+            "(default: .hypothesis/examples)")
+
+
+def command_line() -> OneLineParser:
+    """The ``harness`` command line: one subcommand each for list, run, score, certify, cts, fuzz
+    and replay (score parses its own options)."""
     parser = OneLineParser(prog="harness", description="Conformance and fuzz testing of accelerator drivers.")
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="list registered drivers")
     listing.add_argument("--all", action="store_true", help="include the seeded-bug drivers")
     run = commands.add_parser("run", help="run the suites against a driver (pytest options after --)")
-    run.add_argument("--driver", default="reference")
-    run.add_argument("--profile", default="dev", choices=("dev", "ci", "certify", "nightly"))
+    run.add_argument("--driver", default="reference", help=_DRIVER_HELP)
+    run.add_argument("--profile", default="dev", choices=("dev", "ci", "certify", "nightly"),
+                     help="how many examples each generative test draws (default: dev, the fewest)")
     commands.add_parser("score", help="score the suites against the seeded-bug drivers", add_help=False)
     certify = commands.add_parser("certify", help="certify a driver: certificate.json, junit.xml, report.html")
-    certify.add_argument("--driver", required=True)
-    certify.add_argument("--out", default="certification", metavar="DIR")
-    certify.add_argument("--expectations", default=None, metavar="FILE")
+    certify.add_argument("--driver", required=True, help=_DRIVER_HELP)
+    certify.add_argument("--out", default="certification", metavar="DIR",
+                         help="where certificate.json, junit.xml, report.html and reproducers/ go (default: certification)")
+    certify.add_argument("--expectations", default=None, metavar="FILE",
+                         help="a TOML file of your known skips and xfails, each with its reason (waived in the certificate)")
     certify.add_argument("--seed", type=int, default=None, help="default: 0 (the certify profile's fixed seed)")
     cts = commands.add_parser("cts", help="run NNAPI CTS golden spec files (*.mod.py) on a driver: certificate of OPS-1..3")
-    cts.add_argument("--driver", required=True)
+    cts.add_argument("--driver", required=True, help=_DRIVER_HELP)
     cts.add_argument("--specs", action="append", required=True, metavar="PATH",
                      help="a spec file or directory (recursive), e.g. an AOSP checkout's "
                           "packages/modules/NeuralNetworks/runtime/test/specs; repeatable")
-    cts.add_argument("--out", default="cts", metavar="DIR")
+    cts.add_argument("--out", default="cts", metavar="DIR", help="where the certificate and its reports go (default: cts)")
     fuzz = commands.add_parser("fuzz", help="generate for a time budget; keep every failure")
-    fuzz.add_argument("--driver", required=True)
-    fuzz.add_argument("--minutes", type=_positive(float), default=10.0)
-    fuzz.add_argument("--workers", type=_positive(int), default=1)
-    fuzz.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N")
-    fuzz.add_argument("--out", default="fuzz", metavar="DIR")
+    fuzz.add_argument("--driver", required=True, help=_DRIVER_HELP)
+    fuzz.add_argument("--minutes", type=_positive(float), default=10.0, help="the time budget (default: 10)")
+    fuzz.add_argument("--workers", type=_positive(int), default=1, help="fuzzing processes at once, each with its own driver service (default: 1)")
+    fuzz.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N", help=_DB_HELP)
+    fuzz.add_argument("--out", default="fuzz", metavar="DIR",
+                      help="where fuzz-summary.json, fuzz-report.html, each round's records and reproducers/ go (default: fuzz)")
     fuzz.add_argument("--suites", default=None, metavar="NAME,...",
                       help="only these suites, comma-separated: memory_pools, requests, numerics, memory_domains, custom_calls, packed_functions "
                            "(default: all)")
     replay = commands.add_parser("replay", help="re-run only the failing examples stored in the database")
-    replay.add_argument("--driver", required=True)
-    replay.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N")
-    replay.add_argument("--out", default="replay", metavar="DIR")
+    replay.add_argument("--driver", required=True, help=_DRIVER_HELP)
+    replay.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N", help=_DB_HELP)
+    replay.add_argument("--out", default="replay", metavar="DIR", help="where replay.jsonl and reproducers/ go (default: replay)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = command_line()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["score"]:
         from harness.commands.score import main as score_main
