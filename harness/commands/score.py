@@ -5,12 +5,13 @@
 - specificity: every correct variant driver (``variant-*``, SPEC §8) passes every test, with
   none not run.
 
-    harness score [--jobs N] [--only NAME ...] [--seed N] [--profiles P,..] [--seeds N,..] [--examples N]
-                  [--json FILE]
+    harness score [--jobs N] [--only NAME ...] [--seed N] [--mutant-profile P] [--profiles P,..] [--seeds N,..]
+                  [--examples N] [--json FILE]
     python -m harness.commands.score
 
 Each driver runs the suites in the ``ci`` profile with a fixed seed, through the service,
-without shrinking.  A mutant's run collects only the test files naming the requirement it breaks
+without shrinking (``--mutant-profile certify``: the seeded bugs in the profile ``harness certify``
+runs, the sensitivity a vendor's certificate has).  A mutant's run collects only the test files naming the requirement it breaks
 (only a test naming it can catch it) and stops at the first such test that fails on it; a
 variant's runs to the end, once per profile and seed asked for (``--profiles``, ``--seeds``):
 a correct driver must pass them all (every suite that calls the driver: suites/service checks the
@@ -115,12 +116,13 @@ def modules_naming_requirements() -> dict[str, tuple[str, ...]]:
             return {requirement: tuple(files) for requirement, files in json.load(f).items()}
 
 
-def score_mutant(driver: str, requirement: str, seed: int = SEED, modules: tuple[str, ...] = ()) -> Score:
+def score_mutant(driver: str, requirement: str, seed: int = SEED, modules: tuple[str, ...] = (),
+                 profile: str = "ci") -> Score:
     """A seeded bug's run: the tests naming ``requirement`` first (``modules``: only their files,
     as only they can catch it), stopping at the first that fails on it."""
-    score = Score(driver, requirement, caught=False, seed=seed)
+    score = Score(driver, requirement, caught=False, seed=seed, profile=profile)
     with tempfile.TemporaryDirectory() as scripts:
-        records = run_suites(driver, stop_on=requirement, seed=seed, modules=modules, reproducers=scripts)
+        records = run_suites(driver, stop_on=requirement, seed=seed, profile=profile, modules=modules, reproducers=scripts)
         for record in records:
             if record["outcome"] != "failed":
                 continue
@@ -203,12 +205,13 @@ def _selected(names: list[str] | None, kind: str) -> list[DriverSpec]:
     return chosen
 
 
-def score_all(names: list[str] | None = None, jobs: int = 2, seed: int = SEED) -> list[Score]:
+def score_all(names: list[str] | None = None, jobs: int = 2, seed: int = SEED, profile: str = "ci") -> list[Score]:
     """Sensitivity: every seeded-bug driver, each until its requirement's first failure."""
     mutants = _selected(names, "breaks")
     naming = modules_naming_requirements()  # empty if the collection failed: then each run takes every suite
     with ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed, naming.get(spec.breaks, ())), mutants))
+        return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed, naming.get(spec.breaks, ()), profile),
+                             mutants))
 
 
 def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SEED,
@@ -293,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     parser.add_argument("--only", nargs="*", default=None, metavar="NAME", help="score only these mutants and variants")
     parser.add_argument("--seed", type=int, default=SEED, help=f"the seed of every run (default {SEED})")
+    parser.add_argument("--mutant-profile", default="ci", choices=VARIANT_PROFILES, metavar="P",
+                        help="the profile of every seeded bug's run (default ci; certify is harness certify's)")
     parser.add_argument("--profiles", default="ci", metavar="P,..",
                         help="run each correct variant in each of these profiles (default ci; dev, ci, certify)")
     parser.add_argument("--seeds", default="", metavar="N,..", help="run each correct variant with each of these seeds")
@@ -317,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown_names:  # scoring nothing would exit 0: a misspelt name must not read as a pass
         parser.error(f"--only: {unknown_names[0]!r} is no seeded bug or correct variant; they are: {', '.join(there)}")
     started = time.monotonic()
-    scores = score_all(options.only, options.jobs, options.seed)
+    scores = score_all(options.only, options.jobs, options.seed, options.mutant_profile)
     variants = score_variants(options.only, options.jobs, options.seed, profiles, seeds, options.examples)
     if scores:
         print(format_table(scores))
@@ -326,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_variants(variants))
         print()
     parts = ([summary(scores)] if scores else []) + ([specificity(variants)] if variants else [])
-    seeded = (f"seed {options.seed}" + (f"; variants: seeds {', '.join(map(str, seeds))}" if seeds else "")
+    seeded = (f"seed {options.seed}" + (f", seeded bugs in {options.mutant_profile}" if options.mutant_profile != "ci" else "") + (f"; variants: seeds {', '.join(map(str, seeds))}" if seeds else "")
               + (f"; variants: {options.examples} examples per generative test" if options.examples else ""))
     print(f"{'; '.join(parts) or 'nothing matched --only'} ({seeded}; scored in {time.monotonic() - started:.0f} s "
           f"with {options.jobs} jobs)")
