@@ -40,6 +40,13 @@ def duplicate_model_not_duplicate():
     return with_rule("role_key", lambda model_index, prepared, direction, io_index: (model_index, direction, io_index))
 
 
+@mutant("role-index-negative-wraps", "DOM-ALLOC-1",
+        "checks a role's modelIndex and ioIndex only against the count, so -1 names the last model or operand "
+        "(a Python list index)")
+def role_index_negative_wraps():
+    return with_rule("index_in_range", lambda index, count: OK if index < count else INVALID)
+
+
 class _ZeroMeansLatest(TokenTable):
     def get(self, token):
         if token == 0:  # an uninitialized token field read as "the buffer just allocated"

@@ -83,6 +83,10 @@ def _mistakes(flavor: Flavor, other_type: OperandType | None = OperandType.TENSO
         "model index out of range": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(1, 0)], []),
         "input io index out of range": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 2)], []),
         "output io index out of range": ("DOM-ALLOC-1", [same], [0], (), [], [BufferRole(0, 1)]),
+        # -1 is out of range too: a driver indexing a list with it gets the last model or operand
+        "negative model index": ("DOM-ALLOC-1", [same, same], [0, 1], (), [BufferRole(-1, 0)], []),
+        "negative input io index": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, -1)], []),
+        "negative output io index": ("DOM-ALLOC-1", [same], [0], (), [], [BufferRole(0, -1)]),
         "probability 0": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, 0.0)], []),
         "negative probability": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, -0.5)], []),
         "probability 10": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, 10.0)], []),
