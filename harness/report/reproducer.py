@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import enum
+import math
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -39,8 +40,12 @@ def _literal(value: object) -> str:
     if isinstance(value, tuple):
         inner = ", ".join(_literal(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return f"[{', '.join(_literal(v) for v in value)}]"
     if isinstance(value, frozenset):
         return f"frozenset({{{', '.join(sorted(_literal(v) for v in value))}}})" if value else "frozenset()"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({repr(value)!r})"  # repr(nan) is no Python literal: float('nan') is
     return repr(value)
 
 
