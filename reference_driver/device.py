@@ -220,6 +220,8 @@ class ReferenceDevice:
         first = operands[0]
         enforce(rules.scalar_role_without_dimensions(first.type, tuple(desc.dimensions)), "DOM-ALLOC-2",
                       lambda: f"scalar role with dimensions {desc.dimensions}")
+        enforce(rules.descriptor_dimensions_valid(tuple(desc.dimensions)), "DOM-ALLOC-2",
+                lambda: f"descriptor dimensions {desc.dimensions} have a negative extent")
         dims = rules.role_dimensions(operands, tuple(desc.dimensions))
         if dims is None:
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, "[DOM-ALLOC-2] role and descriptor dimensions conflict", rule="DOM-ALLOC-2")

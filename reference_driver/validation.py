@@ -311,6 +311,12 @@ def role_dimensions(operands: Sequence[Operand], desc_dimensions: Dims) -> Dims 
     return combined
 
 
+def descriptor_dimensions_valid(dimensions: Dims) -> ErrorStatus:
+    """DOM-ALLOC-2 (SPEC §1): each extent of a descriptor is known (positive) or unknown (0); a
+    negative one is no shape, whatever the roles' extents on its axis."""
+    return OK if all(d >= 0 for d in dimensions) else INVALID
+
+
 def scalar_role_without_dimensions(operand_type: OperandType, dimensions: Dims) -> ErrorStatus:
     """DOM-ALLOC-2: a scalar role needs empty dimensions."""
     return INVALID if is_scalar_type(operand_type) and dimensions else OK
@@ -401,6 +407,7 @@ class Rules:
     role_operands_agree = staticmethod(role_operands_agree)
     role_dimensions = staticmethod(role_dimensions)
     scalar_role_without_dimensions = staticmethod(scalar_role_without_dimensions)
+    descriptor_dimensions_valid = staticmethod(descriptor_dimensions_valid)
     copy_dimensions = staticmethod(copy_dimensions)
     buffer_initialized = staticmethod(buffer_initialized)
     input_buffer_initialized = staticmethod(input_buffer_initialized)

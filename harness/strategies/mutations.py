@@ -22,6 +22,7 @@ MUTATIONS = {
     "offset-past-end": "REQ-2",
     "length-past-end": "REQ-2",
     "padding-past-end": "REQ-2",
+    "region-field-negative": "REQ-2",
     "length-not-matching-dimensions": "REQ-2",
     "dimensions-conflict-with-model": "REQ-2",
     "dimensions-reshaped-same-size": "REQ-2",
@@ -144,6 +145,11 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
             argument = replace(argument, location=replace(loc, length=pool_size - loc.offset - loc.padding + past))
         case "padding-past-end":
             argument = replace(argument, location=replace(loc, padding=pool_size - loc.offset - loc.length + past))
+        case "region-field-negative":
+            # The region's end stays inside the pool, so only the sign makes it malformed: a driver
+            # that slices pool[offset:offset + length] with a negative offset counts from the end.
+            part = draw(sampled(("offset", "length", "padding")), label="negative field")
+            argument = replace(argument, location=replace(loc, **{part: -draw(integers(1, 32), label="below zero")}))
         case "length-not-matching-dimensions":
             step = element_size(operand.type) * draw(sampled((-1, 1)), label="direction")
             argument = replace(argument, location=replace(loc, length=max(0, loc.length + step)))

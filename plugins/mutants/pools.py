@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from harness.api.hal import DriverError, ErrorStatus, OperandLifeTime, is_scalar_type, numpy_dtype
@@ -97,6 +99,22 @@ def _region_unchecked(operand, model):
         "past the end reads the zeros of the mapping's last page")
 def constant_region_unchecked():
     return _ConstantRegionsUnchecked(rules=broken_rules("operand_location_valid", _region_unchecked))
+
+
+def _offset_sign_unchecked(operand, model):
+    """POOL-1's location check without the offset's sign: a constant's region is judged as if it
+    started at 0, so one at a negative offset passes wherever its length fits."""
+    loc = operand.location
+    if operand.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE) and loc.offset < 0:
+        return validation.operand_location_valid(dataclasses.replace(operand, location=dataclasses.replace(loc, offset=0)), model)
+    return validation.operand_location_valid(operand, model)
+
+
+@mutant("constant-offset-sign-unchecked", "POOL-5",
+        "checks that a constant's region fits its pool but not that its offset is non-negative: a negative offset "
+        "reads the pool counting from its end")
+def constant_offset_sign_unchecked():
+    return with_rule("operand_location_valid", _offset_sign_unchecked)
 
 
 @mutant("non-blob-hardware-buffer-constants", "POOL-3",

@@ -228,6 +228,14 @@ def negative_pool_index_accepted():
     return with_rule("pool_index_in_range", pool_index_in_range)
 
 
+@mutant("region-sign-unchecked", "REQ-2", "checks offset + length + padding against the pool's size but not their signs, "
+        "so a negative offset reads or writes counting from the pool's end")
+def region_sign_unchecked():
+    def region_within_memory(location, memory):
+        return OK if location.offset + location.length + location.padding <= memory.size else INVALID
+    return with_rule("region_within_memory", region_within_memory)
+
+
 def _from_file_start(memory: Memory) -> Memory:
     return Memory(memory.kind, memory.fd, 0, memory.size, memory.hardware_desc, owns_fd=False)
 

@@ -47,6 +47,13 @@ def role_index_negative_wraps():
     return with_rule("index_in_range", lambda index, count: OK if index < count else INVALID)
 
 
+@mutant("descriptor-sign-unchecked", "DOM-ALLOC-2",
+        "combines a descriptor's extents with the roles' without checking their signs: -1 on an axis the roles "
+        "leave unknown is taken as the buffer's extent")
+def descriptor_sign_unchecked():
+    return with_rule("descriptor_dimensions_valid", lambda dimensions: OK)
+
+
 class _ZeroMeansLatest(TokenTable):
     def get(self, token):
         if token == 0:  # an uninitialized token field read as "the buffer just allocated"
@@ -108,6 +115,12 @@ def token_location_ignored():
 @mutant("probability-unchecked", "DOM-ALLOC-1", "accepts any role probability (0, negative, above 1)")
 def probability_unchecked():
     return with_rule("role_probability_in_range", lambda probability: OK)
+
+
+@mutant("probability-nan-accepted", "DOM-ALLOC-1",
+        "refuses a probability that is <= 0 or > 1, so NaN, which is neither, is accepted")
+def probability_nan_accepted():
+    return with_rule("role_probability_in_range", lambda probability: INVALID if probability <= 0.0 or probability > 1.0 else OK)
 
 
 @mutant("scale-conflict-accepted", "DOM-ALLOC-2", "compares role operand types but not scale and zeroPoint")

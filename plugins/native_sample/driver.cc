@@ -632,6 +632,7 @@ ffi::Array<int64_t> Allocate(ffi::Shape desc, ffi::Array<int64_t> model_ids, ffi
   }
   Dims dims(desc.begin(), desc.end());
   Require(!(IsScalar(first.type) && !dims.empty()), INVALID_ARGUMENT, "DOM-ALLOC-2", "a scalar role with dimensions");
+  for (int64_t d : dims) Require(d >= 0, INVALID_ARGUMENT, "DOM-ALLOC-2", "a negative descriptor dimension");
   for (const Operand* o : operands) {
     Dims combined;
     Require(Combine(dims, o->dims, &combined), INVALID_ARGUMENT, "DOM-ALLOC-2", "role and descriptor dimensions conflict");

@@ -90,12 +90,16 @@ def _mistakes(flavor: Flavor, other_type: OperandType | None = OperandType.TENSO
         "probability 0": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, 0.0)], []),
         "negative probability": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, -0.5)], []),
         "probability 10": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, 10.0)], []),
+        # NaN is neither <= 0 nor > 1: a check written as the negation of the range lets it through
+        "probability NaN": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0, float("nan"))], []),
         "same role twice": ("DOM-ALLOC-1", [same], [0], (), [BufferRole(0, 0), BufferRole(0, 0)], []),
         "same model listed twice": ("DOM-ALLOC-1", [same], [0, 0], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
         "rank conflict between roles": ("DOM-ALLOC-2", [same, binary_model(type, (2, 2, 1), quant)], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
         "dimension conflict between roles": ("DOM-ALLOC-2", [same, binary_model(type, (2, 3), quant)], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 0)], []),
         "rank conflict with descriptor": ("DOM-ALLOC-2", [same], [0], (2, 2, 1), [BufferRole(0, 0)], []),
         "dimension conflict with descriptor": ("DOM-ALLOC-2", [same], [0], (3, 2), [BufferRole(0, 0)], []),
+        # on an axis the role leaves unknown: only the sign makes it wrong (0 is unknown, -1 is nothing)
+        "negative descriptor dimension": ("DOM-ALLOC-2", [binary_model(type, (0, 2), quant)], [0], (-1, 2), [BufferRole(0, 0)], []),
         "scalar role with dimensions": ("DOM-ALLOC-2", [scalar], [0], (1,), [BufferRole(0, 2)], []),
         "valid roles": ("DOM-ALLOC-1", [same, binary_model(type, (0, 2), quant)], [0, 1], (), [BufferRole(0, 0), BufferRole(1, 1)], [BufferRole(0, 0)]),
     }

@@ -99,9 +99,11 @@ def test_constant_region_out_of_range_fails_preparation(driver, reference, capab
         capacity, pools = moved.constant_pools[0].size, len(moved.constant_pools)
     else:
         capacity, pools = len(moved.operand_values), 1
-    part = data.draw(sampled(("offset", "pool index")), label="moved")
+    part = data.draw(sampled(("offset", "negative offset", "pool index")), label="moved")
     if part == "offset":  # the region ends past its pool (operandValues for a copy)
         loc = replace(loc, offset=capacity - loc.length + data.draw(integers(1, 64), label="bytes past the end"))
+    elif part == "negative offset":  # it starts before its pool: pool[offset:offset + length] counts from the end
+        loc = replace(loc, offset=-data.draw(integers(1, 64), label="bytes before the start"))
     else:
         loc = replace(loc, pool_index=pools)
     event(f"{lifetime.name} {part}")
