@@ -324,7 +324,10 @@ def _bias(draw, type, in_quant, w_quant, units):
 def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
     c = _start(draw)
     type = c.type(_FAMILY_TYPES["fully_connected"], caps)
-    size, units = c.integer(1, 5, "input size"), c.integer(1, 4, "units")
+    # Half the examples reach past one and two vector blocks (4 or 8 elements) in both the dot
+    # products and the units, where a blocked kernel runs its tail loop; the rest stay small.
+    wide = c.boolean("wide")
+    size, units = c.integer(1, 17 if wide else 5, "input size"), c.integer(1, 9 if wide else 4, "units")
     # NNAPI flattens an input of rank above 2 to [batch, input size]: the leading axes are the batch.
     leading = c.shape("batch axes", max_rank=3, max_side=3)
     batch = int(np.prod(leading))
@@ -354,8 +357,11 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     dilation = ((c.integer(1, 2, "dilation w"), c.integer(1, 2, "dilation h"))
                 if layout is not None and c.boolean("dilation inputs") else None)
     dil_w, dil_h = dilation or (1, 1)
+    # Half the examples have up to 9 channels: past one and two blocks of 4 (or one of 8), where a
+    # kernel that works in vector blocks runs its tail loop; the rest stay small and quick.
+    channels = 9 if c.boolean("wide channels") else 3
     n, h, w, ch, d = (c.integer(1, hi, name) for hi, name in ((2, "batches"), (5, "height"), (5, "width"),
-                                                               (3, "input channels"), (3, "output channels")))
+                                                               (channels, "input channels"), (channels, "output channels")))
     # the dilated filter fits the unpadded input, so every padding and scheme gives an output
     kh, kw = c.integer(1, (h - 1) // dil_h + 1, "filter height"), c.integer(1, (w - 1) // dil_w + 1, "filter width")
     span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1

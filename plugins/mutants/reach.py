@@ -181,6 +181,53 @@ def fully_connected_batch_from_first_axis():
     return with_kernels({OperationType.FULLY_CONNECTED: run})
 
 
+def _tail_dropped(data: np.ndarray, axis: int, block: int, zero_point: int) -> np.ndarray:
+    """``data`` with the last partial block of ``axis`` set to the value that stands for 0, when
+    the axis is longer than one block: a vector loop that never runs its scalar tail."""
+    length = data.shape[axis]
+    if length <= block or not length % block:
+        return data
+    dropped = np.array(data, copy=True)
+    index = [slice(None)] * data.ndim
+    index[axis] = slice(length - length % block, None)
+    dropped[tuple(index)] = zero_point
+    return dropped
+
+
+@mutant("conv-channel-tail-dropped", "POOL-2", "CONV_2D sums input channels in blocks of 4 and, past 4 channels, "
+        "drops the last partial block (a vector loop with no scalar tail)")
+def conv_channel_tail_dropped():
+    def run(values, ins, out_op, out):
+        data, filt, bias = nn.conv_weights(values, ins)
+        geometry = nn.conv_geometry(values, ins, filt.shape, data.shape)
+        data = _tail_dropped(data, 1 if geometry.nchw else 3, 4, ins[0].zero_point)
+        return nn.conv_2d(data, ins[0], filt, bias, geometry, out_op)
+    return with_kernels({OperationType.CONV_2D: run})
+
+
+@mutant("fully-connected-tail-dropped", "POOL-2", "FULLY_CONNECTED takes its dot products 8 elements at a time and, "
+        "past 8, drops the last partial block of each row")
+def fully_connected_tail_dropped():
+    def run(values, ins, out_op, out):
+        data, weights = np.asarray(values[0]), np.asarray(values[1])
+        if weights.ndim == 2 and weights.shape[1] and data.size % weights.shape[1] == 0:
+            rows = _tail_dropped(data.reshape(-1, weights.shape[1]), 1, 8, ins[0].zero_point)
+            values = [rows.reshape(data.shape), *values[1:]]
+        return nn.run_fully_connected(values, ins, out_op, out)
+    return with_kernels({OperationType.FULLY_CONNECTED: run})
+
+
+@mutant("fully-connected-units-tail-dropped", "POOL-2", "FULLY_CONNECTED computes output units 4 at a time and, past "
+        "4, leaves the last partial block at its bias (a vector loop with no scalar tail)")
+def fully_connected_units_tail_dropped():
+    def run(values, ins, out_op, out):
+        weights = np.asarray(values[1])
+        if weights.ndim == 2:
+            values = [values[0], _tail_dropped(weights, 0, 4, ins[1].zero_point), *values[2:]]
+        return nn.run_fully_connected(values, ins, out_op, out)
+    return with_kernels({OperationType.FULLY_CONNECTED: run})
+
+
 def _int32_kernel(op: OperationType, compute) -> ReferenceDevice:
     reference = KERNELS[op]
 
