@@ -28,7 +28,7 @@ from harness.api.hal import (
 from harness.api.memory import Memory
 from reference_driver import ReferenceDevice, ReferencePreparedModel
 from reference_driver.buffers import ManagedBuffer, ReadWriteLock
-from reference_driver.device import ReferenceBuffer
+from reference_driver.device import ReferenceBuffer, load_constants, validate_model
 from reference_driver.ops import KERNELS, nn
 from reference_driver.validation import INVALID, OK
 
@@ -226,6 +226,32 @@ def fully_connected_units_tail_dropped():
             values = [values[0], _tail_dropped(weights, 0, 4, ins[1].zero_point), *values[2:]]
         return nn.run_fully_connected(values, ins, out_op, out)
     return with_kernels({OperationType.FULLY_CONNECTED: run})
+
+
+class _CompiledByTensors(ReferenceDevice):
+    """Keeps every prepared model under a key of its tensors (operands and constant values), as a
+    compilation cache would, but leaves the operations out of the key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._compiled: dict[tuple, ReferencePreparedModel] = {}
+
+    def prepare_model(self, model):
+        validate_model(self.rules, self.kernels, model)
+        constants = load_constants(self.rules, model)
+        subgraph = model.main
+        key = (tuple((o.type, o.dimensions, o.scale, o.zero_point, o.lifetime) for o in subgraph.operands),
+               subgraph.input_indexes, subgraph.output_indexes,
+               tuple(sorted((i, v.tobytes()) for i, v in constants.items())))
+        if key not in self._compiled:
+            self._compiled[key] = self.prepared_model_class(self, model, constants)
+        return self._compiled[key]
+
+
+@mutant("compiled-model-cache-ignores-operations", "POOL-2", "caches prepared models by their tensors and constants, "
+        "not their operations: a model that differs from an earlier one only in its operation runs the earlier one's")
+def compiled_model_cache_ignores_operations():
+    return _CompiledByTensors()
 
 
 def _int32_kernel(op: OperationType, compute) -> ReferenceDevice:
