@@ -24,7 +24,7 @@ from harness.api.hal import (BufferDesc, BufferRole, Device, DriverError, ErrorS
 from harness.api.memory import Memory
 from harness.judging.driver_history import history_of, lifetime_of
 from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_on_both
-from harness.judging.scenario import GUARD_BYTE, MemorySpec, Scenario, TokenRef, make_memory, outside_region
+from harness.judging.scenario import GUARD_BYTE, Defect, MemorySpec, Scenario, TokenRef, make_memory, outside_region
 from harness.service.proxies import begin_call, let_go
 
 __all__ = ["ALONE", "AllocationTally", "CallsAlone", "Lockstep", "NEXT_RUN", "Pair", "Step", "counting_allocations", "last_run_start", "replay"]
@@ -332,6 +332,7 @@ class Lockstep:
             actual_call = begin_call(pair.driver, "copy_from", driver_memory, tuple(dimensions))
             expected = _with_memory(memory, lambda m: pair.reference.copy_from(m, tuple(dimensions)))
             actual = _call(actual_call)
+            reuse_after_copy(driver_memory, memory)
         self._compare(requirement, call, expected, actual)
         self._computed[name] = False
         if expected.ok:
@@ -568,11 +569,24 @@ class CallsAlone:
         elif method == "copy_from":
             with make_memory(args[1]) as memory:
                 buffer.copy_from(memory, args[2])
+                reuse_after_copy(memory, args[1])
         elif method == "copy_to":
             with make_memory(MemorySpec(args[2], bytes(args[1]))) as memory:
                 buffer.copy_to(memory)
                 return memory.read()
         return None
+
+
+#: What a client writes into its memory once a copy_from has returned: the copy is done by then,
+#: so a buffer that still reads the memory (zero copy where SPEC asks for a copy) shows these bytes.
+REUSED_BYTE = 0xA5
+
+
+def reuse_after_copy(memory: Any, spec: MemorySpec) -> None:
+    """The client takes its memory back after a copy_from, as a staging memory is (DOM-COPY-1);
+    a handle made unusable on purpose is left as it is."""
+    if spec.defect is Defect.NONE and spec.size:
+        memory.write(bytes([REUSED_BYTE]) * spec.size)
 
 
 def _with_memory(spec: MemorySpec, use: Callable[[Any], Any]) -> _Result:

@@ -136,6 +136,22 @@ def every_output_marked_insufficient():
     return _insufficient_shapes_reported_as(lambda needed: tuple(OutputShape(shape.dimensions, False) for shape in needed))
 
 
+class _KeepsCopySource(ManagedBuffer):
+    def store(self, value):
+        if value.dtype != self.dtype:
+            return super().store(value)
+        self.data = value  # no copy: a copy_from's value is a view of the client's memory
+        self.dimensions = tuple(value.shape)
+        self.initialized = True
+
+
+@mutant("copy-from-keeps-client-memory", "DOM-COPY-1",
+        "copy_from keeps the client's mapped memory as the buffer's storage (zero copy) instead of copying it, "
+        "so what the client writes there later shows in the buffer")
+def copy_from_keeps_client_memory():
+    return ReferenceDevice(managed_buffer_class=_KeepsCopySource)
+
+
 @mutant("copy-size-unchecked", "DOM-COPY-1", "copy_to accepts a memory of any size (copies what fits)")
 def copy_size_unchecked():
     return with_rule("memory_size_matches", lambda size, expected: OK if size >= expected else memory_size_matches(size, expected))
