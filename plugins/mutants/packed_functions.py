@@ -20,6 +20,9 @@ _packed_function_mutant("ffi-error-kind-lost", "FFI-3", "turns every error into 
 _packed_function_mutant("ffi-strides-assumed-compact", "FFI-4", "reports compact strides for every tensor it receives",
                         "FFI_MUTANT_STRIDES_ASSUMED_COMPACT")
 
+_packed_function_mutant("ffi-strides-sign-dropped", "FFI-4", "reports a reversed view's negative strides as positive "
+                        "(strides taken as distances)", "FFI_MUTANT_STRIDES_SIGN_DROPPED")
+
 _packed_function_mutant("ffi-callback-result-dropped", "FFI-2", "calls a callback but returns its own argument",
                         "FFI_MUTANT_CALLBACK_RESULT_DROPPED")
 _packed_function_mutant("ffi-message-cut-at-200", "FFI-3", "cuts error messages to 200 bytes", "FFI_MUTANT_MESSAGE_CUT")

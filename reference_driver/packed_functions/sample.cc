@@ -74,6 +74,9 @@ ffi::Array<ffi::Any> TensorInfo(ffi::Tensor tensor) {
     step *= shape[i];
   }
 #endif
+#ifdef FFI_MUTANT_STRIDES_SIGN_DROPPED
+  for (int64_t& stride : strides) stride = stride < 0 ? -stride : stride;  // strides taken as distances
+#endif
   DLDataType dtype = tensor.dtype();
   DLDevice device = tensor.device();
   return ffi::Array<ffi::Any>{static_cast<int64_t>(reinterpret_cast<uintptr_t>(tensor.data_ptr())),

@@ -24,8 +24,9 @@ _ARRAYS = {dtype: hnp.arrays(dtype, shapes(min_rank=1, max_rank=3, max_side=6)) 
 def arrays(draw):
     dtype = draw(sampled(tuple(sorted(DTYPES))), label="dtype")
     base = draw(_ARRAYS[dtype], label="array")
-    steps = tuple(draw(integers(1, 2), label="step") for _ in range(base.ndim))
-    return base[tuple(slice(None, None, s) for s in steps)]  # strided views too
+    # strided views too, and reversed ones: DLPack strides are signed, a reversed axis's negative
+    steps = tuple(draw(sampled((1, 2, -1, -2)), label="step") for _ in range(base.ndim))
+    return base[tuple(slice(None, None, s) for s in steps)]
 
 
 @pytest.mark.requirement("FFI-4")
