@@ -161,6 +161,8 @@ def _broadcast_pair(choices: _Choices, ranks: tuple[int, int] | None):
         full = tuple(choices.integer(2, 4, f"broadcast axis {axis}") for axis in range(max(ranks)))
         return tuple(full[len(full) - rank :] for rank in ranks), full
     full = choices.shape("broadcast result")
+    if choices.boolean("long last axis"):  # past one vector block of 4 (or of 8), where a tail loop runs
+        full = full[:-1] + (choices.integer(5, 9, "last axis"),)
     pair = []
     for name in "ab":
         rank = choices.integer(1, len(full), f"{name} rank")

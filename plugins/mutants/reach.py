@@ -254,6 +254,25 @@ def compiled_model_cache_ignores_operations():
     return _CompiledByTensors()
 
 
+@mutant("broadcast-last-axis-tail-dropped", "POOL-2", "ADD, SUB, MUL and DIV with a broadcast operand work along the "
+        "last axis in blocks of 4 and, past 4, leave the last partial block holding the first operand's values")
+def broadcast_last_axis_tail_dropped():
+    runs = {}
+    for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
+        reference = KERNELS[op]
+
+        def run(values, ins, out_op, out, reference=reference):
+            result = reference.run(values, ins, out_op, out)
+            a, b = np.asarray(values[0]), np.asarray(values[1])
+            length = result.shape[-1] if result.ndim else 0
+            if a.shape != b.shape and length > 4 and length % 4 and a.dtype == result.dtype:
+                start = length - length % 4
+                result[..., start:] = np.broadcast_to(a, result.shape)[..., start:]
+            return result
+        runs[op] = run
+    return with_kernels(runs)
+
+
 def _int32_kernel(op: OperationType, compute) -> ReferenceDevice:
     reference = KERNELS[op]
 
