@@ -331,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         print(format_variants(variants))
         print()
     parts = ([summary(scores)] if scores else []) + ([specificity(variants)] if variants else [])
-    seeded = (f"seed {options.seed}" + (f", seeded bugs in {options.mutant_profile}" if options.mutant_profile != "ci" else "") + (f"; variants: seeds {', '.join(map(str, seeds))}" if seeds else "")
+    seeded = (f"seed {options.seed}" + (f", seeded bugs in {options.mutant_profile}" if options.mutant_profile != "ci" else "")
+              + (f"; variants: seeds {', '.join(map(str, seeds))}" if seeds else "")
               + (f"; variants: {options.examples} examples per generative test" if options.examples else ""))
     print(f"{'; '.join(parts) or 'nothing matched --only'} ({seeded}; scored in {time.monotonic() - started:.0f} s "
           f"with {options.jobs} jobs)")

@@ -582,7 +582,7 @@ class CallsAlone:
 REUSED_BYTE = 0xA5
 
 
-def reuse_after_copy(memory: Any, spec: MemorySpec) -> None:
+def reuse_after_copy(memory: Memory, spec: MemorySpec) -> None:
     """The client takes its memory back after a copy_from, as a staging memory is (DOM-COPY-1);
     a handle made unusable on purpose is left as it is."""
     if spec.defect is Defect.NONE and spec.size:

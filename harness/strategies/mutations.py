@@ -165,15 +165,14 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
             # An operand of rank 1, or of extents 1 only, has no other shape of its rank: it gets
             # an axis of 1 more (a scenario of such operands alone is not rejected, which would
             # cost its whole generation).
-            given = tuple(argument.dimensions or operand.dimensions)  # a valid argument's are of the model's rank
             axes = _reshapable_axes(operand)
             if axes:
-                dims = [g or o for g, o in zip(given, operand.dimensions)]
+                dims = list(dimensions_at_execution(operand.dimensions, argument.dimensions))
                 axis = draw(sampled(axes), label="axis")
                 other = draw(sampled(tuple(a for a in range(len(dims)) if a != axis)), label="other axis")
                 dims[other], dims[axis] = dims[other] * dims[axis], 1
-            else:
-                dims = [*given, 1]
+            else:  # a valid argument's dimensions are of the model's rank
+                dims = [*(argument.dimensions or operand.dimensions), 1]
             argument = replace(argument, dimensions=tuple(dims))
         case "rank-conflicts-with-model":
             given = tuple(argument.dimensions or operand.dimensions or (1,))

@@ -181,15 +181,20 @@ def fully_connected_batch_from_first_axis():
     return with_kernels({OperationType.FULLY_CONNECTED: run})
 
 
+def _unreached_tail(length: int, block: int) -> slice | None:
+    """What a vector loop of ``block`` elements with no scalar tail never reaches of ``length``:
+    the last partial block, when the length is more than one block (None: nothing)."""
+    return slice(length - length % block, None) if length > block and length % block else None
+
+
 def _tail_dropped(data: np.ndarray, axis: int, block: int, zero_point: int) -> np.ndarray:
-    """``data`` with the last partial block of ``axis`` set to the value that stands for 0, when
-    the axis is longer than one block: a vector loop that never runs its scalar tail."""
-    length = data.shape[axis]
-    if length <= block or not length % block:
+    """``data`` with the unreached tail of ``axis`` set to the value that stands for 0."""
+    tail = _unreached_tail(data.shape[axis], block)
+    if tail is None:
         return data
     dropped = np.array(data, copy=True)
     index = [slice(None)] * data.ndim
-    index[axis] = slice(length - length % block, None)
+    index[axis] = tail
     dropped[tuple(index)] = zero_point
     return dropped
 
@@ -264,10 +269,9 @@ def broadcast_last_axis_tail_dropped():
         def run(values, ins, out_op, out, reference=reference):
             result = reference.run(values, ins, out_op, out)
             a, b = np.asarray(values[0]), np.asarray(values[1])
-            length = result.shape[-1] if result.ndim else 0
-            if a.shape != b.shape and length > 4 and length % 4 and a.dtype == result.dtype:
-                start = length - length % 4
-                result[..., start:] = np.broadcast_to(a, result.shape)[..., start:]
+            tail = _unreached_tail(result.shape[-1], 4) if result.ndim else None
+            if a.shape != b.shape and tail is not None and a.dtype == result.dtype:
+                result[..., tail] = np.broadcast_to(a, result.shape)[..., tail]
             return result
         runs[op] = run
     return with_kernels(runs)
