@@ -417,7 +417,7 @@ class _LockPerArgumentModel(ReferencePreparedModel):
                     lock.__enter__()
                     held.append(lock)
             if held:
-                time.sleep(0.002)  # staging the arguments takes a moment
+                time.sleep(0.02)  # staging the arguments takes a moment: a writer that comes meanwhile waits between the two
             return super().execute(request)
         finally:
             for lock in reversed(held):
