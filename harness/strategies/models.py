@@ -298,21 +298,29 @@ def _factor(n: int) -> list[int]:
 
 @st.composite
 def concatenation_models(draw, caps: Capabilities) -> ModelCase:
+    """CONCATENATION of one to five tensors of rank up to 4 (NNAPI: any number of inputs, one at
+    least), each quantized as the output is or on its own."""
     c = _start(draw)
     type = c.type(_FAMILY_TYPES["concatenation"], caps)
-    base = c.shape("base shape", max_rank=3)
-    axis = c.integer(0, len(base) - 1, "axis")
-    sizes = [c.integer(1, 3, f"x{i} axis size") for i in range(c.integer(2, 3, "inputs"))]
+    if c.boolean("channels"):  # a rank-4 tensor's last axis: what real models join most, and kernels special-case
+        base = c.shape("base shape", min_rank=4)
+        axis = 3
+    else:
+        base = c.shape("base shape")  # NNAPI: rank up to 4 (CHOICE-8)
+        axis = c.integer(0, len(base) - 1, "axis")
+    sizes = [c.integer(1, 3, f"x{i} axis size") for i in range(c.integer(1, 5, "inputs"))]
+    out_quant = c.quantization(type, "output")
     case = _Case(c)
     operands = []
     for i, size in enumerate(sizes):
         shape = base[:axis] + (size,) + base[axis + 1 :]
-        operands.append(case.operand(type, draw(arrays(type, shape), label=f"x{i}"), c.quantization(type, f"x{i}"),
+        # a driver may copy an input whose quantization is the output's as it is: both kinds, mixed
+        quant = out_quant if type in QUANT_TYPES and c.boolean(f"x{i} as the output") else c.quantization(type, f"x{i}")
+        operands.append(case.operand(type, draw(arrays(type, shape), label=f"x{i}"), quant,
                                      c.choice(_HOW, f"x{i} given as") if i else "input", f"x{i}"))
     out_shape = base[:axis] + (sum(sizes),) + base[axis + 1 :]
     axis_value = axis - len(base) if c.boolean("negative axis") else axis
-    case.output(OperationType.CONCATENATION, [*operands, case.b.scalar(axis_value)], type, out_shape,
-                c.quantization(type, "output"))
+    case.output(OperationType.CONCATENATION, [*operands, case.b.scalar(axis_value)], type, out_shape, out_quant)
     return case.done([out_shape], f"CONCATENATION {type.name}")
 
 
@@ -326,10 +334,11 @@ def _bias(draw, type, in_quant, w_quant, units):
 def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
     c = _start(draw)
     type = c.type(_FAMILY_TYPES["fully_connected"], caps)
-    # Half the examples reach past one and two vector blocks (4 or 8 elements) in both the dot
+    # Half the examples reach past one vector block (4 elements, up to two of 8) in both the dot
     # products and the units, where a blocked kernel runs its tail loop; the rest stay small.
     wide = c.boolean("wide")
-    size, units = c.integer(1, 17 if wide else 5, "input size"), c.integer(1, 9 if wide else 4, "units")
+    size = c.integer(5, 17, "input size") if wide else c.integer(1, 5, "input size")
+    units = c.integer(5, 9, "units") if wide else c.integer(1, 4, "units")
     # NNAPI flattens an input of rank above 2 to [batch, input size]: the leading axes are the batch.
     leading = c.shape("batch axes", max_rank=3, max_side=3)
     batch = int(np.prod(leading))

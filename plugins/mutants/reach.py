@@ -24,6 +24,7 @@ from harness.api.hal import (
     OperandType,
     OperationType,
     Request,
+    is_quantized_type,
 )
 from harness.api.memory import Memory
 from reference_driver import ReferenceDevice, ReferencePreparedModel
@@ -275,6 +276,59 @@ def broadcast_last_axis_tail_dropped():
             return result
         runs[op] = run
     return with_kernels(runs)
+
+
+def _concatenation_bug(change) -> ReferenceDevice:
+    """CONCATENATION whose result, once the reference has computed it (and refused what it
+    refuses), ``change(result, arrays, axis, ins, out_op)`` alters."""
+    reference = KERNELS[OperationType.CONCATENATION]
+
+    def run(values, ins, out_op, out):
+        result = reference.run(values, ins, out_op, None)
+        arrays = [np.asarray(v) for v in values[:-1]]
+        return change(result, arrays, int(np.asarray(values[-1]).reshape(())) % result.ndim, ins, out_op)
+    return with_kernels({OperationType.CONCATENATION: run})
+
+
+def _zero_of(operand) -> int:
+    return operand.zero_point if is_quantized_type(operand.type) else 0
+
+
+@mutant("concatenation-quantization-checked-on-first-input", "POOL-2", "quantized CONCATENATION copies every input's "
+        "bytes unconverted when the first input has the output's scale and zero point, without looking at the others")
+def concatenation_quantization_checked_on_first_input():
+    def change(result, arrays, axis, ins, out_op):
+        first = ins[0]
+        if is_quantized_type(out_op.type) and (first.scale, first.zero_point) == (out_op.scale, out_op.zero_point):
+            return np.concatenate(arrays, axis=axis).astype(result.dtype)
+        return result
+    return _concatenation_bug(change)
+
+
+@mutant("concatenation-fourth-input-dropped", "POOL-2", "CONCATENATION keeps its inputs in a three-slot array: "
+        "a fourth and later input's part of the output stays at zero")
+def concatenation_fourth_input_dropped():
+    def change(result, arrays, axis, ins, out_op):
+        if len(arrays) <= 3:
+            return result
+        dropped = np.array(result, copy=True)
+        index = [slice(None)] * dropped.ndim
+        index[axis] = slice(sum(a.shape[axis] for a in arrays[:3]), None)
+        dropped[tuple(index)] = _zero_of(out_op)
+        return dropped
+    return _concatenation_bug(change)
+
+
+@mutant("concatenation-rank4-outer-axes-cut", "POOL-2", "CONCATENATION's loop nest was written for rank 3: on the last "
+        "axis of a rank-4 tensor it copies only the first two axes' worth of rows and leaves the rest at zero")
+def concatenation_rank4_outer_axes_cut():
+    def change(result, arrays, axis, ins, out_op):
+        if result.ndim < 4 or axis < 3:
+            return result
+        rows = np.array(result, copy=True).reshape(int(np.prod(result.shape[:axis])), -1)
+        rows[int(np.prod(result.shape[:2])):] = _zero_of(out_op)
+        return rows.reshape(result.shape)
+    return _concatenation_bug(change)
 
 
 def _int32_kernel(op: OperationType, compute) -> ReferenceDevice:
