@@ -8,7 +8,8 @@ suites call them from Python with every kind of type-erased argument:
     <prefix>add_int(a: int, b: int) -> int   64-bit, two's complement wrap-around
     <prefix>call_back(f, x) -> f(x)          a function from the caller's side, called back
     <prefix>raise_error(kind: str, message: str)   raises an error of that kind
-    <prefix>tensor_info(t) -> [data pointer, shape, strides, dtype code, bits, lanes, device type, id]
+    <prefix>tensor_info(t) -> [first element's address (DLPack data + byte_offset), shape, strides,
+                               dtype code, bits, lanes, device type, id]
     <prefix>tensor_echo(t) -> t              the same tensor (DLPack, no copy)
 """
 

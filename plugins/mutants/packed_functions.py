@@ -23,6 +23,9 @@ _packed_function_mutant("ffi-strides-assumed-compact", "FFI-4", "reports compact
 _packed_function_mutant("ffi-strides-sign-dropped", "FFI-4", "reports a reversed view's negative strides as positive "
                         "(strides taken as distances)", "FFI_MUTANT_STRIDES_SIGN_DROPPED")
 
+_packed_function_mutant("ffi-byte-offset-ignored", "FFI-4", "takes a DLPack tensor's data pointer as its first "
+                        "element, ignoring byte_offset (which numpy always leaves at zero)", "FFI_MUTANT_BYTE_OFFSET_IGNORED")
+
 _packed_function_mutant("ffi-callback-result-dropped", "FFI-2", "calls a callback but returns its own argument",
                         "FFI_MUTANT_CALLBACK_RESULT_DROPPED")
 _packed_function_mutant("ffi-message-cut-at-200", "FFI-3", "cuts error messages to 200 bytes", "FFI_MUTANT_MESSAGE_CUT")

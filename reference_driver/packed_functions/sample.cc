@@ -63,7 +63,7 @@ void RaiseError(ffi::String kind, ffi::String message) {
 #endif
 }
 
-// [data pointer, shape, strides, dtype code, dtype bits, dtype lanes, device type, device id]
+// [address of the first element, shape, strides, dtype code, dtype bits, dtype lanes, device type, device id]
 ffi::Array<ffi::Any> TensorInfo(ffi::Tensor tensor) {
   std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
   std::vector<int64_t> strides(tensor.strides().begin(), tensor.strides().end());
@@ -77,9 +77,15 @@ ffi::Array<ffi::Any> TensorInfo(ffi::Tensor tensor) {
 #ifdef FFI_MUTANT_STRIDES_SIGN_DROPPED
   for (int64_t& stride : strides) stride = stride < 0 ? -stride : stride;  // strides taken as distances
 #endif
+  // DLPack: the first element is at data + byte_offset (zero from numpy, not from a view in TVM's runtime)
+#ifdef FFI_MUTANT_BYTE_OFFSET_IGNORED
+  uintptr_t first = reinterpret_cast<uintptr_t>(tensor.data_ptr());  // a binding that takes data as the first element
+#else
+  uintptr_t first = reinterpret_cast<uintptr_t>(tensor.data_ptr()) + tensor.byte_offset();
+#endif
   DLDataType dtype = tensor.dtype();
   DLDevice device = tensor.device();
-  return ffi::Array<ffi::Any>{static_cast<int64_t>(reinterpret_cast<uintptr_t>(tensor.data_ptr())),
+  return ffi::Array<ffi::Any>{static_cast<int64_t>(first),
                               ffi::Shape(shape), ffi::Shape(strides), static_cast<int64_t>(dtype.code),
                               static_cast<int64_t>(dtype.bits), static_cast<int64_t>(dtype.lanes),
                               static_cast<int64_t>(device.device_type), static_cast<int64_t>(device.device_id)};

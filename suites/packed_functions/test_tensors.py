@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, note
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from harness.judging.verdict import require
+from harness.strategies.dlpack import OffsetExport
 from harness.strategies.values import integers, sampled, shapes
 
 # the driver's code runs in this process: each test makes its call in a forked child (a crash is reported)
@@ -18,6 +19,7 @@ DTYPES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "int64": (0,
 # One array strategy per dtype, made once: hypothesis validates every new strategy object before
 # its first draw, which cost more than the draw when built inside each example.
 _ARRAYS = {dtype: hnp.arrays(dtype, shapes(min_rank=1, max_rank=3, max_side=6)) for dtype in DTYPES}
+_OFFSET_APART = st.booleans()
 
 
 @st.composite
@@ -29,14 +31,30 @@ def arrays(draw):
     return base[tuple(slice(None, None, s) for s in steps)]
 
 
+@st.composite
+def exports(draw):
+    """An array, and what hands it over by DLPack: numpy itself (byte_offset always 0), or a
+    producer whose data pointer lies before the first element, byte_offset making up the rest,
+    as a view in TVM's runtime is handed over."""
+    array = draw(arrays())
+    if not draw(_OFFSET_APART, label="byte_offset apart"):
+        return array, array
+    lead = draw(integers(0, 4), label="elements from data to the allocation's first")
+    export = OffsetExport(array, lead)
+    note(f"byte_offset {export.byte_offset}")
+    return export, export.array
+
+
 @pytest.mark.requirement("FFI-4")
-@given(array=arrays())
-def test_tensors_cross_without_copying(probes, array) -> None:
+@given(sent=exports())
+def test_tensors_cross_without_copying(probes, sent) -> None:
     import tvm_ffi
 
-    pointer, shape, strides, code, bits, lanes, device_type, device_id = probes.tensor_info(tvm_ffi.from_dlpack(array))
+    export, array = sent
+    pointer, shape, strides, code, bits, lanes, device_type, device_id = probes.tensor_info(tvm_ffi.from_dlpack(export))
     item = array.itemsize
-    require(pointer == array.ctypes.data, "FFI-4", "the callee saw another data pointer: the tensor was copied")
+    require(pointer == array.ctypes.data, "FFI-4", f"the callee saw the first element at {pointer:#x}, not "
+            f"{array.ctypes.data:#x}: the tensor was copied, or its byte_offset not added to its data pointer")
     require(tuple(shape) == array.shape, "FFI-4", f"shape {tuple(shape)} != {array.shape}")
     elements = tuple(s // item for s in array.strides)
     require(tuple(strides) == elements, "FFI-4", f"strides {tuple(strides)} != {elements} (in elements)")
@@ -45,11 +63,12 @@ def test_tensors_cross_without_copying(probes, array) -> None:
 
 
 @pytest.mark.requirement("FFI-4")
-@given(array=arrays())
-def test_a_returned_tensor_is_the_same_memory(probes, array) -> None:
+@given(sent=exports())
+def test_a_returned_tensor_is_the_same_memory(probes, sent) -> None:
     import tvm_ffi
 
-    back = np.from_dlpack(probes.tensor_echo(tvm_ffi.from_dlpack(array)))
+    export, array = sent
+    back = np.from_dlpack(probes.tensor_echo(tvm_ffi.from_dlpack(export)))
     require(back.ctypes.data == array.ctypes.data and back.shape == array.shape and back.strides == array.strides, "FFI-4",
             f"the returned tensor is another one: data {back.ctypes.data:#x}, shape {back.shape}, strides {back.strides}; "
             f"sent {array.ctypes.data:#x}, {array.shape}, {array.strides}")

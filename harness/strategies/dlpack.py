@@ -1,0 +1,87 @@
+"""DLPack tensors numpy never exports: ones whose ``byte_offset`` is not zero.
+
+DLPack locates a tensor's first element at ``data + byte_offset``; numpy folds any offset into
+``data``, so a consumer that ignores ``byte_offset`` passes every test made from numpy arrays.
+`OffsetExport` hands a numpy array over with its offset kept apart, as a view into a larger
+allocation does in TVM's runtime.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+import numpy as np
+
+__all__ = ["OffsetExport"]
+
+_CPU = 1  # kDLCPU
+#: numpy dtype kind -> DLPack type code (kDLInt, kDLUInt, kDLFloat)
+_CODES = {"i": 0, "u": 1, "f": 2}
+
+
+class _Device(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32), ("dtype", _DataType),
+                ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+class _ManagedTensor(ctypes.Structure):
+    # the deleter as a plain pointer: libc's free, which releases the one block this struct heads
+    _fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c"))
+_libc.malloc.restype = ctypes.c_void_p
+_libc.malloc.argtypes = [ctypes.c_size_t]
+_FREE = ctypes.cast(_libc.free, ctypes.c_void_p).value
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class OffsetExport:
+    """A DLPack producer (``__dlpack__``) of ``array`` whose ``data`` points ``lead`` elements
+    before the allocation's first element, and whose ``byte_offset`` covers those and the view's
+    own offset in it.  ``array`` stays the values' owner: keep this object alive while the
+    consumer's tensor is in use."""
+
+    def __init__(self, array: np.ndarray, lead: int) -> None:
+        if array.dtype.kind not in _CODES:
+            raise ValueError(f"no DLPack type code for {array.dtype}")
+        item = array.itemsize
+        # a copy of the array in a block with ``lead`` elements in front, the view's strides kept
+        low = sum(s * (n - 1) for s, n in zip(array.strides, array.shape) if s < 0)
+        high = sum(s * (n - 1) for s, n in zip(array.strides, array.shape) if s > 0) + item
+        self._block = np.zeros(lead * item + high - low, np.uint8)
+        first = lead * item - low  # a multiple of the item size, as every stride is
+        self.array = np.lib.stride_tricks.as_strided(self._block[first:].view(array.dtype), array.shape, array.strides)
+        self.array[...] = array
+        self.byte_offset = self.array.ctypes.data - self._block.ctypes.data
+        self._dtype = _DataType(_CODES[array.dtype.kind], item * 8, 1)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (_CPU, 0)
+
+    def __dlpack__(self, **_: object) -> object:
+        ndim = self.array.ndim
+        size = ctypes.sizeof(_ManagedTensor) + 16 * ndim
+        address = _libc.malloc(size)
+        if not address:
+            raise MemoryError("no memory for a DLManagedTensor")
+        axes = (ctypes.c_int64 * (2 * ndim)).from_address(address + ctypes.sizeof(_ManagedTensor))
+        axes[:ndim] = self.array.shape
+        axes[ndim:] = [s // self.array.itemsize for s in self.array.strides]
+        managed = _ManagedTensor.from_address(address)
+        managed.dl_tensor = _Tensor(self._block.ctypes.data, _Device(_CPU, 0), ndim, self._dtype, ctypes.addressof(axes),
+                                    ctypes.addressof(axes) + 8 * ndim, self.byte_offset)
+        managed.manager_ctx = None
+        managed.deleter = _FREE
+        return _capsule_new(address, b"dltensor", None)
