@@ -77,8 +77,8 @@ class OffsetExport:
         if not address:
             raise MemoryError("no memory for a DLManagedTensor")
         axes = (ctypes.c_int64 * (2 * ndim)).from_address(address + ctypes.sizeof(_ManagedTensor))
-        axes[:ndim] = self.array.shape
-        axes[ndim:] = [s // self.array.itemsize for s in self.array.strides]
+        for axis, (side, stride) in enumerate(zip(self.array.shape, self.array.strides)):
+            axes[axis], axes[ndim + axis] = side, stride // self.array.itemsize
         managed = _ManagedTensor.from_address(address)
         managed.dl_tensor = _Tensor(self._block.ctypes.data, _Device(_CPU, 0), ndim, self._dtype, ctypes.addressof(axes),
                                     ctypes.addressof(axes) + 8 * ndim, self.byte_offset)
