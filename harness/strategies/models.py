@@ -42,6 +42,14 @@ class ModelCase:
     label: str
     #: each small choice made for this model, under its label (printed when an example fails)
     choices: tuple[tuple[str, object], ...] = ()
+    #: other values of the inputs, each with its outputs' shapes, that the same model takes: a
+    #: parameter given as a request input (RESHAPE's shape, a fused activation) set otherwise
+    alternatives: tuple[tuple[tuple[np.ndarray, ...], tuple[tuple[int, ...], ...]], ...] = ()
+
+    def alternative(self, which: int = 0) -> ModelCase:
+        """The same model with its ``which``-th other input values."""
+        inputs, output_shapes = self.alternatives[which]
+        return replace(self, inputs=inputs, output_shapes=output_shapes, alternatives=())
 
 
 #: Bytes read by one model's choices; more than any family reads (running past them is an error).
@@ -126,10 +134,14 @@ class _Case:
         dims = self.choices.declared(shape, f"{op.name} output")
         return self.b.operation(op, inputs, type, dims, *quant, output=final)
 
-    def done(self, output_shapes, label: str) -> ModelCase:
+    def done(self, output_shapes, label: str, alternatives=()) -> ModelCase:
         event(f"model: {label}")
         return ModelCase(self.b.subgraph(), bytes(self.b.values), bytes(self.b.pool_data), tuple(self.values),
-                         tuple(tuple(s) for s in output_shapes), label, tuple(self.choices.made))
+                         tuple(tuple(s) for s in output_shapes), label, tuple(self.choices.made), tuple(alternatives))
+
+    def with_last_input(self, value: np.ndarray, output_shapes) -> tuple:
+        """An alternative (`ModelCase.alternatives`): these inputs with the last one ``value``."""
+        return (*self.values[:-1], value), tuple(tuple(s) for s in output_shapes)
 
 
 def _start(draw) -> _Choices:
@@ -192,8 +204,8 @@ def elementwise_operations(caps: Capabilities, activation: int | None = None,
 
 
 @functools.lru_cache(maxsize=256, typed=True)
-def elementwise_models(caps: Capabilities, activation: int | None = None,
-                       op: OperationType | None = None, ranks: tuple[int, int] | None = None) -> st.SearchStrategy[ModelCase]:
+def elementwise_models(caps: Capabilities, activation: int | None = None, op: OperationType | None = None,
+                       ranks: tuple[int, int] | None = None, activation_input: bool | None = None) -> st.SearchStrategy[ModelCase]:
     """ADD/SUB/MUL/DIV with broadcasting, a fused activation, constants by copy or reference,
     sometimes followed by RELU through a temporary of unknown shape.
 
@@ -201,12 +213,13 @@ def elementwise_models(caps: Capabilities, activation: int | None = None,
     validates each new object before its first draw."""
     # the operations to choose from, worked out once per strategy rather than in every example
     ops = elementwise_operations(caps, activation) if op is None else ()
-    return _elementwise_models(caps, activation, op, ops, ranks)
+    return _elementwise_models(caps, activation, op, ops, ranks, activation_input)
 
 
 @st.composite
 def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: OperationType | None,
-                        ops: tuple[OperationType, ...], ranks: tuple[int, int] | None) -> ModelCase:
+                        ops: tuple[OperationType, ...], ranks: tuple[int, int] | None,
+                        activation_input: bool | None) -> ModelCase:
     c = _start(draw)
     if op is None:
         if not ops:
@@ -224,14 +237,18 @@ def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: Op
     chain = type != I32 and OperationType.RELU in caps.operations and c.boolean("chain RELU")
     # NNAPI: a quantized MUL's output scale is above its input scales' product
     out_quant = c.quantization(type, "output", scale_above=a_quant[0] * b_quant[0] if op == OperationType.MUL else 0.0)
-    if c.boolean("activation as a request input"):
+    alternatives = []
+    if c.boolean("activation as a request input") if activation_input is None else activation_input:
         code = case.operand(OperandType.INT32, np.asarray(activation, np.int32), how="input", label="activation")
+        if type != I32:  # NNAPI: TENSOR_INT32 takes NONE alone
+            other = (activation + c.integer(1, 3, "other activation")) % 4
+            alternatives.append(case.with_last_input(np.asarray(other, np.int32), [result_shape]))
     else:
         code = case.b.scalar(activation)
     result = case.output(op, [a, b, code], type, result_shape, out_quant, final=not chain)
     if chain:
         case.output(OperationType.RELU, [result], type, result_shape, out_quant)  # NNAPI: RELU keeps its input's
-    return case.done([result_shape], f"{op.name}{'+RELU' if chain else ''} {type.name}")
+    return case.done([result_shape], f"{op.name}{'+RELU' if chain else ''} {type.name}", alternatives)
 
 
 _RELUS = (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
@@ -261,8 +278,9 @@ def relu_models(draw, caps: Capabilities) -> ModelCase:
 
 
 @st.composite
-def reshape_models(draw, caps: Capabilities) -> ModelCase:
-    """RESHAPE with the target shape as a constant or as an input (output shape from values)."""
+def reshape_models(draw, caps: Capabilities, shape_how: str | None = None) -> ModelCase:
+    """RESHAPE with the target shape as a constant or as an input (output shape from values);
+    ``shape_how`` given: always so."""
     c = _start(draw)
     type = c.type(_FAMILY_TYPES["reshape"], caps)
     source = c.shape("source shape")
@@ -280,10 +298,26 @@ def reshape_models(draw, caps: Capabilities) -> ModelCase:
     case = _Case(c)
     quant = c.quantization(type, "x and output")
     x = case.operand(type, draw(arrays(type, source), label="x"), quant, label="x")
-    shape_how = c.choice(_HOW, "shape operand")
+    shape_how = shape_how or c.choice(_HOW, "shape operand")
     shape_operand = case.operand(I32, np.asarray(target, np.int32), how=shape_how, label="shape")
-    case.output(OperationType.RESHAPE, [x, shape_operand], type, resolved, quant)
-    return case.done([resolved], f"RESHAPE {type.name} shape-{shape_how}")
+    output = case.output(OperationType.RESHAPE, [x, shape_operand], type, resolved, quant)
+    alternatives = []
+    other = _rearranged(resolved)
+    if shape_how == "input" and other and _declares(case.b.operands[output].dimensions, other):
+        alternatives.append(case.with_last_input(np.asarray(other, np.int32), [other]))
+    return case.done([resolved], f"RESHAPE {type.name} shape-{shape_how}", alternatives)
+
+
+def _rearranged(shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Another shape of as many elements and rank at most 4: reversed, one more axis, or the
+    first two merged (None when each is ``shape`` itself)."""
+    merged = (shape[0] * shape[1], *shape[2:]) if len(shape) > 1 else shape
+    return next((other for other in (shape[::-1], (*shape, 1), merged) if other != shape and len(other) <= 4), None)
+
+
+def _declares(declared: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether an operand declared with ``declared`` dimensions (0: unknown; none: unknown rank) can hold ``shape``."""
+    return not declared or (len(declared) == len(shape) and all(d in (0, s) for d, s in zip(declared, shape)))
 
 
 def _factor(n: int) -> list[int]:
@@ -470,6 +504,16 @@ def several_output_cases(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
 def _single_cases(caps: Capabilities, family: str) -> st.SearchStrategy[ModelCase] | None:
     families = [_MAKERS[name](caps) for name in buildable_families(caps) if not family or name == family]
     return st.one_of(families) if families else None
+
+
+@functools.lru_cache(maxsize=16)
+def parameter_input_models(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
+    """Models with a parameter given as a request input (RESHAPE's shape, a fused activation): most
+    with other values of it (`ModelCase.alternatives`); nothing when the driver can build neither."""
+    families = buildable_families(caps)
+    parts = ([reshape_models(caps, shape_how="input")] if "reshape" in families else []) + \
+            ([elementwise_models(caps, activation_input=True)] if "elementwise" in families else [])
+    return st.one_of(parts).map(_noted) if parts else st.nothing()
 
 
 @st.composite

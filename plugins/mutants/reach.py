@@ -331,6 +331,38 @@ def concatenation_rank4_outer_axes_cut():
     return _concatenation_bug(change)
 
 
+@mutant("reshape-shape-from-first-execution", "POOL-2", "RESHAPE whose shape is a request input takes the shape "
+        "its first execution gave, on every later execution of the prepared model that has as many elements")
+def reshape_shape_from_first_execution():
+    reference = KERNELS[OperationType.RESHAPE]
+    first: dict[int, tuple] = {}  # id of the output operand (kept alive beside it) -> (operand, shape)
+
+    def run(values, ins, out_op, out):
+        result = reference.run(values, ins, out_op, out)
+        if ins[1].lifetime != OperandLifeTime.SUBGRAPH_INPUT:
+            return result
+        _, shape = first.setdefault(id(out_op), (out_op, result.shape))
+        return result.reshape(shape) if int(np.prod(shape)) == result.size else result
+    return with_kernels({OperationType.RESHAPE: run})
+
+
+@mutant("activation-input-from-first-execution", "POOL-2", "a fused activation given as a request input is read at "
+        "the prepared model's first execution and kept for every later one")
+def activation_input_from_first_execution():
+    runs = {}
+    first: dict[int, tuple] = {}  # id of the output operand (kept alive beside it) -> (operand, activation code)
+    for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
+        reference = KERNELS[op]
+
+        def run(values, ins, out_op, out, reference=reference):
+            if ins[2].lifetime == OperandLifeTime.SUBGRAPH_INPUT:
+                _, code = first.setdefault(id(out_op), (out_op, values[2]))
+                values = [*values[:2], code]
+            return reference.run(values, ins, out_op, out)
+        runs[op] = run
+    return with_kernels(runs)
+
+
 def _int32_kernel(op: OperationType, compute) -> ReferenceDevice:
     reference = KERNELS[op]
 

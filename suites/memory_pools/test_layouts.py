@@ -5,15 +5,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import assume, event, given
+from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
 from harness.api.hal import OperationType, element_size, is_fully_specified, operand_byte_size
 from harness.api.memory import MEMORY_KINDS, REQUIRED_KINDS
-from harness.judging.oracle import assert_scenario_conforms, run_scenario
-from harness.strategies import scenarios
+from harness.judging.oracle import assert_conforms, assert_scenario_conforms, execute_scenario, run_scenario
+from harness.strategies import request_layouts, scenarios
 from harness.strategies.values import integers, sampled
-from harness.strategies.models import FAMILIES, elementwise_models, elementwise_operations, several_output_cases
+from harness.strategies.models import (FAMILIES, buildable_families, elementwise_models, elementwise_operations,
+                                      parameter_input_models, several_output_cases)
 from harness.integration.skips import models_buildable, not_applicable
 
 #: every test here runs generated models (none applies to a driver whose declarations build none)
@@ -27,6 +28,29 @@ def test_generated_scenarios_match_the_reference(driver, reference, capabilities
     canary bytes everywhere else; outputs (and too-small dynamic outputs) as the reference."""
     scenario = data.draw(scenarios(capabilities), label="scenario")
     assert_scenario_conforms("POOL-2", scenario, reference, driver)
+
+
+@pytest.mark.requirement("POOL-2")
+@given(data=st.data())
+def test_a_parameter_given_as_an_input_is_read_at_every_execution(driver, reference, capabilities, data) -> None:
+    """RESHAPE's shape and a fused activation given as request inputs are each execution's values,
+    not the prepared model's: one prepared model runs with one value, then with another (a
+    driver that settles them at its first execution computes the second with the first's)."""
+    if not {"reshape", "elementwise"} & set(buildable_families(capabilities)):
+        not_applicable("operations", "the driver declares neither RESHAPE nor element-wise arithmetic on a type they take")
+    case = data.draw(parameter_input_models(capabilities), label="model")
+    assume(case.alternatives)  # not when the output's declared dimensions pin RESHAPE's shape, nor on TENSOR_INT32
+    first = data.draw(request_layouts(case, capabilities, allow_insufficient=False), label="first request")
+    second = data.draw(request_layouts(case.alternative(), capabilities, allow_insufficient=False), label="second request")
+    model = first.build_model()
+    try:
+        prepared = driver.prepare_model(model)
+        for number, scenario in enumerate((first, second), 1):
+            note(f"execution {number} of one prepared model: inputs {[a.dimensions for a in scenario.inputs]}")
+            assert_conforms("POOL-2", scenario, run_scenario(reference, scenario), execute_scenario(prepared, scenario))
+    finally:
+        for pool in model.pools:
+            pool.close()
 
 
 @pytest.mark.requirement("POOL-3")
