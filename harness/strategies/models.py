@@ -130,8 +130,10 @@ class _Case:
             return self.b.input(type, dims, *quant, channel_quant=channel_quant)
         return self.b.constant(type, value, *quant, by_reference=how == "reference", channel_quant=channel_quant)
 
-    def output(self, op, inputs, type, shape, quant=(0.0, 0), *, final: bool = True) -> int:
-        dims = self.choices.declared(shape, f"{op.name} output")
+    def output(self, op, inputs, type, shape, quant=(0.0, 0), *, final: bool = True, dims=None) -> int:
+        """The operation, its output declared with ``dims`` (None: as drawn)."""
+        if dims is None:
+            dims = self.choices.declared(shape, f"{op.name} output")
         return self.b.operation(op, inputs, type, dims, *quant, output=final)
 
     def done(self, output_shapes, label: str, alternatives=()) -> ModelCase:
@@ -211,8 +213,9 @@ def elementwise_models(caps: Capabilities, activation: int | None = None, op: Op
 
     One strategy object per arguments: tests ask for one inside every example, and hypothesis
     validates each new object before its first draw."""
-    # the operations to choose from, worked out once per strategy rather than in every example
-    ops = elementwise_operations(caps, activation) if op is None else ()
+    # the operations to choose from, worked out once per strategy rather than in every example; a
+    # fused activation to vary as a request input needs a type that takes one (not TENSOR_INT32)
+    ops = elementwise_operations(caps, 1 if activation_input else activation) if op is None else ()
     return _elementwise_models(caps, activation, op, ops, ranks, activation_input)
 
 
@@ -225,7 +228,7 @@ def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: Op
         if not ops:
             reject()  # no element-wise operation on a type the driver declares: not an example
         op = c.choice(ops, "operation")
-    type = c.type(_elementwise_types(op, activation), caps)
+    type = c.type(_elementwise_types(op, 1 if activation_input else activation), caps)
     (shape_a, shape_b), result_shape = _broadcast_pair(c, ranks)
     how_a, how_b = c.choice(_OPERAND_HOWS, "operands")
     case = _Case(c)
@@ -279,8 +282,9 @@ def relu_models(draw, caps: Capabilities) -> ModelCase:
 
 @st.composite
 def reshape_models(draw, caps: Capabilities, shape_how: str | None = None) -> ModelCase:
-    """RESHAPE with the target shape as a constant or as an input (output shape from values);
-    ``shape_how`` given: always so."""
+    """RESHAPE with the target shape as a constant or as an input (output shape from values).
+    ``shape_how`` given: always so, and with "input" the output of unknown rank, so that another
+    shape input can give it another shape (`ModelCase.alternatives`)."""
     c = _start(draw)
     type = c.type(_FAMILY_TYPES["reshape"], caps)
     source = c.shape("source shape")
@@ -298,26 +302,22 @@ def reshape_models(draw, caps: Capabilities, shape_how: str | None = None) -> Mo
     case = _Case(c)
     quant = c.quantization(type, "x and output")
     x = case.operand(type, draw(arrays(type, source), label="x"), quant, label="x")
+    varied = shape_how == "input"
     shape_how = shape_how or c.choice(_HOW, "shape operand")
     shape_operand = case.operand(I32, np.asarray(target, np.int32), how=shape_how, label="shape")
-    output = case.output(OperationType.RESHAPE, [x, shape_operand], type, resolved, quant)
+    case.output(OperationType.RESHAPE, [x, shape_operand], type, resolved, quant, dims=() if varied else None)
     alternatives = []
-    other = _rearranged(resolved)
-    if shape_how == "input" and other and _declares(case.b.operands[output].dimensions, other):
+    if varied:  # another value of the shape input: another shape of as many elements
+        other = _rearranged(resolved)
         alternatives.append(case.with_last_input(np.asarray(other, np.int32), [other]))
     return case.done([resolved], f"RESHAPE {type.name} shape-{shape_how}", alternatives)
 
 
-def _rearranged(shape: tuple[int, ...]) -> tuple[int, ...] | None:
-    """Another shape of as many elements and rank at most 4: reversed, one more axis, or the
-    first two merged (None when each is ``shape`` itself)."""
+def _rearranged(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Another shape of as many elements and rank at most 4: reversed, or with one more axis, or
+    the first two merged (each shape of rank 1 to 4 has one of these)."""
     merged = (shape[0] * shape[1], *shape[2:]) if len(shape) > 1 else shape
-    return next((other for other in (shape[::-1], (*shape, 1), merged) if other != shape and len(other) <= 4), None)
-
-
-def _declares(declared: tuple[int, ...], shape: tuple[int, ...]) -> bool:
-    """Whether an operand declared with ``declared`` dimensions (0: unknown; none: unknown rank) can hold ``shape``."""
-    return not declared or (len(declared) == len(shape) and all(d in (0, s) for d, s in zip(declared, shape)))
+    return next(other for other in (shape[::-1], (*shape, 1), merged) if other != shape and len(other) <= 4)
 
 
 def _factor(n: int) -> list[int]:
@@ -410,7 +410,8 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     # the dilated filter fits the unpadded input, so every padding and scheme gives an output
     kh, kw = c.integer(1, (h - 1) // dil_h + 1, "filter height"), c.integer(1, (w - 1) // dil_w + 1, "filter width")
     span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
-    strides = c.integer(1, 2, "stride w"), c.integer(1, 2, "stride h")
+    # up to 3: past the strides 1 and 2 that kernels have their own code for
+    strides = c.integer(1, 3, "stride w"), c.integer(1, 3, "stride h")
     if implicit:
         scheme = c.choice((1, 2), "padding scheme (1 SAME, 2 VALID)")
         padding: tuple[int, ...] = (scheme,)
@@ -506,11 +507,18 @@ def _single_cases(caps: Capabilities, family: str) -> st.SearchStrategy[ModelCas
     return st.one_of(families) if families else None
 
 
+def parameter_input_families(caps: Capabilities) -> tuple[str, ...]:
+    """The families whose models can take a parameter as a request input with another value the
+    same model takes: RESHAPE's shape, and a fused activation on a type that takes one."""
+    return (*(("reshape",) if "reshape" in buildable_families(caps) else ()),
+            *(("elementwise",) if elementwise_operations(caps, activation=1) else ()))
+
+
 @functools.lru_cache(maxsize=16)
 def parameter_input_models(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
-    """Models with a parameter given as a request input (RESHAPE's shape, a fused activation): most
-    with other values of it (`ModelCase.alternatives`); nothing when the driver can build neither."""
-    families = buildable_families(caps)
+    """Models with a parameter given as a request input (RESHAPE's shape, a fused activation), each
+    with another value of it (`ModelCase.alternatives`); nothing when the driver can build neither."""
+    families = parameter_input_families(caps)
     parts = ([reshape_models(caps, shape_how="input")] if "reshape" in families else []) + \
             ([elementwise_models(caps, activation_input=True)] if "elementwise" in families else [])
     return st.one_of(parts).map(_noted) if parts else st.nothing()

@@ -234,6 +234,20 @@ def fully_connected_units_tail_dropped():
     return with_kernels({OperationType.FULLY_CONNECTED: run})
 
 
+@mutant("conv-stride-above-2-runs-stride-2", "POOL-2", "CONV_2D has kernels for strides 1 and 2; a larger stride "
+        "runs the stride-2 kernel and keeps as many of its outputs as the output holds")
+def conv_stride_above_2_runs_stride_2():
+    def run(values, ins, out_op, out):
+        data, filt, bias = nn.conv_weights(values, ins)
+        geometry = nn.conv_geometry(values, ins, filt.shape, data.shape)
+        right = nn.conv_2d(data, ins[0], filt, bias, geometry, out_op)
+        if max(geometry.stride_h, geometry.stride_w) <= 2:
+            return right
+        kernel = dataclasses.replace(geometry, stride_h=min(geometry.stride_h, 2), stride_w=min(geometry.stride_w, 2))
+        return nn.conv_2d(data, ins[0], filt, bias, kernel, out_op)[tuple(slice(0, side) for side in right.shape)]
+    return with_kernels({OperationType.CONV_2D: run})
+
+
 class _CompiledByTensors(ReferenceDevice):
     """Keeps every prepared model under a key of its tensors (operands and constant values), as a
     compilation cache would, but leaves the operations out of the key."""
