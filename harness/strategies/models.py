@@ -492,14 +492,14 @@ def model_cases(caps: Capabilities, family: str = "") -> st.SearchStrategy[Model
         return st.nothing()
     if family:
         return single.map(_noted)
-    return st.one_of(single, two_output_models(single)).map(_noted)
+    return st.one_of(single, side_by_side_models(single)).map(_noted)
 
 
 @functools.lru_cache(maxsize=16)
 def several_output_cases(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
-    """Only models with two outputs (of any declared families, shapes and types)."""
+    """Only models with two or three outputs (of any declared families, shapes and types)."""
     single = _single_cases(caps, "")
-    return two_output_models(single).map(_noted) if single is not None else st.nothing()
+    return side_by_side_models(single).map(_noted) if single is not None else st.nothing()
 
 
 def _single_cases(caps: Capabilities, family: str) -> st.SearchStrategy[ModelCase] | None:
@@ -524,13 +524,19 @@ def parameter_input_models(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
     return st.one_of(parts).map(_noted) if parts else st.nothing()
 
 
+_THIRD_MODEL = st.booleans()
+
+
 @st.composite
-def two_output_models(draw, cases: st.SearchStrategy[ModelCase]) -> ModelCase:
-    """Two independent models side by side: one model with the inputs and outputs of both, so
-    outputs of different shapes and types come back from one execution."""
-    first, second = draw(cases, label="first model"), draw(cases, label="second model")
-    event("two models side by side")
-    return _side_by_side(first, second)
+def side_by_side_models(draw, cases: st.SearchStrategy[ModelCase]) -> ModelCase:
+    """Two independent models side by side, or three: one model with the inputs and outputs of
+    all, so outputs of different shapes and types come back from one execution, sometimes more of
+    them than a driver's fixed table of two would hold."""
+    case = _side_by_side(draw(cases, label="first model"), draw(cases, label="second model"))
+    if draw(_THIRD_MODEL, label="a third model"):
+        case = _side_by_side(case, draw(cases, label="third model"))
+    event(f"{len(case.output_shapes)} models side by side")
+    return case
 
 
 def _side_by_side(first: ModelCase, second: ModelCase) -> ModelCase:

@@ -158,6 +158,17 @@ class _LaterOutputsCut(ReferenceDevice):
                 views[loc.pool_index][loc.offset + first: loc.offset + value.nbytes] = 0  # never copied
 
 
+@mutant("third-output-never-written", "POOL-2", "keeps a model's outputs in a two-slot table: a third and later "
+        "output is never written")
+def third_output_never_written():
+    return _TwoOutputSlots()
+
+
+class _TwoOutputSlots(ReferenceDevice):
+    def write_outputs(self, outputs, values, views):
+        super().write_outputs(outputs[:2], values, views)
+
+
 class _ShapesReversedModel(ReferencePreparedModel):
     def execute(self, request: Request):
         result = super().execute(request)
