@@ -1,0 +1,26 @@
+"""OffsetExport hands an array over by DLPack with its byte_offset kept apart from its data pointer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.strategies.dlpack import OffsetExport
+
+_BASE = np.arange(24, dtype=np.int32).reshape(4, 6)
+
+
+@pytest.mark.parametrize("view", [_BASE, _BASE[::2, ::-1], _BASE[::-1, 1::2], _BASE[1]], ids=["whole", "reversed-columns",
+                                                                                                "reversed-rows", "row"])
+@pytest.mark.parametrize("lead", [0, 3])
+def test_a_consumer_finds_the_values_at_data_plus_byte_offset(view: np.ndarray, lead: int) -> None:
+    export = OffsetExport(view, lead)
+    received = np.from_dlpack(export)
+    assert np.array_equal(received, view) and received.strides == view.strides
+    assert received.ctypes.data == export.array.ctypes.data  # the same memory: no copy on the way
+    assert export.byte_offset >= lead * view.itemsize  # the leading elements and the view's own offset
+
+
+def test_a_dtype_with_no_dlpack_code_is_refused() -> None:
+    with pytest.raises(ValueError, match="complex"):
+        OffsetExport(np.zeros(2, np.complex64), 1)
