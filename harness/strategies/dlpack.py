@@ -42,9 +42,10 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c"))
 _libc.malloc.restype = ctypes.c_void_p
 _libc.malloc.argtypes = [ctypes.c_size_t]
 _FREE = ctypes.cast(_libc.free, ctypes.c_void_p).value
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+# A prototype of our own: ctypes.pythonapi's function objects are shared by every module in the
+# process, and another library sets PyCapsule_New's argument types to its own.
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", ctypes.pythonapi))
 
 
 class OffsetExport:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -24,3 +26,13 @@ def test_a_consumer_finds_the_values_at_data_plus_byte_offset(view: np.ndarray, 
 def test_a_dtype_with_no_dlpack_code_is_refused() -> None:
     with pytest.raises(ValueError, match="complex"):
         OffsetExport(np.zeros(2, np.complex64), 1)
+
+
+def test_another_librarys_capsule_prototype_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ctypes.pythonapi's functions are shared by the whole process; a library that gives
+    PyCapsule_New a destructor type of its own (the test command's workers had one) must not
+    break the export."""
+    monkeypatch.setattr(ctypes.pythonapi.PyCapsule_New, "argtypes",
+                        [ctypes.c_void_p, ctypes.c_char_p, ctypes.CFUNCTYPE(None, ctypes.c_void_p)])
+    view = _BASE[::-1, ::2]
+    assert np.array_equal(np.from_dlpack(OffsetExport(view, 2)), view)
