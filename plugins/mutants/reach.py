@@ -30,7 +30,7 @@ from harness.api.memory import Memory
 from reference_driver import ReferenceDevice, ReferencePreparedModel
 from reference_driver.buffers import ManagedBuffer, ReadWriteLock
 from reference_driver.device import ReferenceBuffer, load_constants, validate_model
-from reference_driver.ops import KERNELS, nn
+from reference_driver.ops import KERNELS, _numeric, nn
 from reference_driver.validation import INVALID, OK
 
 from ._registry import mutant, with_kernels, with_rule
@@ -199,16 +199,19 @@ def _unreached_tail(length: int, block: int) -> slice | None:
     return slice(length - length % block, None) if length > block and length % block else None
 
 
+def _part_set(data: np.ndarray, axis: int, part: slice, value: int) -> np.ndarray:
+    """A copy of ``data`` with ``part`` of ``axis`` set to ``value``."""
+    changed = np.array(data, copy=True)
+    index = [slice(None)] * data.ndim
+    index[axis] = part
+    changed[tuple(index)] = value
+    return changed
+
+
 def _tail_dropped(data: np.ndarray, axis: int, block: int, zero_point: int) -> np.ndarray:
     """``data`` with the unreached tail of ``axis`` set to the value that stands for 0."""
     tail = _unreached_tail(data.shape[axis], block)
-    if tail is None:
-        return data
-    dropped = np.array(data, copy=True)
-    index = [slice(None)] * data.ndim
-    index[axis] = tail
-    dropped[tuple(index)] = zero_point
-    return dropped
+    return data if tail is None else _part_set(data, axis, tail, zero_point)
 
 
 @mutant("conv-channel-tail-dropped", "POOL-2", "CONV_2D sums input channels in blocks of 4 and, past 4 channels, "
@@ -311,12 +314,8 @@ def _concatenation_bug(change) -> ReferenceDevice:
     def run(values, ins, out_op, out):
         result = reference.run(values, ins, out_op, None)
         arrays = [np.asarray(v) for v in values[:-1]]
-        return change(result, arrays, int(np.asarray(values[-1]).reshape(())) % result.ndim, ins, out_op)
+        return change(result, arrays, _numeric.scalar(values[-1]) % result.ndim, ins, out_op)
     return with_kernels({OperationType.CONCATENATION: run})
-
-
-def _zero_of(operand) -> int:
-    return operand.zero_point if is_quantized_type(operand.type) else 0
 
 
 @mutant("concatenation-quantization-checked-on-first-input", "POOL-2", "quantized CONCATENATION copies every input's "
@@ -336,11 +335,7 @@ def concatenation_fourth_input_dropped():
     def change(result, arrays, axis, ins, out_op):
         if len(arrays) <= 3:
             return result
-        dropped = np.array(result, copy=True)
-        index = [slice(None)] * dropped.ndim
-        index[axis] = slice(sum(a.shape[axis] for a in arrays[:3]), None)
-        dropped[tuple(index)] = _zero_of(out_op)
-        return dropped
+        return _part_set(result, axis, slice(sum(a.shape[axis] for a in arrays[:3]), None), out_op.zero_point)
     return _concatenation_bug(change)
 
 
@@ -351,22 +346,33 @@ def concatenation_rank4_outer_axes_cut():
         if result.ndim < 4 or axis < 3:
             return result
         rows = np.array(result, copy=True).reshape(int(np.prod(result.shape[:axis])), -1)
-        rows[int(np.prod(result.shape[:2])):] = _zero_of(out_op)
+        rows[int(np.prod(result.shape[:2])):] = out_op.zero_point
         return rows.reshape(result.shape)
     return _concatenation_bug(change)
+
+
+class _FirstExecutions:
+    """What an operation of each prepared model was given at its first execution, under the id of
+    its output operand (kept alive beside it, so that no later operand takes its id)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple] = {}
+
+    def kept(self, out_op, value):
+        return self._seen.setdefault(id(out_op), (out_op, value))[1]
 
 
 @mutant("reshape-shape-from-first-execution", "POOL-2", "RESHAPE whose shape is a request input takes the shape "
         "its first execution gave, on every later execution of the prepared model that has as many elements")
 def reshape_shape_from_first_execution():
     reference = KERNELS[OperationType.RESHAPE]
-    first: dict[int, tuple] = {}  # id of the output operand (kept alive beside it) -> (operand, shape)
+    first = _FirstExecutions()
 
     def run(values, ins, out_op, out):
         result = reference.run(values, ins, out_op, out)
         if ins[1].lifetime != OperandLifeTime.SUBGRAPH_INPUT:
             return result
-        _, shape = first.setdefault(id(out_op), (out_op, result.shape))
+        shape = first.kept(out_op, result.shape)
         return result.reshape(shape) if int(np.prod(shape)) == result.size else result
     return with_kernels({OperationType.RESHAPE: run})
 
@@ -375,14 +381,13 @@ def reshape_shape_from_first_execution():
         "the prepared model's first execution and kept for every later one")
 def activation_input_from_first_execution():
     runs = {}
-    first: dict[int, tuple] = {}  # id of the output operand (kept alive beside it) -> (operand, activation code)
+    first = _FirstExecutions()
     for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
         reference = KERNELS[op]
 
         def run(values, ins, out_op, out, reference=reference):
             if ins[2].lifetime == OperandLifeTime.SUBGRAPH_INPUT:
-                _, code = first.setdefault(id(out_op), (out_op, values[2]))
-                values = [*values[:2], code]
+                values = [*values[:2], first.kept(out_op, values[2])]
             return reference.run(values, ins, out_op, out)
         runs[op] = run
     return with_kernels(runs)
