@@ -399,16 +399,22 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     # the layout flag is a BOOL operand: only for a driver that declares the type
     layouts = (None, False, True) if OperandType.BOOL in caps.operand_types else (None,)
     layout = c.choice(layouts, "layout flag (None: absent, True: NCHW)")
-    dilation = ((c.integer(1, 2, "dilation w"), c.integer(1, 2, "dilation h"))
-                if layout is not None and c.boolean("dilation inputs") else None)
-    dil_w, dil_h = dilation or (1, 1)
+    # A dilation shows only over a filter longer than one pixel: a dilated example has one axis
+    # dilated 2 or 3 times (past the 1 and 2 that kernels have their own code for) under such a
+    # filter; the other axis draws its dilation from 1 to 3 freely.
+    dilated = layout is not None and c.boolean("dilation inputs")
+    long = c.choice(("w", "h"), "dilated axis") if dilated else None
+    dil = {axis: c.integer(2 if axis == long else 1, 3, f"dilation {axis}") if dilated else 1 for axis in ("w", "h")}
+    dil_w, dil_h = dil["w"], dil["h"]
     # Half the examples have up to 9 channels: past one and two blocks of 4 (or one of 8), where a
     # kernel that works in vector blocks runs its tail loop; the rest stay small and quick.
     channels = 9 if c.boolean("wide channels") else 3
-    n, h, w, ch, d = (c.integer(1, hi, name) for hi, name in ((2, "batches"), (5, "height"), (5, "width"),
-                                                               (channels, "input channels"), (channels, "output channels")))
+    n = c.integer(1, 2, "batches")
+    h, w = (c.integer(dil[axis] + 1 if axis == long else 1, 5, name) for axis, name in (("h", "height"), ("w", "width")))
+    ch, d = (c.integer(1, channels, name) for name in ("input channels", "output channels"))
     # the dilated filter fits the unpadded input, so every padding and scheme gives an output
-    kh, kw = c.integer(1, (h - 1) // dil_h + 1, "filter height"), c.integer(1, (w - 1) // dil_w + 1, "filter width")
+    kh, kw = (c.integer(2 if axis == long else 1, (size - 1) // dil[axis] + 1, f"filter {name}")
+              for axis, size, name in (("h", h, "height"), ("w", w, "width")))
     span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
     # up to 3: past the strides 1 and 2 that kernels have their own code for
     strides = c.integer(1, 3, "stride w"), c.integer(1, 3, "stride h")
@@ -419,7 +425,8 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
         out_h, out_w = ((-(-h // strides[1]), -(-w // strides[0])) if scheme == 1 else
                         ((h - span_h) // strides[1] + 1, (w - span_w) // strides[0] + 1))
     else:
-        left, right, top, bottom = (c.integer(0, 1, f"pad {side}") for side in ("left", "right", "top", "bottom"))
+        # up to 3: past the one-pixel border a kernel may have code for
+        left, right, top, bottom = (c.integer(0, 3, f"pad {side}") for side in ("left", "right", "top", "bottom"))
         padding = (left, right, top, bottom)
         out_h = (h + top + bottom - span_h) // strides[1] + 1
         out_w = (w + left + right - span_w) // strides[0] + 1
@@ -445,11 +452,11 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     scalars = [case.b.scalar(v) for v in (*padding, *strides, c.integer(0, 3, "activation"))]
     if layout is not None:
         scalars.append(case.b.constant(OperandType.BOOL, layout))
-    if dilation is not None:
+    if dilated:
         scalars += [case.b.scalar(dil_w), case.b.scalar(dil_h)]
     case.output(OperationType.CONV_2D, [x, f, bias_operand, *scalars], type, out_shape, c.quantization(type, "output"))
     form = (f"{'SAME' if padding == (1,) else 'VALID'}" if implicit else "explicit") + (" NCHW" if nchw else "")
-    extras = (" dilation %dx%d" % dilation if dilation else "") + (" per-channel" if per_channel else "")
+    extras = (f" dilation {dil_w}x{dil_h}" if dilated else "") + (" per-channel" if per_channel else "")
     return case.done([out_shape], f"CONV_2D {type.name} {form} stride {strides}{extras}")
 
 

@@ -24,6 +24,7 @@ from harness.api.hal import (
     OperandType,
     OperationType,
     Request,
+    conv_2d_has_padding_scheme,
     is_quantized_type,
 )
 from harness.api.memory import Memory
@@ -248,18 +249,68 @@ def fully_connected_units_tail_dropped():
     return with_kernels({OperationType.FULLY_CONNECTED: run})
 
 
-@mutant("conv-stride-above-2-runs-stride-2", "POOL-2", "CONV_2D has kernels for strides 1 and 2; a larger stride "
-        "runs the stride-2 kernel and keeps as many of its outputs as the output holds")
-def conv_stride_above_2_runs_stride_2():
+def _conv_kernel_geometry(kernel_geometry):
+    """CONV_2D whose kernel runs with the geometry ``kernel_geometry(right, implicit, filter shape)``
+    makes of the right one, keeping as many outputs as the right geometry gives: the kernel fills
+    the output it is handed."""
     def run(values, ins, out_op, out):
         data, filt, bias = nn.conv_weights(values, ins)
         geometry = nn.conv_geometry(values, ins, filt.shape, data.shape)
         right = nn.conv_2d(data, ins[0], filt, bias, geometry, out_op)
-        if max(geometry.stride_h, geometry.stride_w) <= 2:
+        kernel = kernel_geometry(geometry, conv_2d_has_padding_scheme(ins), filt.shape)
+        if kernel == geometry:
             return right
-        kernel = dataclasses.replace(geometry, stride_h=min(geometry.stride_h, 2), stride_w=min(geometry.stride_w, 2))
         return nn.conv_2d(data, ins[0], filt, bias, kernel, out_op)[tuple(slice(0, side) for side in right.shape)]
     return with_kernels({OperationType.CONV_2D: run})
+
+
+@mutant("conv-stride-above-2-runs-stride-2", "POOL-2", "CONV_2D has kernels for strides 1 and 2; a larger stride "
+        "runs the stride-2 kernel and keeps as many of its outputs as the output holds")
+def conv_stride_above_2_runs_stride_2():
+    return _conv_kernel_geometry(lambda g, implicit, filter_shape: dataclasses.replace(
+        g, stride_h=min(g.stride_h, 2), stride_w=min(g.stride_w, 2)))
+
+
+@mutant("conv-dilation-above-2-runs-dilation-2", "OPS-1", "CONV_2D has kernels for dilation 1 and 2; a larger "
+        "dilation runs the dilation-2 kernel and keeps as many of its outputs as the output holds")
+def conv_dilation_above_2_runs_dilation_2():
+    return _conv_kernel_geometry(lambda g, implicit, filter_shape: dataclasses.replace(
+        g, dilation_h=min(g.dilation_h, 2), dilation_w=min(g.dilation_w, 2)))
+
+
+def _border_of_one(before: int, after: int) -> tuple[int, int]:
+    """Padding as a kernel with a one-pixel border applies it: the rest of ``before`` moves after."""
+    return min(before, 1), after + before - min(before, 1)
+
+
+@mutant("conv-explicit-padding-above-1-moved-to-the-end", "POOL-2", "CONV_2D's kernel has a border of one pixel: "
+        "explicit padding above one at the top or left is taken as one, the rest added at the bottom or right")
+def conv_explicit_padding_above_1_moved_to_the_end():
+    def kernel(g, implicit, filter_shape):
+        if implicit:
+            return g
+        (top, bottom), (left, right) = _border_of_one(g.pad_top, g.pad_bottom), _border_of_one(g.pad_left, g.pad_right)
+        return dataclasses.replace(g, pad_top=top, pad_bottom=bottom, pad_left=left, pad_right=right)
+    return _conv_kernel_geometry(kernel)
+
+
+def _same_split_undilated(before: int, after: int, kernel: int, dilation: int) -> tuple[int, int]:
+    """SAME's padding split as for an undilated filter, whose span is (kernel - 1) x (dilation - 1)
+    pixels shorter; the total kept, so the output keeps its size."""
+    undilated = max(before + after - (kernel - 1) * (dilation - 1), 0)
+    return undilated // 2, before + after - undilated // 2
+
+
+@mutant("conv-same-padding-ignores-dilation", "OPS-1", "CONV_2D's SAME padding is split as for an undilated "
+        "filter: a dilated filter's windows start too few pixels before the input")
+def conv_same_padding_ignores_dilation():
+    def kernel(g, implicit, filter_shape):
+        if not implicit:
+            return g
+        top, bottom = _same_split_undilated(g.pad_top, g.pad_bottom, filter_shape[1], g.dilation_h)
+        left, right = _same_split_undilated(g.pad_left, g.pad_right, filter_shape[2], g.dilation_w)
+        return dataclasses.replace(g, pad_top=top, pad_bottom=bottom, pad_left=left, pad_right=right)
+    return _conv_kernel_geometry(kernel)
 
 
 class _CompiledByTensors(ReferenceDevice):

@@ -1,4 +1,5 @@
-# driver-harness's own golden examples: CONV_2D in its implicit-padding and dilated signatures.
+# driver-harness's own golden examples: CONV_2D in its implicit-padding and dilated signatures,
+# explicit padding past one pixel and dilation past 2.
 #
 # Model 1: SAME padding, stride 2, input 3x3 holding 1..9, a 2x2 filter of ones, bias 0.
 # SAME gives ceil(3 / 2) = 2 outputs per axis and pads one row and column at the end:
@@ -42,6 +43,54 @@ Example({
     i2: [1, 2, 3, 4, 5, 6, 7, 8, 9],
     o2: [20],
 }).AddNchw(i2, o2, layout2)
+
+# Model 4: SAME padding with dilation 2, stride 1: the 2x2 filter of ones spans 3x3, so SAME pads
+# (4 - 1) + 3 - 4 = 2 rows and columns, one on each side.  Input 4x4 holding 1..16; output (y, x)
+# sums rows y - 1 and y + 1 and columns x - 1 and x + 1 where they lie inside the input, e.g.
+#   (0, 0): row 1 x col 1 = 6         (1, 1): rows 0, 2 x cols 0, 2 = 1 + 3 + 9 + 11 = 24
+#   (3, 3): row 2 x col 2 = 11        (2, 2): rows 1, 3 x cols 1, 3 = 6 + 8 + 14 + 16 = 44
+layout4 = BoolScalar("layout", False)
+i4 = Input("input", "TENSOR_FLOAT32", "{1, 4, 4, 1}")
+f4 = Parameter("filter", "TENSOR_FLOAT32", "{1, 2, 2, 1}", [1, 1, 1, 1])
+b4 = Parameter("bias", "TENSOR_FLOAT32", "{1}", [0])
+o4 = Output("output", "TENSOR_FLOAT32", "{1, 4, 4, 1}")
+Model("same_dilated").Operation("CONV_2D", i4, f4, b4, 1, 1, 1, 0, layout4, 2, 2).To(o4)
+
+quant8_4 = DataTypeConverter().Identify({
+    i4: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
+    f4: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
+    b4: ("TENSOR_INT32", 1.0, 0),
+    o4: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
+})
+
+Example({
+    i4: list(range(1, 17)),
+    o4: [6, 12, 14, 7, 12, 24, 28, 14, 20, 40, 44, 22, 10, 20, 22, 11],
+}).AddNchw(i4, o4, layout4).AddVariations(quant8_4)
+
+# Model 5: explicit padding 2 at the left and top, 1 at the right and bottom, dilation 3, stride 1:
+# the padded input is 6x6 and the 2x2 filter of ones spans 4x4, so 3x3 outputs.  Output (y, x) sums
+# padded rows y and y + 3 and columns x and x + 3, input rows and columns 2 fewer; one of each pair
+# lies in the padding, so each output is one input element: rows (and columns) 1, 2, 0 for y = 0, 1, 2.
+# Input 3x3 holding 1..9: output [5, 6, 4, 8, 9, 7, 2, 3, 1].
+layout5 = BoolScalar("layout", False)
+i5 = Input("input", "TENSOR_FLOAT32", "{1, 3, 3, 1}")
+f5 = Parameter("filter", "TENSOR_FLOAT32", "{1, 2, 2, 1}", [1, 1, 1, 1])
+b5 = Parameter("bias", "TENSOR_FLOAT32", "{1}", [0])
+o5 = Output("output", "TENSOR_FLOAT32", "{1, 3, 3, 1}")
+Model("padded_dilated").Operation("CONV_2D", i5, f5, b5, 2, 1, 2, 1, 1, 1, 0, layout5, 3, 3).To(o5)
+
+quant8_5 = DataTypeConverter().Identify({
+    i5: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
+    f5: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
+    b5: ("TENSOR_INT32", 1.0, 0),
+    o5: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
+})
+
+Example({
+    i5: list(range(1, 10)),
+    o5: [5, 6, 4, 8, 9, 7, 2, 3, 1],
+}).AddNchw(i5, o5, layout5).AddVariations(quant8_5)
 
 # Model 3: two output channels with their own filter scales.  Input [2, 4]; filter rows [1, 1]
 # and [1, -1]: outputs 2 + 4 = 6 and 2 - 4 = -2.  Quantized per channel with scales 0.5 and
