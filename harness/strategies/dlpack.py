@@ -1,9 +1,12 @@
-"""DLPack tensors numpy never exports: ones whose ``byte_offset`` is not zero.
+"""DLPack tensors numpy never exports: ones whose ``byte_offset`` is not zero, and ones on a device
+other than the CPU.
 
 DLPack locates a tensor's first element at ``data + byte_offset``; numpy folds any offset into
 ``data``, so a consumer that ignores ``byte_offset`` passes every test made from numpy arrays.
-`OffsetExport` hands a numpy array over with its offset kept apart, as a view into a larger
-allocation does in TVM's runtime.
+Likewise numpy only exports CPU tensors, so a consumer that takes every tensor for a CPU one
+passes them all.  `DLPackExport` hands a numpy array over with its offset kept apart, as a view
+into a larger allocation does in TVM's runtime, and on the device it is told: one whose memory
+the host reads (CUDA host or managed memory), so that what comes back can be read here.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import ctypes.util
 
 import numpy as np
 
-__all__ = ["OffsetExport"]
+__all__ = ["HOST_READABLE_DEVICES", "DLPackExport"]
 
 _CPU = 1  # kDLCPU
+#: (DLPack device type, device id) of memory the host can read: kDLCPU, kDLCUDAHost, kDLCUDAManaged
+HOST_READABLE_DEVICES: tuple[tuple[int, int], ...] = ((_CPU, 0), (3, 0), (13, 0), (13, 1))
 #: numpy dtype kind -> DLPack type code (kDLInt, kDLUInt, kDLFloat)
 _CODES = {"i": 0, "u": 1, "f": 2}
 
@@ -48,15 +53,18 @@ _capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_cha
     ("PyCapsule_New", ctypes.pythonapi))
 
 
-class OffsetExport:
+class DLPackExport:
     """A DLPack producer (``__dlpack__``) of ``array`` whose ``data`` points ``lead`` elements
     before the allocation's first element, and whose ``byte_offset`` covers those and the view's
-    own offset in it.  ``array`` stays the values' owner: keep this object alive while the
-    consumer's tensor is in use."""
+    own offset in it; the tensor says it is on ``device``, one of `HOST_READABLE_DEVICES`.
+    ``array`` stays the values' owner: keep this object alive while the consumer's tensor is in use."""
 
-    def __init__(self, array: np.ndarray, lead: int) -> None:
+    def __init__(self, array: np.ndarray, lead: int, device: tuple[int, int] = (_CPU, 0)) -> None:
         if array.dtype.kind not in _CODES:
             raise ValueError(f"no DLPack type code for {array.dtype}")
+        if device not in HOST_READABLE_DEVICES:
+            raise ValueError(f"device {device} is not one whose memory the host reads: {HOST_READABLE_DEVICES}")
+        self.device = device
         item = array.itemsize
         # a copy of the array in a block with ``lead`` elements in front, the view's strides kept
         low = sum(s * (n - 1) for s, n in zip(array.strides, array.shape) if s < 0)
@@ -69,7 +77,7 @@ class OffsetExport:
         self._dtype = _DataType(_CODES[array.dtype.kind], item * 8, 1)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return (_CPU, 0)
+        return self.device
 
     def __dlpack__(self, **_: object) -> object:
         ndim = self.array.ndim
@@ -81,7 +89,7 @@ class OffsetExport:
         for axis, (side, stride) in enumerate(zip(self.array.shape, self.array.strides)):
             axes[axis], axes[ndim + axis] = side, stride // self.array.itemsize
         managed = _ManagedTensor.from_address(address)
-        managed.dl_tensor = _Tensor(self._block.ctypes.data, _Device(_CPU, 0), ndim, self._dtype, ctypes.addressof(axes),
+        managed.dl_tensor = _Tensor(self._block.ctypes.data, _Device(*self.device), ndim, self._dtype, ctypes.addressof(axes),
                                     ctypes.addressof(axes) + 8 * ndim, self.byte_offset)
         managed.manager_ctx = None
         managed.deleter = _FREE

@@ -26,6 +26,14 @@ _packed_function_mutant("ffi-strides-sign-dropped", "FFI-4", "reports a reversed
 _packed_function_mutant("ffi-byte-offset-ignored", "FFI-4", "takes a DLPack tensor's data pointer as its first "
                         "element, ignoring byte_offset (which numpy always leaves at zero)", "FFI_MUTANT_BYTE_OFFSET_IGNORED")
 
+_packed_function_mutant("ffi-echo-objects-dropped", "FFI-2", "echo hands back numbers, strings and bytes, and None "
+                        "for a function, module or tensor (its own value type has no room for objects)",
+                        "FFI_MUTANT_ECHO_OBJECTS_DROPPED")
+_packed_function_mutant("ffi-device-assumed-cpu", "FFI-4", "describes every tensor as a CPU tensor (device 1, 0), "
+                        "whatever device it was sent on (numpy only ever sends CPU tensors)", "FFI_MUTANT_DEVICE_ASSUMED_CPU")
+_packed_function_mutant("ffi-echo-rewrapped-on-cpu", "FFI-4", "hands a tensor back as a new view of the same memory "
+                        "made as a CPU tensor, losing the device it was sent on", "FFI_MUTANT_ECHO_REWRAPPED_ON_CPU")
+
 _packed_function_mutant("ffi-callback-result-dropped", "FFI-2", "calls a callback but returns its own argument",
                         "FFI_MUTANT_CALLBACK_RESULT_DROPPED")
 _packed_function_mutant("ffi-message-cut-at-200", "FFI-3", "cuts error messages to 200 bytes", "FFI_MUTANT_MESSAGE_CUT")

@@ -30,7 +30,17 @@ namespace ffi = tvm::ffi;
 
 namespace {
 
+#ifdef FFI_MUTANT_ECHO_OBJECTS_DROPPED
+// a binding whose own value type holds numbers, strings and bytes, and nothing for objects
+ffi::Any Echo(ffi::Any value) {
+  int32_t index = value.type_index();
+  bool kept = index < ffi::TypeIndex::kTVMFFIStaticObjectBegin || index == ffi::TypeIndex::kTVMFFIStr ||
+              index == ffi::TypeIndex::kTVMFFIBytes;
+  return kept ? value : ffi::Any();
+}
+#else
 ffi::Any Echo(ffi::Any value) { return value; }
+#endif
 
 int64_t AddInt(int64_t a, int64_t b) {
   uint64_t sum = static_cast<uint64_t>(a) + static_cast<uint64_t>(b);  // wraps like two's complement
@@ -85,13 +95,25 @@ ffi::Array<ffi::Any> TensorInfo(ffi::Tensor tensor) {
 #endif
   DLDataType dtype = tensor.dtype();
   DLDevice device = tensor.device();
+#ifdef FFI_MUTANT_DEVICE_ASSUMED_CPU
+  device = DLDevice{kDLCPU, 0};  // a binding that only ever met host tensors
+#endif
   return ffi::Array<ffi::Any>{static_cast<int64_t>(first),
                               ffi::Shape(shape), ffi::Shape(strides), static_cast<int64_t>(dtype.code),
                               static_cast<int64_t>(dtype.bits), static_cast<int64_t>(dtype.lanes),
                               static_cast<int64_t>(device.device_type), static_cast<int64_t>(device.device_id)};
 }
 
+#ifdef FFI_MUTANT_ECHO_REWRAPPED_ON_CPU
+// a binding that hands tensors back as new views of the same memory, made as host tensors
+ffi::Tensor TensorEcho(ffi::Tensor tensor) {
+  DLManagedTensor* view = tensor.ToDLPack();  // holds a reference to ``tensor`` until released
+  view->dl_tensor.device = DLDevice{kDLCPU, 0};
+  return ffi::Tensor::FromDLPack(view);
+}
+#else
 ffi::Tensor TensorEcho(ffi::Tensor tensor) { return tensor; }
+#endif
 
 }  // namespace
 

@@ -1,10 +1,12 @@
 """FFI-2: type-erased arguments of the closed set cross both ways unchanged, and a function from
-the caller's side can be passed in and called back."""
+the caller's side can be passed in and called back.  The closed set's objects (a function, a
+module, a tensor) cross as values too: echo hands back the same object."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
@@ -40,6 +42,42 @@ def test_values_cross_unchanged(probes, value) -> None:
     event(kind)
     received = probes.echo(sent)
     require(_same(kind, sent, received), "FFI-2", f"echo of {kind} {sent!r} returned {received!r}")
+
+
+OBJECT_KINDS = ("function", "module", "tensor")
+_SMALL_ARRAYS = st.lists(st.floats(allow_nan=False), min_size=1, max_size=8).map(lambda v: np.array(v, np.float64))
+
+
+@pytest.mark.requirement("FFI-2")
+@given(kind=st.sampled_from(OBJECT_KINDS), value=VALUES, array=_SMALL_ARRAYS)
+def test_objects_cross_unchanged(probes, kind, value, array) -> None:
+    import tvm_ffi
+
+    event(kind)
+    if kind == "function":
+        seen = []
+        answer = "the echoed function called"
+
+        def function(argument):
+            seen.append(argument)
+            return answer
+
+        received = probes.echo(function)
+        require(callable(received), "FFI-2", f"echo of a function returned {received!r}")
+        result = received(value[1])
+        require(result == answer and len(seen) == 1 and _same(value[0], value[1], seen[0]), "FFI-2",
+                f"the echoed function, called with {value[1]!r}, returned {result!r} having received {seen!r}")
+    elif kind == "module":
+        received = probes.echo(probes.module)
+        require(isinstance(received, tvm_ffi.Module) and received.same_as(probes.module), "FFI-2",
+                f"echo of the library's module returned {received!r}")
+    else:
+        sent = tvm_ffi.from_dlpack(array)
+        received = probes.echo(sent)
+        require(isinstance(received, tvm_ffi.Tensor) and received.same_as(sent), "FFI-2",
+                f"echo of a tensor returned {received!r}")
+        require(np.from_dlpack(received).ctypes.data == array.ctypes.data, "FFI-2",
+                "echo of a tensor returned another tensor's memory")
 
 
 @pytest.mark.requirement("FFI-2")

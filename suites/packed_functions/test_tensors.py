@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from harness.judging.verdict import require
-from harness.strategies.dlpack import OffsetExport
+from harness.strategies.dlpack import HOST_READABLE_DEVICES, DLPackExport
 from harness.strategies.values import integers, sampled, shapes
 
 # the driver's code runs in this process: each test makes its call in a forked child (a crash is reported)
@@ -20,6 +20,7 @@ DTYPES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "int64": (0,
 # its first draw, which cost more than the draw when built inside each example.
 _ARRAYS = {dtype: hnp.arrays(dtype, shapes(min_rank=1, max_rank=3, max_side=6)) for dtype in DTYPES}
 _OFFSET_APART = st.booleans()
+_CPU = 1  # kDLCPU
 
 
 @st.composite
@@ -33,16 +34,18 @@ def arrays(draw):
 
 @st.composite
 def exports(draw):
-    """An array, and what hands it over by DLPack: numpy itself (byte_offset always 0), or a
-    producer whose data pointer lies before the first element, byte_offset making up the rest,
-    as a view in TVM's runtime is handed over."""
+    """An array, what hands it over by DLPack, and the device it says the tensor is on: numpy
+    itself (byte_offset always 0, always the CPU), or a producer whose data pointer lies before
+    the first element, byte_offset making up the rest, as a view in TVM's runtime is handed over,
+    on a device whose memory the host reads (CPU, CUDA host or managed memory)."""
     array = draw(arrays())
     if not draw(_OFFSET_APART, label="byte_offset apart"):
-        return array, array
+        return array, array, (_CPU, 0)
     lead = draw(integers(0, 4), label="elements from data to the allocation's first")
-    export = OffsetExport(array, lead)
+    device = draw(sampled(HOST_READABLE_DEVICES), label="device (DLPack type, id)")
+    export = DLPackExport(array, lead, device)
     note(f"byte_offset {export.byte_offset}")
-    return export, export.array
+    return export, export.array, device
 
 
 @pytest.mark.requirement("FFI-4")
@@ -50,7 +53,7 @@ def exports(draw):
 def test_tensors_cross_without_copying(probes, sent) -> None:
     import tvm_ffi
 
-    export, array = sent
+    export, array, device = sent
     pointer, shape, strides, code, bits, lanes, device_type, device_id = probes.tensor_info(tvm_ffi.from_dlpack(export))
     item = array.itemsize
     require(pointer == array.ctypes.data, "FFI-4", f"the callee saw the first element at {pointer:#x}, not "
@@ -59,7 +62,8 @@ def test_tensors_cross_without_copying(probes, sent) -> None:
     elements = tuple(s // item for s in array.strides)
     require(tuple(strides) == elements, "FFI-4", f"strides {tuple(strides)} != {elements} (in elements)")
     require((code, bits, lanes) == (*DTYPES[array.dtype.name], 1), "FFI-4", f"dtype {(code, bits, lanes)} for {array.dtype}")
-    require((device_type, device_id) == (1, 0), "FFI-4", "a CPU tensor arrived on another device")
+    require((device_type, device_id) == device, "FFI-4", f"a tensor sent on device {device} (DLPack type, id) "
+            f"arrived on {(device_type, device_id)}")
 
 
 @pytest.mark.requirement("FFI-4")
@@ -67,8 +71,11 @@ def test_tensors_cross_without_copying(probes, sent) -> None:
 def test_a_returned_tensor_is_the_same_memory(probes, sent) -> None:
     import tvm_ffi
 
-    export, array = sent
-    back = np.from_dlpack(probes.tensor_echo(tvm_ffi.from_dlpack(export)))
+    export, array, device = sent
+    returned = probes.tensor_echo(tvm_ffi.from_dlpack(export))
+    require(tuple(returned.__dlpack_device__()) == device, "FFI-4", f"a tensor sent on device {device} (DLPack type, "
+            f"id) came back on {tuple(returned.__dlpack_device__())}")
+    back = np.from_dlpack(returned)
     require(back.ctypes.data == array.ctypes.data and back.shape == array.shape and back.strides == array.strides, "FFI-4",
             f"the returned tensor is another one: data {back.ctypes.data:#x}, shape {back.shape}, strides {back.strides}; "
             f"sent {array.ctypes.data:#x}, {array.shape}, {array.strides}")
