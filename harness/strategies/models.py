@@ -353,8 +353,8 @@ def concatenation_models(draw, caps: Capabilities) -> ModelCase:
         operands.append(case.operand(type, draw(arrays(type, shape), label=f"x{i}"), quant,
                                      c.choice(_HOW, f"x{i} given as") if i else "input", f"x{i}"))
     out_shape = base[:axis] + (sum(sizes),) + base[axis + 1 :]
-    axis_value = axis - len(base) if c.boolean("negative axis") else axis
-    case.output(OperationType.CONCATENATION, [*operands, case.b.scalar(axis_value)], type, out_shape, out_quant)
+    # the axis from 0: NNAPI gives a negative one no meaning here (CHOICE-8)
+    case.output(OperationType.CONCATENATION, [*operands, case.b.scalar(axis)], type, out_shape, out_quant)
     return case.done([out_shape], f"CONCATENATION {type.name}")
 
 

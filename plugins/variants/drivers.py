@@ -608,6 +608,24 @@ def nnapi_quantization_rules() -> ReferenceDevice:
     return device
 
 
+def concatenation_axis_from_the_end() -> ReferenceDevice:
+    """CHOICE-8: gives CONCATENATION a negative axis, counted from the end as numpy and ONNX count
+    it, where NeuralNetworks.h gives it no meaning and the reference (like NNAPI's CPU
+    implementation) refuses it: a driver may accept what NNAPI forbids, so no suite asks for
+    either answer."""
+    device = ReferenceDevice()
+    kernel = KERNELS[OperationType.CONCATENATION]
+
+    def run(values, ins, out_op, out):
+        axis, rank = scalar(values[-1]), np.ndim(values[0])
+        if -rank <= axis < 0:
+            values = [*values[:-1], np.int32(axis + rank)]
+        return kernel.run(values, ins, out_op, out)
+
+    device.kernels[OperationType.CONCATENATION] = Kernel(kernel.validate, run)
+    return device
+
+
 # --------------------------------------------------------------------------- CC-5
 
 

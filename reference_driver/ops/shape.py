@@ -71,9 +71,10 @@ def run_concatenation(values: Sequence[np.ndarray], ins: Sequence[Operand], out_
     if rank > MAX_CONCATENATION_RANK:
         raise KernelError(f"CONCATENATION: rank {rank} above NNAPI's limit of {MAX_CONCATENATION_RANK}")
     axis = scalar(axis_value)
-    if not -rank <= axis < rank:
-        raise KernelError(f"CONCATENATION: axis {axis} out of range for rank {rank}")
-    axis %= rank
+    # NeuralNetworks.h gives a negative axis no meaning here (other operations' axes say they count
+    # from the end; this one does not), and NNAPI's CPU implementation refuses one (CHOICE-8)
+    if not 0 <= axis < rank:
+        raise KernelError(f"CONCATENATION: axis {axis} out of range for rank {rank} (NNAPI: 0 to rank - 1)")
     for array in arrays:
         if array.ndim != rank or any(array.shape[d] != arrays[0].shape[d] for d in range(rank) if d != axis):
             raise KernelError(f"CONCATENATION: shapes {[a.shape for a in arrays]} differ off axis {axis}")

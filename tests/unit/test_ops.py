@@ -181,8 +181,20 @@ def test_concatenation_along_each_axis() -> None:
     b = np.arange(100, 106, dtype=np.float32).reshape(2, 3)
     rows = run(OperationType.CONCATENATION, [(F32, a), (F32, b)], [0], F32)
     assert rows.tolist() == [[0, 1, 2], [3, 4, 5], [100, 101, 102], [103, 104, 105]]
-    cols = run(OperationType.CONCATENATION, [(F32, a), (F32, b)], [-1], F32)
+    cols = run(OperationType.CONCATENATION, [(F32, a), (F32, b)], [1], F32)
     assert cols.tolist() == [[0, 1, 2, 100, 101, 102], [3, 4, 5, 103, 104, 105]]
+
+
+@pytest.mark.parametrize("axis", [-1, -2, 2])
+def test_concatenation_axis_from_zero_to_rank(axis) -> None:
+    """CHOICE-8: NeuralNetworks.h gives CONCATENATION's axis no negative form, and NNAPI's CPU
+    implementation refuses one at execution, as it does an axis past the rank."""
+    from harness.api.hal import DriverError, ErrorStatus
+
+    a = np.zeros((2, 3), np.float32)
+    with pytest.raises(DriverError) as refused:
+        run(OperationType.CONCATENATION, [(F32, a), (F32, a)], [axis], F32)
+    assert refused.value.status == ErrorStatus.GENERAL_FAILURE
 
 
 def test_fully_connected_float_and_quantized() -> None:
