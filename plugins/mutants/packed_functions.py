@@ -23,6 +23,9 @@ _packed_function_mutant("ffi-strides-assumed-compact", "FFI-4", "reports compact
 _packed_function_mutant("ffi-strides-sign-dropped", "FFI-4", "reports a reversed view's negative strides as positive "
                         "(strides taken as distances)", "FFI_MUTANT_STRIDES_SIGN_DROPPED")
 
+_packed_function_mutant("ffi-scalar-as-rank-1", "FFI-4", "describes a tensor of rank 0 (a scalar) as one of shape "
+                        "[1] (its tensors have one axis at least)", "FFI_MUTANT_SCALAR_AS_RANK_1")
+
 _packed_function_mutant("ffi-byte-offset-ignored", "FFI-4", "takes a DLPack tensor's data pointer as its first "
                         "element, ignoring byte_offset (which numpy always leaves at zero)", "FFI_MUTANT_BYTE_OFFSET_IGNORED")
 

@@ -84,6 +84,12 @@ ffi::Array<ffi::Any> TensorInfo(ffi::Tensor tensor) {
     step *= shape[i];
   }
 #endif
+#ifdef FFI_MUTANT_SCALAR_AS_RANK_1
+  if (shape.empty()) {  // a binding whose tensors have one axis at least: a scalar becomes [1]
+    shape.push_back(1);
+    strides.push_back(1);
+  }
+#endif
 #ifdef FFI_MUTANT_STRIDES_SIGN_DROPPED
   for (int64_t& stride : strides) stride = stride < 0 ? -stride : stride;  // strides taken as distances
 #endif

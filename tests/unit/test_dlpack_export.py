@@ -15,8 +15,8 @@ from harness.strategies.dlpack import HOST_READABLE_DEVICES, DLPackExport
 _BASE = np.arange(24, dtype=np.int32).reshape(4, 6)
 
 
-@pytest.mark.parametrize("view", [_BASE, _BASE[::2, ::-1], _BASE[::-1, 1::2], _BASE[1]], ids=["whole", "reversed-columns",
-                                                                                                "reversed-rows", "row"])
+@pytest.mark.parametrize("view", [_BASE, _BASE[::2, ::-1], _BASE[::-1, 1::2], _BASE[1], _BASE[1, 2, ...]],
+                         ids=["whole", "reversed-columns", "reversed-rows", "row", "scalar"])
 @pytest.mark.parametrize("lead", [0, 3])
 def test_a_consumer_finds_the_values_at_data_plus_byte_offset(view: np.ndarray, lead: int) -> None:
     export = DLPackExport(view, lead)
