@@ -1,23 +1,35 @@
 # driver-harness's own golden examples: CONV_2D in its implicit-padding and dilated signatures,
 # explicit padding past one pixel and dilation past 2.
-#
+
+
+def ones_filter_conv(name, input_dims, output_dims, head, dilation=()):
+    """A one-channel CONV_2D model whose 2x2 filter holds ones and whose bias is 0; ``head`` is
+    the padding, stride and activation inputs, ``dilation`` the factors after the layout flag."""
+    layout = BoolScalar("layout", False)
+    i = Input("input", "TENSOR_FLOAT32", input_dims)
+    f = Parameter("filter", "TENSOR_FLOAT32", "{1, 2, 2, 1}", [1, 1, 1, 1])
+    b = Parameter("bias", "TENSOR_FLOAT32", "{1}", [0])
+    o = Output("output", "TENSOR_FLOAT32", output_dims)
+    Model(name).Operation("CONV_2D", i, f, b, *head, layout, *dilation).To(o)
+    return layout, i, f, b, o
+
+
+def unit_scale_quant8(i, f, b, o):
+    """The model quantized with every scale 1 and zero point 0: its integers stored as they are."""
+    return DataTypeConverter().Identify({
+        i: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
+        f: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
+        b: ("TENSOR_INT32", 1.0, 0),
+        o: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
+    })
+
+
 # Model 1: SAME padding, stride 2, input 3x3 holding 1..9, a 2x2 filter of ones, bias 0.
 # SAME gives ceil(3 / 2) = 2 outputs per axis and pads one row and column at the end:
 #   rows 0-1 x cols 0-1: 1+2+4+5 = 12   rows 0-1 x col 2: 3+6 = 9
 #   row 2 x cols 0-1:    7+8 = 15        row 2 x col 2:    9
-layout = BoolScalar("layout", False)
-i1 = Input("input", "TENSOR_FLOAT32", "{1, 3, 3, 1}")
-f1 = Parameter("filter", "TENSOR_FLOAT32", "{1, 2, 2, 1}", [1, 1, 1, 1])
-b1 = Parameter("bias", "TENSOR_FLOAT32", "{1}", [0])
-o1 = Output("output", "TENSOR_FLOAT32", "{1, 2, 2, 1}")
-Model("same").Operation("CONV_2D", i1, f1, b1, 1, 2, 2, 0, layout).To(o1)
-
-quant8 = DataTypeConverter().Identify({
-    i1: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
-    f1: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
-    b1: ("TENSOR_INT32", 1.0, 0),
-    o1: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
-})
+layout, i1, f1, b1, o1 = ones_filter_conv("same", "{1, 3, 3, 1}", "{1, 2, 2, 1}", (1, 2, 2, 0))
+quant8 = unit_scale_quant8(i1, f1, b1, o1)
 channel_quant8 = DataTypeConverter().Identify({
     i1: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
     f1: ("TENSOR_QUANT8_SYMM_PER_CHANNEL", 0, 0, SymmPerChannelQuantParams(channelDim=0, scales=[0.5])),
@@ -32,12 +44,7 @@ Example({
 
 # Model 2: explicit padding 0 with dilation 2: the 2x2 filter of ones spans the 3x3 input's
 # corners, 1 + 3 + 7 + 9 = 20.
-layout2 = BoolScalar("layout", False)
-i2 = Input("input", "TENSOR_FLOAT32", "{1, 3, 3, 1}")
-f2 = Parameter("filter", "TENSOR_FLOAT32", "{1, 2, 2, 1}", [1, 1, 1, 1])
-b2 = Parameter("bias", "TENSOR_FLOAT32", "{1}", [0])
-o2 = Output("output", "TENSOR_FLOAT32", "{1, 1, 1, 1}")
-Model("dilated").Operation("CONV_2D", i2, f2, b2, 0, 0, 0, 0, 1, 1, 0, layout2, 2, 2).To(o2)
+layout2, i2, f2, b2, o2 = ones_filter_conv("dilated", "{1, 3, 3, 1}", "{1, 1, 1, 1}", (0, 0, 0, 0, 1, 1, 0), (2, 2))
 
 Example({
     i2: [1, 2, 3, 4, 5, 6, 7, 8, 9],
@@ -49,48 +56,25 @@ Example({
 # sums rows y - 1 and y + 1 and columns x - 1 and x + 1 where they lie inside the input, e.g.
 #   (0, 0): row 1 x col 1 = 6         (1, 1): rows 0, 2 x cols 0, 2 = 1 + 3 + 9 + 11 = 24
 #   (3, 3): row 2 x col 2 = 11        (2, 2): rows 1, 3 x cols 1, 3 = 6 + 8 + 14 + 16 = 44
-layout4 = BoolScalar("layout", False)
-i4 = Input("input", "TENSOR_FLOAT32", "{1, 4, 4, 1}")
-f4 = Parameter("filter", "TENSOR_FLOAT32", "{1, 2, 2, 1}", [1, 1, 1, 1])
-b4 = Parameter("bias", "TENSOR_FLOAT32", "{1}", [0])
-o4 = Output("output", "TENSOR_FLOAT32", "{1, 4, 4, 1}")
-Model("same_dilated").Operation("CONV_2D", i4, f4, b4, 1, 1, 1, 0, layout4, 2, 2).To(o4)
-
-quant8_4 = DataTypeConverter().Identify({
-    i4: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
-    f4: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
-    b4: ("TENSOR_INT32", 1.0, 0),
-    o4: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
-})
+layout4, i4, f4, b4, o4 = ones_filter_conv("same_dilated", "{1, 4, 4, 1}", "{1, 4, 4, 1}", (1, 1, 1, 0), (2, 2))
 
 Example({
     i4: list(range(1, 17)),
     o4: [6, 12, 14, 7, 12, 24, 28, 14, 20, 40, 44, 22, 10, 20, 22, 11],
-}).AddNchw(i4, o4, layout4).AddVariations(quant8_4)
+}).AddNchw(i4, o4, layout4).AddVariations(unit_scale_quant8(i4, f4, b4, o4))
 
 # Model 5: explicit padding 2 at the left and top, 1 at the right and bottom, dilation 3, stride 1:
 # the padded input is 6x6 and the 2x2 filter of ones spans 4x4, so 3x3 outputs.  Output (y, x) sums
 # padded rows y and y + 3 and columns x and x + 3, input rows and columns 2 fewer; one of each pair
 # lies in the padding, so each output is one input element: rows (and columns) 1, 2, 0 for y = 0, 1, 2.
 # Input 3x3 holding 1..9: output [5, 6, 4, 8, 9, 7, 2, 3, 1].
-layout5 = BoolScalar("layout", False)
-i5 = Input("input", "TENSOR_FLOAT32", "{1, 3, 3, 1}")
-f5 = Parameter("filter", "TENSOR_FLOAT32", "{1, 2, 2, 1}", [1, 1, 1, 1])
-b5 = Parameter("bias", "TENSOR_FLOAT32", "{1}", [0])
-o5 = Output("output", "TENSOR_FLOAT32", "{1, 3, 3, 1}")
-Model("padded_dilated").Operation("CONV_2D", i5, f5, b5, 2, 1, 2, 1, 1, 1, 0, layout5, 3, 3).To(o5)
-
-quant8_5 = DataTypeConverter().Identify({
-    i5: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
-    f5: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
-    b5: ("TENSOR_INT32", 1.0, 0),
-    o5: ("TENSOR_QUANT8_ASYMM", 1.0, 0),
-})
+layout5, i5, f5, b5, o5 = ones_filter_conv("padded_dilated", "{1, 3, 3, 1}", "{1, 3, 3, 1}",
+                                          (2, 1, 2, 1, 1, 1, 0), (3, 3))
 
 Example({
     i5: list(range(1, 10)),
     o5: [5, 6, 4, 8, 9, 7, 2, 3, 1],
-}).AddNchw(i5, o5, layout5).AddVariations(quant8_5)
+}).AddNchw(i5, o5, layout5).AddVariations(unit_scale_quant8(i5, f5, b5, o5))
 
 # Model 3: two output channels with their own filter scales.  Input [2, 4]; filter rows [1, 1]
 # and [1, -1]: outputs 2 + 4 = 6 and 2 - 4 = -2.  Quantized per channel with scales 0.5 and
