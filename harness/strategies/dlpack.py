@@ -16,11 +16,12 @@ import ctypes.util
 
 import numpy as np
 
-__all__ = ["HOST_READABLE_DEVICES", "DLPackExport"]
+__all__ = ["CPU", "HOST_READABLE_DEVICES", "DLPackExport"]
 
-_CPU = 1  # kDLCPU
-#: (DLPack device type, device id) of memory the host can read: kDLCPU, kDLCUDAHost, kDLCUDAManaged
-HOST_READABLE_DEVICES: tuple[tuple[int, int], ...] = ((_CPU, 0), (3, 0), (13, 0), (13, 1))
+#: (DLPack device type, device id) of the CPU: kDLCPU, the only device numpy exports from
+CPU = (1, 0)
+#: the devices whose memory the host can read: the CPU, kDLCUDAHost, kDLCUDAManaged
+HOST_READABLE_DEVICES: tuple[tuple[int, int], ...] = (CPU, (3, 0), (13, 0), (13, 1))
 #: numpy dtype kind -> DLPack type code (kDLInt, kDLUInt, kDLFloat)
 _CODES = {"i": 0, "u": 1, "f": 2}
 
@@ -59,7 +60,7 @@ class DLPackExport:
     own offset in it; the tensor says it is on ``device``, one of `HOST_READABLE_DEVICES`.
     ``array`` stays the values' owner: keep this object alive while the consumer's tensor is in use."""
 
-    def __init__(self, array: np.ndarray, lead: int, device: tuple[int, int] = (_CPU, 0)) -> None:
+    def __init__(self, array: np.ndarray, lead: int, device: tuple[int, int] = CPU) -> None:
         if array.dtype.kind not in _CODES:
             raise ValueError(f"no DLPack type code for {array.dtype}")
         if device not in HOST_READABLE_DEVICES:

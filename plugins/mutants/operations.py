@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from harness.api.hal import OperationType
+from harness.api.hal import OperationType, conv_2d_has_padding_scheme
 from reference_driver.ops import _numeric, elementwise, nn
 
 from ._registry import mutant, with_kernels
@@ -38,31 +38,38 @@ def div_int32_by_zero_traps():
     return with_kernels({OperationType.DIV: elementwise.binary(np.divide, "DIV", integer=divide)})
 
 
-def _conv_with_geometry(change):
-    """CONV_2D whose resolved geometry is altered by ``change`` before computing."""
+def conv_with_geometry(change, *, right_sized: bool = False):
+    """CONV_2D computed with the geometry ``change(resolved, implicit padding, filter shape)`` makes
+    of the resolved one.  ``right_sized``: the kernel fills the output it is handed, so as many of
+    its outputs are kept as the resolved geometry gives; otherwise all that the changed one gives."""
 
     def run(values, ins, out_op, out):
         data, filt, bias = nn.conv_weights(values, ins)
-        geometry = change(nn.conv_geometry(values, ins, filt.shape, data.shape))
-        return nn.conv_2d(data, ins[0], filt, bias, geometry, out_op)
+        geometry = nn.conv_geometry(values, ins, filt.shape, data.shape)
+        kernel = change(geometry, conv_2d_has_padding_scheme(ins), filt.shape)
+        result = nn.conv_2d(data, ins[0], filt, bias, kernel, out_op)
+        if right_sized and kernel != geometry:
+            right = nn.conv_2d(data, ins[0], filt, bias, geometry, out_op)
+            result = result[tuple(slice(0, side) for side in right.shape)]
+        return result
 
     return with_kernels({OperationType.CONV_2D: run})
 
 
 @mutant("conv-same-pads-at-start", "OPS-1", "CONV_2D's SAME padding puts the odd row and column at the start, not the end")
 def conv_same_pads_at_start():
-    return _conv_with_geometry(lambda g: dataclasses.replace(g, pad_top=g.pad_bottom, pad_bottom=g.pad_top,
-                                                             pad_left=g.pad_right, pad_right=g.pad_left))
+    return conv_with_geometry(lambda g, *_: dataclasses.replace(g, pad_top=g.pad_bottom, pad_bottom=g.pad_top,
+                                                               pad_left=g.pad_right, pad_right=g.pad_left))
 
 
 @mutant("conv-ignores-dilation", "OPS-1", "CONV_2D ignores its dilation factors")
 def conv_ignores_dilation():
-    return _conv_with_geometry(lambda g: dataclasses.replace(g, dilation_h=1, dilation_w=1))
+    return conv_with_geometry(lambda g, *_: dataclasses.replace(g, dilation_h=1, dilation_w=1))
 
 
 @mutant("conv-ignores-layout", "OPS-1", "CONV_2D reads NCHW input as NHWC (the layout flag ignored)")
 def conv_ignores_layout():
-    return _conv_with_geometry(lambda g: dataclasses.replace(g, nchw=False))
+    return conv_with_geometry(lambda g, *_: dataclasses.replace(g, nchw=False))
 
 
 @mutant("conv-per-channel-first-scale", "OPS-1", "a per-channel quantized CONV_2D filter uses its first scale for every channel")

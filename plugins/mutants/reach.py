@@ -24,7 +24,6 @@ from harness.api.hal import (
     OperandType,
     OperationType,
     Request,
-    conv_2d_has_padding_scheme,
     is_quantized_type,
 )
 from harness.api.memory import Memory
@@ -35,6 +34,7 @@ from reference_driver.ops import KERNELS, _numeric, nn
 from reference_driver.validation import INVALID, OK
 
 from ._registry import mutant, with_kernels, with_rule
+from .operations import conv_with_geometry
 
 I32 = OperandType.TENSOR_INT32
 
@@ -249,33 +249,18 @@ def fully_connected_units_tail_dropped():
     return with_kernels({OperationType.FULLY_CONNECTED: run})
 
 
-def _conv_kernel_geometry(kernel_geometry):
-    """CONV_2D whose kernel runs with the geometry ``kernel_geometry(right, implicit, filter shape)``
-    makes of the right one, keeping as many outputs as the right geometry gives: the kernel fills
-    the output it is handed."""
-    def run(values, ins, out_op, out):
-        data, filt, bias = nn.conv_weights(values, ins)
-        geometry = nn.conv_geometry(values, ins, filt.shape, data.shape)
-        right = nn.conv_2d(data, ins[0], filt, bias, geometry, out_op)
-        kernel = kernel_geometry(geometry, conv_2d_has_padding_scheme(ins), filt.shape)
-        if kernel == geometry:
-            return right
-        return nn.conv_2d(data, ins[0], filt, bias, kernel, out_op)[tuple(slice(0, side) for side in right.shape)]
-    return with_kernels({OperationType.CONV_2D: run})
-
-
 @mutant("conv-stride-above-2-runs-stride-2", "POOL-2", "CONV_2D has kernels for strides 1 and 2; a larger stride "
         "runs the stride-2 kernel and keeps as many of its outputs as the output holds")
 def conv_stride_above_2_runs_stride_2():
-    return _conv_kernel_geometry(lambda g, implicit, filter_shape: dataclasses.replace(
-        g, stride_h=min(g.stride_h, 2), stride_w=min(g.stride_w, 2)))
+    return conv_with_geometry(lambda g, *_: dataclasses.replace(g, stride_h=min(g.stride_h, 2), stride_w=min(g.stride_w, 2)),
+                              right_sized=True)
 
 
 @mutant("conv-dilation-above-2-runs-dilation-2", "OPS-1", "CONV_2D has kernels for dilation 1 and 2; a larger "
         "dilation runs the dilation-2 kernel and keeps as many of its outputs as the output holds")
 def conv_dilation_above_2_runs_dilation_2():
-    return _conv_kernel_geometry(lambda g, implicit, filter_shape: dataclasses.replace(
-        g, dilation_h=min(g.dilation_h, 2), dilation_w=min(g.dilation_w, 2)))
+    return conv_with_geometry(lambda g, *_: dataclasses.replace(g, dilation_h=min(g.dilation_h, 2),
+                                                                dilation_w=min(g.dilation_w, 2)), right_sized=True)
 
 
 def _border_of_one(before: int, after: int) -> tuple[int, int]:
@@ -291,7 +276,7 @@ def conv_explicit_padding_above_1_moved_to_the_end():
             return g
         (top, bottom), (left, right) = _border_of_one(g.pad_top, g.pad_bottom), _border_of_one(g.pad_left, g.pad_right)
         return dataclasses.replace(g, pad_top=top, pad_bottom=bottom, pad_left=left, pad_right=right)
-    return _conv_kernel_geometry(kernel)
+    return conv_with_geometry(kernel, right_sized=True)
 
 
 def _same_split_undilated(before: int, after: int, kernel: int, dilation: int) -> tuple[int, int]:
@@ -310,7 +295,7 @@ def conv_same_padding_ignores_dilation():
         top, bottom = _same_split_undilated(g.pad_top, g.pad_bottom, filter_shape[1], g.dilation_h)
         left, right = _same_split_undilated(g.pad_left, g.pad_right, filter_shape[2], g.dilation_w)
         return dataclasses.replace(g, pad_top=top, pad_bottom=bottom, pad_left=left, pad_right=right)
-    return _conv_kernel_geometry(kernel)
+    return conv_with_geometry(kernel, right_sized=True)
 
 
 class _CompiledByTensors(ReferenceDevice):
@@ -365,7 +350,7 @@ def _concatenation_bug(change) -> ReferenceDevice:
     def run(values, ins, out_op, out):
         result = reference.run(values, ins, out_op, None)
         arrays = [np.asarray(v) for v in values[:-1]]
-        return change(result, arrays, _numeric.scalar(values[-1]) % result.ndim, ins, out_op)
+        return change(result, arrays, _numeric.scalar(values[-1]), ins, out_op)
     return with_kernels({OperationType.CONCATENATION: run})
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from harness.judging.verdict import require
-from harness.strategies.dlpack import HOST_READABLE_DEVICES, DLPackExport
+from harness.strategies.dlpack import CPU, HOST_READABLE_DEVICES, DLPackExport
 from harness.strategies.values import integers, sampled, shapes
 
 # the driver's code runs in this process: each test makes its call in a forked child (a crash is reported)
@@ -21,7 +21,6 @@ DTYPES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "int64": (0,
 # Rank 0 too: a scalar tensor has no shape or strides to walk, which bindings built around an axis miss.
 _ARRAYS = {dtype: hnp.arrays(dtype, shapes(min_rank=0, max_rank=3, max_side=6)) for dtype in DTYPES}
 _OFFSET_APART = st.booleans()
-_CPU = 1  # kDLCPU
 
 
 @st.composite
@@ -41,7 +40,7 @@ def exports(draw):
     on a device whose memory the host reads (CPU, CUDA host or managed memory)."""
     array = draw(arrays())
     if not draw(_OFFSET_APART, label="byte_offset apart"):
-        return array, array, (_CPU, 0)
+        return array, array, CPU
     lead = draw(integers(0, 4), label="elements from data to the allocation's first")
     device = draw(sampled(HOST_READABLE_DEVICES), label="device (DLPack type, id)")
     export = DLPackExport(array, lead, device)
@@ -74,8 +73,9 @@ def test_a_returned_tensor_is_the_same_memory(probes, sent) -> None:
 
     export, array, device = sent
     returned = probes.tensor_echo(tvm_ffi.from_dlpack(export))
-    require(tuple(returned.__dlpack_device__()) == device, "FFI-4", f"a tensor sent on device {device} (DLPack type, "
-            f"id) came back on {tuple(returned.__dlpack_device__())}")
+    came_back_on = tuple(returned.__dlpack_device__())
+    require(came_back_on == device, "FFI-4", f"a tensor sent on device {device} (DLPack type, id) came back on "
+            f"{came_back_on}")
     back = np.from_dlpack(returned)
     require(back.ctypes.data == array.ctypes.data and back.shape == array.shape and back.strides == array.strides, "FFI-4",
             f"the returned tensor is another one: data {back.ctypes.data:#x}, shape {back.shape}, strides {back.strides}; "
