@@ -412,24 +412,29 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     n = c.integer(1, 2, "batches")
     h, w = (c.integer(dil[axis] + 1 if axis == long else 1, 5, name) for axis, name in (("h", "height"), ("w", "width")))
     ch, d = (c.integer(1, channels, name) for name in ("input channels", "output channels"))
+    # Explicit padding up to 3 (past the one-pixel border a kernel may have code for), narrower
+    # than the dilated filter on its axis, which NNAPI's CPU implementation requires (CHOICE-8: a
+    # driver may refuse it): drawn first, below the longest filter the input holds, and the filter
+    # then drawn long enough.
+    sizes = {"h": h, "w": w}
+    longest = {axis: (sizes[axis] - 1) // dil[axis] * dil[axis] + 1 for axis in sizes}
+    pads = {side: 0 if implicit else c.integer(0, min(3, longest[axis] - 1), f"pad {side}")
+            for side, axis in (("left", "w"), ("right", "w"), ("top", "h"), ("bottom", "h"))}
+    widest = {"h": max(pads["top"], pads["bottom"]), "w": max(pads["left"], pads["right"])}
     # the dilated filter fits the unpadded input, so every padding and scheme gives an output
-    kh, kw = (c.integer(2 if axis == long else 1, (size - 1) // dil[axis] + 1, f"filter {name}")
-              for axis, size, name in (("h", h, "height"), ("w", w, "width")))
+    kh, kw = (c.integer(max(2 if axis == long else 1, 1 - (-widest[axis] // dil[axis])), (sizes[axis] - 1) // dil[axis] + 1,
+                        f"filter {name}") for axis, name in (("h", "height"), ("w", "width")))
     span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
-    # up to 3: past the strides 1 and 2 that kernels have their own code for
-    strides = c.integer(1, 3, "stride w"), c.integer(1, 3, "stride h")
-    if implicit:
-        scheme = c.choice((1, 2), "padding scheme (1 SAME, 2 VALID)")
-        padding: tuple[int, ...] = (scheme,)
-        # NNAPI: SAME gives ceil(size / stride) outputs whatever the filter; VALID only whole windows
-        out_h, out_w = ((-(-h // strides[1]), -(-w // strides[0])) if scheme == 1 else
-                        ((h - span_h) // strides[1] + 1, (w - span_w) // strides[0] + 1))
-    else:
-        # up to 3: past the one-pixel border a kernel may have code for
-        left, right, top, bottom = (c.integer(0, 3, f"pad {side}") for side in ("left", "right", "top", "bottom"))
-        padding = (left, right, top, bottom)
-        out_h = (h + top + bottom - span_h) // strides[1] + 1
-        out_w = (w + left + right - span_w) // strides[0] + 1
+    scheme = c.choice((1, 2), "padding scheme (1 SAME, 2 VALID)") if implicit else 0
+    # Up to 3: past the strides 1 and 2 that kernels have their own code for.  Without SAME (whose
+    # padding depends on the stride) a stride past the room the window has to move in gives one
+    # output, the same for every stride: the stride stops at that room.
+    room = {"h": h + pads["top"] + pads["bottom"] - span_h, "w": w + pads["left"] + pads["right"] - span_w}
+    strides = tuple(c.integer(1, 3 if scheme == 1 else max(1, min(3, room[axis])), f"stride {axis}") for axis in ("w", "h"))
+    # NNAPI: SAME gives ceil(size / stride) outputs whatever the filter; VALID and explicit padding whole windows
+    out_h, out_w = ((-(-h // strides[1]), -(-w // strides[0])) if scheme == 1 else
+                    (room["h"] // strides[1] + 1, room["w"] // strides[0] + 1))
+    padding: tuple[int, ...] = (scheme,) if implicit else (pads["left"], pads["right"], pads["top"], pads["bottom"])
     nchw = bool(layout)
     in_shape, out_shape = ((n, ch, h, w), (n, d, out_h, out_w)) if nchw else ((n, h, w, ch), (n, out_h, out_w, d))
     case = _Case(c)

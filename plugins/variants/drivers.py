@@ -626,6 +626,22 @@ def concatenation_axis_from_the_end() -> ReferenceDevice:
     return device
 
 
+def conv_padding_past_the_filter() -> ReferenceDevice:
+    """CHOICE-8: runs CONV_2D with explicit padding as wide as its dilated filter or wider (an
+    output whose window lies in the padding holds its bias, activated), where NeuralNetworks.h says
+    nothing and NNAPI's CPU implementation, like the reference, refuses it at execution: a driver
+    may take either reading, so no suite asks for either answer."""
+    device = ReferenceDevice()
+    kernel = KERNELS[OperationType.CONV_2D]
+
+    def run(values, ins, out_op, out):
+        data, filt, bias = nn.conv_weights(values, ins)
+        return nn.conv_2d(data, ins[0], filt, bias, nn.conv_geometry(values, ins, filt.shape, data.shape), out_op)
+
+    device.kernels[OperationType.CONV_2D] = Kernel(kernel.validate, run)
+    return device
+
+
 # --------------------------------------------------------------------------- CC-5
 
 

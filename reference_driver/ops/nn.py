@@ -219,6 +219,18 @@ def conv_2d(data: np.ndarray, input_op: Operand, filt: np.ndarray, bias: np.ndar
     return result.transpose(0, 3, 1, 2) if g.nchw else result
 
 
+def padding_within_filter(g: ConvGeometry, kernel_h: int, kernel_w: int) -> None:
+    """NNAPI's CPU implementation refuses padding on any side as wide as the dilated filter or wider
+    (NeuralNetworks.h says nothing of it; CHOICE-8): some outputs would see only padding.  The
+    padding a scheme resolves to is always narrower."""
+    span_h, span_w = (kernel_h - 1) * g.dilation_h + 1, (kernel_w - 1) * g.dilation_w + 1
+    if max(g.pad_top, g.pad_bottom) >= span_h or max(g.pad_left, g.pad_right) >= span_w:
+        raise KernelError(f"CONV_2D: padding (left {g.pad_left}, right {g.pad_right}, top {g.pad_top}, bottom "
+                          f"{g.pad_bottom}) not below the dilated filter's {span_h}x{span_w} (NNAPI's CPU limit)")
+
+
 def run_conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Operand, out: np.ndarray | None) -> np.ndarray:
     data, filt, bias = conv_weights(values, ins)
-    return conv_2d(data, ins[0], filt, bias, conv_geometry(values, ins, filt.shape, data.shape), out_op)
+    geometry = conv_geometry(values, ins, filt.shape, data.shape)
+    padding_within_filter(geometry, filt.shape[1], filt.shape[2])
+    return conv_2d(data, ins[0], filt, bias, geometry, out_op)

@@ -241,6 +241,24 @@ def test_conv_2d_nhwc_with_padding_and_stride(pads, strides) -> None:
     np.testing.assert_allclose(got, naive_conv(x, f, bias, pads, strides, 0), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("pads", [(2, 0, 0, 0), (0, 2, 0, 0), (0, 0, 3, 0), (0, 0, 0, 3)])
+def test_conv_2d_padding_below_the_filter(pads) -> None:
+    """CHOICE-8: NNAPI's CPU implementation refuses, at execution, padding on any side as wide as
+    the filter or wider (this one is 3 high and 2 wide); a pixel narrower runs."""
+    from harness.api.hal import DriverError, ErrorStatus
+
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    f = np.ones((1, 3, 2, 1), np.float32)
+    bias = np.float32([0.5])
+    tensors = [(F32, x), (F32, f), (F32, bias)]
+    with pytest.raises(DriverError) as refused:
+        run(OperationType.CONV_2D, tensors, [*pads, 1, 1, 0], F32)
+    assert refused.value.status == ErrorStatus.GENERAL_FAILURE
+    narrower = tuple(max(p - 1, 0) for p in pads)
+    got = run(OperationType.CONV_2D, tensors, [*narrower, 1, 1, 0], F32)
+    np.testing.assert_allclose(got, naive_conv(x, f, bias, narrower, (1, 1), 0), rtol=1e-6)
+
+
 def test_conv_2d_quantized() -> None:
     rng = np.random.default_rng(4)
     x = rng.integers(0, 255, (1, 4, 4, 2), dtype=np.uint8)
