@@ -54,6 +54,15 @@ OPERATION_REQUIREMENTS: Final[dict[str, str]] = {
 
 REQUIREMENTS: Final[dict[str, str]] = {**SPEC_REQUIREMENTS, **OPERATION_REQUIREMENTS}
 
+#: The requirements that bind every driver whatever it declares: memory pools (SPEC §2), requests
+#: (§4) and the service (§7).  A driver's declarations choose the models their tests build, never
+#: whether they apply, so a requirement of these whose every test the declarations ruled out was
+#: checked by nothing: not-run, never not-applicable.  Memory domains (§3), custom calls (§5),
+#: packed functions (§6) and the golden examples of the declared operations are a driver's to
+#: leave out by declaring so.
+BINDING_REQUIREMENTS: Final[frozenset[str]] = frozenset((
+    "POOL-1", "POOL-2", "POOL-3", "POOL-4", "POOL-5", "REQ-1", "REQ-2", "SVC-1", "SVC-2", "SVC-3"))
+
 
 def core_requirements() -> list[str]:
     """Every requirement: the suites cover all of SPEC, §7 included (canary drivers, suites/service)."""

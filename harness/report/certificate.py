@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from harness.api.requirements import REQUIREMENTS
+from harness.api.requirements import BINDING_REQUIREMENTS, REQUIREMENTS
 from harness.report.attribution import failed_requirements
 
 SCHEMA = "driver-harness/certificate/2"
@@ -30,6 +30,9 @@ def _git_commit() -> str:
 STATUSES = ("pass", "fail", "waived", "not-applicable", "not-run")
 #: what a requirement that did not run (or did only in part) needs: a run of every test
 ALL_SUITES_FIX = "run every suite: harness certify without -k, -m, --deselect, --ignore or test paths"
+#: what a binding requirement whose every test the declarations ruled out needs
+DECLARE_FIX = ("declare the operations and operand types the driver supports (Capabilities.operations, "
+               "Capabilities.operand_types): the suites build their models from declared ones only")
 
 
 def _test_status(test: dict) -> str:
@@ -45,12 +48,14 @@ def _test_status(test: dict) -> str:
     return "pass"
 
 
-def requirement_status(tests: list[dict]) -> dict:
-    """The one status of a requirement from its tests, with the reasons behind it.
+def requirement_status(tests: list[dict], requirement: str = "") -> dict:
+    """The one status of ``requirement`` from its tests, with the reasons behind it.
 
     A failure anywhere fails it; a test that did not run for any reason but the driver's
     declarations makes it not-run (so the certificate cannot pass over it); waived tests make
-    it waived; it is not-applicable only when every test is, and passes otherwise.
+    it waived; it is not-applicable only when every test is, and passes otherwise.  A binding
+    requirement (`BINDING_REQUIREMENTS`) is never not-applicable: when the declarations ruled out
+    every test of it, nothing checked it, and it is not-run.
     """
     if not tests:
         return {"status": "not-run", "reasons": ["no test covering it ran"], "fixes": [ALL_SUITES_FIX], "capabilities": []}
@@ -61,12 +66,16 @@ def requirement_status(tests: list[dict]) -> dict:
     skips = [t.get("skip") or {} for t, s in zip(tests, statuses) if s == status]
     reasons = [t["waiver"] for t in tests if t["waiver"]] if status == "waived" else []
     reasons += [skip["reason"] for skip in skips if skip.get("reason")]
+    capabilities = sorted({skip["capability"] for skip in skips if skip.get("capability")})
+    if status == "not-applicable" and requirement in BINDING_REQUIREMENTS:
+        return {"status": "not-run", "capabilities": capabilities, "fixes": [DECLARE_FIX], "reasons": [
+            f"the driver's declarations ({', '.join(capabilities)}) ruled out every test of {requirement}, which binds "
+            f"every driver whatever it declares: nothing checked it", *sorted(set(reasons))]}
     return {
         "status": status,
         "reasons": sorted(set(reasons)) if status != "pass" else [],
         "fixes": sorted({skip["fix"] for skip in skips if skip.get("fix")}) if status == "not-run" else [],
-        "capabilities": sorted({skip["capability"] for skip in skips if skip.get("capability")})
-        if status == "not-applicable" else [],
+        "capabilities": capabilities if status == "not-applicable" else [],
     }
 
 
@@ -141,6 +150,11 @@ def _as_covering(test: dict, requirement: str) -> dict:
     return entry
 
 
+def covering_tests(tests: Iterable[dict], requirement: str) -> list[dict]:
+    """The lines of the tests naming ``requirement``, as the certificate lists them under it."""
+    return [_as_covering(t, requirement) for t in tests if requirement in t["requirements"]]
+
+
 def _left_out(records: list[dict]) -> list[dict]:
     """The tests the run left out (-k, -m, --deselect), as not-run tests of their requirements:
     some of a requirement's tests passing says nothing of the rest.  Each xdist worker collects,
@@ -172,8 +186,8 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
     for requirement, summary in REQUIREMENTS.items():
         if requirement not in wanted:
             continue
-        covering = [_as_covering(t, requirement) for t in tests if requirement in t["requirements"]]
-        table[requirement] = {"summary": summary, **requirement_status(covering), "tests": covering}
+        covering = covering_tests(tests, requirement)
+        table[requirement] = {"summary": summary, **requirement_status(covering, requirement), "tests": covering}
     # Whole files left out (--ignore, --ignore-glob) leave no record of their tests: which
     # requirements they held is unknown, so no verdict can be PASS.
     files_left_out = list(session.get("files_left_out") or ())

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.api.requirements import REQUIREMENTS
+from harness.api.requirements import BINDING_REQUIREMENTS, REQUIREMENTS
+from harness.report.certificate import DECLARE_FIX
 
 QUICK = ["--", "--harness-profile=ci", "-k", "test_each_allocation_mistake or test_generated_scenarios or test_token_uses"]
 
@@ -131,6 +132,43 @@ def test_an_environment_skip_makes_the_certificate_incomplete(tmp_path: Path) ->
     assert "To run them:" in done.stderr and "apt-get install gcc" in done.stderr
     report = (tmp_path / "out" / "report.html").read_text()
     assert "no C compiler" in report and "exclude it" in report
+
+
+DECLARES_NOTHING_DRIVER = textwrap.dedent("""
+    from harness.api.hal import Capabilities
+    from harness.api.memory import REQUIRED_KINDS
+    from reference_driver import ReferenceDevice
+
+    class DeclaresNothing(ReferenceDevice):
+        def capabilities(self):
+            return Capabilities(memory_kinds=frozenset(REQUIRED_KINDS), memory_domains=False,
+                                operations=frozenset(), operand_types=frozenset())
+
+    def factory():
+        return DeclaresNothing()
+""")
+
+
+def test_a_driver_that_declares_nothing_is_not_certified_on_the_rules_that_bind_every_driver(tmp_path: Path) -> None:
+    """A plugin that forgot its declarations: no model can be built for it, so nothing checks
+    memory pools or requests (SPEC §2, §4), which bind every driver: INCOMPLETE, saying what to
+    declare, where it was PASS with them not applicable.  Memory domains stay not applicable."""
+    (tmp_path / "driver.py").write_text(DECLARES_NOTHING_DRIVER)
+    done = certify(tmp_path, "--driver", "driver.py:factory", "--out", "out")
+    assert done.returncode == 1, done.stderr + done.stdout
+    document = json.loads((tmp_path / "out" / "certificate.json").read_text())
+    assert document["verdict"] == "INCOMPLETE"
+    for requirement in BINDING_REQUIREMENTS:  # each passed where a test ran, else is not run
+        entry = document["requirements"][requirement]
+        if any(t["outcome"] == "passed" for t in entry["tests"]):
+            assert entry["status"] == "pass", entry
+        else:
+            assert entry["tests"] and all(t["skip"]["kind"] == "not-applicable" for t in entry["tests"]), entry
+            assert entry["status"] == "not-run" and entry["fixes"] == [DECLARE_FIX], entry
+    assert {"POOL-1", "POOL-2", "REQ-1", "REQ-2"} <= set(document["not_run"]), document["not_run"]
+    assert document["requirements"]["DOM-ROLE-1"]["status"] == "not-applicable"
+    assert {document["requirements"][r]["status"] for r in ("SVC-1", "SVC-2", "SVC-3")} == {"pass"}
+    assert DECLARE_FIX in document["fixes"] and "Capabilities.operations" in done.stderr
 
 
 def test_an_invalid_declaration_is_one_line_and_exit_2(tmp_path: Path) -> None:

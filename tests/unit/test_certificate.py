@@ -9,7 +9,7 @@ import pytest
 
 from harness.report import certificate, html
 from harness.report.files import write_atomically
-from harness.api.requirements import REQUIREMENTS
+from harness.api.requirements import BINDING_REQUIREMENTS, REQUIREMENTS
 
 
 def record(test: str, requirement: str, outcome: str, skip: dict | None = None, waiver: str = "") -> dict:
@@ -55,6 +55,36 @@ def test_reasons_capabilities_and_fixes_are_kept() -> None:
     assert waived["reasons"] == ["fixed in 2.1 [expect.toml:3]"]
 
 
+NO_OPERATIONS = {"kind": "not-applicable", "capability": "operations", "reason": "the driver declares no operation"}
+
+
+@pytest.mark.parametrize("requirement", sorted(BINDING_REQUIREMENTS))
+def test_a_binding_requirement_the_declarations_ruled_out_is_not_run(requirement) -> None:
+    """SPEC §2, §4 and §7 bind every driver: one whose declarations left none of their tests able
+    to run is not certified on them.  An optional section is not applicable instead."""
+    entry = certificate.requirement_status([record("a", requirement, "skipped", NO_OPERATIONS)], requirement)
+    assert entry["status"] == "not-run" and entry["fixes"] == [certificate.DECLARE_FIX]
+    assert entry["capabilities"] == ["operations"] and NO_OPERATIONS["reason"] in entry["reasons"]
+    records = [r for r in every_requirement_passing() if r["requirements"] != [requirement]]
+    document = certificate.build([*records, record(f"t::{requirement}", requirement, "skipped", NO_OPERATIONS)],
+                                 {"driver": "d"}, "start", "end", True, 61.0)
+    assert document["verdict"] == "INCOMPLETE" and document["not_run"] == [requirement]
+    assert document["fixes"] == [certificate.DECLARE_FIX]
+
+
+@pytest.mark.parametrize("requirement", sorted(set(REQUIREMENTS) - BINDING_REQUIREMENTS))
+def test_an_optional_requirement_the_declarations_ruled_out_is_not_applicable(requirement) -> None:
+    records = [r for r in every_requirement_passing() if r["requirements"] != [requirement]]
+    document = certificate.build([*records, record(f"t::{requirement}", requirement, "skipped", NO_OPERATIONS)],
+                                 {"driver": "d"}, "start", "end", True, 61.0)
+    assert document["verdict"] == "PASS" and document["not_applicable"] == [requirement]
+
+
+def test_a_binding_requirement_with_one_test_run_passes() -> None:
+    tests = [record("a", "POOL-3", "skipped", NO_OPERATIONS), record("b", "POOL-3", "passed")]
+    assert certificate.requirement_status(tests, "POOL-3")["status"] == "pass"
+
+
 @pytest.mark.parametrize("statuses, complete, verdict", [
     (["pass", "pass"], True, "PASS"),
     (["pass", "not-applicable"], True, "PASS"),
@@ -72,10 +102,10 @@ def test_verdict(statuses, complete, verdict) -> None:
 def test_certificate_and_report_state_every_reason() -> None:
     records = every_requirement_passing()
     records[0] = record("t::POOL-1", "POOL-1", "skipped", NOT_RUN)
-    records[1] = record("t::POOL-2", "POOL-2", "skipped", NOT_APPLICABLE)
+    records[5] = record("t::DOM-ALLOC-1", "DOM-ALLOC-1", "skipped", NOT_APPLICABLE)
     document = certificate.build(records, {"driver": "d"}, "start", "end", True, 61.0)
     assert document["verdict"] == "INCOMPLETE" and document["not_run"] == ["POOL-1"]
-    assert document["not_applicable"] == ["POOL-2"] and document["fixes"] == [NOT_RUN["fix"]]
+    assert document["not_applicable"] == ["DOM-ALLOC-1"] and document["fixes"] == [NOT_RUN["fix"]]
     assert sum(document["counts"].values()) == len(REQUIREMENTS) and document["counts"]["pass"] == len(REQUIREMENTS) - 2
     page = html.render(document)
     assert NOT_RUN["reason"] in page and NOT_RUN["fix"].replace("'", "&#x27;") in page and "no memory domains" in page

@@ -180,8 +180,8 @@ def test_the_summary_counts_the_reproducers_that_fail_on_their_bug() -> None:
                                "reproducers: 1/3 fail on their bug (1 hung, 1 no script)")
 
 
-def _variant_record(test: str, outcome: str, skip: dict | None = None) -> dict:
-    return {"id": f"suites/memory_domains/test_x.py::{test}", "requirements": ["DOM-ALLOC-3"], "outcome": outcome,
+def _variant_record(test: str, outcome: str, skip: dict | None = None, requirement: str = "DOM-ALLOC-3") -> dict:
+    return {"id": f"suites/memory_domains/test_x.py::{test}", "requirements": [requirement], "outcome": outcome,
             "skip": skip, "message": "", "elapsed": 1.5, "examples": 12}
 
 
@@ -200,3 +200,25 @@ def test_a_correct_variant_with_a_test_not_run_is_a_false_alarm(monkeypatch) -> 
     alarm = score.score_variant("variant-refuses", "CHOICE-6")
     assert alarm.caught and alarm.first_test == refused["id"]
     assert alarm.message == "not run: the driver refused a valid allocation"
+
+
+def test_a_variant_whose_declarations_rule_out_a_binding_requirement_is_a_false_alarm(monkeypatch) -> None:
+    """A correct variant's run in which no test failed or was not run can still leave its
+    certificate INCOMPLETE: a binding requirement (SPEC §2, §4) whose every test its declarations
+    ruled out.  The score counts that as the harness's false alarm, as the certificate would."""
+    from harness.commands import score
+
+    no_ops = {"kind": "not-applicable", "capability": "operations", "reason": "the driver declares no operation"}
+    no_domains = {"kind": "not-applicable", "capability": "memory_domains", "reason": "no memory domains"}
+    runs = {
+        "ruled-out": [_variant_record("a", "passed", requirement="POOL-1"),
+                      _variant_record("b", "skipped", no_ops, requirement="REQ-1"),
+                      _variant_record("c", "skipped", no_domains, requirement="DOM-ROLE-1")],
+        "optional-only": [_variant_record("a", "passed", requirement="POOL-1"),
+                          _variant_record("b", "passed", requirement="REQ-1"),
+                          _variant_record("c", "skipped", no_domains, requirement="DOM-ROLE-1")],
+    }
+    monkeypatch.setattr(score, "run_suites", lambda driver, **_: runs[driver])
+    alarm = score.score_variant("ruled-out", "CHOICE-5")
+    assert alarm.caught and "REQ-1" in alarm.message and alarm.message.startswith("not run:")
+    assert not score.score_variant("optional-only", "CHOICE-5").caught
