@@ -23,7 +23,7 @@ from harness.api.hal import (BufferDesc, BufferRole, Device, DriverError, ErrorS
                              operand_byte_size)
 from harness.api.memory import Memory
 from harness.judging.driver_history import history_of, lifetime_of
-from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_on_both
+from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_on_both, written_over
 from harness.judging.scenario import GUARD_BYTE, Defect, MemorySpec, Scenario, TokenRef, make_memory, outside_region
 from harness.service.proxies import begin_call, let_go
 
@@ -332,8 +332,11 @@ class Lockstep:
             actual_call = begin_call(pair.driver, "copy_from", driver_memory, tuple(dimensions))
             expected = _with_memory(memory, lambda m: pair.reference.copy_from(m, tuple(dimensions)))
             actual = _call(actual_call)
+            written = written_over(memory, driver_memory)  # a copy reads the client's memory, and only reads it
             reuse_after_copy(driver_memory, memory)
         self._compare(requirement, call, expected, actual)
+        if written:
+            raise self._failure(requirement, f"[{requirement}] {call}: the driver wrote into the client's memory: {written}")
         self._computed[name] = False
         if expected.ok:
             self._holding[name] = (self._holding[name][0], memory.size)

@@ -36,6 +36,7 @@ from harness.api.hal import (
     numpy_dtype,
     operand_byte_size,
 )
+from harness.api.memory import Memory, MemoryMapError
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.service.proxies import begin_call
 
@@ -67,6 +68,8 @@ class Outcome:
     outputs: tuple[bytes | None, ...] = ()
     pools_after: tuple[bytes, ...] = field(default=(), repr=False)
     shape_problem: str = ""  # a success whose outputShapes SPEC does not allow (CHOICE-4)
+    # Where the driver wrote into the client's constant pools (`constant_pool_change`): "" if nowhere.
+    constants_changed: str = ""
     rule: str = ""  # the SPEC rule that decided a failure (DriverError.rule), when the driver says
     # For the reference's successes: the outputs of the same model run on magnitudes, computed
     # only when a float comparison needs them (harness.judging.bounds, CHOICE-7).
@@ -180,10 +183,12 @@ def _scenario_steps(device: Device, scenario: Scenario, tokens: Mapping[str, int
         try:
             prepared = yield begin_call(device, "prepare_model", model)
         except DriverError as error:
-            return Outcome(Stage.PREPARE, error.status, error.message, rule=error.rule)
+            return Outcome(Stage.PREPARE, error.status, error.message, rule=error.rule,
+                           constants_changed=constant_pool_change(scenario, model.pools))
         for _ in range(scenario.executions - 1):  # the runs before the last (`Scenario.executions`)
             yield from _execution_steps(prepared, scenario, tokens)
         outcome = yield from _execution_steps(prepared, scenario, tokens)
+        outcome.constants_changed = constant_pool_change(scenario, model.pools)
         if outcome.ok and tokens is None:
             outcome.magnitudes = functools.partial(_magnitude_outputs, device, scenario)
         return outcome
@@ -378,6 +383,9 @@ def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *,
 def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, actual: Outcome) -> None:
     """The driver's outcome is one SPEC allows, given the reference's."""
     __tracebackhide__ = True
+    if actual.constants_changed:
+        _fail("POOL-2", f"the driver wrote into the client's constant pool: {actual.constants_changed}", scenario,
+              expected, actual)
     if not expected.ok:
         if actual.ok:
             _fail(requirement, f"the driver succeeded; SPEC requires {expected.status.name} ({expected.rule or 'see reference'})",
@@ -440,6 +448,36 @@ def _unused_defective_pool_explains(scenario: Scenario, actual: Outcome) -> bool
         used = {a.location.pool_index for a in (*scenario.inputs, *scenario.outputs) if not a.has_no_value}
         pools = scenario.request_pools  # type: ignore[assignment]
     return any(isinstance(pool, MemorySpec) and pool.defect and index not in used for index, pool in enumerate(pools))
+
+
+def constant_pool_change(scenario: Scenario, pools: Sequence[Memory]) -> str:
+    """POOL-2: a driver writes nothing but its outputs, and a model's constant pools are the
+    client's (one pool often holds the weights of several models).  Where the first pool whose
+    bytes are not what the client wrote differs, or "" where every pool is as written."""
+    for index, (spec, pool) in enumerate(zip(scenario.constant_pools, pools)):
+        change = written_over(spec, pool)
+        if change:
+            return f"constant pool {index} ({spec.kind}): {change}"
+    return ""
+
+
+def written_over(spec: MemorySpec, memory: Memory) -> str:
+    """Where ``memory``'s bytes differ from what the client wrote in it (``spec``), or "" where
+    they do not (or the handle was made unusable on purpose, or is closed)."""
+    if spec.defect or memory.closed:
+        return ""
+    try:
+        now = np.frombuffer(memory.read(), np.uint8)
+    except MemoryMapError as error:  # the driver shrank it, or replaced its file
+        return f"it can no longer be read whole: {error}"
+    before = np.frombuffer(spec.content, np.uint8)
+    if now.size != before.size:
+        return f"it holds {now.size} bytes, {before.size} were written"
+    changed = now != before
+    if not changed.any():
+        return ""
+    at = int(np.flatnonzero(changed)[0])
+    return f"byte {at} changed from {before[at]:#04x} to {now[at]:#04x} ({int(changed.sum())} bytes changed)"
 
 
 def assert_outside_outputs_untouched(scenario: Scenario, actual: Outcome) -> None:

@@ -142,6 +142,24 @@ class _LateConstantsModel(ReferencePreparedModel):
         return super().execute(request)
 
 
+@mutant("constant-pool-converted-in-place", "POOL-2",
+        "once it has copied its constants out at preparation, converts each CONSTANT_REFERENCE region of the "
+        "client's pool in place to its own representation (every byte's top bit flipped, as uint8 weights become int8)")
+def constant_pool_converted_in_place():
+    return _ConstantPoolConvertedInPlace()
+
+
+class _ConstantPoolConvertedInPlace(ReferenceDevice):
+    def prepare_model(self, model):
+        prepared = super().prepare_model(model)
+        for operand in model.main.operands:
+            if operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+                loc = operand.location
+                pool = self.map_memory(model.pools[loc.pool_index], writable=True, rule="POOL-4")
+                pool[loc.offset : loc.offset + loc.length] ^= 0x80
+        return prepared
+
+
 @mutant("unknown-memory-kind-accepted", "POOL-5", "maps any memory whatever its kind name says")
 def unknown_memory_kind_accepted():
     return with_rule("memory_kind_known", lambda memory: OK)

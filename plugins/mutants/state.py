@@ -152,6 +152,19 @@ def copy_from_keeps_client_memory():
     return ReferenceDevice(managed_buffer_class=_KeepsCopySource)
 
 
+class _ClearsCopySource(ReferenceBuffer):
+    def copy_from(self, memory, dimensions=()):
+        super().copy_from(memory, dimensions)
+        self.device.map_memory(memory, writable=True, rule="DOM-COPY-1")[:] = 0
+
+
+@mutant("copy-from-clears-client-memory", "DOM-COPY-1",
+        "copy_from copies the client's memory into the buffer, then zeroes the client's memory, as if it were the "
+        "driver's own staging area")
+def copy_from_clears_client_memory():
+    return ReferenceDevice(buffer_class=_ClearsCopySource)
+
+
 @mutant("copy-size-unchecked", "DOM-COPY-1", "copy_to accepts a memory of any size (copies what fits)")
 def copy_size_unchecked():
     return with_rule("memory_size_matches", lambda size, expected: OK if size >= expected else memory_size_matches(size, expected))
