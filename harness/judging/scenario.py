@@ -15,7 +15,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 
-from harness.api.hal import DataLocation, Model, OperandLifeTime, Request, RequestArgument, Subgraph
+import numpy as np
+
+from harness.api.hal import (DataLocation, Model, OperandLifeTime, OperandType, Request, RequestArgument, Subgraph,
+                             numpy_dtype)
 from harness.api.memory import (
     HardwareBufferDesc,
     HardwareBufferFormat,
@@ -25,7 +28,8 @@ from harness.api.memory import (
     create_mmap_fd,
 )
 
-__all__ = ["DEFECTS", "Defect", "GUARD_BYTE", "MemorySpec", "Scenario", "TokenRef", "make_memory", "outside_region", "with_constants"]
+__all__ = ["DEFECTS", "Defect", "GUARD_BYTE", "MemorySpec", "Scenario", "TokenRef", "make_memory", "outside_region", "with_constants",
+           "with_constants_reversed"]
 
 #: What fills an ``mmap_fd`` file around a guarded region (`MemorySpec.guard`).
 GUARD_BYTE = b"\xee"
@@ -188,6 +192,24 @@ def constant_bytes(scenario: Scenario, index: int) -> bytes:
     loc = operand.location
     source = scenario.operand_values if operand.lifetime == OperandLifeTime.CONSTANT_COPY else scenario.constant_pools[loc.pool_index].content
     return source[loc.offset : loc.offset + loc.length]
+
+
+def with_constants_reversed(scenario: Scenario) -> Scenario:
+    """Another model of the same graph: each tensor constant's elements in reverse order, where
+    they stand (valid values of its type, at the same locations).  TENSOR_INT32 constants stay as
+    they are: one may be a shape (RESHAPE), which reversed would be another graph's."""
+    values = bytearray(scenario.operand_values)
+    pools = [bytearray(pool.content) for pool in scenario.constant_pools]
+    for index, operand in enumerate(scenario.subgraph.operands):
+        if (operand.lifetime not in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+                or not operand.dimensions or operand.type == OperandType.TENSOR_INT32):
+            continue
+        loc = operand.location
+        elements = np.frombuffer(constant_bytes(scenario, index), np.uint8).reshape(-1, np.dtype(numpy_dtype(operand.type)).itemsize)
+        target = values if operand.lifetime == OperandLifeTime.CONSTANT_COPY else pools[loc.pool_index]
+        target[loc.offset : loc.offset + loc.length] = elements[::-1].tobytes()
+    return replace(scenario, operand_values=bytes(values),
+                   constant_pools=tuple(replace(spec, content=bytes(content)) for spec, content in zip(scenario.constant_pools, pools)))
 
 
 def with_constants(scenario: Scenario, how: str, pool_kind: str = "ashmem", file_offset: int = 0) -> Scenario:

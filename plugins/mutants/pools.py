@@ -160,6 +160,45 @@ class _ConstantPoolConvertedInPlace(ReferenceDevice):
         return prepared
 
 
+@mutant("compiled-models-cached-by-graph", "POOL-1",
+        "keeps every compiled model in a cache keyed by its graph (operands, operations, I/O), not its constant "
+        "values: a model whose graph was compiled before gets the earlier model's weights")
+def compiled_models_cached_by_graph():
+    return _CompiledByGraph()
+
+
+class _CompiledByGraph(ReferenceDevice):
+    def __init__(self) -> None:
+        super().__init__()
+        self._compiled: dict[str, ReferencePreparedModel] = {}
+
+    def prepare_model(self, model):
+        key = repr(model.main)
+        if key not in self._compiled:
+            self._compiled[key] = super().prepare_model(model)
+        return self._compiled[key]
+
+
+@mutant("request-binding-cached", "POOL-2",
+        "binds a prepared model's inputs and outputs to their regions at its first execution and keeps that "
+        "binding: later requests are read and written at the first one's offsets in their own pools")
+def request_binding_cached():
+    return ReferenceDevice(prepared_model_class=_BindsFirstRequest)
+
+
+class _BindsFirstRequest(ReferencePreparedModel):
+    def execute(self, request):
+        first = getattr(self, "_first", None)
+        if first is None:
+            self._first = first = request
+        elif len(first.inputs) == len(request.inputs) and len(first.outputs) == len(request.outputs):
+            request = dataclasses.replace(
+                request,
+                inputs=tuple(dataclasses.replace(a, location=b.location) for a, b in zip(request.inputs, first.inputs)),
+                outputs=tuple(dataclasses.replace(a, location=b.location) for a, b in zip(request.outputs, first.outputs)))
+        return super().execute(request)
+
+
 @mutant("unknown-memory-kind-accepted", "POOL-5", "maps any memory whatever its kind name says")
 def unknown_memory_kind_accepted():
     return with_rule("memory_kind_known", lambda memory: OK)

@@ -9,8 +9,8 @@ from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
 from harness.api.hal import OperandLifeTime
-from harness.judging.oracle import assert_conforms, execute_scenario, run_scenario
-from harness.judging.scenario import with_constants
+from harness.judging.oracle import assert_conforms, assert_scenario_conforms, execute_scenario, run_scenario
+from harness.judging.scenario import with_constants, with_constants_reversed
 from harness.integration.skips import not_applicable
 from harness.strategies import scenarios
 from harness.strategies.layouts import CONSTANT_POOL_KINDS
@@ -59,6 +59,22 @@ def test_copy_and_reference_constants_agree(driver, reference, capabilities, dat
             f"the same constants gave different outputs by copy and by reference "
             f"({copy_outcome.summary()} vs {reference_outcome.summary()})"
         )
+
+
+@pytest.mark.requirement("POOL-1")
+@given(data=st.data())
+def test_models_of_one_graph_compute_with_their_own_constants(driver, reference, capabilities, data) -> None:
+    """Weights are the model's, not its graph's: a model prepared after another of the same graph
+    whose constants differ (each tensor constant's elements reversed) computes with its own (a
+    driver that caches compiled graphs without their weights gives it the first one's)."""
+    _needs_constants(capabilities)
+    scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
+    assume(_has_tensor_constant(scenario))
+    how = data.draw(sampled(("copy", "reference")), label="constants")
+    first = with_constants(scenario, how)
+    for which, each in (("first", first), ("second, its constants reversed", with_constants_reversed(first))):
+        note(f"the {which} model of the graph")
+        assert_scenario_conforms("POOL-1", each, reference, driver)
 
 
 @pytest.mark.requirement("POOL-1", "POOL-2")
