@@ -199,6 +199,22 @@ class _BindsFirstRequest(ReferencePreparedModel):
         return super().execute(request)
 
 
+@mutant("blob-constant-pools-refused", "POOL-3",
+        "maps hardware_buffer_blob memories for execution I/O only: a BLOB constant pool fails preparation")
+def blob_constant_pools_refused():
+    return with_rule("constant_pool_kind_allowed",
+                     lambda memory: INVALID if memory.kind.startswith("hardware_buffer") else OK)
+
+
+@mutant("extra-arguments-ignored", "REQ-1",
+        "checks that a request has an argument for every model input and output, but ignores extra ones")
+def extra_arguments_ignored():
+    def argument_counts_match(request_inputs, request_outputs, subgraph):
+        enough = request_inputs >= len(subgraph.input_indexes) and request_outputs >= len(subgraph.output_indexes)
+        return OK if enough else INVALID
+    return with_rule("argument_counts_match", argument_counts_match)
+
+
 @mutant("unknown-memory-kind-accepted", "POOL-5", "maps any memory whatever its kind name says")
 def unknown_memory_kind_accepted():
     return with_rule("memory_kind_known", lambda memory: OK)
