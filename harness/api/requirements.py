@@ -54,16 +54,27 @@ OPERATION_REQUIREMENTS: Final[dict[str, str]] = {
 
 REQUIREMENTS: Final[dict[str, str]] = {**SPEC_REQUIREMENTS, **OPERATION_REQUIREMENTS}
 
-#: The requirements that bind every driver whatever it declares: memory pools (SPEC §2), requests
-#: (§4) and the service (§7).  A driver's declarations choose the models their tests build, never
-#: whether they apply, so a requirement of these whose every test the declarations ruled out was
-#: checked by nothing: not-run, never not-applicable.  Memory domains (§3), custom calls (§5),
-#: packed functions (§6) and the golden examples of the declared operations are a driver's to
-#: leave out by declaring so.
-BINDING_REQUIREMENTS: Final[frozenset[str]] = frozenset((
-    "POOL-1", "POOL-2", "POOL-3", "POOL-4", "POOL-5", "REQ-1", "REQ-2", "SVC-1", "SVC-2", "SVC-3"))
+#: Per section of requirements (an ID less its number), the capabilities that may excuse it.
+_SECTION_EXCUSES: Final[dict[str, frozenset[str]]] = {
+    "POOL": frozenset(), "REQ": frozenset(), "SVC": frozenset(),
+    **{section: frozenset({"memory_domains"}) for section in ("DOM-ALLOC", "DOM-STATE", "DOM-COPY", "DOM-ROLE", "DOM-CONC")},
+    "DOM-DYN": frozenset({"memory_domains", "dynamic_buffers"}),
+    "CC": frozenset({"custom_call_targets"}),
+    "FFI": frozenset({"packed_functions"}),
+    # the golden examples of the operations, types and memory kinds a driver declares
+    "OPS": frozenset({"operations", "operand_types", "memory_kinds", "memory_domains", "dynamic_buffers"}),
+}
 
+#: What a driver may leave out by what it declares: per requirement, the capabilities
+#: (`harness.integration.skips.CAPABILITIES`) whose declaration can make every test of it not
+#: applicable.  Memory pools (SPEC §2), requests (§4) and the service (§7) bind every driver: the
+#: declarations choose the models their tests build, never whether they apply.  Memory domains
+#: (§3) are a driver's to leave out by declaring no support (and buffers of unknown shape, DOM-DYN,
+#: by declaring it refuses them), custom calls (§5) and packed functions (§6) by declaring none.
+#: A requirement whose every test the declarations ruled out for any other reason (a driver with
+#: memory domains whose operations the memory-domain models cannot be built from) was checked by
+#: nothing: the certificate says not-run, never not-applicable.
+EXCUSED_BY: Final[dict[str, frozenset[str]]] = {r: _SECTION_EXCUSES[r.rsplit("-", 1)[0]] for r in REQUIREMENTS}
 
-def core_requirements() -> list[str]:
-    """Every requirement: the suites cover all of SPEC, §7 included (canary drivers, suites/service)."""
-    return list(REQUIREMENTS)
+#: The requirements nothing a driver declares excuses.
+BINDING_REQUIREMENTS: Final[frozenset[str]] = frozenset(r for r, excuses in EXCUSED_BY.items() if not excuses)

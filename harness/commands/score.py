@@ -36,7 +36,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
-from harness.api.requirements import BINDING_REQUIREMENTS, REQUIREMENTS
+from harness.api.requirements import REQUIREMENTS
 from harness.commands.cli import OneLineParser
 from harness.integration.own_config import own_pytest_options
 from harness.integration.recording import RERUN_SECONDS
@@ -174,7 +174,7 @@ def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci
     score = Score(driver, choice, caught=bool(failed or not_run) or not records, profile=profile, seed=seed,
                   examples_per_test=examples)
     alarms = failed + not_run
-    unchecked = _unchecked_binding_requirements(records)
+    unchecked = _unchecked_requirements(records)
     if alarms:
         first = alarms[0]
         score.first_test, score.seconds_to_catch, score.examples = first["id"], first["elapsed"], first["examples"]
@@ -182,25 +182,26 @@ def score_variant(driver: str, choice: str, seed: int = SEED, profile: str = "ci
         score.failures_elsewhere = len(alarms) - 1
     elif unchecked:
         score.caught = True
-        score.message = f"not run: {unchecked[0]}"[:300]
+        score.first_test, reason = unchecked[0]
+        score.message = f"not run: {reason}"[:300]
         score.failures_elsewhere = len(unchecked) - 1
     elif not records:
         score.message = "the run recorded no test"
     return score
 
 
-def _unchecked_binding_requirements(records: list[dict]) -> list[str]:
-    """Why each binding requirement that the variant's declarations left with no test to run is
-    not-run in its certificate (`certificate.requirement_status`): the certificate says INCOMPLETE,
-    though no test failed or was skipped for any other reason."""
+def _unchecked_requirements(records: list[dict]) -> list[tuple[str, str]]:
+    """(A test of it, why) for each requirement that the variant's declarations left with no test
+    to run, though none of them excuses it: not-run in its certificate (`certificate.requirement_status`),
+    which says INCOMPLETE although no test failed or was skipped for any other reason."""
     tests = [r for r in records if "id" in r]
-    reasons = []
-    for requirement in sorted(BINDING_REQUIREMENTS):
+    unchecked = []
+    for requirement in REQUIREMENTS:
         covering = certificate.covering_tests(tests, requirement)
         entry = certificate.requirement_status(covering, requirement) if covering else None
         if entry is not None and entry["status"] == "not-run":
-            reasons.append(entry["reasons"][0])
-    return reasons
+            unchecked.append((covering[0]["test"], entry["reasons"][0]))
+    return unchecked
 
 
 def _short(name: str) -> str:

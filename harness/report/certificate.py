@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from harness.api.requirements import BINDING_REQUIREMENTS, REQUIREMENTS
+from harness.api.requirements import EXCUSED_BY, REQUIREMENTS
 from harness.report.attribution import failed_requirements
 
 SCHEMA = "driver-harness/certificate/2"
@@ -30,9 +30,10 @@ def _git_commit() -> str:
 STATUSES = ("pass", "fail", "waived", "not-applicable", "not-run")
 #: what a requirement that did not run (or did only in part) needs: a run of every test
 ALL_SUITES_FIX = "run every suite: harness certify without -k, -m, --deselect, --ignore or test paths"
-#: what a binding requirement whose every test the declarations ruled out needs
+#: what a requirement whose every test the declarations ruled out, though none of them excuses it, needs
 DECLARE_FIX = ("declare the operations and operand types the driver supports (Capabilities.operations, "
-               "Capabilities.operand_types): the suites build their models from declared ones only")
+               "Capabilities.operand_types): the suites build their models from declared ones only, "
+               "and each reason says which they need")
 
 
 def _test_status(test: dict) -> str:
@@ -53,9 +54,10 @@ def requirement_status(tests: list[dict], requirement: str = "") -> dict:
 
     A failure anywhere fails it; a test that did not run for any reason but the driver's
     declarations makes it not-run (so the certificate cannot pass over it); waived tests make
-    it waived; it is not-applicable only when every test is, and passes otherwise.  A binding
-    requirement (`BINDING_REQUIREMENTS`) is never not-applicable: when the declarations ruled out
-    every test of it, nothing checked it, and it is not-run.
+    it waived; it is not-applicable only when every test is, and passes otherwise.  Only the
+    capabilities that may excuse ``requirement`` (`EXCUSED_BY`: none for memory pools, requests and
+    the service) make it not-applicable: a requirement whose every test the declarations ruled out
+    by another was checked by nothing, and is not-run.
     """
     if not tests:
         return {"status": "not-run", "reasons": ["no test covering it ran"], "fixes": [ALL_SUITES_FIX], "capabilities": []}
@@ -67,10 +69,12 @@ def requirement_status(tests: list[dict], requirement: str = "") -> dict:
     reasons = [t["waiver"] for t in tests if t["waiver"]] if status == "waived" else []
     reasons += [skip["reason"] for skip in skips if skip.get("reason")]
     capabilities = sorted({skip["capability"] for skip in skips if skip.get("capability")})
-    if status == "not-applicable" and requirement in BINDING_REQUIREMENTS:
+    excuses = EXCUSED_BY.get(requirement)
+    if status == "not-applicable" and excuses is not None and not set(capabilities) <= excuses:
+        leave_out = f"only {', '.join(sorted(excuses))} may leave it out" if excuses else "it binds every driver"
         return {"status": "not-run", "capabilities": capabilities, "fixes": [DECLARE_FIX], "reasons": [
-            f"the driver's declarations ({', '.join(capabilities)}) ruled out every test of {requirement}, which binds "
-            f"every driver whatever it declares: nothing checked it", *sorted(set(reasons))]}
+            f"the driver's declarations ({', '.join(capabilities)}) ruled out every test of {requirement}, and "
+            f"{leave_out}: nothing checked it", *sorted(set(reasons))]}
     return {
         "status": status,
         "reasons": sorted(set(reasons)) if status != "pass" else [],

@@ -28,6 +28,9 @@ from harness.judging.scenario import MemorySpec, Scenario, TokenRef
 from .values import BOOLEANS, QUANT_TYPES, integers, operand_types, quantization, sampled
 
 DOMAIN_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_QUANT8_ASYMM)
+#: The types NNAPI's ADD, MUL and SUB also take (HAL 1.3), for a driver that declares none of those:
+#: without them its memory domains would go unchecked.
+FALLBACK_DOMAIN_TYPES = (OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_INT32)
 #: The operations the memory-domain models are made of, in order of preference.
 BINARY_OPS = (OperationType.ADD, OperationType.MUL, OperationType.SUB)
 #: The quantization of a quantized flavour picked without drawing.
@@ -57,10 +60,18 @@ def identity_operand(flavor: Flavor, shape: Sequence[int]) -> np.ndarray:
     return np.full(tuple(shape), real / scale + zero_point if scale else real, numpy_dtype(flavor.type))
 
 
-def declared_flavor(caps: Capabilities, types: Sequence[OperandType] = DOMAIN_TYPES) -> Flavor | None:
-    """The first declared binary operation and operand type, or None when nothing fits."""
+def domain_types(caps: Capabilities) -> tuple[OperandType, ...]:
+    """The declared types the memory-domain models are made of: of `DOMAIN_TYPES`, or else of
+    `FALLBACK_DOMAIN_TYPES` (so a driver that declares one of the first has the same models
+    whatever else it declares)."""
+    declared = tuple(t for t in DOMAIN_TYPES if t in caps.operand_types)
+    return declared or tuple(t for t in FALLBACK_DOMAIN_TYPES if t in caps.operand_types)
+
+
+def declared_flavor(caps: Capabilities) -> Flavor | None:
+    """The first declared binary operation and memory-domain type, or None when nothing fits."""
     op = next((o for o in BINARY_OPS if o in caps.operations), None)
-    type = next((t for t in types if t in caps.operand_types), None)
+    type = next(iter(domain_types(caps)), None)
     if op is None or type is None:
         return None
     return Flavor(op, type, FIXED_QUANT if type in QUANT_TYPES else (0.0, 0))
@@ -176,7 +187,7 @@ def nbytes(type: OperandType, shape: Sequence[int]) -> int:
 @functools.lru_cache(maxsize=64)
 def domain_flavors(caps: Capabilities, quantized: bool = False) -> st.SearchStrategy[Flavor]:
     """A declared binary operation and a declared memory-domain operand type (with its quantization)."""
-    types = [t for t in DOMAIN_TYPES if t in QUANT_TYPES] if quantized else DOMAIN_TYPES
+    types = [t for t in domain_types(caps) if t in QUANT_TYPES] if quantized else domain_types(caps)
     ops = tuple(o for o in BINARY_OPS if o in caps.operations)
     return _flavors(operand_types(types, caps.operand_types), sampled(ops) if ops else st.just(OperationType.ADD))
 
@@ -205,7 +216,7 @@ def role_models(draw, caps: Capabilities) -> list[Scenario]:
     variant = draw(_ODD_MODELS, label="odd model")
     event(f"odd model: {variant}")
     if variant == "other-type":
-        other = next((t for t in DOMAIN_TYPES if t != type and t in caps.operand_types), None)
+        other = next((t for t in domain_types(caps) if t != type), None)
         if other is not None:
             models.append(flavor.model((2, 2), type=other, quant=FIXED_QUANT if other in QUANT_TYPES else (0.0, 0)))
     elif variant in ("other-scale", "other-zero-point") and type in QUANT_TYPES:

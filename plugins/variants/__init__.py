@@ -19,6 +19,8 @@ VARIANTS = {
     "empty-output-shapes": (drivers.empty_output_shapes, "CHOICE-4"),
     "add-only": (drivers.add_only, "CHOICE-5"),
     "quantized-only": (drivers.quantized_only, "CHOICE-5"),
+    "integer-arithmetic-only": (drivers.integer_arithmetic_only, "CHOICE-5"),
+    "signed-quantized-only": (drivers.signed_quantized_only, "CHOICE-5"),
     "no-memory-domains": (drivers.no_memory_domains, "CHOICE-5"),
     "refuses-dynamic-buffers": (drivers.refuses_dynamic_buffers, "CHOICE-5"),
     "random-reused-tokens": (drivers.random_reused_tokens, "CHOICE-6"),

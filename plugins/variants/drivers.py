@@ -214,6 +214,29 @@ def quantized_only() -> ReferenceDevice:
     return _QuantizedOnly()
 
 
+class _IntegerArithmeticOnly(_Declaring):
+    operations = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV})
+    operand_types = frozenset({OperandType.TENSOR_INT32, OperandType.INT32})
+
+
+def integer_arithmetic_only() -> ReferenceDevice:
+    """CHOICE-5: ADD, SUB, MUL and DIV on TENSOR_INT32 only (HAL 1.3), with memory domains: its
+    buffers are checked with integer models, where a float or quantized type was all they knew."""
+    return _IntegerArithmeticOnly()
+
+
+class _SignedQuantizedOnly(_Declaring):
+    operations = frozenset(KERNELS) - {OperationType.DIV}
+    operand_types = frozenset({OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_INT32, OperandType.INT32,
+                               OperandType.BOOL})
+
+
+def signed_quantized_only() -> ReferenceDevice:
+    """CHOICE-5: TENSOR_QUANT8_ASYMM_SIGNED data only (HAL 1.3; TENSOR_INT32 biases and shapes,
+    INT32 and BOOL scalars) for every operation but DIV, with memory domains."""
+    return _SignedQuantizedOnly()
+
+
 class _NoDomains(_Declaring):
     operations = frozenset(KERNELS)
     operand_types = ReferenceDevice().capabilities().operand_types

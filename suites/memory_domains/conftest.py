@@ -6,7 +6,7 @@ import pytest
 
 from harness.api.hal import Capabilities
 from harness.integration.skips import not_applicable
-from harness.strategies.domains import BINARY_OPS, DOMAIN_TYPES, Flavor, declared_flavor
+from harness.strategies.domains import BINARY_OPS, DOMAIN_TYPES, FALLBACK_DOMAIN_TYPES, Flavor, declared_flavor
 
 
 @pytest.fixture
@@ -15,7 +15,7 @@ def flavor(memory_domains: None, capabilities: Capabilities) -> Flavor:
     found = declared_flavor(capabilities)
     if found is None:
         ops = ", ".join(op.name for op in BINARY_OPS)
-        types = ", ".join(t.name for t in DOMAIN_TYPES)
+        types = ", ".join(t.name for t in (*DOMAIN_TYPES, *FALLBACK_DOMAIN_TYPES))
         missing = "operations" if not any(op in capabilities.operations for op in BINARY_OPS) else "operand_types"
         not_applicable(missing, f"the memory-domain models need one of {ops} on one of {types}, and the driver declares none")
     return found

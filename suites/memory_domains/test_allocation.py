@@ -10,10 +10,10 @@ from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus, Op
 from harness.judging.direct_calls import DirectCalls
 from harness.judging.lockstep import Lockstep
 from harness.strategies.domains import (
-    DOMAIN_TYPES,
     FIXED_QUANT,
     Flavor,
     domain_flavors,
+    domain_types,
     role_models,
     role_sets,
 )
@@ -128,7 +128,8 @@ def test_each_allocation_mistake(driver, reference, capabilities, flavor, mistak
     if needs_quantized and OperandType.TENSOR_QUANT8_ASYMM not in capabilities.operand_types:
         not_applicable("operand_types", f"{mistake} needs quantized role operands (TENSOR_QUANT8_ASYMM), which the driver does not declare")
     drawn = data.draw(domain_flavors(capabilities, quantized=needs_quantized), label="flavor")
-    others = [t for t in (*DOMAIN_TYPES, OperandType.TENSOR_INT32) if t != drawn.type and t in capabilities.operand_types]
+    others = [t for t in dict.fromkeys((*domain_types(capabilities), OperandType.TENSOR_INT32))
+              if t != drawn.type and t in capabilities.operand_types]
     if mistake == "type conflict" and not others:
         not_applicable("operand_types", "a type conflict between roles needs two declared operand types")
     cases = _mistakes(drawn, others[0] if others else None)

@@ -9,7 +9,7 @@ import pytest
 
 from harness.report import certificate, html
 from harness.report.files import write_atomically
-from harness.api.requirements import BINDING_REQUIREMENTS, REQUIREMENTS
+from harness.api.requirements import BINDING_REQUIREMENTS, EXCUSED_BY, REQUIREMENTS
 
 
 def record(test: str, requirement: str, outcome: str, skip: dict | None = None, waiver: str = "") -> dict:
@@ -73,11 +73,22 @@ def test_a_binding_requirement_the_declarations_ruled_out_is_not_run(requirement
 
 
 @pytest.mark.parametrize("requirement", sorted(set(REQUIREMENTS) - BINDING_REQUIREMENTS))
-def test_an_optional_requirement_the_declarations_ruled_out_is_not_applicable(requirement) -> None:
+def test_a_requirement_left_out_by_a_capability_that_excuses_it_is_not_applicable(requirement) -> None:
+    capability = sorted(EXCUSED_BY[requirement])[0]
+    excused = {"kind": "not-applicable", "capability": capability, "reason": f"declares no {capability}"}
     records = [r for r in every_requirement_passing() if r["requirements"] != [requirement]]
-    document = certificate.build([*records, record(f"t::{requirement}", requirement, "skipped", NO_OPERATIONS)],
+    document = certificate.build([*records, record(f"t::{requirement}", requirement, "skipped", excused)],
                                  {"driver": "d"}, "start", "end", True, 61.0)
     assert document["verdict"] == "PASS" and document["not_applicable"] == [requirement]
+
+
+@pytest.mark.parametrize("requirement", sorted(r for r, excuses in EXCUSED_BY.items() if excuses and "operations" not in excuses))
+def test_a_requirement_left_out_by_a_capability_that_does_not_excuse_it_is_not_run(requirement) -> None:
+    """A driver that declares memory domains, but no operation the memory-domain models can be
+    built from, has had nothing of SPEC §3 checked: INCOMPLETE, not PASS over it."""
+    entry = certificate.requirement_status([record("a", requirement, "skipped", NO_OPERATIONS)], requirement)
+    assert entry["status"] == "not-run" and entry["fixes"] == [certificate.DECLARE_FIX]
+    assert any(f"only {', '.join(sorted(EXCUSED_BY[requirement]))} may leave it out" in r for r in entry["reasons"])
 
 
 def test_a_binding_requirement_with_one_test_run_passes() -> None:

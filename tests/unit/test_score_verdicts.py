@@ -221,4 +221,5 @@ def test_a_variant_whose_declarations_rule_out_a_binding_requirement_is_a_false_
     monkeypatch.setattr(score, "run_suites", lambda driver, **_: runs[driver])
     alarm = score.score_variant("ruled-out", "CHOICE-5")
     assert alarm.caught and "REQ-1" in alarm.message and alarm.message.startswith("not run:")
+    assert alarm.first_test == "suites/memory_domains/test_x.py::b"
     assert not score.score_variant("optional-only", "CHOICE-5").caught
