@@ -78,3 +78,8 @@ EXCUSED_BY: Final[dict[str, frozenset[str]]] = {r: _SECTION_EXCUSES[r.rsplit("-"
 
 #: The requirements nothing a driver declares excuses.
 BINDING_REQUIREMENTS: Final[frozenset[str]] = frozenset(r for r, excuses in EXCUSED_BY.items() if not excuses)
+
+
+def core_requirements() -> list[str]:
+    """Every requirement: the suites cover all of SPEC, §7 included (canary drivers, suites/service)."""
+    return list(REQUIREMENTS)
