@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from harness.api.hal import DriverError, ErrorStatus, OutputShape, is_scalar_type
+from harness.api.hal import DriverError, ErrorStatus, OutputShape, is_fully_specified, is_scalar_type
+from harness.api.memory import Memory
 from reference_driver import ReferenceDevice
 from reference_driver.buffers import ManagedBuffer, TokenTable
 from reference_driver.device import ReferenceBuffer, ReferencePreparedModel
@@ -122,6 +125,28 @@ def _insufficient_shapes_reported_as(reported):
                 raise DriverError(error.status, error.message, reported(error.output_shapes), rule=error.rule) from None
 
     return ReferenceDevice(prepared_model_class=_Reported)
+
+
+class _PaddingAsRoomModel(ReferencePreparedModel):
+    def execute(self, request):
+        operands, outputs = self.model.main.operands, []
+        for argument, index in zip(request.outputs, self.model.main.output_indexes):
+            operand = operands[index]
+            dims = argument.dimensions or operand.dimensions
+            pool = request.pools[argument.location.pool_index] if 0 <= argument.location.pool_index < len(request.pools) else None
+            if isinstance(pool, Memory) and not argument.has_no_value and not is_fully_specified(operand.type, dims):
+                location = argument.location
+                argument = dataclasses.replace(argument, location=dataclasses.replace(
+                    location, length=location.length + location.padding, padding=0))
+            outputs.append(argument)
+        return super().execute(dataclasses.replace(request, outputs=tuple(outputs)))
+
+
+@mutant("output-padding-counted-as-room", "DOM-DYN-2",
+        "counts an output's padding as room for its data: a dynamic output that needs more than its length, but "
+        "no more than length + padding, is written there and reported sufficient (CHOICE-3: it is insufficient)")
+def output_padding_counted_as_room():
+    return ReferenceDevice(prepared_model_class=_PaddingAsRoomModel)
 
 
 @mutant("insufficient-without-shapes", "DOM-DYN-2", "OUTPUT_INSUFFICIENT_SIZE carries no output shapes")
