@@ -474,10 +474,13 @@ def written_over(spec: MemorySpec, memory: Memory) -> str:
     if now.size != before.size:
         return f"it holds {now.size} bytes, {before.size} were written"
     changed = now != before
-    if not changed.any():
-        return ""
+    return _first_change(before, now, changed) if changed.any() else ""
+
+
+def _first_change(before: np.ndarray, now: np.ndarray, changed: np.ndarray, where: str = "") -> str:
+    """The first byte ``changed`` marks, with both its values, and how many it marks."""
     at = int(np.flatnonzero(changed)[0])
-    return f"byte {at} changed from {before[at]:#04x} to {now[at]:#04x} ({int(changed.sum())} bytes changed)"
+    return f"byte {at}{where} changed from {before[at]:#04x} to {now[at]:#04x} ({int(changed.sum())} bytes changed)"
 
 
 def assert_outside_outputs_untouched(scenario: Scenario, actual: Outcome) -> None:
@@ -496,10 +499,9 @@ def assert_outside_outputs_untouched(scenario: Scenario, actual: Outcome) -> Non
             if arg.location.pool_index == index and not arg.has_no_value:
                 changed[arg.location.offset : arg.location.offset + arg.location.length + arg.location.padding] = False
         if changed.any():
-            at = int(np.flatnonzero(changed)[0])
             raise ConformanceError(
-                f"[POOL-2] request pool {index} ({spec.kind}) byte {at} outside every output region changed "
-                f"from {before[at]:#04x} to {now[at]:#04x} ({int(changed.sum())} bytes changed)\n{describe_scenario(scenario)}",
+                f"[POOL-2] request pool {index} ({spec.kind}) "
+                f"{_first_change(before, now, changed, ' outside every output region')}\n{describe_scenario(scenario)}",
                 requirement="POOL-2", scenario=scenario)
 
 

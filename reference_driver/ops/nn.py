@@ -144,6 +144,10 @@ class ConvGeometry:
     activation: int
     nchw: bool
 
+    def spans(self, kernel_h: int, kernel_w: int) -> tuple[int, int]:
+        """The height and width a filter of this size covers, dilated."""
+        return (kernel_h - 1) * self.dilation_h + 1, (kernel_w - 1) * self.dilation_w + 1
+
 
 def _implicit_padding(size: int, stride: int, dilation: int, kernel: int, scheme: int) -> tuple[int, int]:
     """NNAPI's explicit padding for a padding scheme: SAME pads to ceil(size / stride) outputs,
@@ -183,7 +187,7 @@ def conv_geometry(values: Sequence[np.ndarray], ins: Sequence[Operand], filter_s
 def conv_windows(x: np.ndarray, g: ConvGeometry, kernel_h: int, kernel_w: int) -> np.ndarray:
     """The padded NHWC input's receptive fields: [n, y, x, c, kernel_h, kernel_w], dilation applied."""
     x = np.pad(x, ((0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right), (0, 0)))
-    span_h, span_w = (kernel_h - 1) * g.dilation_h + 1, (kernel_w - 1) * g.dilation_w + 1
+    span_h, span_w = g.spans(kernel_h, kernel_w)
     if x.shape[1] < span_h or x.shape[2] < span_w:
         raise KernelError(f"CONV_2D: filter span {span_h}x{span_w} larger than padded input {x.shape[1]}x{x.shape[2]}")
     windows = sliding_window_view(x, (span_h, span_w), axis=(1, 2))[:, :: g.stride_h, :: g.stride_w]
@@ -223,7 +227,7 @@ def padding_within_filter(g: ConvGeometry, kernel_h: int, kernel_w: int) -> None
     """NNAPI's CPU implementation refuses padding on any side as wide as the dilated filter or wider
     (NeuralNetworks.h says nothing of it; CHOICE-8): some outputs would see only padding.  The
     padding a scheme resolves to is always narrower."""
-    span_h, span_w = (kernel_h - 1) * g.dilation_h + 1, (kernel_w - 1) * g.dilation_w + 1
+    span_h, span_w = g.spans(kernel_h, kernel_w)
     if max(g.pad_top, g.pad_bottom) >= span_h or max(g.pad_left, g.pad_right) >= span_w:
         raise KernelError(f"CONV_2D: padding (left {g.pad_left}, right {g.pad_right}, top {g.pad_top}, bottom "
                           f"{g.pad_bottom}) not below the dilated filter's {span_h}x{span_w} (NNAPI's CPU limit)")
