@@ -68,9 +68,15 @@ def domain_types(caps: Capabilities) -> tuple[OperandType, ...]:
     return declared or tuple(t for t in FALLBACK_DOMAIN_TYPES if t in caps.operand_types)
 
 
+def domain_operations(caps: Capabilities) -> tuple[OperationType, ...]:
+    """The declared binary operations the memory-domain models can be made of: with the INT32
+    scalar of their fused activation declared too (CHOICE-5)."""
+    return tuple(o for o in BINARY_OPS if o in caps.operations) if OperandType.INT32 in caps.operand_types else ()
+
+
 def declared_flavor(caps: Capabilities) -> Flavor | None:
     """The first declared binary operation and memory-domain type, or None when nothing fits."""
-    op = next((o for o in BINARY_OPS if o in caps.operations), None)
+    op = next(iter(domain_operations(caps)), None)
     type = next(iter(domain_types(caps)), None)
     if op is None or type is None:
         return None
@@ -118,6 +124,14 @@ def reshape_model(type: OperandType = OperandType.TENSOR_FLOAT32, quant: tuple[f
     shape = b.input(OperandType.TENSOR_INT32, (0,))
     b.operation(OperationType.RESHAPE, [data, shape], type, (), *quant)
     return Scenario(b.subgraph(), bytes(b.values), notes=(f"RESHAPE {type.name}",))
+
+
+def dynamic_producer(caps: Capabilities, flavor: Flavor) -> Scenario:
+    """A model whose output shape is decided at execution: RESHAPE where the driver declares it,
+    otherwise the flavour's operation on inputs of unknown shape (the request gives the shape)."""
+    if OperationType.RESHAPE in caps.operations and OperandType.TENSOR_INT32 in caps.operand_types:  # its shape is one
+        return reshape_model(flavor.type, flavor.quant)
+    return flavor.model((0, 0))
 
 
 def request(model: Scenario, inputs: Sequence[np.ndarray | TokenUse], outputs: Sequence[int | TokenUse],
@@ -188,7 +202,7 @@ def nbytes(type: OperandType, shape: Sequence[int]) -> int:
 def domain_flavors(caps: Capabilities, quantized: bool = False) -> st.SearchStrategy[Flavor]:
     """A declared binary operation and a declared memory-domain operand type (with its quantization)."""
     types = [t for t in domain_types(caps) if t in QUANT_TYPES] if quantized else domain_types(caps)
-    ops = tuple(o for o in BINARY_OPS if o in caps.operations)
+    ops = domain_operations(caps)
     return _flavors(operand_types(types, caps.operand_types), sampled(ops) if ops else st.just(OperationType.ADD))
 
 

@@ -94,9 +94,11 @@ class _Choices:
         rank = self.integer(min_rank, max_rank, f"{label} rank")
         return tuple(self.integer(1, max_side, f"{label} axis {axis}") for axis in range(rank))
 
-    def type(self, allowed: Collection[OperandType], caps: Capabilities, label: str = "type") -> OperandType:
-        """A tensor type both the operation (``allowed``) and the driver support."""
-        usable = usable_types(allowed, caps.operand_types)
+    def type(self, family: str, caps: Capabilities, allowed: tuple[OperandType, ...] | None = None,
+             label: str = "type") -> OperandType:
+        """A tensor type the operation (``allowed``, by default its family's) and the driver both
+        support, and whose companion types the driver declares too (`family_types`)."""
+        usable = family_types(family, caps, allowed)
         if not usable:
             reject()  # this operation has no type the driver declares: not an example
         return self.choice(usable, label)
@@ -202,7 +204,7 @@ def elementwise_operations(caps: Capabilities, activation: int | None = None,
     declares, with fused ``activation``: what `elementwise_models` can build for it."""
     candidates = (op,) if op is not None else FAMILIES["elementwise"]
     return tuple(o for o in _supported(caps, *candidates)
-                 if usable_types(_elementwise_types(o, activation), caps.operand_types))
+                 if family_types("elementwise", caps, _elementwise_types(o, activation)))
 
 
 @functools.lru_cache(maxsize=256, typed=True)
@@ -228,7 +230,7 @@ def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: Op
         if not ops:
             reject()  # no element-wise operation on a type the driver declares: not an example
         op = c.choice(ops, "operation")
-    type = c.type(_elementwise_types(op, 1 if activation_input else activation), caps)
+    type = c.type("elementwise", caps, _elementwise_types(op, 1 if activation_input else activation))
     (shape_a, shape_b), result_shape = _broadcast_pair(c, ranks)
     how_a, how_b = c.choice(_OPERAND_HOWS, "operands")
     case = _Case(c)
@@ -258,6 +260,7 @@ _RELUS = (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
 #: The tensor types each family's models take (NNAPI's signatures, as the reference implements them;
 #: the element-wise family's depend on the operation and activation: `_elementwise_types`).
 _FAMILY_TYPES: dict[str, tuple[OperandType, ...]] = {
+    "elementwise": FLOAT_TYPES + QUANT_TYPES + (I32,),
     "relu": FLOAT_TYPES + QUANT_TYPES,
     "reshape": FLOAT_TYPES + QUANT_TYPES + (I32,),
     "concatenation": FLOAT_TYPES + QUANT_TYPES + (I32,),
@@ -266,12 +269,42 @@ _FAMILY_TYPES: dict[str, tuple[OperandType, ...]] = {
 }
 
 
+#: The operand types a family's models need besides their data type (NNAPI's signatures): the INT32
+#: scalar of a fused activation, an axis or a padding, and RESHAPE's TENSOR_INT32 shape.
+_COMPANION_TYPES: dict[str, frozenset[OperandType]] = {
+    "elementwise": frozenset({OperandType.INT32}),
+    "relu": frozenset(),
+    "reshape": frozenset({I32}),
+    "concatenation": frozenset({OperandType.INT32}),
+    "fully_connected": frozenset({OperandType.INT32}),
+    "conv_2d": frozenset({OperandType.INT32}),
+}
+#: The families whose quantized models have a TENSOR_INT32 bias (`_bias`).
+_QUANTIZED_BIAS = ("fully_connected", "conv_2d")
+
+
+def companion_types(family: str, type: OperandType) -> frozenset[OperandType]:
+    """The operand types a ``family``'s model on data of ``type`` needs besides it."""
+    bias = frozenset({I32}) if family in _QUANTIZED_BIAS and type in QUANT_TYPES else frozenset()
+    return _COMPANION_TYPES[family] | bias
+
+
+@functools.lru_cache(maxsize=256)
+def family_types(family: str, caps: Capabilities, allowed: tuple[OperandType, ...] | None = None) -> tuple[OperandType, ...]:
+    """The data types a ``family``'s models can be built on for this driver: declared, taken by the
+    operation (``allowed``, by default the family's), and with every companion type declared too
+    (CHOICE-5: a scenario uses only what the driver declares; a driver may declare RESHAPE and
+    no TENSOR_INT32, and then no RESHAPE model can be built for it)."""
+    candidates = usable_types(_FAMILY_TYPES[family] if allowed is None else allowed, caps.operand_types)
+    return tuple(t for t in candidates if companion_types(family, t) <= caps.operand_types)
+
+
 @st.composite
 def relu_models(draw, caps: Capabilities) -> ModelCase:
     """RELU, RELU1 (clamp to [-1, 1]) and RELU6 (clamp to [0, 6]) as operations of their own."""
     c = _start(draw)
     op = c.choice(_supported(caps, *_RELUS), "operation")
-    type = c.type(_FAMILY_TYPES["relu"], caps)
+    type = c.type("relu", caps)
     shape = c.shape("shape")
     case = _Case(c)
     quant = c.quantization(type, "x and output")  # NNAPI: the RELUs keep their input's scale and zeroPoint
@@ -286,7 +319,7 @@ def reshape_models(draw, caps: Capabilities, shape_how: str | None = None) -> Mo
     ``shape_how`` given: always so, and with "input" the output of unknown rank, so that another
     shape input can give it another shape (`ModelCase.alternatives`)."""
     c = _start(draw)
-    type = c.type(_FAMILY_TYPES["reshape"], caps)
+    type = c.type("reshape", caps)
     source = c.shape("source shape")
     count = int(np.prod(source))
     target = _factor(count)
@@ -335,7 +368,7 @@ def concatenation_models(draw, caps: Capabilities) -> ModelCase:
     """CONCATENATION of one to five tensors of rank up to 4 (NNAPI: any number of inputs, one at
     least), each quantized as the output is or on its own."""
     c = _start(draw)
-    type = c.type(_FAMILY_TYPES["concatenation"], caps)
+    type = c.type("concatenation", caps)
     if c.boolean("channels"):  # a rank-4 tensor's last axis: what real models join most, and kernels special-case
         base = c.shape("base shape", min_rank=4)
         axis = 3
@@ -367,7 +400,7 @@ def _bias(draw, type, in_quant, w_quant, units):
 @st.composite
 def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
     c = _start(draw)
-    type = c.type(_FAMILY_TYPES["fully_connected"], caps)
+    type = c.type("fully_connected", caps)
     # Half the examples reach past one vector block (4 elements, up to two of 8) in both the dot
     # products and the units, where a blocked kernel runs its tail loop; the rest stay small.
     wide = c.boolean("wide")
@@ -394,7 +427,7 @@ def conv_2d_models(draw, caps: Capabilities) -> ModelCase:
     optionally with the layout flag (NHWC or NCHW tensors) and then dilation factors; a per-channel
     quantized filter when the driver declares TENSOR_QUANT8_SYMM_PER_CHANNEL."""
     c = _start(draw)
-    type = c.type(_FAMILY_TYPES["conv_2d"], caps)
+    type = c.type("conv_2d", caps)
     implicit = c.boolean("implicit padding")
     # the layout flag is a BOOL operand: only for a driver that declares the type
     layouts = (None, False, True) if OperandType.BOOL in caps.operand_types else (None,)
@@ -491,7 +524,7 @@ def buildable_families(caps: Capabilities) -> tuple[str, ...]:
     def buildable(name: str) -> bool:
         if name == "elementwise":
             return bool(elementwise_operations(caps))
-        return bool(_supported(caps, *FAMILIES[name])) and bool(usable_types(_FAMILY_TYPES[name], caps.operand_types))
+        return bool(_supported(caps, *FAMILIES[name])) and bool(family_types(name, caps))
     return tuple(name for name in FAMILIES if buildable(name))
 
 

@@ -21,6 +21,7 @@ VARIANTS = {
     "quantized-only": (drivers.quantized_only, "CHOICE-5"),
     "integer-arithmetic-only": (drivers.integer_arithmetic_only, "CHOICE-5"),
     "signed-quantized-only": (drivers.signed_quantized_only, "CHOICE-5"),
+    "float-tensors-only": (drivers.float_tensors_only, "CHOICE-5"),
     "no-memory-domains": (drivers.no_memory_domains, "CHOICE-5"),
     "refuses-dynamic-buffers": (drivers.refuses_dynamic_buffers, "CHOICE-5"),
     "random-reused-tokens": (drivers.random_reused_tokens, "CHOICE-6"),

@@ -237,6 +237,18 @@ def signed_quantized_only() -> ReferenceDevice:
     return _SignedQuantizedOnly()
 
 
+class _FloatTensorsOnly(_Declaring):
+    operations = frozenset(KERNELS)
+    operand_types = frozenset({F32, F16, OperandType.INT32, OperandType.BOOL})
+
+
+def float_tensors_only() -> ReferenceDevice:
+    """CHOICE-5: every operation, on TENSOR_FLOAT32 and TENSOR_FLOAT16 tensors alone (INT32 and
+    BOOL scalars), with memory domains: no TENSOR_INT32, so no RESHAPE model can be built (its
+    shape is one), though RESHAPE is declared."""
+    return _FloatTensorsOnly()
+
+
 class _NoDomains(_Declaring):
     operations = frozenset(KERNELS)
     operand_types = ReferenceDevice().capabilities().operand_types

@@ -17,5 +17,6 @@ def flavor(memory_domains: None, capabilities: Capabilities) -> Flavor:
         ops = ", ".join(op.name for op in BINARY_OPS)
         types = ", ".join(t.name for t in (*DOMAIN_TYPES, *FALLBACK_DOMAIN_TYPES))
         missing = "operations" if not any(op in capabilities.operations for op in BINARY_OPS) else "operand_types"
-        not_applicable(missing, f"the memory-domain models need one of {ops} on one of {types}, and the driver declares none")
+        not_applicable(missing, f"the memory-domain models need one of {ops} (with the INT32 scalar of its activation) "
+                                f"on one of {types}, and the driver declares none")
     return found

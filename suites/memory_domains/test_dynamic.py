@@ -11,7 +11,7 @@ from harness.api.hal import BufferDesc, BufferRole, OperationType, element_size
 from harness.judging.lockstep import Lockstep
 from harness.judging.scenario import Scenario
 from harness.judging.verdict import require
-from harness.strategies.domains import Flavor, TokenUse, identity_operand, nbytes, request, reshape_model, values_for
+from harness.strategies.domains import Flavor, TokenUse, dynamic_producer, identity_operand, nbytes, request, values_for
 from harness.strategies.values import sampled
 from harness.integration.skips import not_applicable, not_run, refused_allocation
 
@@ -26,14 +26,6 @@ def _other_rank(data, shape: tuple[int, ...], label: str) -> tuple[int, ...]:
     leading extents in another rank, which a check comparing shapes axis by axis with ``zip`` passes."""
     how = data.draw(sampled(("as drawn", "an axis added", "an axis dropped")), label=f"{label}: rank")
     return shape + (1,) if how == "an axis added" else shape[:-1] if how == "an axis dropped" else shape
-
-
-def _producer(capabilities, flavor: Flavor) -> Scenario:
-    """A model whose output shape is decided at execution: RESHAPE where the driver declares it,
-    otherwise the flavour's operation on inputs of unknown shape (the request gives the shape)."""
-    if OperationType.RESHAPE in capabilities.operations:
-        return reshape_model(flavor.type, flavor.quant)
-    return flavor.model((0, 0))
 
 
 def _values(flavor: Flavor, shape) -> np.ndarray:
@@ -53,7 +45,7 @@ def test_buffer_follows_the_latest_output_shape(driver, reference, capabilities,
     if not capabilities.dynamic_buffers:
         not_applicable("dynamic_buffers", "the driver declares that it refuses buffers of unknown shape")
     with Lockstep(driver, reference) as step:
-        producer = _producer(capabilities, flavor)
+        producer = dynamic_producer(capabilities, flavor)
         consumer = flavor.model((0, 0))
         pairs = step.prepare(producer), step.prepare(consumer)
         desc = BufferDesc(data.draw(sampled(((), (0, 0))), label="descriptor dims"))
@@ -76,7 +68,7 @@ def test_output_the_buffer_cannot_hold(driver, reference, capabilities, flavor, 
     """A buffer allocated with a fixed shape receiving another shape (another rank too, where
     RESHAPE makes outputs of any rank): GENERAL_FAILURE, then uninitialized."""
     with Lockstep(driver, reference) as step:
-        producer = _producer(capabilities, flavor)
+        producer = dynamic_producer(capabilities, flavor)
         if producer.notes[0].startswith("RESHAPE"):
             fixed, shape = _other_rank(data, fixed, "buffer"), _other_rank(data, shape, "output")
         pair = step.prepare(producer)
@@ -91,7 +83,7 @@ def test_output_the_buffer_cannot_hold(driver, reference, capabilities, flavor, 
 @given(shape=shapes_2d, missing=st.integers(1, 16))
 def test_too_small_memory_output(driver, reference, capabilities, flavor, shape, missing) -> None:
     with Lockstep(driver, reference) as step:
-        producer = _producer(capabilities, flavor)
+        producer = dynamic_producer(capabilities, flavor)
         pair = step.prepare(producer)
         capacity = max(nbytes(flavor.type, shape) - element_size(flavor.type) * missing, 0)
         step.execute(pair, _producer_request(producer, flavor, shape, capacity), "DOM-DYN-2")
@@ -109,7 +101,7 @@ def test_request_dimensions_conflicting_with_the_buffer(driver, reference, capab
         # with the buffer alone, not with the model (which REQ-2 checks first).
         consumer_dims = data.draw(sampled(((0, 0), ())), label="consumer input dims")
         claimed = _other_rank(data, data.draw(sampled((claimed, written)), label="claimed"), "claimed")
-        producer, consumer = _producer(capabilities, flavor), flavor.model(consumer_dims)
+        producer, consumer = dynamic_producer(capabilities, flavor), flavor.model(consumer_dims)
         pairs = step.prepare(producer), step.prepare(consumer)
         if step.allocate("buffer", BufferDesc(), list(pairs), [BufferRole(1, 0)], [BufferRole(0, 0)], requirement="DOM-DYN-2") is None:
             not_run("the driver refused a buffer of unknown shape with GENERAL_FAILURE, though it declares dynamic_buffers",

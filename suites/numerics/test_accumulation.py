@@ -20,6 +20,7 @@ from harness.judging.oracle import assert_scenario_conforms
 from harness.judging.scenario import Scenario
 from harness.integration.skips import not_applicable
 from harness.strategies.domains import request
+from harness.strategies.models import family_types
 from harness.strategies.values import integers, sampled
 
 TERMS = {OperandType.TENSOR_FLOAT32: (256, 576), OperandType.TENSOR_FLOAT16: (16, 96)}
@@ -28,9 +29,10 @@ TERMS = {OperandType.TENSOR_FLOAT32: (256, 576), OperandType.TENSOR_FLOAT16: (16
 @pytest.mark.requirement("POOL-2")
 @given(data=st.data())
 def test_long_sums_are_judged_by_their_terms(driver, reference, capabilities, data) -> None:
-    types = [t for t in TERMS if t in capabilities.operand_types]
+    types = family_types("fully_connected", capabilities, tuple(TERMS))  # with the INT32 scalar of the activation
     if OperationType.FULLY_CONNECTED not in capabilities.operations or not types:
-        not_applicable("operations", "the driver declares no FULLY_CONNECTED on a float type")
+        not_applicable("operations" if OperationType.FULLY_CONNECTED not in capabilities.operations else "operand_types",
+                       "the driver declares no FULLY_CONNECTED on a float type (with INT32 for its activation)")
     type = data.draw(sampled(tuple(types)), label="type")
     size = data.draw(integers(*TERMS[type]), label="terms")
     batch, units = data.draw(integers(1, 3), label="batch"), data.draw(integers(1, 4), label="units")

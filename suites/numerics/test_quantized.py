@@ -26,6 +26,7 @@ from harness.strategies import quantization
 from harness.judging.builders import ModelBuilder
 from harness.judging.scenario import Scenario
 from harness.strategies.domains import request
+from harness.strategies.models import family_types
 from harness.strategies.values import integers, sampled
 
 ARITHMETIC = (OperationType.ADD, OperationType.SUB, OperationType.MUL)
@@ -35,10 +36,11 @@ QUANTIZED = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SI
 @pytest.mark.requirement("POOL-2")
 @given(data=st.data())
 def test_quantized_arithmetic_is_within_a_step_and_unbiased(driver, reference, capabilities, data) -> None:
-    types = [t for t in QUANTIZED if t in capabilities.operand_types]
+    types = family_types("elementwise", capabilities, QUANTIZED)  # with the INT32 scalar of the activation
     ops = [op for op in ARITHMETIC if op in capabilities.operations]
     if not types or not ops:
-        not_applicable("operand_types", "the driver declares no quantized arithmetic (quantized types with ADD, SUB or MUL)")
+        not_applicable("operand_types" if ops else "operations", "the driver declares no quantized arithmetic "
+                       "(quantized types with ADD, SUB or MUL, and INT32 for its activation)")
     type = data.draw(sampled(tuple(types)), label="type")
     op = data.draw(sampled(tuple(ops)), label="operation")
     quant = data.draw(quantization(type), label="quantization")

@@ -1,0 +1,97 @@
+"""CHOICE-5: scenarios use only what the driver declares.  Whatever subset of operations and operand
+types a driver declares, every model the strategies build for it (the memory-pool and request
+suites' models, the memory-domain models and their dynamic-shape producer) is made of declared
+operations and operands of declared types only: a model the driver cannot take is no example of
+anything, and its refusal would fail a correct driver."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+from harness.api.hal import Capabilities, OperandType, OperationType
+from harness.judging.scenario import Scenario
+from harness.strategies import scenarios
+from harness.strategies.domains import declared_flavor, domain_flavors, dynamic_producer
+from harness.strategies.models import ModelCase, buildable_families, parameter_input_models, several_output_cases
+from reference_driver import ReferenceDevice
+
+#: Every operand type the harness's models are made of, scalars included.
+_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32,
+          OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
+          OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL, OperandType.INT32, OperandType.BOOL)
+_REFERENCE = ReferenceDevice().capabilities()
+_OPERATIONS = tuple(sorted(_REFERENCE.operations))
+
+
+@st.composite
+def _declarations(draw) -> Capabilities:
+    """The reference's capabilities less a few operations and types (most subsets that matter
+    leave out one or two: the companion a model needs besides its data type)."""
+    dropped_types = draw(st.sets(st.sampled_from(_TYPES), max_size=4), label="types left out")
+    dropped_ops = draw(st.sets(st.sampled_from(_OPERATIONS), max_size=len(_OPERATIONS) - 1), label="operations left out")
+    return dataclasses.replace(_REFERENCE, operations=frozenset(_REFERENCE.operations - dropped_ops),
+                               operand_types=frozenset(_REFERENCE.operand_types - dropped_types))
+
+
+def _assert_declared(made: Scenario | ModelCase, caps: Capabilities, what: str) -> None:
+    subgraph, label = made.subgraph, (made.label if isinstance(made, ModelCase) else ", ".join(made.notes))
+    ops = {operation.type for operation in subgraph.operations}
+    types = {operand.type for operand in subgraph.operands}
+    assert ops <= caps.operations, f"{what} ({label}): undeclared operations " \
+                                   f"{sorted(o.name for o in ops - caps.operations)}"
+    assert types <= caps.operand_types, f"{what} ({label}): operands of undeclared types " \
+                                        f"{sorted(t.name for t in types - caps.operand_types)}"
+
+
+_SETTINGS = settings(max_examples=150, deadline=None, database=None,
+                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+
+
+@_SETTINGS
+@given(caps=_declarations(), data=st.data())
+def test_generated_models_use_only_declared_operations_and_types(caps: Capabilities, data: st.DataObject) -> None:
+    families = buildable_families(caps)
+    note(f"declared: {sorted(o.name for o in caps.operations)}; {sorted(t.name for t in caps.operand_types)}; "
+         f"buildable: {families}")
+    if not families:
+        return  # nothing to build: the suites say not-applicable (acceptance/test_capability_subsets.py)
+    family = data.draw(st.sampled_from(("", *families)), label="family")
+    _assert_declared(data.draw(scenarios(caps, family=family, allow_insufficient=False), label="scenario"), caps,
+                     f"a {family or 'any'} model")
+    _assert_declared(data.draw(several_output_cases(caps), label="several outputs"), caps, "a model of several outputs")
+
+
+@_SETTINGS
+@given(caps=_declarations(), data=st.data())
+def test_parameter_input_models_use_only_declared_operations_and_types(caps: Capabilities, data: st.DataObject) -> None:
+    strategy = parameter_input_models(caps)
+    if strategy.is_empty:
+        return
+    _assert_declared(data.draw(strategy, label="model"), caps, "a model with a parameter as an input")
+
+
+@_SETTINGS
+@given(caps=_declarations(), data=st.data())
+def test_memory_domain_models_use_only_declared_operations_and_types(caps: Capabilities, data: st.DataObject) -> None:
+    found = declared_flavor(caps)
+    note(f"declared: {sorted(o.name for o in caps.operations)}; {sorted(t.name for t in caps.operand_types)}; "
+         f"flavour: {found}")
+    if found is None:
+        return  # the memory-domain suite is not applicable: conftest.flavor
+    flavor = data.draw(domain_flavors(caps), label="flavour")
+    for model in (flavor.model((2, 2)), flavor.model((2, 2), outputs=2), flavor.model((2, 2), scalar_input=True),
+                  dynamic_producer(caps, flavor)):
+        _assert_declared(model, caps, "a memory-domain model")
+
+
+def test_the_declarations_drawn_reach_the_companion_types() -> None:
+    """The subsets above include the ones that matter: RESHAPE declared without TENSOR_INT32, and
+    element-wise arithmetic without the INT32 scalar of its activation."""
+    reshape_alone = dataclasses.replace(_REFERENCE, operand_types=_REFERENCE.operand_types - {OperandType.TENSOR_INT32})
+    no_scalars = dataclasses.replace(_REFERENCE, operand_types=_REFERENCE.operand_types - {OperandType.INT32})
+    assert OperationType.RESHAPE in reshape_alone.operations and "reshape" not in buildable_families(reshape_alone)
+    assert set(buildable_families(no_scalars)) == {"relu", "reshape"}
+    assert declared_flavor(no_scalars) is None
