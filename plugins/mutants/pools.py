@@ -101,6 +101,22 @@ def constant_region_unchecked():
     return _ConstantRegionsUnchecked(rules=broken_rules("operand_location_valid", _region_unchecked))
 
 
+def _pool_index_wraps(operand, model):
+    """POOL-1's location check with a constant's pool index counted as a Python index: -1 names the last pool."""
+    loc = operand.location
+    if operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE and -len(model.pools) <= loc.pool_index < 0:
+        return validation.operand_location_valid(
+            dataclasses.replace(operand, location=dataclasses.replace(loc, pool_index=loc.pool_index % len(model.pools))), model)
+    return validation.operand_location_valid(operand, model)
+
+
+@mutant("constant-pool-index-wraps", "POOL-5",
+        "takes a constant's negative pool index as counting from the last pool (a Python list index), "
+        "where it names no pool")
+def constant_pool_index_wraps():
+    return with_rule("operand_location_valid", _pool_index_wraps)  # the constants then read model.pools[-1]
+
+
 def _offset_sign_unchecked(operand, model):
     """POOL-1's location check without the offset's sign: a constant's region is judged as if it
     started at 0, so one at a negative offset passes wherever its length fits."""

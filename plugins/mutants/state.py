@@ -230,6 +230,18 @@ def copy_negative_dimension_inferred():
     return with_rule("copy_dimensions", inferring_copy_dimensions)
 
 
+@mutant("copy-zero-dimension-takes-buffer-extent", "DOM-COPY-2",
+        "copy_from dimensions with a 0 take the buffer's known extent on that axis (as when combining shapes), "
+        "where SPEC requires them fully specified")
+def copy_zero_dimension_takes_buffer_extent():
+    def combining_copy_dimensions(operand_type, initial, given):
+        if given and all(d >= 0 for d in given) and len(given) == len(initial):
+            given = tuple(d or known for d, known in zip(given, initial))
+        return copy_dimensions(operand_type, initial, given)
+
+    return with_rule("copy_dimensions", combining_copy_dimensions)
+
+
 def _zip_combined(lhs, rhs):
     """Per-axis agreement over ``zip(lhs, rhs)``: the longer shape's extra axes are never compared."""
     if not lhs or not rhs:

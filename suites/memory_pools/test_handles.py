@@ -81,9 +81,14 @@ def test_non_blob_hardware_buffer_is_not_a_constant_pool(driver, reference, capa
     assert_scenario_conforms("POOL-3", with_pool, reference, driver)
 
 
+#: How a constant's region is moved out of its pool (or operandValues), each tried in every run.
+CONSTANT_REGION_DEFECTS = ("offset", "negative offset", "pool index", "negative pool index")
+
+
 @pytest.mark.requirement("POOL-5", "POOL-1")
+@pytest.mark.parametrize("part", CONSTANT_REGION_DEFECTS)
 @given(data=st.data())
-def test_constant_region_out_of_range_fails_preparation(driver, reference, capabilities, data) -> None:
+def test_constant_region_out_of_range_fails_preparation(driver, reference, capabilities, part, data) -> None:
     scenario = data.draw(scenarios(capabilities, allow_insufficient=False), label="scenario")
     how = data.draw(sampled(("copy", "reference")), label="constants")
     moved = with_constants(scenario, how)
@@ -99,13 +104,14 @@ def test_constant_region_out_of_range_fails_preparation(driver, reference, capab
         capacity, pools = moved.constant_pools[0].size, len(moved.constant_pools)
     else:
         capacity, pools = len(moved.operand_values), 1
-    part = data.draw(sampled(("offset", "negative offset", "pool index")), label="moved")
     if part == "offset":  # the region ends past its pool (operandValues for a copy)
         loc = replace(loc, offset=capacity - loc.length + data.draw(integers(1, 64), label="bytes past the end"))
     elif part == "negative offset":  # it starts before its pool: pool[offset:offset + length] counts from the end
         loc = replace(loc, offset=-data.draw(integers(1, 64), label="bytes before the start"))
-    else:
+    elif part == "pool index":
         loc = replace(loc, pool_index=pools)
+    else:  # no pool has one: a driver indexing a list with it gets a pool counted from the end
+        loc = replace(loc, pool_index=-data.draw(integers(1, pools), label="pools before the first"))
     event(f"{lifetime.name} {part}")
     operands = list(moved.subgraph.operands)
     operands[index] = replace(operand, location=loc)
