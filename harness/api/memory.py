@@ -24,6 +24,7 @@ import fcntl
 import mmap as _mmap_consts
 import os
 import stat
+import tempfile
 import threading
 import weakref
 from typing import NoReturn
@@ -43,6 +44,7 @@ __all__ = [
     "create_ashmem",
     "create_hardware_buffer",
     "create_hardware_buffer_blob",
+    "create_file_mmap_fd",
     "create_mmap_fd",
     "map_region",
     "open_file_memory",
@@ -372,6 +374,16 @@ def create_ashmem(size: int) -> Memory:
 def create_mmap_fd(size: int, offset: int = 0) -> Memory:
     """An ``mmap_fd`` memory: ``size`` bytes at ``offset`` of a memfd of ``offset + size`` bytes."""
     return Memory(MemoryKind.MMAP_FD, _memfd("mmap_fd", offset + size), offset, size)
+
+
+def create_file_mmap_fd(size: int, offset: int = 0) -> Memory:
+    """An ``mmap_fd`` memory: ``size`` bytes at ``offset`` of an unlinked regular file, as a model's
+    weights on disk are.  Unlike a memfd it cannot be sealed against shrinking."""
+    fd, path = tempfile.mkstemp(prefix="mmap_fd-")
+    os.unlink(path)
+    os.set_inheritable(fd, False)
+    os.ftruncate(fd, offset + size)
+    return Memory(MemoryKind.MMAP_FD, fd, offset, size)
 
 
 def open_file_memory(path: str | os.PathLike[str], offset: int, size: int, *, writable: bool = True) -> Memory:

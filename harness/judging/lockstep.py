@@ -344,14 +344,17 @@ class Lockstep:
 
     @_keeps_steps
     def copy_to(self, name: str, size: int, kind: str = "ashmem", requirement: str = "DOM-COPY-1",
-                file_offset: int = 0) -> bytes | None:
+                file_offset: int = 0, in_file: bool = False) -> bytes | None:
         """Copy the buffer out on both; an ``mmap_fd`` memory is a region at ``file_offset`` of a
-        larger file with guard bytes around it, which must come back untouched."""
+        larger file (a regular one with ``in_file``, else a memfd) with guard bytes around it,
+        which must come back untouched."""
         pair = self.buffers[name]
-        where = f" at file offset {file_offset}" if kind == "mmap_fd" else ""
+        mmap_fd = kind == "mmap_fd"
+        where = f" at file offset {file_offset}{' of a regular file' if in_file else ''}" if mmap_fd else ""
         call = f"copy_to({name!r}, {kind} of {size} bytes{where})"
-        self.steps.append(Step("copy_to", (name, size, kind, requirement, file_offset)))
-        spec = MemorySpec(kind, b"\xee" * size, file_offset if kind == "mmap_fd" else 0, guard=16 if kind == "mmap_fd" else 0)
+        self.steps.append(Step("copy_to", (name, size, kind, requirement, file_offset, *((True,) if in_file else ()))))
+        spec = MemorySpec(kind, b"\xee" * size, file_offset if mmap_fd else 0, guard=16 if mmap_fd else 0,
+                          in_file=in_file and mmap_fd)
         around: list[bytes] = []
         with make_memory(spec) as driver_memory:
             copied = begin_call(pair.driver, "copy_to", driver_memory)

@@ -25,6 +25,7 @@ from harness.api.memory import (
     Memory,
     create_ashmem,
     create_hardware_buffer_blob,
+    create_file_mmap_fd,
     create_mmap_fd,
 )
 
@@ -70,6 +71,9 @@ class MemorySpec:
     # ``mmap_fd`` only: bytes of GUARD_BYTE before the region (the file offset) and ``guard``
     # after it in the same file, so that a write outside the region shows.
     guard: int = 0
+    # ``mmap_fd`` only: the file is a regular one (weights on disk, the kind's common use), not a
+    # memfd; a driver cannot seal it against shrinking and must still map it (POOL-3).
+    in_file: bool = False
 
     @property
     def size(self) -> int:
@@ -115,7 +119,7 @@ def _create(spec: MemorySpec) -> Memory:
     if spec.kind == "ashmem":
         memory = create_ashmem(size)
     elif spec.kind == "mmap_fd":
-        memory = create_mmap_fd(size, spec.file_offset)
+        memory = (create_file_mmap_fd if spec.in_file else create_mmap_fd)(size, spec.file_offset)
         if spec.guard:
             os.ftruncate(memory.fd, spec.file_offset + size + spec.guard)
             os.pwrite(memory.fd, GUARD_BYTE * spec.file_offset, 0)

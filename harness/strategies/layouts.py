@@ -84,21 +84,34 @@ def _lay_out(draw, case: ModelCase, caps: Capabilities, *, allow_insufficient: b
         data.extend(bytes([canary]) * (next(placement) % 9))  # the pool's tail
         if not data:
             data.append(canary)
-    request_pools = tuple(
-        MemorySpec(kind, bytes(data), draw(sampled((0, 8, 4096 + 16)), label="file offset") if kind == "mmap_fd" else 0)
-        for kind, data in zip(pool_kinds, pools)
-    )
+    request_pools = tuple(_memory(draw, kind, bytes(data), f"pool {i}") for i, (kind, data) in enumerate(zip(pool_kinds, pools)))
     constant_pools: tuple[MemorySpec, ...] = ()
     if case.pool_data:
         usable = tuple(k for k in CONSTANT_POOL_KINDS if k in caps.memory_kinds) or (MemoryKind.ASHMEM,)  # ashmem is required
         kind = draw(sampled(usable), label="constant pool kind")
-        constant_pools = (MemorySpec(kind, case.pool_data),)
+        constant_pools = (_memory(draw, kind, case.pool_data, "constant pool"),)
     for kind in pool_kinds:
         event(f"request pool kind: {kind}")
     scenario = Scenario(subgraph, case.operand_values, constant_pools, tuple(inputs), tuple(outputs), request_pools,
                         notes=(case.label,))
     note(f"request: {len(inputs)} inputs, {len(outputs)} outputs in pools {pool_kinds}")
     return scenario
+
+
+#: Where an ``mmap_fd`` memory's region lies: its offset in the file, and whether the file is a
+#: regular one (weights on disk, which no driver can seal against shrinking) or a memfd.
+MMAP_FD_REGIONS = ((0, False), (8, False), (4096 + 16, False), (0, True), (24, True))
+
+
+def mmap_fd_regions() -> st.SearchStrategy[tuple[int, bool]]:
+    return sampled(MMAP_FD_REGIONS)
+
+
+def _memory(draw, kind: str, content: bytes, label: str) -> MemorySpec:
+    if kind != MemoryKind.MMAP_FD:
+        return MemorySpec(kind, content)
+    offset, in_file = draw(mmap_fd_regions(), label=f"{label}: file offset, regular file")
+    return MemorySpec(kind, content, offset, in_file=in_file)
 
 
 @functools.lru_cache(maxsize=256)

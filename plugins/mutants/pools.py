@@ -7,13 +7,30 @@ import dataclasses
 import numpy as np
 
 from harness.api.hal import DriverError, ErrorStatus, OperandLifeTime, is_scalar_type, numpy_dtype
-from harness.api.memory import Memory, MemoryMapError, read_detached
+from harness.api.memory import Memory, MemoryMapError, read_detached, seal_against_shrinking
 from reference_driver import ReferenceDevice
 from reference_driver.device import ReferencePreparedModel, load_constants, validate_model
 from reference_driver import validation
 from reference_driver.validation import INVALID, OK
 
 from ._registry import broken_rules, mutant, with_rule
+
+
+class _SealsEveryMapping(ReferenceDevice):
+    def map_memory(self, memory, *, writable, rule):
+        # memfd seals make a mapping safe from a client that shrinks the file: this driver
+        # requires them, and a regular file cannot be sealed
+        if not memory.closed and not seal_against_shrinking(memory.fd):
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"[{rule}] cannot seal {memory.kind} memory against shrinking",
+                              rule=rule)
+        return super().map_memory(memory, writable=writable, rule=rule)
+
+
+@mutant("mmap-fd-memfd-only", "POOL-3",
+        "refuses memory it cannot seal against shrinking: an mmap_fd region of a regular file (weights on disk, "
+        "the kind's common use), where only memfds can be sealed")
+def mmap_fd_memfd_only():
+    return _SealsEveryMapping()
 
 
 @mutant("offset-ignored", "POOL-2", "reads and writes every argument from the start of its pool")

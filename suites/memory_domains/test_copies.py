@@ -25,6 +25,8 @@ COPY_KINDS = REQUIRED_KINDS  # DOM-COPY-1: required with memory domains
 # Negative extents are never dimensions (DOM-COPY-2): numpy's reshape, and drivers built on it,
 # read -1 as "whatever the size holds", and an unsigned product can wrap to the buffer's size.
 DIMS = ((), (2, 2), (2, 3), (3, 2), (1, 2), (0, 2), (2, 0), (4,), (2, 2, 1), (-2, 2), (2, -2), (-1, -4))
+#: An mmap_fd memory's offset in its file, and whether the file is a regular one (else a memfd).
+COPY_FILE_REGIONS = ((0, False), (24, False), (4096, False), (0, True), (24, True))
 _MIDDLE_ACTIONS = st.lists(sampled(("execute writes", "copy_from", "execute reads", "copy_to")), min_size=1, max_size=6)
 
 
@@ -50,15 +52,18 @@ def test_copy_sequences(driver, reference, capabilities, flavor, data) -> None:
             size = max(nbytes(type, tuple(abs(d) or zero_as for d in dims) or (2, 2)) + item * data.draw(sampled((0, 0, 0, -1, 1))), 0)
             if data.draw(integers(0, 9), label="empty memory") == 0:
                 size = 0  # a memory of 0 bytes: must be rejected (size mismatch), never hang
-            # An mmap_fd memory is a region of a larger file: at an offset, with other bytes around it.
-            file_offset = data.draw(sampled((0, 24, 4096)), label="file offset") if kind == "mmap_fd" else 0
+            # An mmap_fd memory is a region of a larger file: at an offset, with other bytes around it,
+            # in a memfd or a regular file (which no driver can seal against shrinking).
+            file_offset, in_file = data.draw(sampled(COPY_FILE_REGIONS), label="file offset, regular file") \
+                if kind == "mmap_fd" else (0, False)
             if data.draw(BOOLEANS, label="copy_from"):
                 content = np.random.default_rng(number).integers(0, 100, size, dtype=np.uint8).tobytes()
-                memory = MemorySpec(kind, content, file_offset, guard=16 if kind == "mmap_fd" else 0)
+                memory = MemorySpec(kind, content, file_offset, guard=16 if kind == "mmap_fd" else 0, in_file=in_file)
                 ok = step.copy_from("buffer", memory, dims, requirement="DOM-COPY-2")
                 event(f"copy_from {'accepted' if ok else 'rejected'}")
             else:
-                ok = step.copy_to("buffer", size, kind, requirement="DOM-COPY-1", file_offset=file_offset) is not None
+                ok = step.copy_to("buffer", size, kind, requirement="DOM-COPY-1", file_offset=file_offset,
+                                  in_file=in_file) is not None
                 event(f"copy_to {'accepted' if ok else 'rejected'}")
 
 

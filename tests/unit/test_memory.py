@@ -14,8 +14,10 @@ from harness.api.memory import (
     create_ashmem,
     create_hardware_buffer,
     create_hardware_buffer_blob,
+    create_file_mmap_fd,
     create_mmap_fd,
     map_region,
+    seal_against_shrinking,
     open_file_memory,
 )
 
@@ -58,6 +60,15 @@ def test_file_backed_mmap_fd(tmp_path) -> None:
         assert memory.read() == bytes(range(50, 70))
         with pytest.raises(MemoryMapError):
             memory.map(writable=True)  # a read-only descriptor cannot be mapped for writing
+
+
+def test_an_mmap_fd_in_a_regular_file_cannot_be_sealed() -> None:
+    """Scenarios hand drivers mmap_fd memory in regular files too (POOL-3): a driver must map what it
+    cannot seal against shrinking, as the reference does (it copies such memory in and out)."""
+    with create_file_mmap_fd(64, offset=24) as in_file, create_mmap_fd(64, offset=24) as in_memfd:
+        assert not seal_against_shrinking(in_file.fd) and seal_against_shrinking(in_memfd.fd)
+        in_file.write(bytes(range(64)))
+        assert in_file.read() == bytes(range(64)) and os.pread(in_file.fd, 4, 24) == bytes(range(4))
 
 
 def test_hardware_buffer_descriptions() -> None:
