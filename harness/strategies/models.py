@@ -609,6 +609,37 @@ def _side_by_side(first: ModelCase, second: ModelCase) -> ModelCase:
                      f"{first.label} | {second.label}", first.choices + second.choices)
 
 
+def twice_over(case: ModelCase) -> ModelCase:
+    """The model beside itself: each of its operations twice, in one model (POOL-4: one answer
+    per operation, not per kind of operation)."""
+    return _side_by_side(case, case)
+
+
+#: NNAPI operations outside the reference's kernels that a model is easily made of (one float
+#: tensor in, one of the same shape out), for asking a driver about what it does not declare.
+OUTSIDE_OPERATIONS = (OperationType.FLOOR, OperationType.LOGISTIC, OperationType.TANH)
+
+
+@functools.lru_cache(maxsize=16)
+def outside_models(op: OperationType) -> st.SearchStrategy[ModelCase]:
+    """Models of one `OUTSIDE_OPERATIONS` operation on TENSOR_FLOAT32 (NNAPI's signature: the input's
+    shape out).  Only for POOL-4's question of what a driver reports and prepares: the reference
+    runs none of them, so nothing judges their results."""
+    if op not in OUTSIDE_OPERATIONS:
+        raise ValueError(f"{op.name} is not one of {[o.name for o in OUTSIDE_OPERATIONS]}")
+    return _outside_models(op)
+
+
+@st.composite
+def _outside_models(draw, op: OperationType) -> ModelCase:
+    c = _start(draw)
+    shape = c.shape("shape")
+    case = _Case(c)
+    x = case.operand(OperandType.TENSOR_FLOAT32, draw(arrays(OperandType.TENSOR_FLOAT32, shape), label="x"), label="x")
+    case.output(op, [x], OperandType.TENSOR_FLOAT32, shape)
+    return case.done([shape], f"{op.name} {OperandType.TENSOR_FLOAT32.name}")
+
+
 def _noted(case: ModelCase) -> ModelCase:
     if current_build_context().is_final:  # the report of a failing example: worth the formatting
         note(f"model: {case.label}; inputs {[v.shape for v in case.inputs]}; outputs {case.output_shapes}")

@@ -33,6 +33,34 @@ def mmap_fd_memfd_only():
     return _SealsEveryMapping()
 
 
+class _SupportsEverything(ReferenceDevice):
+    def get_supported_operations(self, model):
+        return [True] * len(model.main.operations)  # what it cannot run, preparation refuses
+
+
+@mutant("supported-operations-all-true", "POOL-4",
+        "get_supported_operations answers True for every operation, also those it cannot run (which preparation "
+        "then refuses): a partitioner trusting it sends this driver a model it fails")
+def supported_operations_all_true():
+    return _SupportsEverything()
+
+
+class _SupportedPerOperationType(ReferenceDevice):
+    def get_supported_operations(self, model):
+        answers = super().get_supported_operations(model)
+        seen: dict = {}
+        for operation, answer in zip(model.main.operations, answers):
+            seen.setdefault(operation.type, answer)
+        return list(seen.values())  # one answer per kind of operation, not per operation
+
+
+@mutant("supported-operations-per-type", "POOL-4",
+        "get_supported_operations answers once per kind of operation in the model, so a model with two ADDs "
+        "gets one answer where SPEC requires one per operation")
+def supported_operations_per_type():
+    return _SupportedPerOperationType()
+
+
 @mutant("offset-ignored", "POOL-2", "reads and writes every argument from the start of its pool")
 def offset_ignored():
     return with_rule("region_bounds", lambda offset, length: (0, length))

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from harness.api.hal import Capabilities, Device, DriverError, Model, OperandType, support_answers
 from harness.integration.skips import not_applicable
 from harness.strategies import scenarios
-from harness.strategies.models import FAMILIES
+from harness.strategies.models import FAMILIES, OUTSIDE_OPERATIONS, model_cases, outside_models, twice_over
+from harness.judging.scenario import MemorySpec, Scenario
 from harness.strategies.values import sampled
 from harness.judging.verdict import violation
 
@@ -64,15 +65,34 @@ def test_declared_operations_are_supported_and_prepare(driver, capabilities, mod
 
 @pytest.mark.requirement("POOL-4")
 @given(data=st.data())
+def test_one_answer_per_operation(driver, capabilities, models_can_be_built, data) -> None:
+    """A model beside itself, so that each kind of operation in it appears twice: one answer per
+    operation, each True (every operation is declared)."""
+    case = twice_over(data.draw(model_cases(capabilities), label="model"))
+    model = Scenario(case.subgraph, case.operand_values, (MemorySpec("ashmem", case.pool_data),) if case.pool_data else (),
+                     notes=(case.label,))
+    supported, refused = _asked(driver, model)
+    if not all(supported) or refused is not None:
+        raise violation("POOL-4", f"{case.label}: get_supported_operations says {supported} for a model made only of "
+                                  f"declared operations and types" + (f", and prepare_model refused it: {refused}" if refused else ""))
+
+
+@pytest.mark.requirement("POOL-4")
+@given(data=st.data())
 def test_undeclared_operations_are_reported_or_refused(driver, capabilities, data) -> None:
-    buildable = [op for ops in FAMILIES.values() for op in ops]  # the operations the harness can build a model of
+    # the operations the harness can build a model of, and NNAPI operations outside the reference's
+    # (nothing judges their results here: only what the driver reports and whether it prepares)
+    buildable = [*(op for ops in FAMILIES.values() for op in ops), *OUTSIDE_OPERATIONS]
     undeclared = [op for op in buildable if op not in capabilities.operations]
     if not undeclared:
         not_applicable("operations", "the driver declares every operation the harness can build")
     op = data.draw(sampled(tuple(undeclared)), label="undeclared operation")
-    family = next(name for name, ops in FAMILIES.items() if op in ops)
     only_it = Capabilities(frozenset({"ashmem"}), False, frozenset({op}), BUILDABLE_TYPES)
-    scenario = data.draw(scenarios(only_it, family=family, allow_insufficient=False), label="scenario")
+    if op in OUTSIDE_OPERATIONS:
+        scenario = data.draw(scenarios(only_it, models=outside_models(op), allow_insufficient=False), label="scenario")
+    else:
+        family = next(name for name, ops in FAMILIES.items() if op in ops)
+        scenario = data.draw(scenarios(only_it, family=family, allow_insufficient=False), label="scenario")
     supported, refused = _asked(driver, scenario)
     event(f"{op.name}: {'reported unsupported' if not all(supported) else 'reported supported'}, "
           f"{'refused' if refused else 'prepared'}")
