@@ -46,6 +46,10 @@ def _assert_declared(made: Scenario | ModelCase, caps: Capabilities, what: str) 
                                         f"{sorted(t.name for t in types - caps.operand_types)}"
 
 
+def _declared(caps: Capabilities) -> str:
+    return f"declared: {sorted(o.name for o in caps.operations)}; {sorted(t.name for t in caps.operand_types)}"
+
+
 _SETTINGS = settings(max_examples=150, deadline=None, database=None,
                      suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
@@ -54,8 +58,7 @@ _SETTINGS = settings(max_examples=150, deadline=None, database=None,
 @given(caps=_declarations(), data=st.data())
 def test_generated_models_use_only_declared_operations_and_types(caps: Capabilities, data: st.DataObject) -> None:
     families = buildable_families(caps)
-    note(f"declared: {sorted(o.name for o in caps.operations)}; {sorted(t.name for t in caps.operand_types)}; "
-         f"buildable: {families}")
+    note(f"{_declared(caps)}; buildable: {families}")
     if not families:
         return  # nothing to build: the suites say not-applicable (acceptance/test_capability_subsets.py)
     family = data.draw(st.sampled_from(("", *families)), label="family")
@@ -68,6 +71,7 @@ def test_generated_models_use_only_declared_operations_and_types(caps: Capabilit
 @given(caps=_declarations(), data=st.data())
 def test_parameter_input_models_use_only_declared_operations_and_types(caps: Capabilities, data: st.DataObject) -> None:
     strategy = parameter_input_models(caps)
+    note(_declared(caps))
     if strategy.is_empty:
         return
     _assert_declared(data.draw(strategy, label="model"), caps, "a model with a parameter as an input")
@@ -77,8 +81,7 @@ def test_parameter_input_models_use_only_declared_operations_and_types(caps: Cap
 @given(caps=_declarations(), data=st.data())
 def test_memory_domain_models_use_only_declared_operations_and_types(caps: Capabilities, data: st.DataObject) -> None:
     found = declared_flavor(caps)
-    note(f"declared: {sorted(o.name for o in caps.operations)}; {sorted(t.name for t in caps.operand_types)}; "
-         f"flavour: {found}")
+    note(f"{_declared(caps)}; flavour: {found}")
     if found is None:
         return  # the memory-domain suite is not applicable: conftest.flavor
     flavor = data.draw(domain_flavors(caps), label="flavour")
