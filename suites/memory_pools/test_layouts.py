@@ -13,7 +13,7 @@ from harness.api.memory import MEMORY_KINDS, REQUIRED_KINDS
 from harness.judging.oracle import assert_conforms, assert_scenario_conforms, execute_scenario, run_scenario
 from harness.strategies import request_layouts, scenarios
 from harness.strategies.values import integers, sampled
-from harness.strategies.models import (FAMILIES, elementwise_models, elementwise_operations, parameter_input_families,
+from harness.strategies.models import (FAMILIES, elementwise_models, same_padding_models, elementwise_operations, parameter_input_families,
                                       parameter_input_models, several_output_cases)
 from harness.integration.skips import models_buildable, not_applicable
 
@@ -75,6 +75,19 @@ def test_each_operation_family(driver, reference, capabilities, family, data) ->
         not_applicable("operations", f"the driver declares no {family} operation")
     models_buildable(capabilities, family)
     scenario = data.draw(scenarios(capabilities, family=family), label="scenario")
+    assert_scenario_conforms("POOL-2", scenario, reference, driver)
+
+
+@pytest.mark.requirement("POOL-2")
+@given(data=st.data())
+def test_conv_2d_same_padding(driver, reference, capabilities, data) -> None:
+    """CONV_2D with SAME padding alone and strides above 1: its padding on each axis then follows
+    that axis's size (NNAPI: ceil(size / stride) outputs, the odd pixel at the end), for inputs of
+    every height and width, not square ones alone, in every run."""
+    if OperationType.CONV_2D not in capabilities.operations:
+        not_applicable("operations", "the driver declares no CONV_2D")
+    models_buildable(capabilities, "conv_2d")
+    scenario = data.draw(scenarios(capabilities, models=same_padding_models(capabilities)), label="scenario")
     assert_scenario_conforms("POOL-2", scenario, reference, driver)
 
 
