@@ -25,6 +25,7 @@ from harness.api.hal import (
 )
 from harness.judging.scenario import MemorySpec, Scenario, TokenRef
 
+from .models import family_types
 from .values import BOOLEANS, QUANT_TYPES, integers, operand_types, quantization, sampled
 
 DOMAIN_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_QUANT8_ASYMM)
@@ -69,9 +70,12 @@ def domain_types(caps: Capabilities) -> tuple[OperandType, ...]:
 
 
 def domain_operations(caps: Capabilities) -> tuple[OperationType, ...]:
-    """The declared binary operations the memory-domain models can be made of: with the INT32
-    scalar of their fused activation declared too (CHOICE-5)."""
-    return tuple(o for o in BINARY_OPS if o in caps.operations) if OperandType.INT32 in caps.operand_types else ()
+    """The declared binary operations the memory-domain models can be made of: none unless their
+    element-wise models can be built on a memory-domain type, companion types included
+    (`models.family_types`: the INT32 scalar of the fused activation; CHOICE-5)."""
+    if not family_types("elementwise", caps, domain_types(caps)):
+        return ()
+    return tuple(o for o in BINARY_OPS if o in caps.operations)
 
 
 def declared_flavor(caps: Capabilities) -> Flavor | None:
@@ -129,7 +133,7 @@ def reshape_model(type: OperandType = OperandType.TENSOR_FLOAT32, quant: tuple[f
 def dynamic_producer(caps: Capabilities, flavor: Flavor) -> Scenario:
     """A model whose output shape is decided at execution: RESHAPE where the driver declares it,
     otherwise the flavour's operation on inputs of unknown shape (the request gives the shape)."""
-    if OperationType.RESHAPE in caps.operations and OperandType.TENSOR_INT32 in caps.operand_types:  # its shape is one
+    if OperationType.RESHAPE in caps.operations and family_types("reshape", caps, (flavor.type,)):  # its shape too
         return reshape_model(flavor.type, flavor.quant)
     return flavor.model((0, 0))
 

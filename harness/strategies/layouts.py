@@ -100,17 +100,13 @@ def _lay_out(draw, case: ModelCase, caps: Capabilities, *, allow_insufficient: b
 
 #: Where an ``mmap_fd`` memory's region lies: its offset in the file, and whether the file is a
 #: regular one (weights on disk, which no driver can seal against shrinking) or a memfd.
-MMAP_FD_REGIONS = ((0, False), (8, False), (4096 + 16, False), (0, True), (24, True))
-
-
-def mmap_fd_regions() -> st.SearchStrategy[tuple[int, bool]]:
-    return sampled(MMAP_FD_REGIONS)
+_MMAP_FD_REGIONS = ((0, False), (8, False), (4096 + 16, False), (0, True), (24, True))
 
 
 def _memory(draw, kind: str, content: bytes, label: str) -> MemorySpec:
     if kind != MemoryKind.MMAP_FD:
         return MemorySpec(kind, content)
-    offset, in_file = draw(mmap_fd_regions(), label=f"{label}: file offset, regular file")
+    offset, in_file = draw(sampled(_MMAP_FD_REGIONS), label=f"{label}: file offset, regular file")
     return MemorySpec(kind, content, offset, in_file=in_file)
 
 

@@ -283,7 +283,7 @@ _COMPANION_TYPES: dict[str, frozenset[OperandType]] = {
 _QUANTIZED_BIAS = ("fully_connected", "conv_2d")
 
 
-def companion_types(family: str, type: OperandType) -> frozenset[OperandType]:
+def _companion_types(family: str, type: OperandType) -> frozenset[OperandType]:
     """The operand types a ``family``'s model on data of ``type`` needs besides it."""
     bias = frozenset({I32}) if family in _QUANTIZED_BIAS and type in QUANT_TYPES else frozenset()
     return _COMPANION_TYPES[family] | bias
@@ -296,7 +296,7 @@ def family_types(family: str, caps: Capabilities, allowed: tuple[OperandType, ..
     (CHOICE-5: a scenario uses only what the driver declares; a driver may declare RESHAPE and
     no TENSOR_INT32, and then no RESHAPE model can be built for it)."""
     candidates = usable_types(_FAMILY_TYPES[family] if allowed is None else allowed, caps.operand_types)
-    return tuple(t for t in candidates if companion_types(family, t) <= caps.operand_types)
+    return tuple(t for t in candidates if _companion_types(family, t) <= caps.operand_types)
 
 
 @st.composite
@@ -425,18 +425,18 @@ def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
 def same_padding_models(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
     """CONV_2D with the SAME padding scheme only, and strides above 1: its padding on each axis then
     depends on that axis's size (ceil(size / stride) outputs), which the other forms never exercise."""
-    return conv_2d_models(caps, padding_scheme=1)
+    return conv_2d_models(caps, same_only=True)
 
 
 @st.composite
-def conv_2d_models(draw, caps: Capabilities, padding_scheme: int | None = None) -> ModelCase:
+def conv_2d_models(draw, caps: Capabilities, same_only: bool = False) -> ModelCase:
     """CONV_2D in each NNAPI signature: explicit padding (10 inputs) or a padding scheme (7), each
     optionally with the layout flag (NHWC or NCHW tensors) and then dilation factors; a per-channel
-    quantized filter when the driver declares TENSOR_QUANT8_SYMM_PER_CHANNEL.  ``padding_scheme``
-    given (1 SAME, 2 VALID): always that scheme."""
+    quantized filter when the driver declares TENSOR_QUANT8_SYMM_PER_CHANNEL.  ``same_only``: always
+    the SAME scheme, with strides above 1 (`same_padding_models`)."""
     c = _start(draw)
     type = c.type("conv_2d", caps)
-    implicit = padding_scheme is not None or c.boolean("implicit padding")
+    implicit = same_only or c.boolean("implicit padding")
     # the layout flag is a BOOL operand: only for a driver that declares the type
     layouts = (None, False, True) if OperandType.BOOL in caps.operand_types else (None,)
     layout = c.choice(layouts, "layout flag (None: absent, True: NCHW)")
@@ -466,13 +466,13 @@ def conv_2d_models(draw, caps: Capabilities, padding_scheme: int | None = None) 
     kh, kw = (c.integer(max(2 if axis == long else 1, 1 - (-widest[axis] // dil[axis])), (sizes[axis] - 1) // dil[axis] + 1,
                         f"filter {name}") for axis, name in (("h", "height"), ("w", "width")))
     span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
-    scheme = padding_scheme or (c.choice((1, 2), "padding scheme (1 SAME, 2 VALID)") if implicit else 0)
+    scheme = 1 if same_only else c.choice((1, 2), "padding scheme (1 SAME, 2 VALID)") if implicit else 0
     # Up to 3: past the strides 1 and 2 that kernels have their own code for.  Without SAME (whose
     # padding depends on the stride) a stride past the room the window has to move in gives one
     # output, the same for every stride: the stride stops at that room.
     room = {"h": h + pads["top"] + pads["bottom"] - span_h, "w": w + pads["left"] + pads["right"] - span_w}
     # SAME asked for alone: strides above 1, where its padding depends on the size
-    least = 2 if padding_scheme == 1 else 1
+    least = 2 if same_only else 1
     strides = tuple(c.integer(least, 3 if scheme == 1 else max(1, min(3, room[axis])), f"stride {axis}") for axis in ("w", "h"))
     # NNAPI: SAME gives ceil(size / stride) outputs whatever the filter; VALID and explicit padding whole windows
     out_h, out_w = ((-(-h // strides[1]), -(-w // strides[0])) if scheme == 1 else
