@@ -4,7 +4,9 @@
 example into a `GoldenCase`: a harness `Subgraph` (with referenced subgraphs and the relaxed flag),
 the constant bytes, the input values and the golden outputs.  A file the DSL cannot run, or an
 example the data model cannot hold, is kept as an `Unexpressed` entry with the reason, so a
-corpus is always fully counted.
+corpus is always fully counted.  An example of an operation or operand type the harness's data
+model has no name for is kept apart (``Unexpressed.outside``): no driver can declare it, so it is
+outside the certificate, where an example that could not be read is a test that did not run.
 """
 
 from __future__ import annotations
@@ -71,7 +73,11 @@ class Unexpressed:
 
     path: str
     name: str
-    reason: str
+    reason: str  # names the file and the line
+    line: int = 0  # of the file where it could not be read (0: the file as a whole)
+    #: The operations and operand types of the example that `OperationType` / `OperandType` do not
+    #: name (empty: the file or example could not be read for another reason).
+    outside: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,14 @@ def _subgraph(graph: SpecGraph, values: bytearray) -> Subgraph:
     return Subgraph(tuple(operands), operations, graph.inputs, graph.outputs)
 
 
+def outside_names(case: SpecCase) -> tuple[str, ...]:
+    """The operation and operand type names of ``case`` that the harness's data model lacks."""
+    graphs = (case.main, *case.referenced)
+    names = [o.type for g in graphs for o in g.operations if o.type not in OperationType.__members__]
+    names += [o.type for g in graphs for o in g.operands if o.type not in OperandType.__members__]
+    return tuple(dict.fromkeys(names))
+
+
 def to_golden(path: str, case: SpecCase) -> GoldenCase:
     values = bytearray()
     main = _subgraph(case.main, values)
@@ -153,11 +167,17 @@ def load_corpus(paths: list[str]) -> Corpus:
         try:
             spec_cases = run_spec(path)
         except SpecError as error:
-            unexpressed.append(Unexpressed(path, os.path.basename(path), str(error)))
+            unexpressed.append(Unexpressed(path, os.path.basename(path), str(error), error.line))
             continue
         for case in spec_cases:
+            outside = outside_names(case)
+            if outside:
+                unexpressed.append(Unexpressed(path, case.name, f"{path}:{case.line}: {', '.join(outside)} "
+                                               f"outside the harness's data model", case.line, outside))
+                continue
             try:
                 cases.append(to_golden(path, case))
             except (KeyError, ValueError, TypeError) as error:
-                unexpressed.append(Unexpressed(path, case.name, f"{path}:{case.line}: {type(error).__name__}: {error}"))
+                unexpressed.append(Unexpressed(path, case.name, f"{path}:{case.line}: {type(error).__name__}: {error}",
+                                               case.line))
     return Corpus(tuple(cases), tuple(unexpressed), len(files))

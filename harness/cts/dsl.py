@@ -33,7 +33,11 @@ __all__ = ["SpecCase", "SpecError", "SpecOperand", "SpecOperation", "run_spec"]
 
 
 class SpecError(Exception):
-    """A spec file the DSL cannot run; the message names the file and the line."""
+    """A spec file the DSL cannot run, at ``line`` of ``path`` (0: the file as a whole)."""
+
+    def __init__(self, path: str, line: int, message: str) -> None:
+        super().__init__(f"{path}:{line}: {message}")
+        self.path, self.line = path, line
 
 
 # --------------------------------------------------------------------------- the result: plain data
@@ -929,12 +933,12 @@ def _check_syntax(source: str, path: str) -> ast.Module:
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as error:
-        raise SpecError(f"{path}:{error.lineno}: not valid Python: {error.msg}") from None
+        raise SpecError(path, error.lineno or 0, f"not valid Python: {error.msg}") from None
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
-            raise SpecError(f"{path}:{node.lineno}: attribute {node.attr!r} is not part of the spec DSL")
+            raise SpecError(path, node.lineno, f"attribute {node.attr!r} is not part of the spec DSL")
         if isinstance(node, ast.Name) and node.id.startswith("__"):
-            raise SpecError(f"{path}:{node.lineno}: name {node.id!r} is not part of the spec DSL")
+            raise SpecError(path, node.lineno, f"name {node.id!r} is not part of the spec DSL")
     return tree
 
 
@@ -954,11 +958,11 @@ def run_spec(path: str, source: str | None = None) -> list[SpecCase]:
         try:
             return _expand(spec, spec_name)
         except (TypeError, ValueError, KeyError, IndexError) as error:
-            raise SpecError(f"{path}:{_example_line(spec)}: {error}") from None
+            raise SpecError(path, _example_line(spec), str(error)) from None
     except SpecError:
         raise
     except Exception as error:  # the spec file's own mistake: name its line
-        raise SpecError(f"{path}:{_error_line(error, path)}: {type(error).__name__}: {error}") from None
+        raise SpecError(path, _error_line(error, path), f"{type(error).__name__}: {error}") from None
     finally:
         _ACTIVE.pop()
 

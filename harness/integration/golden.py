@@ -4,7 +4,9 @@
 ``packages/modules/NeuralNetworks/runtime/test/specs``; without it the harness's own small corpus
 (``harness/cts/specs``) runs.  Only examples whose operations and operand types the driver
 declares become tests (CHOICE-5); the rest are counted, with what they need, in the run's record,
-so the certificate's coverage table accounts for every example of the corpus.
+so the certificate's coverage table accounts for every example of the corpus.  A file or example
+the harness could not read becomes a test that did not run, with the reason and its line: what it
+checks is unknown, so the certificate is INCOMPLETE, never PASS over it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from harness.api.hal import Capabilities, OperandType
 from harness.api.memory import REQUIRED_KINDS
 from harness.cts.check import REQUIREMENT, GoldenTest
-from harness.cts.corpus import Corpus, GoldenCase, load_corpus
+from harness.cts.corpus import Corpus, GoldenCase, Unexpressed, load_corpus
 from harness.cts.kinds import GoldenKind
 
 __all__ = ["BUNDLED_SPECS", "corpus_summary", "parametrize_golden"]
@@ -30,6 +32,7 @@ class _Loaded:
     corpus: Corpus
     declared: list[GoldenCase] = field(default_factory=list)
     missing: Counter = field(default_factory=Counter)
+    unreadable: list[Unexpressed] = field(default_factory=list)  # what no driver's declarations explain
 
 
 _KEY = pytest.StashKey[_Loaded]()
@@ -57,6 +60,11 @@ def _load(config: pytest.Config, caps: Capabilities) -> _Loaded:
                 loaded.missing[" + ".join(missing)] += 1
             else:
                 loaded.declared.append(case)
+        for entry in corpus.unexpressed:
+            if entry.outside:  # no driver can declare what the harness has no name for
+                loaded.missing[" + ".join(entry.outside) + " (not in the harness's data model)"] += 1
+            else:
+                loaded.unreadable.append(entry)
         config.stash[_KEY] = loaded
     return loaded
 
@@ -74,7 +82,7 @@ def corpus_summary(config: pytest.Config) -> dict | None:
         "declared": len(loaded.declared),
         "not_declared": sum(loaded.missing.values()),
         "not_declared_by_need": dict(loaded.missing.most_common()),
-        "unexpressed": [{"name": u.name, "reason": u.reason} for u in corpus.unexpressed],
+        "unexpressed": [{"name": u.name, "reason": u.reason} for u in loaded.unreadable],
     }
 
 
@@ -93,6 +101,9 @@ def parametrize_golden(metafunc: pytest.Metafunc, caps: Capabilities) -> None:
                      pytest.mark.golden(spec=case.case.spec, case=case.id, kind=test.kind.value,
                                         coverage=[list(pair) for pair in case.coverage_key])]
             params.append(pytest.param(test, marks=marks, id=test.id))
+    for entry in loaded.unreadable:
+        params.append(pytest.param(entry, marks=[pytest.mark.requirement(*REQUIREMENT.values())],
+                                   id=f"unreadable-{entry.name}"))
     if not params:
         params.append(pytest.param(None, marks=[pytest.mark.requirement(*REQUIREMENT.values())], id="none-declared"))
     metafunc.parametrize("golden_test", params)

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 from harness.api.hal import Capabilities, Device
 from harness.cts.check import GoldenTest, ReportedUnsupported, check_example
+from harness.cts.corpus import Unexpressed
 from harness.cts.kinds import AllocationRefused, GoldenKind
-from harness.integration.skips import not_applicable, refused_allocation
+from harness.integration.skips import not_applicable, not_run, refused_allocation
 
 
-def test_golden_example(driver: Device, capabilities: Capabilities, golden_test: GoldenTest | None) -> None:
+def test_golden_example(driver: Device, capabilities: Capabilities, golden_test: GoldenTest | Unexpressed | None) -> None:
     if golden_test is None:
         not_applicable("operations", "the driver declares none of the corpus's operations with all their operand types")
+    if isinstance(golden_test, Unexpressed):
+        not_run(f"the harness could not read this spec: {golden_test.reason}",
+                f"correct the spec file, {golden_test.reason} (or, when it is valid NNAPI spec DSL, report the gap "
+                f"to the harness's maintainers)")
     if golden_test.kind is GoldenKind.MEMORY_DOMAIN and not capabilities.memory_domains:
         not_applicable("memory_domains", "the driver declares no memory-domain support")
     try:

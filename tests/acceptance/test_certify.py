@@ -134,6 +134,38 @@ def test_an_environment_skip_makes_the_certificate_incomplete(tmp_path: Path) ->
     assert "no C compiler" in report and "exclude it" in report
 
 
+SPEC_ADD = textwrap.dedent("""
+    i1 = Input("a", "TENSOR_FLOAT32", "{1, 2, 2, 1}")
+    i2 = Input("b", ("TENSOR_FLOAT32", [1]))
+    o1 = Output("out", "TENSOR_FLOAT32", "{1, 2, 2, 1}")
+""")
+
+
+def test_a_spec_file_the_harness_cannot_read_makes_the_cts_certificate_incomplete(tmp_path: Path) -> None:
+    """What the harness could not read may check anything: its examples did not run, and the
+    certificate says so with the file and line, never PASS over them.  An operation that HAL 1.3
+    (the harness's data model) has no name for is one no driver can declare: not applicable."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    add = 'Model().Operation("ADD", i1, i2, Int32Scalar("act", 0)).To(o1)\n'
+    (specs / "good.mod.py").write_text(SPEC_ADD + add + "Example({i1: [1, 2, 3, 4], i2: [1], o1: [2, 3, 4, 5]})\n")
+    (specs / "broken.mod.py").write_text(SPEC_ADD + "Example({i1: [1, 2, 3, 4],\n")  # never closed
+    (specs / "newer.mod.py").write_text(SPEC_ADD + 'Model().Operation("NOT_IN_HAL_1_3", i1, i2).To(o1)\n'
+                                        "Example({i1: [1, 2, 3, 4], i2: [1], o1: [2, 3, 4, 5]})\n")
+    done = subprocess.run([sys.executable, "-m", "harness.commands.cli", "cts", "--driver", "reference", "--specs", "specs",
+                           "--out", "out"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr + done.stdout
+    document = json.loads((tmp_path / "out" / "certificate.json").read_text())
+    assert document["verdict"] == "INCOMPLETE" and set(document["not_run"]) == {"OPS-1", "OPS-2", "OPS-3"}, document
+    assert any(f"broken.mod.py:{SPEC_ADD.count(chr(10)) + 1}:" in fix for fix in document["fixes"]), document["fixes"]
+    assert "broken.mod.py" in done.stderr
+    corpus = document["golden"]["corpus"]
+    assert [u["name"] for u in corpus["unexpressed"]] == ["broken.mod.py"], corpus
+    assert any("NOT_IN_HAL_1_3" in need for need in corpus["not_declared_by_need"]), corpus
+    checks = [c for types in document["golden"]["coverage"].values() for c in types.values()]
+    assert sum(c["run"] for c in checks) > 0 and sum(c["passed"] for c in checks) == sum(c["run"] for c in checks), checks
+
+
 DECLARES_NOTHING_DRIVER = textwrap.dedent("""
     from harness.api.hal import Capabilities
     from harness.api.memory import REQUIRED_KINDS

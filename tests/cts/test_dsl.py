@@ -172,6 +172,11 @@ def test_a_broken_spec_names_its_line(tmp_path, source, line, words) -> None:
 def test_a_corpus_counts_what_it_cannot_express(tmp_path) -> None:
     (tmp_path / "good.mod.py").write_text(ADD + 'Example({i1: [1, 2, 3, 4], i2: [1], o1: [2, 3, 4, 5]})\n')
     (tmp_path / "bad.mod.py").write_text(ADD + 'Example({i1: [1, 2, 3, 4], o1: [2, 3, 4, 5]})\n')  # no value for b
+    (tmp_path / "later.mod.py").write_text(ADD.replace('"ADD"', '"NOT_IN_HAL_1_3"') +
+                                           'Example({i1: [1, 2, 3, 4], i2: [1], o1: [2, 3, 4, 5]})\n')
     corpus = load_corpus([str(tmp_path)])
-    assert corpus.files == 2 and len(corpus.cases) == 2
-    assert len(corpus.unexpressed) == 1 and "bad.mod.py" in corpus.unexpressed[0].reason
+    assert corpus.files == 3 and len(corpus.cases) == 2
+    unreadable = [u for u in corpus.unexpressed if not u.outside]
+    assert len(unreadable) == 1 and "bad.mod.py" in unreadable[0].reason and unreadable[0].line > 0
+    outside = [u for u in corpus.unexpressed if u.outside]
+    assert outside and all(u.outside == ("NOT_IN_HAL_1_3",) and "later.mod.py" in u.path for u in outside)
