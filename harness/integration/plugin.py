@@ -267,6 +267,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for path in config.getoption("cts_specs"):
         if not os.path.exists(path):
             raise pytest.UsageError(f"--cts-specs={path}: no such file or directory (give *.mod.py files or folders of them)")
+        from harness.cts.corpus import spec_files
+
+        if not spec_files([path]):  # a corpus of nothing would certify nothing, as PASS
+            raise pytest.UsageError(f"--cts-specs={path}: holds no *.mod.py file (give *.mod.py files or folders of them)")
     if config.getoption("driver_memory_limit") < 0:
         raise pytest.UsageError(f"--driver-memory-limit={config.getoption('driver_memory_limit')}: must be 0 (no limit) "
                                 "or a size in MiB")

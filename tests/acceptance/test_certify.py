@@ -285,9 +285,13 @@ def test_expectation_xfail_is_a_waiver_not_a_pass(tmp_path: Path) -> None:
     (["--driver", "no-such-driver", "--out", "out"], "unknown driver 'no-such-driver'"),
     (["--driver", "reference", "--out", "/proc/no-such-place"], "cannot write into output directory"),
     (["--driver", "reference", "--out", "out", "--expectations", "bad.toml"], "bad.toml"),
+    # a corpus of no spec file would certify OPS-1..3 on nothing
+    (["--driver", "reference", "--out", "out", "--", "--cts-specs=no-specs"], "--cts-specs=no-specs: holds no *.mod.py file"),
 ])
 def test_bad_input_is_one_clear_line_and_exit_2(tmp_path: Path, args, phrase) -> None:
     (tmp_path / "bad.toml").write_text("[[expect]]\ntest = 1\n")
+    (tmp_path / "no-specs").mkdir()
+    (tmp_path / "no-specs" / "README").write_text("the spec files are elsewhere\n")
     done = certify(tmp_path, *args)
     assert done.returncode == 2
     assert phrase in done.stderr and "Traceback" not in done.stderr
