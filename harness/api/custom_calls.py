@@ -173,11 +173,50 @@ def check_target(target: object, plugin: str = "?") -> None:
             if not isinstance(parameter, PARAMETER_TYPES):
                 raise DeclarationError(plugin, declared, f"cases.parameters[{name!r}]", type(parameter).__name__,
                                        ", ".join(t.__name__ for t in PARAMETER_TYPES))
+            problem = _parameter_problem(parameter)
+            if problem is not None:
+                field_name, value, allowed = problem
+                raise DeclarationError(plugin, declared, f"cases.parameters[{name!r}].{field_name}", value, allowed)
         if not callable(target.cases.build):
             raise DeclarationError(plugin, declared, "cases.build", target.cases.build, "a callable returning a CallCase")
     if target.library is None or target.library == "":
         raise DeclarationError(plugin, declared, "library", target.library,
                                "a path to a shared library, or a callable that builds one")
+
+
+def _bad_pair(pair: object, least: int | None) -> bool:
+    """Not an inclusive ``(low, high)`` integer range with low <= high (and ``least`` <= low)."""
+    if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(v, int) for v in pair)):
+        return True
+    return pair[0] > pair[1] or (least is not None and pair[0] < least)
+
+
+def _pairs(least: int | None) -> str:
+    return f"(low, high) integer pairs, {'' if least is None else f'{least} <= '}low <= high"
+
+
+def _parameter_problem(parameter: Parameter) -> tuple[str, object, str] | None:
+    """(field, value, what is allowed) of a parameter no case can be drawn from; None when valid.
+    Each is checked here, where a plugin's typo is one line, not an error from inside a draw."""
+    if isinstance(parameter, Choice):
+        if not isinstance(parameter.values, tuple) or not parameter.values:
+            return "values", parameter.values, "a non-empty tuple"
+    elif isinstance(parameter, (Integers, Text)):
+        field_name, least = ("ranges", None) if isinstance(parameter, Integers) else ("lengths", 0)
+        ranges = getattr(parameter, field_name)
+        if not isinstance(ranges, tuple) or not ranges or any(_bad_pair(pair, least) for pair in ranges):
+            return field_name, ranges, f"a non-empty tuple of {_pairs(least)}"
+    elif isinstance(parameter, Opaque):
+        if not isinstance(parameter.max_size, int) or parameter.max_size < 1:
+            return "max_size", parameter.max_size, "an integer of 1 or more"
+    else:
+        if _bad_pair(parameter.count, 0):
+            return "count", parameter.count, f"one of {_pairs(0)}"
+        for field_name, least in (("max_depth", 0), ("max_side", 1)):
+            value = getattr(parameter, field_name)
+            if not isinstance(value, int) or value < least:
+                return field_name, value, f"an integer of {least} or more"
+    return None
 
 
 class TargetRegistry:

@@ -85,7 +85,7 @@ def _declaring(**hooks) -> tuple:
     return registry, registry.resolve("npu"), Capabilities
 
 
-from harness.api.custom_calls import CaseSpace  # noqa: E402  (the declarations the targets below use)
+from harness.api.custom_calls import CaseSpace, Choice, Integers, Opaque, OperandShapes, Text  # noqa: E402  (the declarations the targets below use)
 
 
 def _valid_target(**changes):
@@ -105,6 +105,20 @@ def _valid_target(**changes):
     (_valid_target(error=lambda b: "x"), "convention", "host-unified, device-status"),
     (_valid_target(cases=lambda: None), "cases", "CaseSpace"),
     (_valid_target(cases=CaseSpace({"n": range(3)}, lambda n: None)), "cases.parameters['n']", "Choice, Integers"),
+    # a space no case can be drawn from: said at start-up, not raised from inside a draw
+    (_valid_target(cases=CaseSpace({"d": Choice(())}, lambda d: None)), "cases.parameters['d'].values", "a non-empty tuple"),
+    (_valid_target(cases=CaseSpace({"d": Choice(["f32"])}, lambda d: None)), "cases.parameters['d'].values", "tuple"),
+    (_valid_target(cases=CaseSpace({"n": Integers(((300, 0),))}, lambda n: None)), "cases.parameters['n'].ranges",
+     "low <= high"),
+    (_valid_target(cases=CaseSpace({"n": Integers(())}, lambda n: None)), "cases.parameters['n'].ranges", "non-empty"),
+    (_valid_target(cases=CaseSpace({"n": Integers((5,))}, lambda n: None)), "cases.parameters['n'].ranges", "pairs"),
+    (_valid_target(cases=CaseSpace({"t": Text(((-1, 4),))}, lambda t: None)), "cases.parameters['t'].lengths",
+     "0 <= low <= high"),
+    (_valid_target(cases=CaseSpace({"o": Opaque(0)}, lambda o: None)), "cases.parameters['o'].max_size", "1 or more"),
+    (_valid_target(cases=CaseSpace({"s": OperandShapes((3, 1), 2, 4)}, lambda s: None)), "cases.parameters['s'].count",
+     "0 <= low <= high"),
+    (_valid_target(cases=CaseSpace({"s": OperandShapes((1, 3), 2, 0)}, lambda s: None)), "cases.parameters['s'].max_side",
+     "1 or more"),
     ("not a target", "item", "CustomCallTarget"),
 ])
 def test_an_invalid_custom_call_target_names_plugin_field_and_allowed_values(target, field, allowed) -> None:
