@@ -422,28 +422,33 @@ def fully_connected_models(draw, caps: Capabilities) -> ModelCase:
 
 
 @functools.lru_cache(maxsize=16)
-def same_padding_models(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
+def same_padding_models(caps: Capabilities, dilated: bool = False) -> st.SearchStrategy[ModelCase]:
     """CONV_2D with the SAME padding scheme only, and strides above 1: its padding on each axis then
-    depends on that axis's size (ceil(size / stride) outputs), which the other forms never exercise."""
-    return conv_2d_models(caps, same_only=True)
+    depends on that axis's size (ceil(size / stride) outputs), which the other forms never exercise.
+    ``dilated``: always with dilation factors (a path of its own in engines whose SAME auto-padding
+    refuses dilation), which needs the layout flag, a BOOL operand the driver declares."""
+    return conv_2d_models(caps, same_only=True, dilated_only=dilated)
 
 
 @st.composite
-def conv_2d_models(draw, caps: Capabilities, same_only: bool = False) -> ModelCase:
+def conv_2d_models(draw, caps: Capabilities, same_only: bool = False, dilated_only: bool = False) -> ModelCase:
     """CONV_2D in each NNAPI signature: explicit padding (10 inputs) or a padding scheme (7), each
     optionally with the layout flag (NHWC or NCHW tensors) and then dilation factors; a per-channel
     quantized filter when the driver declares TENSOR_QUANT8_SYMM_PER_CHANNEL.  ``same_only``: always
-    the SAME scheme, with strides above 1 (`same_padding_models`)."""
+    the SAME scheme, with strides above 1, and ``dilated_only`` always the signature with dilation
+    factors (`same_padding_models`)."""
     c = _start(draw)
     type = c.type("conv_2d", caps)
     implicit = same_only or c.boolean("implicit padding")
     # the layout flag is a BOOL operand: only for a driver that declares the type
     layouts = (None, False, True) if OperandType.BOOL in caps.operand_types else (None,)
+    if dilated_only:
+        layouts = tuple(layout for layout in layouts if layout is not None)
     layout = c.choice(layouts, "layout flag (None: absent, True: NCHW)")
     # A dilation shows only over a filter longer than one pixel: a dilated example has one axis
     # dilated 2 or 3 times (past the 1 and 2 that kernels have their own code for) under such a
     # filter; the other axis draws its dilation from 1 to 3 freely.
-    dilated = layout is not None and c.boolean("dilation inputs")
+    dilated = dilated_only or (layout is not None and c.boolean("dilation inputs"))
     long = c.choice(("w", "h"), "dilated axis") if dilated else None
     dil = {axis: c.integer(2 if axis == long else 1, 3, f"dilation {axis}") if dilated else 1 for axis in ("w", "h")}
     dil_w, dil_h = dil["w"], dil["h"]
@@ -452,6 +457,8 @@ def conv_2d_models(draw, caps: Capabilities, same_only: bool = False) -> ModelCa
     channels = 9 if c.boolean("wide channels") else 3
     n = c.integer(1, 2, "batches")
     h, w = (c.integer(dil[axis] + 1 if axis == long else 1, 5, name) for axis, name in (("h", "height"), ("w", "width")))
+    if same_only and h == w:  # SAME asked for alone: a non-square input, where its padding differs between the axes
+        h, w = (h, w - 1) if long == "h" else (h - 1, w) if h > 1 else (2, w)
     ch, d = (c.integer(1, channels, name) for name in ("input channels", "output channels"))
     # Explicit padding up to 3 (past the one-pixel border a kernel may have code for), narrower
     # than the dilated filter on its axis, which NNAPI's CPU implementation requires (CHOICE-8: a
@@ -463,8 +470,11 @@ def conv_2d_models(draw, caps: Capabilities, same_only: bool = False) -> ModelCa
             for side, axis in (("left", "w"), ("right", "w"), ("top", "h"), ("bottom", "h"))}
     widest = {"h": max(pads["top"], pads["bottom"]), "w": max(pads["left"], pads["right"])}
     # the dilated filter fits the unpadded input, so every padding and scheme gives an output
-    kh, kw = (c.integer(max(2 if axis == long else 1, 1 - (-widest[axis] // dil[axis])), (sizes[axis] - 1) // dil[axis] + 1,
-                        f"filter {name}") for axis, name in (("h", "height"), ("w", "width")))
+    most = {axis: (sizes[axis] - 1) // dil[axis] + 1 for axis in sizes}
+    least = {axis: max(2 if axis == long else 1, 1 - (-widest[axis] // dil[axis])) for axis in sizes}
+    if same_only:  # a one-pixel filter needs no SAME padding at strides above 1: two pixels where the input has room
+        least = {axis: min(most[axis], max(least[axis], 2)) for axis in sizes}
+    kh, kw = (c.integer(least[axis], most[axis], f"filter {name}") for axis, name in (("h", "height"), ("w", "width")))
     span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
     scheme = 1 if same_only else c.choice((1, 2), "padding scheme (1 SAME, 2 VALID)") if implicit else 0
     # Up to 3: past the strides 1 and 2 that kernels have their own code for.  Without SAME (whose

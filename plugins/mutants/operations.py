@@ -78,6 +78,24 @@ def conv_same_rows_padded_as_columns():
     return with_kernels({OperationType.CONV_2D: run})
 
 
+@mutant("conv-same-dilated-rows-padded-as-columns", "POOL-2",
+        "CONV_2D's SAME padding under a dilated filter (its own code path: an engine's auto-padding refuses dilation) "
+        "works out the rows' padding from the input's width")
+def conv_same_dilated_rows_padded_as_columns():
+    def run(values, ins, out_op, out):
+        data, filt, bias = nn.conv_weights(values, ins)
+        geometry = nn.conv_geometry(values, ins, filt.shape, data.shape)
+        dilated = (geometry.dilation_h, geometry.dilation_w) != (1, 1)
+        if dilated and conv_2d_has_padding_scheme(ins) and _numeric.scalar(values[3]) == nn.PaddingScheme.SAME:
+            width = data.shape[3] if geometry.nchw else data.shape[2]
+            top, bottom = nn._implicit_padding(width, geometry.stride_h, geometry.dilation_h, filt.shape[1],
+                                               nn.PaddingScheme.SAME)
+            geometry = dataclasses.replace(geometry, pad_top=top, pad_bottom=bottom)
+        return nn.conv_2d(data, ins[0], filt, bias, geometry, out_op)
+
+    return with_kernels({OperationType.CONV_2D: run})
+
+
 @mutant("conv-ignores-dilation", "OPS-1", "CONV_2D ignores its dilation factors")
 def conv_ignores_dilation():
     return conv_with_geometry(lambda g, *_: dataclasses.replace(g, dilation_h=1, dilation_w=1))

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
-from harness.api.hal import OperationType, element_size, is_fully_specified, operand_byte_size
+from harness.api.hal import OperandType, OperationType, element_size, is_fully_specified, operand_byte_size
 from harness.api.memory import MEMORY_KINDS, REQUIRED_KINDS
 from harness.judging.oracle import assert_conforms, assert_scenario_conforms, execute_scenario, run_scenario
 from harness.strategies import request_layouts, scenarios
@@ -79,15 +79,21 @@ def test_each_operation_family(driver, reference, capabilities, family, data) ->
 
 
 @pytest.mark.requirement("POOL-2")
+@pytest.mark.parametrize("dilated", [False, True], ids=["every-signature", "dilated"])
 @given(data=st.data())
-def test_conv_2d_same_padding(driver, reference, capabilities, data) -> None:
+def test_conv_2d_same_padding(driver, reference, capabilities, dilated, data) -> None:
     """CONV_2D with SAME padding alone and strides above 1: its padding on each axis then follows
     that axis's size (NNAPI: ceil(size / stride) outputs, the odd pixel at the end), for inputs of
-    every height and width, not square ones alone, in every run."""
+    every height and width, not square ones alone, in every run; and under dilated filters alone,
+    a path of its own in engines whose SAME auto-padding refuses dilation."""
     if OperationType.CONV_2D not in capabilities.operations:
         not_applicable("operations", "the driver declares no CONV_2D")
     models_buildable(capabilities, "conv_2d")
-    scenario = data.draw(scenarios(capabilities, models=same_padding_models(capabilities)), label="scenario")
+    if dilated and OperandType.BOOL not in capabilities.operand_types:
+        not_applicable("operand_types", "CONV_2D's dilation factors follow its layout flag, a BOOL operand, which the "
+                                        "driver does not declare")
+    models = same_padding_models(capabilities, dilated=dilated)
+    scenario = data.draw(scenarios(capabilities, models=models), label="scenario")
     assert_scenario_conforms("POOL-2", scenario, reference, driver)
 
 
