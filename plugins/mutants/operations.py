@@ -62,13 +62,16 @@ def conv_same_pads_at_start():
                                                                pad_left=g.pad_right, pad_right=g.pad_left))
 
 
-@mutant("conv-same-rows-padded-as-columns", "POOL-2",
-        "CONV_2D's SAME padding of the rows is worked out from the input's width, as for a square image")
-def conv_same_rows_padded_as_columns():
+def _same_rows_padded_as_columns(dilated_only: bool):
+    """CONV_2D whose SAME padding of the rows comes from the input's width (``dilated_only``: only
+    under a dilated filter)."""
+
     def run(values, ins, out_op, out):
         data, filt, bias = nn.conv_weights(values, ins)
         geometry = nn.conv_geometry(values, ins, filt.shape, data.shape)
-        if conv_2d_has_padding_scheme(ins) and _numeric.scalar(values[3]) == nn.PaddingScheme.SAME:
+        dilated = (geometry.dilation_h, geometry.dilation_w) != (1, 1)
+        same = conv_2d_has_padding_scheme(ins) and _numeric.scalar(values[3]) == nn.PaddingScheme.SAME
+        if same and (dilated or not dilated_only):
             width = data.shape[3] if geometry.nchw else data.shape[2]
             top, bottom = nn._implicit_padding(width, geometry.stride_h, geometry.dilation_h, filt.shape[1],
                                                nn.PaddingScheme.SAME)
@@ -76,24 +79,19 @@ def conv_same_rows_padded_as_columns():
         return nn.conv_2d(data, ins[0], filt, bias, geometry, out_op)
 
     return with_kernels({OperationType.CONV_2D: run})
+
+
+@mutant("conv-same-rows-padded-as-columns", "POOL-2",
+        "CONV_2D's SAME padding of the rows is worked out from the input's width, as for a square image")
+def conv_same_rows_padded_as_columns():
+    return _same_rows_padded_as_columns(dilated_only=False)
 
 
 @mutant("conv-same-dilated-rows-padded-as-columns", "POOL-2",
         "CONV_2D's SAME padding under a dilated filter (its own code path: an engine's auto-padding refuses dilation) "
         "works out the rows' padding from the input's width")
 def conv_same_dilated_rows_padded_as_columns():
-    def run(values, ins, out_op, out):
-        data, filt, bias = nn.conv_weights(values, ins)
-        geometry = nn.conv_geometry(values, ins, filt.shape, data.shape)
-        dilated = (geometry.dilation_h, geometry.dilation_w) != (1, 1)
-        if dilated and conv_2d_has_padding_scheme(ins) and _numeric.scalar(values[3]) == nn.PaddingScheme.SAME:
-            width = data.shape[3] if geometry.nchw else data.shape[2]
-            top, bottom = nn._implicit_padding(width, geometry.stride_h, geometry.dilation_h, filt.shape[1],
-                                               nn.PaddingScheme.SAME)
-            geometry = dataclasses.replace(geometry, pad_top=top, pad_bottom=bottom)
-        return nn.conv_2d(data, ins[0], filt, bias, geometry, out_op)
-
-    return with_kernels({OperationType.CONV_2D: run})
+    return _same_rows_padded_as_columns(dilated_only=True)
 
 
 @mutant("conv-ignores-dilation", "OPS-1", "CONV_2D ignores its dilation factors")
