@@ -441,7 +441,7 @@ def conv_2d_models(draw, caps: Capabilities, same_only: bool = False, dilated_on
     type = c.type("conv_2d", caps)
     implicit = same_only or c.boolean("implicit padding")
     # the layout flag is a BOOL operand: only for a driver that declares the type
-    layouts = (None, False, True) if OperandType.BOOL in caps.operand_types else (None,)
+    layouts: tuple[bool | None, ...] = (None, False, True) if OperandType.BOOL in caps.operand_types else (None,)
     if dilated_only:
         layouts = tuple(layout for layout in layouts if layout is not None)
     layout = c.choice(layouts, "layout flag (None: absent, True: NCHW)")
@@ -471,10 +471,10 @@ def conv_2d_models(draw, caps: Capabilities, same_only: bool = False, dilated_on
     widest = {"h": max(pads["top"], pads["bottom"]), "w": max(pads["left"], pads["right"])}
     # the dilated filter fits the unpadded input, so every padding and scheme gives an output
     most = {axis: (sizes[axis] - 1) // dil[axis] + 1 for axis in sizes}
-    least = {axis: max(2 if axis == long else 1, 1 - (-widest[axis] // dil[axis])) for axis in sizes}
+    shortest = {axis: max(2 if axis == long else 1, 1 - (-widest[axis] // dil[axis])) for axis in sizes}
     if same_only:  # a one-pixel filter needs no SAME padding at strides above 1: two pixels where the input has room
-        least = {axis: min(most[axis], max(least[axis], 2)) for axis in sizes}
-    kh, kw = (c.integer(least[axis], most[axis], f"filter {name}") for axis, name in (("h", "height"), ("w", "width")))
+        shortest = {axis: min(most[axis], max(shortest[axis], 2)) for axis in sizes}
+    kh, kw = (c.integer(shortest[axis], most[axis], f"filter {name}") for axis, name in (("h", "height"), ("w", "width")))
     span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
     scheme = 1 if same_only else c.choice((1, 2), "padding scheme (1 SAME, 2 VALID)") if implicit else 0
     # Up to 3: past the strides 1 and 2 that kernels have their own code for.  Without SAME (whose
