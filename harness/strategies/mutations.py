@@ -18,6 +18,7 @@ MUTATIONS = {
     "remove-output": "REQ-1",
     "extra-input": "REQ-1",
     "extra-output": "REQ-1",
+    "input-without-value": "REQ-1",
     "pool-index-out-of-range": "REQ-2",
     "offset-past-end": "REQ-2",
     "length-past-end": "REQ-2",
@@ -72,7 +73,7 @@ def _breaks_its_rule(name: str, scenario: Scenario, field: str, index: int) -> b
       it, which no REQ rule asks (a driver may accept what NNAPI forbids; none is sent, CHOICE-8);
       an output of unknown rank given a rank may be given the very one it produces."""
     operand = _operand(scenario, field, index)
-    if name == "input-with-negative-dimension":
+    if name in ("input-with-negative-dimension", "input-without-value"):
         return field == "inputs"
     if name == "input-without-full-dimensions":
         return field == "inputs" and not is_fully_specified(operand.type, operand.dimensions)
@@ -177,6 +178,10 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
         case "rank-conflicts-with-model":
             given = tuple(argument.dimensions or operand.dimensions or (1,))
             argument = replace(argument, dimensions=given + (1,) if draw(BOOLEANS) else given[:-1] or (1, 1))
+        case "input-without-value":
+            # hasNoValue in its proper form (no location, no dimensions) marks an omitted operand:
+            # every input of the models drawn is one its operation needs, so the argument is missing
+            argument = RequestArgument(True, DataLocation(), ())
         case "no-value-with-location":
             argument = RequestArgument(True, loc if loc != DataLocation() else DataLocation(0, 4, 4), ())
         case "no-value-with-dimensions":

@@ -6,8 +6,9 @@ import dataclasses
 
 import numpy as np
 
-from harness.api.hal import DriverError, ErrorStatus, OperandLifeTime, is_scalar_type, numpy_dtype
-from harness.api.memory import Memory, MemoryMapError, read_detached, seal_against_shrinking
+from harness.api.hal import (DataLocation, DriverError, ErrorStatus, OperandLifeTime, RequestArgument, is_scalar_type,
+                             numpy_dtype, operand_byte_size)
+from harness.api.memory import Memory, MemoryMapError, create_ashmem, read_detached, seal_against_shrinking
 from reference_driver import ReferenceDevice
 from reference_driver.device import ReferencePreparedModel, load_constants, validate_model
 from reference_driver import validation
@@ -363,3 +364,26 @@ class _MappingsCachedByDescriptor(ReferenceDevice):
         if key not in self._mapped:
             self._mapped[key] = super().map_memory(memory, writable=writable, rule=rule)
         return self._mapped[key]
+
+
+@mutant("no-value-input-read-as-zeros", "REQ-1",
+        "binds a required input the request gives no value (hasNoValue) to zeros and runs, as for an omitted "
+        "optional operand, where it must refuse the request as a missing argument")
+def no_value_input_read_as_zeros():
+    return ReferenceDevice(prepared_model_class=_NoValueInputsAsZeros)
+
+
+class _NoValueInputsAsZeros(ReferencePreparedModel):
+    def execute(self, request):
+        inputs, pools = list(request.inputs), list(request.pools)
+        for number, (argument, index) in enumerate(zip(request.inputs, self.model.main.input_indexes)):
+            operand = self.model.main.operands[index]
+            if argument.has_no_value and operand.dimensions and 0 not in operand.dimensions:
+                size = operand_byte_size(operand.type, operand.dimensions)
+                pools.append(create_ashmem(size))  # zero-filled
+                inputs[number] = RequestArgument(False, DataLocation(len(pools) - 1, 0, size), ())
+        try:
+            return super().execute(dataclasses.replace(request, inputs=tuple(inputs), pools=tuple(pools)))
+        finally:
+            for pool in pools[len(request.pools):]:
+                pool.close()
