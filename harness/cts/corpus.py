@@ -122,7 +122,7 @@ def _subgraph(graph: SpecGraph, values: bytearray) -> Subgraph:
     return Subgraph(tuple(operands), operations, graph.inputs, graph.outputs)
 
 
-def outside_names(case: SpecCase) -> tuple[str, ...]:
+def _outside_names(case: SpecCase) -> tuple[str, ...]:
     """The operation and operand type names of ``case`` that the harness's data model lacks."""
     graphs = (case.main, *case.referenced)
     names = [o.type for g in graphs for o in g.operations if o.type not in OperationType.__members__]
@@ -170,7 +170,7 @@ def load_corpus(paths: list[str]) -> Corpus:
             unexpressed.append(Unexpressed(path, os.path.basename(path), str(error), error.line))
             continue
         for case in spec_cases:
-            outside = outside_names(case)
+            outside = _outside_names(case)
             if outside:
                 unexpressed.append(Unexpressed(path, case.name, f"{path}:{case.line}: {', '.join(outside)} "
                                                f"outside the harness's data model", case.line, outside))
