@@ -458,7 +458,10 @@ def conv_2d_models(draw, caps: Capabilities, same_only: bool = False, dilated_on
     n = c.integer(1, 2, "batches")
     h, w = (c.integer(dil[axis] + 1 if axis == long else 1, 5, name) for axis, name in (("h", "height"), ("w", "width")))
     if same_only and h == w:  # SAME asked for alone: a non-square input, where its padding differs between the axes
-        h, w = (h, w - 1) if long == "h" else (h - 1, w) if h > 1 else (2, w)
+        if long == "h":  # the dilated axis keeps its size (at least 3 here): the other one gives way
+            w -= 1
+        else:
+            h = h - 1 if h > 1 else 2
     ch, d = (c.integer(1, channels, name) for name in ("input channels", "output channels"))
     # Explicit padding up to 3 (past the one-pixel border a kernel may have code for), narrower
     # than the dilated filter on its axis, which NNAPI's CPU implementation requires (CHOICE-8: a
