@@ -1,7 +1,8 @@
 // The reference driver's custom-call targets again, written against XLA's typed FFI
 // (the header jaxlib ships), for running under real XLA through jax.ffi.  They compute
 // what targets.c computes; the harness compares both with the same numpy references.
-// Seeded bugs: the flags of targets.c this file also knows (XLA_MUTANT_FLAGS in __init__.py).
+// Seeded bugs: the flags of targets.c this file also knows, and XLA_MUTANT_* flags of its own (a
+// vendor's typed-FFI handler is code of its own beside its C target): XLA_FLAGS in __init__.py.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -57,7 +58,11 @@ static ffi::Error EchoOpaqueImpl(ffi::Span<const uint8_t> opaque, ffi::ResultBuf
   int64_t length = static_cast<int64_t>(opaque.size());
   if (out->element_count() != 8 + opaque.size()) return ffi::Error::InvalidArgument("echo_opaque: wrong output size");
   std::memcpy(out->typed_data(), &length, sizeof length);
+#ifdef XLA_MUTANT_ONE_BYTE_OPAQUE_DROPPED
+  if (opaque.size() > 1) std::memcpy(out->typed_data() + 8, opaque.begin(), opaque.size());  // "empty" taken as "< 2"
+#else
   if (opaque.size() != 0) std::memcpy(out->typed_data() + 8, opaque.begin(), opaque.size());
+#endif
   return ffi::Error::Success();
 }
 

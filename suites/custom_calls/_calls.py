@@ -5,9 +5,22 @@ from __future__ import annotations
 from hypothesis import event, note
 from hypothesis import strategies as st
 
+from harness.api.custom_calls import CallCase
+from harness.api.shapes import Leaf
 from harness.integration.skips import not_applicable
 from harness.judging.custom_calls import assert_call_conforms, describe_case, run_case
 from harness.strategies.custom_calls import call_cases, fixed_values, operand_values
+
+
+#: Opaque bytes where length handling breaks (CC-4): none, a single byte (a NUL, and one that is not:
+#: an output byte left as allocated is often a zero), a NUL inside, and large.
+OPAQUE_EDGE_CASES = {"empty": b"", "one NUL": b"\0", "one byte": b"\x5a", "embedded NUL": b"a\0b",
+                     "4 KiB of NULs": b"\0" * 4096, "256 KiB": bytes(range(256)) * 1024}
+
+
+def echo_case(opaque: bytes) -> CallCase:
+    """The case of an ``echo_opaque`` probe: no operands, the length and the bytes out."""
+    return CallCase((), Leaf("uint8", (8 + len(opaque),)), opaque)
 
 
 def call_and_check(data: st.DataObject, custom_calls, target, requirement: str, case=None):

@@ -6,11 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.api.custom_calls import CallCase
-from harness.api.shapes import Leaf
 from harness.judging.custom_calls import assert_call_conforms, run_case
 
-from ._calls import call_and_check
+from ._calls import OPAQUE_EDGE_CASES, call_and_check, echo_case
 
 
 @pytest.mark.requirement("CC-4", "CC-5")
@@ -21,9 +19,8 @@ def test_opaque_bytes_arrive_exactly(custom_calls, target, data) -> None:
 
 
 @pytest.mark.requirement("CC-4")
-@pytest.mark.parametrize("opaque", [b"", b"\0", b"a\0b", b"\0" * 4096, bytes(range(256)) * 1024],
-                         ids=["empty", "one NUL", "embedded NUL", "4 KiB of NULs", "256 KiB"])
+@pytest.mark.parametrize("opaque", OPAQUE_EDGE_CASES.values(), ids=OPAQUE_EDGE_CASES.keys())
 @pytest.mark.targets(names=("echo_opaque",))
 def test_opaque_edge_cases(custom_calls, target, opaque) -> None:
-    case = CallCase((), Leaf("uint8", (8 + len(opaque),)), opaque)
+    case = echo_case(opaque)
     assert_call_conforms("CC-4", target, case, (), run_case(custom_calls, target, case, ()))
