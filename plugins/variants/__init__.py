@@ -24,6 +24,7 @@ VARIANTS = {
     "float-tensors-only": (drivers.float_tensors_only, "CHOICE-5"),
     "no-memory-domains": (drivers.no_memory_domains, "CHOICE-5"),
     "refuses-dynamic-buffers": (drivers.refuses_dynamic_buffers, "CHOICE-5"),
+    "required-memory-kinds-only": (drivers.required_memory_kinds_only, "CHOICE-5"),
     "random-reused-tokens": (drivers.random_reused_tokens, "CHOICE-6"),
     "bounded-mapping-cache": (drivers.bounded_mapping_cache, "CHOICE-6"),
     "threaded-slow": (drivers.threaded_slow, "CHOICE-6"),

@@ -31,6 +31,7 @@ from harness.api.hal import (
     is_fully_specified,
     is_quantized_type,
 )
+from harness.api.memory import REQUIRED_KINDS
 from reference_driver import ReferenceDevice, ReferencePreparedModel
 from reference_driver import executor
 from reference_driver.validation import argument_dimensions
@@ -278,6 +279,23 @@ def refuses_dynamic_buffers() -> ReferenceDevice:
     """DOM-ALLOC-3 with CHOICE-5: refuses every buffer whose shape is not fully known at allocation
     with GENERAL_FAILURE, and declares so (Capabilities.dynamic_buffers=False)."""
     return _StaticBuffersOnly()
+
+
+class _RequiredMemoryKindsOnly(ReferenceDevice):
+    def capabilities(self) -> Capabilities:
+        return dataclasses.replace(super().capabilities(), memory_kinds=frozenset(REQUIRED_KINDS))
+
+    def map_memory(self, memory, *, writable, rule):
+        if memory.kind not in REQUIRED_KINDS:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"memory kind {memory.kind!r} is not supported", rule=rule)
+        return super().map_memory(memory, writable=writable, rule=rule)
+
+
+def required_memory_kinds_only() -> ReferenceDevice:
+    """CHOICE-5: declares and maps only the memory kinds POOL-3 requires (ashmem, mmap_fd,
+    hardware_buffer_blob); a non-BLOB hardware buffer fails with GENERAL_FAILURE wherever it is
+    handed over (CHOICE-1), as a constant pool, a request pool or a copy's memory."""
+    return _RequiredMemoryKindsOnly()
 
 
 class _ForgetsShapeWhenInvalid(ManagedBuffer):
