@@ -75,7 +75,22 @@ def call_under_xla(executor: Any, target: CustomCallTarget, case: CallCase, oper
         reply = executor.under_xla(target.name, target.platform, arguments, results, case.opaque)
     if reply[0] == "failed":
         raise mark_raised_by_driver(XlaCallFailed(reply[1], reply[2]))
+    changed = _operands_changed(case, arguments, reply[2])
+    if changed:
+        raise _fail("CC-5", target, case, "the handler modified its operands under XLA: " + "; ".join(changed))
     return [np.frombuffer(data, np.dtype(dtype)).reshape(dims) for dims, dtype, data in reply[1]]
+
+
+def _operands_changed(case: CallCase, sent: list[np.ndarray], held: list[bytes]) -> list[str]:
+    """Each operand leaf whose bytes XLA holds after the call are not those sent (CC-5)."""
+    found = []
+    for (name, leaf), argument, after in zip(named_leaves("operand", case.operands), sent, held):
+        before = np.frombuffer(np.ascontiguousarray(argument).tobytes(), np.uint8)
+        now = np.frombuffer(after, np.uint8)
+        changed = np.flatnonzero(now != before) if now.size == before.size else np.arange(max(now.size, before.size))
+        if changed.size:
+            found.append(f"{changed.size} byte(s) of {name} ({leaf}) changed, first at byte offset {changed[0]}")
+    return found
 
 
 def _fail(requirement: str, target: CustomCallTarget, case: CallCase, problem: str) -> ConformanceError:

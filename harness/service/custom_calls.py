@@ -141,18 +141,20 @@ class CustomCallExecutor:
         """Call the target's typed-FFI handler under jax.jit (``arguments``: its operand leaves in
         pre-order; ``results``: its output leaves' (dims, dtype); ``opaque``: the case's, passed as
         the handler's attribute when the target takes one).  Returns ("ok", output leaves as
-        (dims, dtype, bytes): plain data, which the harness reads back without trusting the
-        service with anything more), ("failed", exception type, message) when XLA raised (the
-        handler's error status), or ("unprepared",) before `prepare_xla`."""
+        (dims, dtype, bytes), the operand leaves' bytes as XLA holds them after the call: plain
+        data, which the harness reads back and judges without trusting the service with anything
+        more), ("failed", exception type, message) when XLA raised (the handler's error status),
+        or ("unprepared",) before `prepare_xla`."""
         registered = self._under_xla.get((name, platform))
         if registered is None:
             return ("unprepared",)
         target = self.registry.lookup(name, platform)
         try:
-            outputs = xla.run(registered, results, arguments, opaque if target.xla_opaque else None)
+            outputs, operands = xla.run(registered, results, arguments, opaque if target.xla_opaque else None)
         except Exception as error:  # XLA's exception for the handler's error status: the answer, as data
             return ("failed", type(error).__name__, str(error))
-        return ("ok", [(tuple(out.shape), out.dtype.str, out.tobytes()) for out in outputs])
+        return ("ok", [(tuple(out.shape), out.dtype.str, out.tobytes()) for out in outputs],
+                [operand.tobytes() for operand in operands])
 
 
 @functools.lru_cache(maxsize=4)

@@ -59,10 +59,16 @@ def register(library: str, symbol: str) -> str:
         return name
 
 
-def run(name: str, results: tuple[Result, ...], arguments: list[np.ndarray], opaque: bytes | None) -> list[np.ndarray]:
-    """Call the registered handler ``name`` under jax.jit; its output leaves in pre-order.  XLA
-    reports the handler's error status as an exception, raised by the call or when an output is read."""
-    return [np.asarray(out) for out in _jitted(name, results, opaque)(*arguments)]
+def run(name: str, results: tuple[Result, ...], arguments: list[np.ndarray],
+        opaque: bytes | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Call the registered handler ``name`` under jax.jit: its output leaves in pre-order, and the
+    operand leaves as XLA holds them after the call.  XLA hands a handler its parameters' own
+    buffers, so a handler that writes into an operand changes them (CC-5).  XLA reports the
+    handler's error status as an exception, raised by the call or when an output is read."""
+    jax = _jax()
+    held = [jax.device_put(argument) for argument in arguments]
+    outputs = [np.asarray(out) for out in _jitted(name, results, opaque)(*held)]
+    return outputs, [np.asarray(operand) for operand in held]
 
 
 @functools.lru_cache(maxsize=512)

@@ -35,12 +35,13 @@ _custom_call_mutant("cc-symbol-hidden", "CC-1", "builds the device-style add tar
                     "symbol it declares is not exported", "CC_MUTANT_SYMBOL_HIDDEN")
 _custom_call_mutant("cc-count-16-bit", "CC-3", "the device-style add target keeps its element count in 16 bits "
                     "(wraps above 65535 elements)", "CC_MUTANT_SHORT_COUNT")
-
-
 _custom_call_mutant("xla-one-byte-opaque-dropped", "CC-4", "the typed-FFI echo handler (run under XLA) copies its opaque "
                     "bytes only when there are two or more (an off-by-one in its check for none): a one-byte opaque "
                     "leaves its output byte as XLA allocated it; the C targets are the reference's",
                     "XLA_MUTANT_ONE_BYTE_OPAQUE_DROPPED")
+_custom_call_mutant("xla-input-modified", "CC-5", "the typed-FFI add handler (run under XLA) also stores its result into "
+                    "its second operand, which XLA hands it in place; the C targets are the reference's",
+                    "XLA_MUTANT_INPUT_IN_PLACE")
 
 
 @hookimpl

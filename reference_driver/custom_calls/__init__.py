@@ -101,7 +101,8 @@ FAILING_CASES = CaseSpace({"message": Text(((0, 200), (201, 900)))}, failing_cas
 
 #: The seeded-bug and variant flags xla_ffi_targets.cc knows (the others leave it as it is, and it is
 #: not built again): two of targets.c's, and its own XLA_MUTANT_ ones, which targets.c does not know.
-XLA_FLAGS = ("-DCC_MUTANT_SEGFAULT", "-DCC_VARIANT_SCRATCH_LEFT_DIRTY", "-DXLA_MUTANT_ONE_BYTE_OPAQUE_DROPPED")
+XLA_FLAGS = ("-DCC_MUTANT_SEGFAULT", "-DCC_VARIANT_SCRATCH_LEFT_DIRTY", "-DXLA_MUTANT_ONE_BYTE_OPAQUE_DROPPED",
+             "-DXLA_MUTANT_INPUT_IN_PLACE")
 
 
 def _xla_include_dir() -> str:

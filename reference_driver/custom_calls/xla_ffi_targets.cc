@@ -23,6 +23,9 @@ static ffi::Error AddMod128Impl(ffi::Buffer<ffi::F32> b, ffi::Buffer<ffi::F32> c
   const float *bp = b.typed_data(), *cp = c.typed_data();
   float *ap = a->typed_data();
   for (size_t i = 0; i < c.element_count(); ++i) ap[i] = bp[i % 128] + cp[i];
+#ifdef XLA_MUTANT_INPUT_IN_PLACE
+  std::memcpy(const_cast<float *>(cp), ap, c.size_bytes());  // the result stored into C as well
+#endif
   return ffi::Error::Success();
 }
 
