@@ -571,6 +571,14 @@ def reference() -> Device:
     return ReferenceDevice()
 
 
+@pytest.fixture
+def fresh_driver(driver: Device, pytestconfig: pytest.Config) -> Device:
+    """The driver as new, for a test of what it does first after start-up (state a driver makes on
+    first use is met once per process, by whichever test comes first): its service's process
+    replaced, or a new instance of it inline."""
+    return state_of(pytestconfig).fresh_device()
+
+
 @pytest.fixture(scope="session")
 def capabilities(driver: Device, pytestconfig: pytest.Config) -> Capabilities:
     return state_of(pytestconfig).capabilities()

@@ -79,6 +79,30 @@ def released_token_usable():
     return ReferenceDevice(tokens=_ForgetfulRelease())
 
 
+class _FirstInsertLost(TokenTable):
+    """A table made on first use, whose making drops the insert that asked for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._made = False
+
+    def add(self, make):
+        if self._made:
+            return super().add(make)
+        with self._lock:
+            self._made = True
+            return make(self.new_token(self._live.keys()))  # handed out, never entered
+
+
+@mutant("first-buffer-never-entered", "DOM-ROLE-1", "the first buffer allocated after start-up is never entered in "
+        "its token table (the table is made on first use and drops that insert): the buffer copies as any "
+        "other, but a request naming its token fails with INVALID_ARGUMENT as if it were not live")
+def first_buffer_never_entered():
+    from reference_driver import ReferenceDevice
+
+    return ReferenceDevice(tokens=_FirstInsertLost())
+
+
 @mutant("output-token-reused", "DOM-ROLE-3", "allows a token used as an output to appear again in the same request")
 def output_token_reused():
     return with_rule("token_output_exclusive", lambda uses: OK)

@@ -9,16 +9,21 @@ from hypothesis import strategies as st
 from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus, OperandType, OperationType, is_token
 from harness.judging.direct_calls import DirectCalls
 from harness.judging.lockstep import Lockstep
+from harness.judging.scenario import MemorySpec
 from harness.strategies.domains import (
     FIXED_QUANT,
     Flavor,
+    TokenUse,
     domain_flavors,
     domain_types,
+    nbytes,
+    request,
     role_models,
     role_sets,
+    values_for,
 )
 from harness.strategies.values import QUANT_TYPES
-from harness.integration.skips import not_applicable, not_run
+from harness.integration.skips import not_applicable, not_run, refused_allocation
 from harness.judging.verdict import violation
 
 pytestmark = pytest.mark.usefixtures("memory_domains")
@@ -34,6 +39,26 @@ def test_generated_role_sets(driver, reference, capabilities, flavor, data) -> N
         desc, listed, inputs, outputs = data.draw(role_sets(len(models), io_counts), label="role set")
         buffer = step.allocate("buffer", desc, [prepared[i] for i in listed], inputs, outputs, requirement="DOM-ALLOC-1")
         event("allocation accepted" if buffer else "allocation rejected")
+
+
+@pytest.mark.requirement("DOM-ALLOC-3", "DOM-ROLE-1")
+def test_the_first_buffers_after_start_up_are_served(fresh_driver, reference, flavor) -> None:
+    """What a driver makes on first use (a token table, a buffer pool) is met once in a process, by
+    whichever test allocates first, and that test may never use its buffer.  So: the driver as new,
+    its first two buffers written by copy, then named by their tokens in a request."""
+    shape = (2, 2)
+    with Lockstep(fresh_driver, reference) as step:
+        pair = step.prepare(flavor.model(shape))
+        for io_index, name in enumerate(("first", "second")):
+            if step.allocate(name, BufferDesc(), [pair], [BufferRole(0, io_index)], [], requirement="DOM-ALLOC-3") is None:
+                if io_index == 0:
+                    raise violation("DOM-ALLOC-3", f"the driver declares memory-domain support but refused its first "
+                                                   f"buffer after start-up, a fully specified {flavor.type.name} "
+                                                   f"{shape} one for one input role")
+                refused_allocation()  # past the first, a refusal is a memory limit (DOM-ALLOC-3 allows it)
+            step.copy_from(name, MemorySpec("ashmem", values_for(flavor.type, shape, io_index).tobytes()), ())
+        step.execute(pair, request(flavor.model(shape), [TokenUse("first"), TokenUse("second")],
+                                   [nbytes(flavor.type, shape)], label="op(first, second)"), "DOM-ROLE-1")
 
 
 @pytest.mark.requirement("DOM-ALLOC-3")
