@@ -87,7 +87,10 @@ def _operands_changed(case: CallCase, sent: list[np.ndarray], held: list[bytes])
     for (name, leaf), argument, after in zip(named_leaves("operand", case.operands), sent, held):
         before = np.frombuffer(np.ascontiguousarray(argument).tobytes(), np.uint8)
         now = np.frombuffer(after, np.uint8)
-        changed = np.flatnonzero(now != before) if now.size == before.size else np.arange(max(now.size, before.size))
+        if now.size != before.size:
+            found.append(f"{name} ({leaf}) holds {now.size} bytes, {before.size} were sent")
+            continue
+        changed = np.flatnonzero(now != before)
         if changed.size:
             found.append(f"{changed.size} byte(s) of {name} ({leaf}) changed, first at byte offset {changed[0]}")
     return found
