@@ -99,11 +99,16 @@ class Arena:
         for name, leaf, start in zip(self.names, self.leaves, self.offsets):
             inside = changed[(changed >= start) & (changed < start + leaf.nbytes)]
             if inside.size:
-                found.append(f"{inside.size} byte(s) of {name} ({leaf}) changed, first at byte offset {inside[0] - start}")
+                found.append(changed_leaf(name, leaf, inside - start))
         return found
 
     def close(self) -> None:
         self.memory.close()
+
+
+def changed_leaf(name: str, leaf: Leaf, offsets: np.ndarray) -> str:
+    """How a leaf's bytes changed: how many, and the first (``offsets`` counted from the leaf's start)."""
+    return f"{offsets.size} byte(s) of {name} ({leaf}) changed, first at byte offset {offsets[0]}"
 
 
 def named_leaves(prefix: str, shapes: Sequence[Shape], single: bool = False) -> list[tuple[str, Leaf]]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.judging.arena import Arena, named_leaves
+from harness.judging.arena import Arena, changed_leaf, named_leaves
 from harness.api.shapes import leaf_values, leaves
 from harness.api.custom_calls import CallCase, CustomCallTarget
 from harness.api.errors import ConformanceError, calls_into_driver, mark_raised_by_driver
@@ -92,7 +92,7 @@ def _operands_changed(case: CallCase, sent: list[np.ndarray], held: list[bytes])
             continue
         changed = np.flatnonzero(now != before)
         if changed.size:
-            found.append(f"{changed.size} byte(s) of {name} ({leaf}) changed, first at byte offset {changed[0]}")
+            found.append(changed_leaf(name, leaf, changed))
     return found
 
 

@@ -47,8 +47,9 @@ def test_the_first_buffers_after_start_up_are_served(fresh_driver, reference, fl
     whichever test allocates first, and that test may never use its buffer.  So: the driver as new,
     its first two buffers written by copy, then named by their tokens in a request."""
     shape = (2, 2)
+    model = flavor.model(shape)
     with Lockstep(fresh_driver, reference) as step:
-        pair = step.prepare(flavor.model(shape))
+        pair = step.prepare(model)
         for io_index, name in enumerate(("first", "second")):
             if step.allocate(name, BufferDesc(), [pair], [BufferRole(0, io_index)], [], requirement="DOM-ALLOC-3") is None:
                 if io_index == 0:
@@ -57,7 +58,7 @@ def test_the_first_buffers_after_start_up_are_served(fresh_driver, reference, fl
                                                    f"{shape} one for one input role")
                 refused_allocation()  # past the first, a refusal is a memory limit (DOM-ALLOC-3 allows it)
             step.copy_from(name, MemorySpec("ashmem", values_for(flavor.type, shape, io_index).tobytes()), ())
-        step.execute(pair, request(flavor.model(shape), [TokenUse("first"), TokenUse("second")],
+        step.execute(pair, request(model, [TokenUse("first"), TokenUse("second")],
                                    [nbytes(flavor.type, shape)], label="op(first, second)"), "DOM-ROLE-1")
 
 
