@@ -6,6 +6,7 @@ float16; its error then grows with the number and the magnitude of the terms tha
 each element, not with the result, which cancellation can make arbitrarily small.  So:
 
 - Floats: ``|driver - reference| <= n * eps(type) * M + eps(type) * |reference|`` per element,
+  with float16's eps for TENSOR_FLOAT32 in a relaxed model (`float_format`),
   where ``M`` is the sum of the magnitudes of the terms.  ``M`` is computed by running the
   same model on the reference with every float value replaced by its magnitude, SUB by ADD and
   fused activations off (`magnitude_scenario`): the same kernels then add up ``|terms|``.
@@ -39,7 +40,8 @@ from harness.api.hal import (
 )
 from harness.judging.scenario import MemorySpec, Scenario
 
-__all__ = ["BIAS_LIMIT", "BIAS_MIN_ELEMENTS", "FLOAT_TYPES", "magnitude_scenario", "quantized_tolerances", "terms_in_model"]
+__all__ = ["BIAS_LIMIT", "BIAS_MIN_ELEMENTS", "FLOAT_TYPES", "float_format", "magnitude_scenario", "quantized_tolerances",
+           "terms_in_model"]
 
 FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
 BIAS_MIN_ELEMENTS = 32
@@ -56,6 +58,15 @@ _CLAMPS = (OperationType.RELU1, OperationType.RELU6)
 
 _QUANT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
                 OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-127, 127)}
+
+
+def float_format(operand_type: OperandType, relaxed: bool) -> np.finfo:
+    """The float format a correct driver may compute an output of ``operand_type`` in: its own, or
+    float16 for TENSOR_FLOAT32 in a model with relaxComputationFloat32toFloat16 (NeuralNetworks.h:
+    "the range and precision of the IEEE 754 16-bit floating-point format")."""
+    if relaxed and operand_type == OperandType.TENSOR_FLOAT32:
+        return np.finfo(np.float16)
+    return np.finfo(numpy_dtype(operand_type))
 
 
 def _activation_input(scenario: Scenario, operation: Operation) -> int | None:

@@ -334,12 +334,15 @@ def _fail(requirement: str, what: str, scenario: Scenario, expected: Outcome, ac
 
 
 def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *, steps: int = 1, terms: int = 1,
-                   magnitudes: Callable[[], bytes | None] | None = None, judge_bias: bool = False) -> str:
+                   magnitudes: Callable[[], bytes | None] | None = None, judge_bias: bool = False,
+                   relaxed: bool = False) -> str:
     """Empty when ``actual`` is within what CHOICE-7 allows of ``expected``; otherwise the first
     element outside it and why.  ``steps``: quantized tolerance; ``terms`` and ``magnitudes``
     (the sum of |terms| per element, computed on demand): the float error bound.  ``judge_bias``:
     the values come from a uniform sample (`Scenario.sampled_values`), so a quantized tensor's mean
-    signed error is judged too."""
+    signed error is judged too.  ``relaxed``: the model lets TENSOR_FLOAT32 be computed in float16
+    (`bounds.float_format`); an element whose terms reach past float16's range is then not judged,
+    as float16 has no value for it."""
     dtype = np.dtype(numpy_dtype(operand_type))
     want = np.frombuffer(expected, dtype)
     got = np.frombuffer(actual, dtype)
@@ -361,7 +364,8 @@ def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *,
         same = (w == g) | (np.isnan(w) & np.isnan(g))
         if same.all():
             return ""
-        eps, tiny = float(np.finfo(dtype).eps), float(np.finfo(dtype).tiny)
+        computed_in = bounds.float_format(operand_type, relaxed)
+        eps, tiny = float(computed_in.eps), float(computed_in.tiny)
         magnitude_bytes = magnitudes() if magnitudes is not None else None
         if magnitude_bytes is not None and len(magnitude_bytes) == len(expected):
             magnitude = np.abs(np.frombuffer(magnitude_bytes, dtype).astype(np.float64))
@@ -370,7 +374,9 @@ def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *,
         bound = terms * eps * magnitude + eps * np.abs(w) + tiny
         with np.errstate(invalid="ignore"):
             bad = ~(same | (np.abs(g - w) <= bound))
-        allowed = f"{terms} terms x eps x sum of |terms|"
+            if computed_in.max < np.finfo(dtype).max:  # past the narrower format's range it has no value
+                bad &= (magnitude <= computed_in.max) & (np.abs(w) <= computed_in.max)
+        allowed = f"{terms} terms x eps({computed_in.dtype}) x sum of |terms|"
     else:
         bad = want != got
         allowed = "exact"
@@ -426,7 +432,7 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
             continue
         difference = compare_values(scenario.subgraph.operands[index].type, want, got or b"", steps=steps.get(index, 1),
                                     terms=terms, magnitudes=functools.partial(_nth, magnitudes, i),
-                                    judge_bias=scenario.sampled_values)
+                                    judge_bias=scenario.sampled_values, relaxed=scenario.relaxed)
         if difference:
             _fail(requirement, f"output {i} differs: {difference}", scenario, expected, actual)
     assert_outside_outputs_untouched(scenario, actual)

@@ -157,9 +157,13 @@ class Scenario:
     # about how the driver rounds (CHOICE-7's bias criterion): over chosen values, or over copies of
     # one value spread by broadcasting, it is one element's allowed step counted many times.
     sampled_values: bool = False
+    # The model's relaxComputationFloat32toFloat16: its TENSOR_FLOAT32 may be computed with the
+    # range and precision of float16 (NeuralNetworks.h), and is judged so (`bounds.float_format`).
+    relaxed: bool = False
 
     def build_model(self) -> Model:
-        return Model(self.subgraph, self.operand_values, tuple(make_memory(p) for p in self.constant_pools))
+        return Model(self.subgraph, self.operand_values, tuple(make_memory(p) for p in self.constant_pools),
+                     relax_computation_float32_to_float16=self.relaxed)
 
     def build_request(self, tokens: Mapping[str, int] | None = None) -> tuple[Request, list[Memory | None]]:
         """The request with fresh memories; `TokenRef` pools become ``tokens[name]``.

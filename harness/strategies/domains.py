@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from hypothesis import event
@@ -176,8 +176,9 @@ def request(model: Scenario, inputs: Sequence[np.ndarray | TokenUse], outputs: S
         out_size += capacity
     pools[in_pool] = MemorySpec("ashmem", bytes(data) or b"\0")
     pools[out_pool] = MemorySpec("ashmem", b"\xa5" * max(out_size, 1))
-    return Scenario(model.subgraph, model.operand_values, model.constant_pools, tuple(in_args), tuple(out_args),
-                    tuple(pools), notes=(label or model.notes[0],))
+    # the model's own fields (a relaxed model, say) are kept; the request is what this adds
+    return replace(model, inputs=tuple(in_args), outputs=tuple(out_args), request_pools=tuple(pools),
+                   notes=(label or model.notes[0],))
 
 
 def values_for(type: OperandType, shape: Sequence[int], seed: int = 0) -> np.ndarray:

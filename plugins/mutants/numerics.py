@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.api.hal import OperationType
-from reference_driver.ops import _numeric, elementwise, nn
+from harness.api.hal import OperandType, OperationType
+from reference_driver.ops import KERNELS, Kernel, _numeric, elementwise, nn
 
+from ..variants.drivers import in_relaxed_model, relaxed_float32_in_float16
 from ._registry import mutant, with_kernels
-
 
 
 @mutant("broadcast-rank-1-wrong", "POOL-2", "ADD walks a broadcast rank-1 operand backwards")
@@ -79,3 +79,39 @@ def conv_stride_2_ignored():
         return nn.run_conv_2d(values, ins, out_op, out)
 
     return with_kernels({OperationType.CONV_2D: run})
+
+
+_ELEMENTWISE = (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)
+
+
+@mutant("float32-computed-in-float16", "POOL-2",
+        "computes TENSOR_FLOAT32 ADD, SUB, MUL and DIV with float16 precision in every model, as if each were relaxed")
+def float32_computed_in_float16():
+    runs = {}
+    for op in _ELEMENTWISE:
+        def run(values, ins, out_op, out, kernel=KERNELS[op].run):
+            result = kernel(values, ins, out_op, None)
+            return result.astype(np.float16).astype(np.float32) if result.dtype == np.float32 else result
+
+        runs[op] = run
+    return with_kernels(runs)
+
+
+@mutant("relaxed-inputs-cut-at-64-elements", "POOL-2",
+        "in a model with relaxComputationFloat32toFloat16, its float16 path converts only the first 64 elements of "
+        "each TENSOR_FLOAT32 input of ADD, SUB, MUL and DIV (a fixed staging buffer); the rest read as 0")
+def relaxed_inputs_cut_at_64_elements():
+    # the correct relaxed driver (variant-relaxed-float32-in-float16) with the bug in its float16 path
+    device = relaxed_float32_in_float16()
+    for op in _ELEMENTWISE:
+        def run(values, ins, out_op, out, relaxed_run=device.kernels[op].run):
+            if in_relaxed_model() and out_op.type == OperandType.TENSOR_FLOAT32:
+                values = list(values)
+                for i in (0, 1):
+                    staged = np.zeros(np.shape(values[i]), np.float32)
+                    staged.reshape(-1)[:64] = np.asarray(values[i], np.float32).reshape(-1)[:64]
+                    values[i] = staged
+            return relaxed_run(values, ins, out_op, out)
+
+        device.kernels[op] = Kernel(KERNELS[op].validate, run)
+    return device

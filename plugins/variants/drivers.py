@@ -695,6 +695,52 @@ def conv_padding_past_the_filter() -> ReferenceDevice:
     return device
 
 
+#: Set while a relaxed model executes on this thread: the kernels below read it (a kernel sees
+#: its operation's operands, not the model they belong to).
+_RELAXED = threading.local()
+
+
+def in_relaxed_model() -> bool:
+    """Whether the operation running on this thread belongs to a relaxed model."""
+    return getattr(_RELAXED, "on", False)
+
+
+class _RelaxedModel(ReferencePreparedModel):
+    def execute(self, request: Request) -> ExecutionResult:
+        _RELAXED.on = self.model.relax_computation_float32_to_float16
+        try:
+            return super().execute(request)
+        finally:
+            _RELAXED.on = False
+
+
+def _relaxed(kernel16: Kernel, kernel: Kernel) -> Kernel:
+    """``kernel``, but in a relaxed model every TENSOR_FLOAT32 operand of the operation is held
+    and computed as TENSOR_FLOAT16 by ``kernel16``, and its result widened back."""
+    def run(values, ins, out_op, out):
+        if not in_relaxed_model() or out_op.type != F32:
+            return kernel.run(values, ins, out_op, out)
+        halves = [np.asarray(v, np.float16) if o.type == F32 else v for v, o in zip(values, ins)]
+        operands = [dataclasses.replace(o, type=F16) if o.type == F32 else o for o in ins]
+        with np.errstate(all="ignore"):
+            result = kernel16.run(halves, operands, dataclasses.replace(out_op, type=F16), None)
+        return np.asarray(result).astype(np.float32)
+    return Kernel(kernel.validate, run)
+
+
+def relaxed_float32_in_float16() -> ReferenceDevice:
+    """CHOICE-8: takes a model's relaxComputationFloat32toFloat16 (NeuralNetworks.h: TENSOR_FLOAT32
+    computed with the range and precision of IEEE 754 float16) at its word: in a relaxed model each
+    operation rounds its TENSOR_FLOAT32 inputs to float16 and computes as `float16_in_float16` does
+    (FULLY_CONNECTED and CONV_2D accumulating in float16); a model without the flag is the
+    reference's."""
+    halves = float16_in_float16().kernels
+    device = ReferenceDevice(prepared_model_class=_RelaxedModel)
+    for op, kernel in KERNELS.items():
+        device.kernels[op] = _relaxed(halves[op], kernel)
+    return device
+
+
 # --------------------------------------------------------------------------- CC-5
 
 
