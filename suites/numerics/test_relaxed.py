@@ -24,11 +24,10 @@ from harness.judging.oracle import assert_scenario_conforms
 from harness.judging.scenario import Scenario
 from harness.strategies.domains import request
 from harness.strategies.layouts import scenarios
-from harness.strategies.models import buildable_families, family_types
+from harness.strategies.models import FAMILIES, buildable_families, family_types
 from harness.strategies.values import arrays, integers, sampled
 
 F32 = OperandType.TENSOR_FLOAT32
-ELEMENT_WISE = (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)
 #: The generated models' tensors hold at most 256 elements, and rarely more than 64; a relaxed
 #: path converts whole tensors (often through a staging buffer of its own), so sizes go past both.
 MOST_ELEMENTS = 1024
@@ -59,7 +58,7 @@ def test_relaxed_models_match_the_reference_within_float16(driver, reference, ca
 @pytest.mark.requirement("POOL-2")
 @given(data=st.data())
 def test_relaxed_element_wise_operations_at_every_size(driver, reference, capabilities, data) -> None:
-    declared = tuple(op for op in ELEMENT_WISE if op in capabilities.operations)
+    declared = tuple(op for op in FAMILIES["elementwise"] if op in capabilities.operations)
     if not declared or F32 not in family_types("elementwise", capabilities, (F32,)):
         not_applicable("operations" if not declared else "operand_types",
                        "the driver declares no element-wise arithmetic on TENSOR_FLOAT32 (with INT32 for its activation)")
