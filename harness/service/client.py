@@ -206,9 +206,10 @@ class Connection:
         # The socket stays blocking and the kernel enforces the deadline (SO_RCVTIMEO and
         # SO_SNDTIMEO): Python's own socket timeout would add a poll() before every send
         # and receive.  Setting it is a system call, skipped while the one set is no more
-        # than 5 % late.
+        # than 5 % late, and never early: a set-up step's 60 s after calls given 2 s would
+        # otherwise be cut off at 2 s (prepare_xla on a loaded machine, CI on 116c874).
         current = self._socket_timeout
-        if current is None or current > remaining * 1.05 + 0.001:
+        if current is None or current < remaining or current > remaining * 1.05 + 0.001:
             seconds = max(remaining, 0.001)
             timeval = struct.pack("ll", int(seconds), int(seconds % 1 * 1e6))
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
@@ -226,6 +227,8 @@ class Connection:
                 received = wire.receive(self.sock, MAX_REPLY_BYTES)
             except (TimeoutError, BlockingIOError):  # SO_RCVTIMEO expired: EAGAIN
                 self._socket_timeout = None
+                if pending.deadline - time.monotonic() > 0:  # another caller's shorter timeout was set meanwhile
+                    continue
                 with self._cond:
                     self._pending.pop(pending.call_id, None)
                 pending.error = self._broken(pending.description, "timeout")
