@@ -12,13 +12,16 @@ from harness.judging.custom_calls import assert_call_conforms, describe_case, ru
 from harness.strategies.custom_calls import call_cases, fixed_values, operand_values
 
 
-#: Opaque bytes where length handling breaks (CC-4): none, a single byte (one that is not a NUL, then
-#: a NUL), a NUL inside, and large.  The non-NUL byte comes before the NUL: a target that never copies
-#: a lone byte leaves its output byte as allocated, and a fresh process's memory is zero, so a catch by
-#: "one NUL" depends on what earlier tests left in memory and its reproducer, run alone, passes (CI on
-#: 116c874 had it so); a catch by "one byte" does not.
-OPAQUE_EDGE_CASES = {"empty": b"", "one byte": b"\x5a", "one NUL": b"\0", "embedded NUL": b"a\0b",
-                     "4 KiB of NULs": b"\0" * 4096, "256 KiB": bytes(range(256)) * 1024}
+#: Opaque bytes where length handling breaks (CC-4), each case one or more opaques checked in turn:
+#: none, a lone byte, a NUL inside, and large.  A lone byte is checked as two values in one case: a
+#: target that never copies a lone byte leaves its output byte as allocated (zero in a fresh process,
+#: whatever earlier tests left in a long one), and no one leftover value can equal both, so the case
+#: fails on that target however memory was left, and its reproducer, run alone, fails too.  With one
+#: value per case, "one NUL" caught it only through leftover memory and its reproducer passed (CI on
+#: 116c874).  The NUL is kept because a C-string reading of the opaque gets its length wrong there.
+OPAQUE_EDGE_CASES: dict[str, tuple[bytes, ...]] = {
+    "empty": (b"",), "one byte, then one NUL": (b"\x5a", b"\0"), "embedded NUL": (b"a\0b",),
+    "4 KiB of NULs": (b"\0" * 4096,), "256 KiB": (bytes(range(256)) * 1024,)}
 
 
 def echo_case(opaque: bytes) -> CallCase:

@@ -19,8 +19,9 @@ def test_opaque_bytes_arrive_exactly(custom_calls, target, data) -> None:
 
 
 @pytest.mark.requirement("CC-4")
-@pytest.mark.parametrize("opaque", OPAQUE_EDGE_CASES.values(), ids=OPAQUE_EDGE_CASES.keys())
+@pytest.mark.parametrize("opaques", OPAQUE_EDGE_CASES.values(), ids=OPAQUE_EDGE_CASES.keys())
 @pytest.mark.targets(names=("echo_opaque",))
-def test_opaque_edge_cases(custom_calls, target, opaque) -> None:
-    case = echo_case(opaque)
-    assert_call_conforms("CC-4", target, case, (), run_case(custom_calls, target, case, ()))
+def test_opaque_edge_cases(custom_calls, target, opaques) -> None:
+    for opaque in opaques:
+        case = echo_case(opaque)
+        assert_call_conforms("CC-4", target, case, (), run_case(custom_calls, target, case, ()))

@@ -37,13 +37,14 @@ def test_outputs_match_the_reference_under_jit(custom_calls, target, data) -> No
 
 
 @pytest.mark.requirement("CC-4")
-@pytest.mark.parametrize("opaque", OPAQUE_EDGE_CASES.values(), ids=OPAQUE_EDGE_CASES.keys())
+@pytest.mark.parametrize("opaques", OPAQUE_EDGE_CASES.values(), ids=OPAQUE_EDGE_CASES.keys())
 @pytest.mark.targets(names=("echo_opaque",), xla=True)
-def test_opaque_edge_cases_under_jit(custom_calls, target, opaque) -> None:
+def test_opaque_edge_cases_under_jit(custom_calls, target, opaques) -> None:
     """The typed-FFI handler is code of its own beside the C target: the lengths where opaque
     handling breaks, under XLA too (there opaque is an array attribute, not a pointer and a length)."""
-    case = echo_case(opaque)
-    compare_outputs("CC-4", target, case, (), call_under_xla(custom_calls, target, case, ()))
+    for opaque in opaques:
+        case = echo_case(opaque)
+        compare_outputs("CC-4", target, case, (), call_under_xla(custom_calls, target, case, ()))
 
 
 @pytest.mark.requirement("CC-6")
