@@ -74,16 +74,19 @@ def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequen
     source_paths = [Path(s).resolve() for s in sources]
     include_paths = [Path(d).resolve() for d in include_dirs]
     flags = [*flags, *(f"-I{d}" for d in include_paths)]
-    key = _build_key(source_paths, include_paths, [*flags, _compiler_identity(compiler)])
+    # C++ builds include headers (XLA's) whose warnings are not ours to fix.  No -g: nothing reads
+    # the debug information, and it was a third of a C++ build against XLA's headers (7.5 s against
+    # 4.8 s), which a fresh machine makes about ten of in a test run.
+    dialect = ["-std=c++17"] if language == "c++" else ["-Wall", "-Werror=implicit-function-declaration"]
+    options = ["-x", language, *dialect, "-O2", "-shared", "-fPIC", *flags]
+    key = _build_key(source_paths, include_paths, [*options, _compiler_identity(compiler)])
     target = cache_directory() / f"{name}-{key}.so"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, partial = tempfile.mkstemp(prefix=f".{name}-", suffix=".so", dir=target.parent)
     os.close(descriptor)
-    # C++ builds include headers (XLA's) whose warnings are not ours to fix.
-    dialect = ["-std=c++17"] if language == "c++" else ["-Wall", "-Werror=implicit-function-declaration"]
-    command = [compiler, "-x", language, *dialect, "-O2", "-g", "-shared", "-fPIC", *flags, *map(str, source_paths), "-o", partial]
+    command = [compiler, *options, *map(str, source_paths), "-o", partial]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
@@ -99,11 +102,38 @@ def build_with_tvm_ffi(name: str, sources: list[str], flags: tuple[str, ...] = (
     """Build a C++ library against tvm-ffi's headers with ``tvm_ffi.cpp.build`` (cached)."""
     import tvm_ffi.cpp
 
-    # Its build file names the sources by path: a directory per name alone was rebuilt whenever a
-    # second checkout (a CI clone beside the working tree) built the same name, each undoing the
-    # other's build.  So the sources' paths are part of the key, besides what goes into the build.
+    # Its build file names the sources by path, so the build is made from copies of them inside its
+    # own directory, one per source text, flags and tvm-ffi version: every checkout of the same
+    # source (a CI clone beside the working tree) shares it.  Keyed by the checkouts' paths, each
+    # clone rebuilt every library (about 5 s each, fourteen seeded bugs among them); sharing one
+    # directory per name alone, two checkouts rebuilt each other's.
     source_paths = [Path(s).resolve() for s in sources]
-    key = _build_key(source_paths, (), [*map(str, source_paths), *flags, str(tvm_ffi.__version__)])
+    key = _build_key(source_paths, (), [*flags, str(tvm_ffi.__version__)])
     directory = cache_directory() / "tvm-ffi" / f"{name}-{key}"
-    directory.mkdir(parents=True, exist_ok=True)
-    return tvm_ffi.cpp.build(name, sources=sources, extra_cflags=list(flags), build_directory=str(directory))
+    copied = _copies_in(directory / "sources", source_paths)
+    return tvm_ffi.cpp.build(name, sources=copied, extra_cflags=list(flags), build_directory=str(directory))
+
+
+def _copies_in(where: Path, sources: Sequence[Path]) -> list[str]:
+    """Copies of ``sources`` under ``where``, each beside copies of its directory's headers (so an
+    ``#include "x.h"`` finds its own), written atomically when missing: their text is part of the
+    build's key, so a copy that exists is the same text, and no build reads one half written."""
+    directories = list(dict.fromkeys(source.parent for source in sources))
+    copied = []
+    for number, directory in enumerate(directories):
+        target = where / str(number)
+        target.mkdir(parents=True, exist_ok=True)
+        for header in [*directory.glob("*.h"), *directory.glob("*.hpp")]:
+            _copy_once(header, target / header.name)
+    for source in sources:
+        copied.append(_copy_once(source, where / str(directories.index(source.parent)) / source.name))
+    return copied
+
+
+def _copy_once(source: Path, copy: Path) -> str:
+    if not copy.exists():
+        descriptor, partial = tempfile.mkstemp(prefix=f".{copy.name}-", dir=copy.parent)
+        with os.fdopen(descriptor, "wb") as f:
+            f.write(source.read_bytes())
+        os.replace(partial, copy)
+    return str(copy)
