@@ -17,6 +17,7 @@ import time
 
 from harness.integration.own_config import own_pytest_options
 from harness.report import certificate, html
+from harness.report.evidence import DirectoryInUse, HeldRecords, lock_output_directory
 from harness.report.files import write_atomically
 
 
@@ -42,21 +43,35 @@ def _interrupt_on_sigterm(signum, frame):
 def certify(driver: str, out: str, expectations: str | None = None, seed: int | None = None,
             extra: list[str] | None = None, *, suites: str = "harness.suites", requirements: list[str] | None = None,
             command: str = "certify") -> int:
-    import pytest
-
     out = os.path.abspath(out)
     problem = _writable_directory(out)
     if problem:
         print(f"harness {command}: {problem}", file=sys.stderr)
         return 2
-    record = os.path.join(out, "records.jsonl")
+    try:
+        lock = lock_output_directory(out)
+    except (DirectoryInUse, OSError) as error:
+        print(f"harness {command}: {error}", file=sys.stderr)
+        return 2
+    records_file = None
+    try:
+        records_file = HeldRecords(os.path.join(out, "records.jsonl"))
+        return _run_and_report(driver, out, expectations, seed, extra, suites, requirements, command, records_file)
+    finally:
+        if records_file is not None:
+            records_file.close()
+        lock.release()
+
+
+def _run_and_report(driver: str, out: str, expectations: str | None, seed: int | None, extra: list[str] | None,
+                    suites: str, requirements: list[str] | None, command: str, records_file: HeldRecords) -> int:
+    import pytest
+
     reproducers = os.path.join(out, "reproducers")
     junit_partial = os.path.join(out, ".junit.xml.partial")
-    for stale in (record,):
-        if os.path.exists(stale):
-            os.unlink(stale)
     args = [*own_pytest_options(), "--pyargs", suites, f"--driver={driver}", "--harness-profile=certify",
-            f"--harness-record={record}", f"--harness-reproducers={reproducers}", f"--junitxml={junit_partial}", "-q"]
+            f"--harness-record={records_file.writer_path}", f"--harness-reproducers={reproducers}",
+            f"--junitxml={junit_partial}", "-q"]
     if expectations:
         args.append(f"--expectations={expectations}")
     args.append(f"--harness-seed={0 if seed is None else seed}")  # derandomized: the same run every time
@@ -70,15 +85,19 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
     finally:
         signal.signal(signal.SIGTERM, previous)
     if code == int(pytest.ExitCode.USAGE_ERROR):
+        records_file.discard()  # a refused run leaves no records behind
         return 2  # pytest printed the one-line reason (unknown driver, malformed expectations, ...)
-    records = []
-    if os.path.exists(record):
-        with open(record, encoding="utf-8") as f:
-            records = [json.loads(line) for line in f if line.strip()]
+    # The records as the run wrote them, through the descriptor this process holds (never the path
+    # again), and put back at their path as read, so that the file beside the certificate is the one
+    # its digest names.
+    records, digest = records_file.read()
+    write_atomically(records_file.path, "".join(json.dumps(record) + "\n" for record in records))
     session = next((r["session"] for r in records if "session" in r), {"driver": driver})
     complete = code in (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED))
     document = certificate.build(records, session, started, _now(), complete, round(time.monotonic() - clock, 1),
                                  requirements)
+    document["evidence"] = {"records": os.path.basename(records_file.path), "records_sha256": digest,
+                            "record_count": len(records)}
     write_atomically(os.path.join(out, "certificate.json"), json.dumps(document, indent=2))
     write_atomically(os.path.join(out, "report.html"), html.render(document))
     if os.path.exists(junit_partial):

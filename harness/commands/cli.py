@@ -17,24 +17,24 @@ from harness.api.errors import HarnessError
 
 def _list(options: argparse.Namespace) -> int:
     from harness.integration.plugin import describe_capabilities
-    from harness.drivers.registry import load_registry
+    from harness.drivers.catalog import load_catalog
 
-    registry = load_registry()
-    for name in registry.names():
-        spec = registry.drivers[name]
-        if (spec.breaks or spec.exercises) and not options.all:
+    catalog = load_catalog()
+    for name in catalog.names():
+        entry = catalog.drivers[name]
+        if (entry.breaks or entry.exercises) and not options.all:
             continue
-        print(f"{name}: {spec.description} [plugin {spec.plugin}]")
-        try:
-            capabilities = spec.capabilities or spec.create().capabilities()
-        except Exception as error:  # one broken driver must not hide the others from the list
-            print(f"    capabilities unavailable: {type(error).__name__}: {error}")
-            continue
-        print(f"    {describe_capabilities(capabilities)}")
-    hidden = sum(1 for spec in registry.drivers.values() if spec.breaks or spec.exercises)
+        print(f"{name}: {entry.description} [plugin {entry.plugin}]")
+        if entry.declaration_error:
+            print(f"    declarations refused: {entry.declaration_error}")
+        elif entry.capabilities is not None:
+            print(f"    {describe_capabilities(entry.capabilities)}")
+        else:
+            print("    capabilities: asked of the driver when its service starts")
+    hidden = sum(1 for entry in catalog.drivers.values() if entry.breaks or entry.exercises)
     if hidden and not options.all:
         print(f"({hidden} seeded-bug and correct-variant drivers not shown; harness list --all shows them)")
-    for plugin, reason in sorted(registry.broken.items()):
+    for plugin, reason in sorted(catalog.broken.items()):
         print(f"plugin {plugin} failed to load: {reason}", file=sys.stderr)
     return 0
 

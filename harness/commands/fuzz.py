@@ -281,9 +281,9 @@ def _check_driver_name(driver: str) -> None:
     controller, which nothing the driver does may take down."""
     if ":" in driver:
         return
-    from harness.drivers.registry import load_registry
+    from harness.drivers.catalog import load_catalog
 
-    load_registry().resolve(driver)
+    load_catalog().resolve(driver)
 
 
 def _absolute(db: str) -> str:

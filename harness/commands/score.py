@@ -41,7 +41,7 @@ from harness.commands.cli import OneLineParser
 from harness.integration.own_config import own_pytest_options
 from harness.integration.recording import RERUN_SECONDS
 from harness.integration.warm_sessions import run_pytest, run_script
-from harness.drivers.registry import DriverSpec, load_registry
+from harness.drivers.catalog import DriverEntry, load_catalog
 from harness.report import certificate
 from harness.report.attribution import failed_requirements
 
@@ -212,15 +212,15 @@ def _short(name: str) -> str:
 
 def _unknown_names(names: list[str]) -> tuple[list[str], list[str]]:
     """The ``--only`` names that are no seeded bug or variant, and the names there are."""
-    registry = load_registry()
-    scored = [n for n in registry.names() if registry.drivers[n].breaks or registry.drivers[n].exercises]
+    catalog = load_catalog()
+    scored = [n for n in catalog.names() if catalog.drivers[n].breaks or catalog.drivers[n].exercises]
     known = {*scored, *map(_short, scored)}
     return [n for n in names if n not in known], [_short(n) for n in scored]
 
 
-def _selected(names: list[str] | None, kind: str) -> list[DriverSpec]:
-    registry = load_registry()
-    chosen = [registry.drivers[n] for n in registry.names() if getattr(registry.drivers[n], kind)]
+def _selected(names: list[str] | None, kind: str) -> list[DriverEntry]:
+    catalog = load_catalog()
+    chosen = [catalog.drivers[n] for n in catalog.names() if getattr(catalog.drivers[n], kind)]
     if names:
         chosen = [s for s in chosen if s.name in names or _short(s.name) in names]
     return chosen
@@ -254,7 +254,7 @@ HARNESS_GUARANTEES = ("SVC-1", "SVC-2", "SVC-3")
 def unmeasured_requirements() -> list[str]:
     """The requirements a driver can break that no seeded-bug driver breaks: whether the suites
     would catch such a bug is not measured."""
-    broken = {spec.breaks for spec in load_registry().drivers.values() if spec.breaks}
+    broken = {entry.breaks for entry in load_catalog().drivers.values() if entry.breaks}
     return [r for r in REQUIREMENTS if r not in broken and r not in HARNESS_GUARANTEES]
 
 

@@ -177,18 +177,49 @@ def load_registry(extra_plugins: Iterable[object] = (), *, entry_points: bool = 
         return _loaded
 
 
+def plugin_sources(*, entry_points: bool = True, repo_plugins: bool = True) -> list[tuple[str, Callable[[], object]]]:
+    """Every plugin there is to load, by label, with what loads it: listed without importing any
+    (an entry point's label is ``name (module)``; a module of the harness's own plugins package,
+    its module name)."""
+    sources: list[tuple[str, Callable[[], object]]] = []
+    if entry_points:
+        sources += [(f"{entry_point.name} ({entry_point.value})", entry_point.load)
+                    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
+    if repo_plugins:
+        sources += [(name, functools.partial(importlib.import_module, name)) for name in _repo_plugin_modules()]
+    return sources
+
+
+def load_plugins(labels: Iterable[str] | None = None, skip: Iterable[str] = (),
+                 announce: Callable[[str], None] | None = None) -> DriverRegistry:
+    """A registry of the plugins named by ``labels`` (all, if None) but those in ``skip``, each
+    ``announce``d before it is loaded: a plugin that ends the process while loading is named by
+    the last announcement.  Only in a process the driver may own: a catalog probe, a zygote."""
+    wanted = None if labels is None else set(labels)
+    skipped = set(skip)
+    manager = pluggy.PluginManager("harness")
+    manager.add_hookspecs(hookspecs)
+    broken: dict[str, str] = {}
+    for label, load in plugin_sources():
+        if (wanted is None or label in wanted) and label not in skipped:
+            if announce is not None:
+                announce(label)
+            _register(manager, label, load, broken)
+    return _checked_registry(manager, broken)
+
+
 def _build(extra_plugins: Iterable[object], *, entry_points: bool, repo_plugins: bool) -> DriverRegistry:
     manager = pluggy.PluginManager("harness")
     manager.add_hookspecs(hookspecs)
     broken: dict[str, str] = {}
-    if entry_points:
-        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            _register(manager, f"{entry_point.name} ({entry_point.value})", entry_point.load, broken)
-    if repo_plugins:
-        for module_name in _repo_plugin_modules():
-            _register(manager, module_name, functools.partial(importlib.import_module, module_name), broken)
+    for label, load in plugin_sources(entry_points=entry_points, repo_plugins=repo_plugins):
+        _register(manager, label, load, broken)
     for plugin in extra_plugins:
         _register(manager, getattr(plugin, "__name__", repr(plugin)), functools.partial(_itself, plugin), broken)
+    return _checked_registry(manager, broken)
+
+
+def _checked_registry(manager: pluggy.PluginManager, broken: dict[str, str]) -> DriverRegistry:
     try:
         manager.check_pending()
     except pluggy.PluginValidationError as error:

@@ -18,13 +18,14 @@ from typing import cast
 import pytest
 
 import harness
-from harness.api.errors import ConformanceError, HarnessError
+from harness.api.errors import ConformanceError, HarnessError, UsageError
 from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
 from harness.integration.recording import EXPECTATION, is_generative, suite_of
 from harness.integration import forked
 from harness.integration.generation import pin_local_constants
-from harness.drivers.registry import DriverRegistry, DriverSpec, check_capabilities, load_registry
+from harness.drivers.catalog import DriverEntry, load_catalog, native_entry
+from harness.drivers.registry import check_capabilities
 from harness.integration.skips import models_buildable, not_applicable, not_run, refused_allocation
 from harness.service import DEFAULT_CALL_DEADLINE_S, DriverService
 
@@ -53,8 +54,7 @@ class HarnessState:
     # come to the examples the run had, and what fails is still kept).
     seeded: bool = True
     round: int = 1  # harness fuzz's rounds (--harness-rounds-for): each generates from a seed of its own
-    registry: DriverRegistry | None = None
-    spec: DriverSpec | None = None
+    spec: DriverEntry | None = None
     device: Device | None = None
     service: DriverService | None = None
     expectations: list[Expectation] = field(default_factory=list)
@@ -65,12 +65,20 @@ class HarnessState:
         None when unseeded."""
         return self.seed + self.round - 1 if self.seeded else None
 
-    def resolve(self) -> DriverSpec:
+    def resolve(self) -> DriverEntry:
+        """The driver as its plugin describes it, learned without loading the plugin here
+        (`harness.drivers.catalog`)."""
         if self.spec is None:
-            if self.registry is None:
-                self.registry = load_registry()
-            self.spec = self.registry.resolve(self.driver_name)
+            name = self.driver_name
+            self.spec = native_entry(name) if name.startswith("native:") else load_catalog(name).resolve(name)
         return self.spec
+
+    def _in_process_spec(self):
+        """The driver's plugin loaded in this process: for --driver-isolation=inline only, which
+        is for debugging and never certifies."""
+        from harness.drivers.registry import load_registry
+
+        return load_registry().resolve(self.driver_name)
 
     def create(self) -> Device:
         """The driver under test: in its own service process (default) or in this process."""
@@ -79,10 +87,10 @@ class HarnessState:
             if self.isolation == "inline":
                 from harness.drivers.inline import InlineDevice
 
-                self.device = cast(Device, InlineDevice(spec.create()))  # its calls mark what the driver raises
+                self.device = cast(Device, InlineDevice(self._in_process_spec().create()))  # its calls mark what the driver raises
             else:
                 self.service = DriverService(self.driver_name, timeout=self.timeout,
-                                             memory_limit=self.memory_limit_mib * 1024 * 1024)
+                                             memory_limit=self.memory_limit_mib * 1024 * 1024, plugin=spec.plugin)
                 self.device = cast(Device, self.service.device)  # a proxy presenting the Driver API
         return self.device
 
@@ -95,7 +103,7 @@ class HarnessState:
             return device
         from harness.drivers.inline import InlineDevice
 
-        return cast(Device, InlineDevice(self.resolve().create()))
+        return cast(Device, InlineDevice(self._in_process_spec().create()))
 
     def capabilities(self) -> Capabilities:
         device = self.create()
@@ -291,8 +299,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE_KEY] = state
     try:
         spec = state.resolve()  # an unknown driver or broken plugin stops the run here, with a usage error
-        assert state.registry is not None
-        state.registry.check_declarations(spec)  # and so does an invalid declaration, in one line
+        if spec.declaration_error:  # and so does an invalid declaration, in one line
+            raise UsageError(spec.declaration_error)
         if state.driver_name != "reference":  # the reference starts lazily: it is trusted, and often unused
             state.create()  # a factory that raises stops the run here too
             check_capabilities(state.capabilities(), spec.plugin or "?", f"driver {spec.name!r}")
@@ -349,12 +357,7 @@ class _XdistSeedSharing:
 
 
 def _plugin_expectations(state: HarnessState) -> list[Expectation]:
-    if state.registry is None:
-        return []
-    found: list[Expectation] = []
-    for result in state.registry.manager.hook.harness_expectations(driver_name=state.driver_name):
-        found.extend(result or [])
-    return found
+    return list(state.resolve().expectations)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -375,11 +378,25 @@ def declared_for_driver(config: pytest.Config, what: str) -> list:
     if what not in cache:
         state = state_of(config)
         spec = state.resolve()  # checked at start-up (pytest_configure): this does not fail
-        cache[what] = getattr(state.registry, what)(spec.name) if state.registry is not None else []
+        cache[what] = getattr(_declaring_registry(state), what)(spec.name) if what in spec.declares else []
     return cache[what]
 
 
 _DECLARED = pytest.StashKey[dict]()
+
+
+def _declaring_registry(state: HarnessState):
+    """The plugin of a driver that declares custom-call targets or packed-function libraries,
+    loaded here: their numpy references and case spaces are functions the judge calls.  Only
+    that plugin is loaded, and only for a driver whose catalog entry says it declares some."""
+    from harness.drivers.registry import load_plugins, load_registry
+
+    spec = state.resolve()
+    if ":" in spec.name and not spec.name.startswith("native:"):
+        registry = load_registry(entry_points=False, repo_plugins=False)
+        registry.resolve(spec.name)
+        return registry
+    return load_plugins([spec.plugin, *spec.declared_by])
 
 
 def parametrize_declared(metafunc: pytest.Metafunc, argname: str, declared: list, ids: list[str]) -> None:
@@ -416,6 +433,9 @@ def session_info(state: HarnessState) -> dict:
         "driver": state.driver_name, "device_name": device.name, "device_version": device.version,
         "plugin": spec.plugin, "description": spec.description, "profile": state.profile, "seed": state.seed,
         "isolation": state.isolation, "driver_timeout_s": state.timeout, "driver_memory_limit_mib": state.memory_limit_mib,
+        "sandbox": (state.service.sandbox.describe() if state.service is not None else
+                    {"mechanism": "none", "enforced": False, "why": "the driver ran in the harness's own process "
+                                                                   "(--driver-isolation=inline)"}),
         "harness_version": harness.__version__,
         "capabilities": {"memory_kinds": sorted(caps.memory_kinds), "memory_domains": caps.memory_domains,
                          "operations": sorted(op.name for op in caps.operations),
@@ -550,7 +570,7 @@ def _summarize_service(terminalreporter, summary: dict, timeout: float) -> None:
 
 
 @pytest.fixture(scope="session")
-def driver_spec(pytestconfig: pytest.Config) -> DriverSpec:
+def driver_spec(pytestconfig: pytest.Config) -> DriverEntry:
     return state_of(pytestconfig).resolve()
 
 

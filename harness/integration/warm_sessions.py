@@ -42,6 +42,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
+from harness.api.errors import HarnessError
 from harness.service import zygote_template
 
 #: What every session of the suites imports, read once by the server.  Only a speed-up: a module
@@ -227,6 +228,12 @@ def _serve(requests: IO[str], replies: IO[str]) -> None:
             importlib.import_module(name)
         except ImportError:
             pass  # each session imports what it needs
+    try:  # the installed drivers, described once by a probe: every session forked here inherits them
+        from harness.drivers.catalog import load_catalog
+
+        load_catalog()
+    except HarnessError:
+        pass  # each session asks again, and says what is wrong
     replies_fd = replies.fileno()
 
     def to_parent(data: bytes) -> None:

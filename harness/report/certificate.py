@@ -29,6 +29,8 @@ def _git_commit() -> str:
 #: Every status a requirement can have, in the order the report shows them.
 STATUSES = ("pass", "fail", "waived", "not-applicable", "not-run")
 #: what a requirement that did not run (or did only in part) needs: a run of every test
+INLINE_FIX = ("run the driver in its own sandboxed service process (without --driver-isolation=inline, which is "
+              "for debugging): a driver in the harness's process could have changed its own verdict")
 ALL_SUITES_FIX = "run every suite: harness certify without -k, -m, --deselect, --ignore or test paths"
 #: what a requirement whose every test the declarations ruled out, though none of them excuses it, needs
 DECLARE_FIX = ("declare the operations and operand types the driver supports (Capabilities.operations, "
@@ -195,9 +197,13 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
     # Whole files left out (--ignore, --ignore-glob) leave no record of their tests: which
     # requirements they held is unknown, so no verdict can be PASS.
     files_left_out = list(session.get("files_left_out") or ())
-    verdict = verdict_of((entry["status"] for entry in table.values()), complete and not files_left_out)
+    # A driver in the harness's own process could have changed anything the harness computed: such a
+    # run finds failures, but it never certifies.
+    inline = session.get("isolation") == "inline"
+    verdict = verdict_of((entry["status"] for entry in table.values()), complete and not files_left_out and not inline)
     counts = {status: sum(entry["status"] == status for entry in table.values()) for status in STATUSES}
-    fixes = {fix for entry in table.values() for fix in entry["fixes"]} | ({ALL_SUITES_FIX} if files_left_out else set())
+    fixes = ({fix for entry in table.values() for fix in entry["fixes"]} | ({ALL_SUITES_FIX} if files_left_out else set())
+             | ({INLINE_FIX} if inline else set()))
     return {
         "schema": SCHEMA,
         "verdict": verdict,
@@ -210,7 +216,7 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
         "files_left_out": files_left_out,
         "harness": {"version": session.get("harness_version", ""), "git_commit": _git_commit()},
         "driver": {**{k: session.get(k) for k in ("driver", "device_name", "device_version", "plugin", "description",
-                                                  "capabilities", "isolation")}, **_limits(session)},
+                                                  "capabilities", "isolation", "sandbox")}, **_limits(session)},
         "run": {"profile": session.get("profile"), "seed": session.get("seed"), "started": started, "ended": ended,
                 "duration_s": duration_s, "tests": len(tests), "failed": sum(t["outcome"] == "failed" for t in tests),
                 "service": service},

@@ -240,7 +240,7 @@ class Connection:
             except OSError:
                 received = None
             try:  # what the driver sent: anything that does not decode to a Reply fails the calls waiting
-                message = (wire.decode(*received, FROM_SERVICE, self._load_object, trusted=False)[0]
+                message = (wire.decode(*received, FROM_SERVICE, self._load_object)[0]
                            if received is not None else None)
             except Exception as error:  # an allow-list refusal, an unknown message, or a pickle that raises
                 self._fail_pending(f"the driver service's reply was refused: {type(error).__name__}: {error}")

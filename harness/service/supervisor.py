@@ -25,7 +25,8 @@ from typing import IO, Any, NoReturn
 
 from harness.api.errors import DriverCrash, DriverFault, DriverHang, DriverLoadError
 from harness.api.hal import Capabilities
-from harness.service import wire, zygote_template
+from harness.service import wire, zygote, zygote_template
+from harness.tooling.sandbox import Sandbox, plan
 from harness.service.messages import (FROM_ZYGOTE, Exited, ServiceObject, Spawn, Spawned, SpawnFailed, Target, UnknownMessage,
                                       ZygoteStarted)
 from harness.service.breaker import PROBE_DEADLINE_S, Breaker
@@ -223,18 +224,38 @@ class _Endpoint:
             ServiceObject.SERVICE.value, "hello", (), timeout=self._start_deadline(), description="service start-up")
 
 
+def _is_pid(value: object) -> bool:
+    return type(value) is int and 1 < value < 2**31 and value != os.getpid()
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent process of ``pid`` (None if it is gone: a service that died at once may be
+    reaped before its `Spawned` is read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class _Zygote:
     """The harness side of the zygote process: spawn services, learn how they ended."""
 
-    def __init__(self, driver: str) -> None:
+    def __init__(self, driver: str, sandbox: Sandbox, plugin: str = "") -> None:
         parent, child = wire.socketpair()
         self._stderr = tempfile.TemporaryFile()
         self.pid: int | None = None  # known at once if started here, from its first message if forked by a template
         self.process: subprocess.Popen | None = None
-        if not zygote_template.start_zygote(driver, child.fileno(), self._stderr.fileno()):
+        environment = dict(os.environ)
+        if plugin:
+            environment[zygote.PLUGIN_ENVIRONMENT] = plugin
+        if sandbox.enforced:
+            environment[zygote.SANDBOX_ENVIRONMENT] = os.pathsep.join(sandbox.writable)
+            environment["TMPDIR"] = sandbox.writable[0]  # the driver's temporary files, where it may write them
+        if not zygote_template.start_zygote(driver, child.fileno(), self._stderr.fileno(), environment):
             command = [sys.executable, "-X", "faulthandler", "-m", "harness.service.zygote", "--driver", driver,
                        "--fd", str(child.fileno())]
-            self.process = subprocess.Popen(command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL,
+            self.process = subprocess.Popen(command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=environment,
                                             stdout=self._stderr, stderr=self._stderr, start_new_session=True)
             self.pid = self.process.pid
         child.close()
@@ -252,20 +273,32 @@ class _Zygote:
         return not self._closed and (self.process is None or self.process.poll() is None)
 
     def _read(self) -> None:
+        # The zygote imports the driver's plugin, so after its first message anything on this
+        # socket may be the driver's: decoded as untrusted data (`wire.decode`), and a process id
+        # it names is believed only for a child of the zygote (never the harness, or a stranger
+        # the harness would then signal).
+        first = True
         for data, fds in wire.messages(self.sock):
             try:
-                message, _ = wire.decode(data, fds, FROM_ZYGOTE)
-            except UnknownMessage:
-                continue  # the zygote is the harness's own code; nothing else writes to this socket
+                message, memories = wire.decode(data, fds, FROM_ZYGOTE)
+            except (UnknownMessage, wire.UntrustedContent, ValueError, TypeError) as error:
+                print(f"driver zygote: refused a message: {error}", file=sys.stderr)
+                continue
+            for memory in memories:
+                memory.close()
             with self._cond:
                 if isinstance(message, ZygoteStarted):
-                    self.pid = message.pid
-                elif isinstance(message, Exited):
+                    if first and self.pid is None and _is_pid(message.pid):  # sent before it loads any driver code
+                        self.pid = message.pid
+                elif isinstance(message, Exited) and _is_pid(message.pid) and type(message.status) is int:
                     self._exits[message.pid] = message.status
-                elif isinstance(message, Spawned):
-                    self._spawned[message.request] = (True, message.pid)
-                elif isinstance(message, SpawnFailed):
-                    self._spawned[message.request] = (False, message.reason)
+                elif isinstance(message, Spawned) and type(message.request) is int:
+                    spawned = _is_pid(message.pid) and _parent_of(message.pid) in (self.pid, None)  # None: already gone
+                    self._spawned[message.request] = ((True, message.pid) if spawned else
+                                                      (False, f"the zygote named process {message.pid!r}, not a child of its own"))
+                elif isinstance(message, SpawnFailed) and type(message.request) is int:
+                    self._spawned[message.request] = (False, str(message.reason)[:2000])
+                first = False
                 self._cond.notify_all()
         with self._cond:
             self._closed = True
@@ -369,6 +402,16 @@ def _socket_directory() -> str:
     return directory
 
 
+def _build_cache() -> str:
+    """The native build cache, made if missing: the sandbox allows writes beneath it (a driver's
+    targets are built where they are called), and can only name a directory that exists."""
+    from harness.tooling.build import cache_directory
+
+    directory = cache_directory()
+    directory.mkdir(parents=True, exist_ok=True)
+    return str(directory)
+
+
 #: How long a driver call may take before it is a hang (SVC-2) when the run does not say (--driver-timeout).
 DEFAULT_CALL_DEADLINE_S = 10.0
 
@@ -376,9 +419,11 @@ DEFAULT_CALL_DEADLINE_S = 10.0
 class DriverService(_Endpoint):
     """The driver named by ``driver`` (any ``--driver`` spelling), in its own process."""
 
-    def __init__(self, driver: str, timeout: float = DEFAULT_CALL_DEADLINE_S, memory_limit: int = 0) -> None:
+    def __init__(self, driver: str, timeout: float = DEFAULT_CALL_DEADLINE_S, memory_limit: int = 0,
+                 plugin: str = "") -> None:
         super().__init__(timeout)
         self.driver = driver
+        self.plugin = plugin  # the label of the plugin that registers it (the catalog's): the only one its zygote loads
         self.memory_limit = memory_limit  # bytes of address space (RLIMIT_AS); 0: none
         self.pid: int | None = None
         self.address = ""
@@ -387,15 +432,18 @@ class DriverService(_Endpoint):
         self._killed_for: str = ""
         self._hang_stacks = ""
         self._closed = False
-        # The services' listening sockets live here: a directory only this user can enter (0700).
+        # The services' listening sockets and the driver's temporary files live here: a directory
+        # only this user can enter (0700), and the one place but the build cache the driver's
+        # processes may write (`harness.tooling.sandbox`).
         self._socket_directory = _socket_directory()
+        self.sandbox = plan([self._socket_directory, str(_build_cache())])
         self._start()
 
     def _start(self) -> None:
         if self._zygote is None or not self._zygote.alive:
             if self._zygote is not None:
                 self._zygote.close()
-            self._zygote = _Zygote(self.driver)
+            self._zygote = _Zygote(self.driver, self.sandbox, self.plugin)
         self.address = os.path.join(self._socket_directory, f"service-{secrets.token_hex(6)}.sock")
         self._stderr = BoundedOutput()
         self._killed_for = ""

@@ -280,11 +280,13 @@ def _loads(data: bytes, trusted: bool) -> Any:
 
 
 def decode(data: bytes, fds: list[int], accepted: frozenset[type], load_object: Callable[[tuple], Any] | None = None,
-           *, trusted: bool = True) -> tuple[Message, list[Memory]]:
+           *, trusted: bool = False) -> tuple[Message, list[Memory]]:
     """The message, if it is one of ``accepted``, and the memories made from its descriptors
     (the caller closes them).  Anything else raises `UnknownMessage` naming what came.
 
-    ``trusted=False`` for what the driver service sends: only the harness's own types decode."""
+    Only the harness's own types decode, unless ``trusted``: a process that ran driver code (a
+    service, a zygote that imported the driver's plugin) decoding what the harness sent it, where
+    nothing it decodes can reach the harness."""
     if not fds and b"_rebuild_" not in data:  # plain data: no memory or object to resolve
         return from_wire(_loads(data, trusted), accepted), []
     _decoding.fds, _decoding.memories, _decoding.load_object = fds, [], load_object

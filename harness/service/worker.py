@@ -88,7 +88,7 @@ class _Connection:
         memories: list[Memory] = []
         reply: Reply | None = None
         try:
-            message, memories = wire.decode(data, fds, TO_SERVICE, self._load_object)
+            message, memories = wire.decode(data, fds, TO_SERVICE, self._load_object, trusted=True)
             if type(message) is Call:
                 call_id = message.call_id
                 for number in message.drops:  # the client let go of these objects

@@ -42,6 +42,13 @@ from harness.service.messages import (TO_ZYGOTE, Exited, Message, Spawn, Spawned
                                       ZygoteStarted)
 
 
+#: The directories a driver's processes may write beneath, as the harness asks (``os.pathsep``
+#: between them); unset: no sandbox (the kernel offers none).
+SANDBOX_ENVIRONMENT = "DRIVER_HARNESS_SANDBOX_WRITABLE"
+#: The label of the plugin that registers the driver (`harness.drivers.catalog`); unset: all of them.
+PLUGIN_ENVIRONMENT = "DRIVER_HARNESS_PLUGIN"
+
+
 def run_forked(output: int, body: Callable[[], int]) -> NoReturn:
     """The whole life of a process just forked: a session of its own, its output (stdout and
     stderr) into ``output``, and ``body``'s result as its exit code (3 if it raised, after the
@@ -166,10 +173,21 @@ def run(driver: str, control: socket.socket) -> int:
     (started as ``python -m harness.service.zygote``, or forked from `zygote_template`)."""
     _send(control, ZygoteStarted(os.getpid()))  # the harness's handle on a zygote it did not start itself
     preload()
-    from harness.drivers.registry import load_registry
+    writable = os.environ.get(SANDBOX_ENVIRONMENT)
+    if writable is not None:  # before any of the driver's code is imported, for good
+        from harness.tooling.sandbox import SandboxError, confine
+
+        try:
+            confine(writable.split(os.pathsep))
+        except SandboxError as error:
+            print(f"driver zygote: the sandbox could not be set up: {error}", file=sys.stderr)
+            return 3
+    from harness.drivers.registry import load_plugins, load_registry
 
     try:
-        spec = load_registry().resolve(driver)
+        plugin = os.environ.get(PLUGIN_ENVIRONMENT)
+        # Only the driver's own plugin: another installed plugin's code has no business in its process.
+        spec = (load_plugins([plugin]) if plugin else load_registry()).resolve(driver)
     except Exception as error:
         print(f"driver service: cannot load {driver!r}: {error}", file=sys.stderr)
         return 3
@@ -196,7 +214,7 @@ def run(driver: str, control: socket.socket) -> int:
             break
         data, fds = received
         try:
-            message, _ = wire.decode(data, [], TO_ZYGOTE)
+            message, _ = wire.decode(data, [], TO_ZYGOTE, trusted=True)
         except UnknownMessage as error:
             print(f"driver zygote: refused a message: {error}", file=sys.stderr)
             message = None

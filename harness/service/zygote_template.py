@@ -67,12 +67,13 @@ def start() -> None:
     _requests, _interpreter_settings = ours, _python_settings()
 
 
-def start_zygote(driver: str, control: int, output: int) -> bool:
+def start_zygote(driver: str, control: int, output: int, environment: dict[str, str]) -> bool:
     """Ask the template for a zygote of ``driver`` on the socket ``control``, writing to
-    ``output``, as this process would start one now; False if there is no template to ask."""
+    ``output``, as this process would start one now with ``environment``; False if there is no
+    template to ask."""
     if _requests is None or _python_settings() != _interpreter_settings:
         return False
-    data, _ = wire.encode(StartZygote(driver, os.getcwd(), tuple(os.environ.items())))
+    data, _ = wire.encode(StartZygote(driver, os.getcwd(), tuple(environment.items())))
     try:
         wire.send(_requests, data, [control, output])
     except OSError:  # the template is gone: the caller starts its zygote cold
@@ -107,7 +108,7 @@ def _serve(requests: socket.socket) -> int:
             return 0  # no session and no server is left to ask
         data, fds = received
         try:
-            message, _ = wire.decode(data, [], TO_TEMPLATE)
+            message, _ = wire.decode(data, [], TO_TEMPLATE, trusted=True)
         except UnknownMessage:
             message = None
         if not isinstance(message, StartZygote) or len(fds) != 2:
