@@ -74,8 +74,10 @@ _FORK_WITHIN_S = 60.0
 #: How long a server told to stop (its parent gone) may take to end its sessions and clean up after them.
 _STOP_WITHIN_S = 30.0
 #: Each session's own temporary directory (its TMPDIR), removed by the server once the session has
-#: ended, however it ended: a session killed at its deadline leaves nothing there.
-SESSION_DIRECTORY_PREFIX = "driver-harness-session-"
+#: ended, however it ended: a session killed at its deadline leaves nothing there.  Its name is short:
+#: a driver service's socket directory goes in it, and a socket's whole path must fit in 107 bytes
+#: (past that, the service's directory goes to /tmp, out of the session's: see supervisor._socket_directory).
+SESSION_DIRECTORY_PREFIX = "dh-"
 
 
 class _Session:
