@@ -97,9 +97,11 @@ class DriverFault(ConformanceError):
     ``by_breaker``: the call was not made, the service's circuit breaker refused it after the same
     faults in earlier tests (`harness.service.breaker`).  Its scenario or steps are the last of those
     faults'; with neither, what the verdict needs is those tests, on whichever service processes
-    they ran."""
+    they ran.  ``golden``: the golden example the fault happened on (`harness.cts.check`), which
+    its reproducer runs again, as a golden mismatch's does."""
 
     by_breaker: bool = False
+    golden: dict[str, str] | None = None
 
 
 class DriverCrash(DriverFault):

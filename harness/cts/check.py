@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.api.errors import DriverFault
 from harness.api.hal import Device, DriverError, OperandType
 
 from .corpus import GoldenCase
 from .criteria import compare, criterion_for
-from .failure import GoldenMismatch
+from .failure import GoldenMismatch, golden_of
 from .kinds import GoldenFailure, GoldenKind, dynamic_model, run_dynamic_output_shape, run_general, run_memory_domain
 
 __all__ = ["REQUIREMENT", "GoldenTest", "ReportedUnsupported", "check_example"]
@@ -43,7 +44,19 @@ def _supported(driver: Device, test: GoldenTest) -> bool:
 def check_example(driver: Device, test: GoldenTest) -> None:
     """Raise `GoldenMismatch` unless the driver's outputs meet CTS's criteria (or, for an
     ExpectFailure example, unless the driver refuses it); `ReportedUnsupported` when the driver
-    says beforehand it does not support the model."""
+    says beforehand it does not support the model.  A crash or hang of the driver's service on the
+    example (`DriverFault`) carries the example as a mismatch does (``golden``): its reproducer runs
+    that example again.  A circuit breaker's refusal keeps the example of the call that really
+    failed, which it replays (`harness.service.breaker`)."""
+    try:
+        _check_example(driver, test)
+    except DriverFault as fault:
+        if not fault.by_breaker and fault.golden is None:
+            fault.golden = golden_of(test)
+        raise
+
+
+def _check_example(driver: Device, test: GoldenTest) -> None:
     golden, kind = test.case, test.kind
     requirement = REQUIREMENT[kind]
     if golden.case.expect_failure:

@@ -6,7 +6,12 @@ from typing import Any
 
 from harness.api.errors import ConformanceError
 
-__all__ = ["GoldenMismatch"]
+__all__ = ["GoldenMismatch", "golden_of"]
+
+
+def golden_of(test: Any) -> dict:
+    """What a reproducer needs to run a golden example again (`harness.cts.reproduce.check_one`)."""
+    return {"path": test.case.path, "case": test.case.id, "kind": test.kind.value, "memory_kind": test.memory_kind}
 
 
 class GoldenMismatch(ConformanceError):
@@ -22,4 +27,4 @@ class GoldenMismatch(ConformanceError):
         where = f"{test.kind.value}{' in ' + test.memory_kind if test.memory_kind else ''}"
         super().__init__(f"[{requirement}] {case.case.spec}:{case.case.line} example {case.case.example} "
                          f"({case.id}), variation {variations}, {where}: {detail}", requirement=requirement)
-        self.golden = {"path": case.path, "case": case.id, "kind": test.kind.value, "memory_kind": test.memory_kind}
+        self.golden = golden_of(test)

@@ -14,12 +14,14 @@ step went wrong and what the driver said.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
 
+from harness.api.errors import DriverFault
 from harness.api.hal import (BufferDesc, BufferRole, DataLocation, Device, DriverError, ErrorStatus, Model, Request,
                              RequestArgument, is_token, numpy_dtype)
 from harness.api.memory import Memory, MemoryKind, create_ashmem, create_hardware_buffer_blob, create_mmap_fd
@@ -151,6 +153,7 @@ def run_memory_domain(device: Device, golden: GoldenCase) -> list[np.ndarray]:
     buffers: list = []
     tokens: list[int] = []
     memories: list[Memory] = []
+    finished = False
     try:
         arguments = []
         for io_index, value in enumerate(golden.inputs):
@@ -187,10 +190,15 @@ def run_memory_domain(device: Device, golden: GoldenCase) -> list[np.ndarray]:
                     raise GoldenFailure(f"copy_to from output {io_index}'s buffer", str(error)) from None
             raw = memory.read()[: expected.nbytes]
             results.append(np.frombuffer(raw, expected.dtype).reshape(expected.shape).copy())
+        finished = True
         return results
     finally:
         for buffer in buffers:
-            buffer.release()
+            if finished:
+                buffer.release()
+            else:  # the failure that ended the example is its verdict, not what a release met after it
+                with contextlib.suppress(DriverFault):  # (a crash: the buffers went with the service)
+                    buffer.release()
         for memory in memories:
             memory.close()
 

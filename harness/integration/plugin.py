@@ -18,7 +18,7 @@ from typing import cast
 import pytest
 
 import harness
-from harness.api.errors import ConformanceError, HarnessError, UsageError
+from harness.api.errors import ConformanceError, DriverFault, HarnessError, UsageError
 from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
 from harness.integration.recording import EXPECTATION, is_generative, suite_of
@@ -655,17 +655,28 @@ def _replaying_on_a_fresh_driver(state: HarnessState) -> Callable[[ConformanceEr
     circuit breaker is suspended meanwhile: the check is of what the driver does, and a breaker
     that refused its calls would make any crash or hang look replayed."""
 
+    # A breaker's refusals carry the call sequence or scenario of the last call that really failed, the
+    # same one for every test refused until another call fails: each is checked once (kept with its
+    # answer, so that its id stays its own), not once per test refused.
+    refusals_checked: dict[int, tuple[object, tuple | bool | None]] = {}
+
     def replaying(verdict: ConformanceError) -> tuple | bool | None:
         from harness.integration.histories import SHRINK_SECONDS, replaying_steps, scenario_fails_on_a_fresh_driver
         from reference_driver import ReferenceDevice
 
+        replayed = (verdict.steps or verdict.scenario) if getattr(verdict, "by_breaker", False) else None
+        if replayed is not None and id(replayed) in refusals_checked:
+            return refusals_checked[id(replayed)][1]
         with state.service.breaker.suspended() if state.service is not None else contextlib.nullcontext():
             if verdict.steps:
                 found: tuple | bool | None = replaying_steps(state.fresh_device, ReferenceDevice(), verdict,
                                                              time.monotonic() + SHRINK_SECONDS)
             else:
                 found = scenario_fails_on_a_fresh_driver(state.fresh_device, ReferenceDevice(), verdict)
-        state.fresh_device()
+        if replayed is not None:
+            refusals_checked[id(replayed)] = (replayed, found)
+        with contextlib.suppress(DriverFault):  # a new service that does not start is the next call's failure
+            state.fresh_device()
         return found
 
     return replaying

@@ -16,6 +16,13 @@ A session asks for sessions of its own (a failure's rerun checks, `recording`) f
 that forked it, over a socket pair it inherited, rather than starting a server of its own (a new
 interpreter importing ``PRELOAD``: 1.5-2 CPU-seconds).  A session's sessions end with it.
 
+Nothing of a session outlives it.  A session killed at its deadline cannot clean up after itself
+(a rerun script's ``record.jsonl``, its driver service's socket directory), so each gets a
+temporary directory of its own as its TMPDIR, in its caller's, which the server removes once the
+session has ended, however it ended.  The process that started a server stops it at its exit and
+waits for it: the server ends the sessions still running, cleans up after them, and waits for its
+zygote template to end.
+
 The server listens on nothing: it reads its requests from the pipe its parent started it with and
 from the socket pairs of the sessions it forked, and requests and replies are JSON lines of a
 closed set of fields, never pickles.
@@ -28,15 +35,18 @@ closed set of fields, never pickles.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import os
 import runpy
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Sequence
@@ -62,6 +72,13 @@ PRELOAD = (
 _REAP_EVERY_S = 0.02
 #: How long a server may take to fork a session, its imports included, before it counts as stuck.
 _FORK_WITHIN_S = 60.0
+#: How long a server told to stop (its parent gone) may take to end its sessions and clean up after them.
+_STOP_WITHIN_S = 30.0
+#: Each session's own temporary directory (its TMPDIR), removed by the server once the session has
+#: ended, however it ended: a session killed at its deadline leaves nothing there.  Its name is short:
+#: a driver service's socket directory goes in it, and a socket's whole path must fit in 107 bytes
+#: (past that, the service's directory goes to /tmp, out of the session's: see supervisor._socket_directory).
+SESSION_DIRECTORY_PREFIX = "dh-"
 
 
 class _Session:
@@ -84,6 +101,7 @@ class _Client:
         self._channel_read = False
         self._sessions: dict[int, _Session] = {}
         self._numbered = 0
+        self._stopped_at_exit = False
 
     def run(self, arguments: Sequence[str], cwd: str, timeout: float, script: str | None = None) -> int:
         request: dict[str, Any] = {"arguments": list(arguments), "cwd": cwd, "environment": dict(os.environ)}
@@ -153,7 +171,25 @@ class _Client:
             assert self._server.stdout is not None
             threading.Thread(target=self._read, args=(self._server.stdout, False), daemon=True,
                              name="warm-sessions-reader").start()
+            if not self._stopped_at_exit:
+                self._stopped_at_exit = True
+                atexit.register(self.stop_server)
         return self._server
+
+    def stop_server(self) -> None:
+        """End this process's server, and wait for it: it ends the sessions still running, removes
+        what they left in their temporary directories, and ends the zygote template.  Run at exit,
+        so that nothing of the server outlives the process that started it."""
+        server, self._server = self._server, None
+        if server is None or server.poll() is not None:
+            return
+        assert server.stdin is not None
+        try:
+            server.stdin.close()
+            server.wait(timeout=_STOP_WITHIN_S)
+        except (OSError, subprocess.TimeoutExpired):
+            server.kill()
+            server.wait()
 
     def _read(self, replies: IO[str], via_channel: bool) -> None:
         for line in replies:
@@ -241,7 +277,7 @@ def _serve(requests: IO[str], replies: IO[str]) -> None:
 
     parent = _Channel(requests.fileno(), to_parent)
     channels: dict[int, _Channel] = {parent.fd: parent}
-    running: dict[int, tuple[_Channel, int]] = {}  # pid -> who asked, and its number for the session
+    running: dict[int, tuple[_Channel, int, str]] = {}  # pid -> who asked, its number for the session, its TMPDIR
     while parent.fd in channels or running:
         readable, _, _ = select.select(list(channels), [], [], _REAP_EVERY_S)
         for fd in readable:
@@ -254,7 +290,7 @@ def _serve(requests: IO[str], replies: IO[str]) -> None:
                 del channels[fd]
                 if channel.sock is not None:
                     channel.sock.close()
-                for pid, (asked_by, _) in running.items():
+                for pid, (asked_by, _, _) in running.items():
                     if asked_by is channel:
                         os.kill(pid, signal.SIGKILL)
                 continue
@@ -263,22 +299,34 @@ def _serve(requests: IO[str], replies: IO[str]) -> None:
                 line, channel.pending = channel.pending.split(b"\n", 1)
                 request = json.loads(line)
                 script = request.get("script")
+                environment = {str(k): str(v) for k, v in request["environment"].items()}
+                scratch = _session_directory(environment)
                 ours, theirs = socket.socketpair()
                 pid = _fork_session([str(a) for a in request["arguments"]], str(request["cwd"]),
-                                    {str(k): str(v) for k, v in request["environment"].items()},
+                                    {**environment, "TMPDIR": scratch},
                                     [*channels, replies_fd, ours.fileno()], theirs,
                                     None if script is None else str(script))
                 theirs.close()
                 channels[ours.fileno()] = _Channel(ours.fileno(), ours.sendall, ours)
-                running[pid] = (channel, int(request["session"]))
+                running[pid] = (channel, int(request["session"]), scratch)
                 channel.reply({"session": running[pid][1], "pid": pid})
         while running:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 break
             if pid in running:
-                asked_by, number = running.pop(pid)
+                asked_by, number, scratch = running.pop(pid)
+                shutil.rmtree(scratch, ignore_errors=True)
                 asked_by.reply({"session": number, "exit": os.waitstatus_to_exitcode(status)})
+    zygote_template.stop()
+
+
+def _session_directory(environment: dict[str, str]) -> str:
+    """A new temporary directory for one session, where its caller's temporary files would go."""
+    try:
+        return tempfile.mkdtemp(prefix=SESSION_DIRECTORY_PREFIX, dir=environment.get("TMPDIR") or None)
+    except OSError:  # the caller's TMPDIR is not writable here: the server's own
+        return tempfile.mkdtemp(prefix=SESSION_DIRECTORY_PREFIX)
 
 
 def _fork_session(arguments: list[str], cwd: str, environment: dict[str, str], servers_fds: list[int],
@@ -300,6 +348,7 @@ def _fork_session(arguments: list[str], cwd: str, environment: dict[str, str], s
         os.chdir(cwd)
         os.environ.clear()  # the caller's environment now, as a process it started would have
         os.environ.update(environment)
+        tempfile.tempdir = None  # read from TMPDIR again: the session's own directory
         if script is not None:
             code = _run_as_main(script, arguments)
         else:

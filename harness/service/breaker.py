@@ -6,15 +6,19 @@ custom call's are counted per target, ``CustomCalls.invoke[add@Host]``),
 with no call of it answered in between, in two tests or more, the breaker opens for that method:
 its calls fail at once with the same kind of fault (so the verdict and the requirement are the
 same) and a message that says it is the breaker speaking and names the first fault.  The refusal
-carries the scenario or call sequence of the last fault, which its reproducer replays: the call it
-refused may be one the driver serves.  Within one
+carries the scenario, call sequence or golden example of the last fault, which its reproducer
+replays: the call it refused may be one the driver serves.  Within one
 test, crashes and exceptions cost little (a restart from the zygote) and the breaker stays shut,
 so that hypothesis shrinks a crash on some inputs to the input that really crashes; hangs cost a
 whole deadline each, so `THRESHOLD` of them in one test open it for the rest of that test.  The
 next test's first call goes through: a driver that failed on one test's inputs only is judged
 afresh.  A probe still reaches the driver after
 8, 16, 32... refused calls, with a short deadline; one answered probe closes the breaker, so a
-driver that fails only on some inputs is judged input by input again.
+driver that fails only on some inputs is judged input by input again.  A probe that hangs waits
+its deadline out, so the probe after it comes after four times as many refused calls, not twice.
+A probe that fails changes nothing the refusals carry: they go on replaying the fault that opened
+the breaker, one reproducer for every test refused, checked once (a probe's fault in each test would
+make each refusal's reproducer a new one to check, a whole deadline for a hang).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ LAST_FAULT_CHARS = 300  # the last fault's first line: which call its reproducer
 
 
 class _Circuit:
-    __slots__ = ("faults", "hangs", "contexts", "first", "last", "refused", "next_probe")
+    __slots__ = ("faults", "hangs", "contexts", "first", "last", "refused", "next_probe", "probes_failed")
 
     def __init__(self) -> None:
         self.faults = 0
@@ -44,6 +48,7 @@ class _Circuit:
         self.last: DriverFault | None = None
         self.refused = 0
         self.next_probe = FIRST_PROBE_AFTER
+        self.probes_failed = 0  # since it opened
 
 
 class Breaker:
@@ -87,11 +92,13 @@ class Breaker:
                 circuit.next_probe *= 2
                 return True, None
             last, first = circuit.last, circuit.first
-            faults = circuit.faults
+            faults, probed = circuit.faults, circuit.probes_failed
         assert last is not None and first is not None
         # The refused call never ran (hypothesis prints it as the falsifying example all the same): the
-        # message names the call that really failed last, the one its reproducer replays.
-        replayed = "" if last is first else f"; its reproducer replays the last of them: {_first_line(last)}"
+        # message names the call that really failed last before the breaker opened, the one its
+        # reproducer replays.
+        which = "the last of them before the breaker opened" if probed else "the last of them"
+        replayed = "" if last is first else f"; its reproducer replays {which}: {_first_line(last)}"
         error = type(last)(f"[{last.requirement}] {description}: not called: the last {faults} calls of {key} all "
                            f"failed the same way (circuit breaker; a probe still reaches the driver now and then)"
                            f"{replayed}. The first: {str(first)[:FIRST_FAULT_CHARS] or type(first).__name__}",
@@ -99,6 +106,7 @@ class Breaker:
                            # hypothesis shrinks, the smallest), not the call refused here, which may pass
                            scenario=last.scenario, steps=last.steps, earlier=last.earlier)
         error.by_breaker = True
+        error.golden = last.golden  # a golden example's fault: the example it failed on
         return False, error
 
     @contextmanager
@@ -124,11 +132,17 @@ class Breaker:
             if self._suspended:
                 return
             circuit = self._circuits.setdefault(key, _Circuit())
+            probe = self._open(circuit)  # open: only a probe reached the driver
             circuit.faults += 1
             circuit.hangs += isinstance(fault, DriverHang)
             circuit.contexts.add(self.context)
             circuit.first = circuit.first or fault
-            circuit.last = fault
+            if probe:
+                circuit.probes_failed += 1
+                if isinstance(fault, DriverHang):  # it waited out its deadline: the next comes later
+                    circuit.next_probe *= 2
+            else:
+                circuit.last = fault
             if key not in self.opened and self._open(circuit):
                 self.opened.append(key)
 

@@ -4,7 +4,9 @@
 past it makes the worker dump its thread stacks, then the worker is killed and the call
 fails with `DriverHang`; a worker that dies during a call fails it with `DriverCrash`
 (signal or exit code, and the tail of its stderr).  The next call starts a fresh worker,
-so the next test (or hypothesis' next shrinking step) runs on a clean service.
+so the next test (or hypothesis' next shrinking step) runs on a clean service.  A start that
+fails is the failure of the call that needed it; later calls try a new start after a back-off,
+and fail at once until then, each naming its own call and the start that failed.
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ STDERR_TAIL_LINES = 40
 SLOW_CALL_S = 1.0
 _HANG_DUMP_WAIT_S = 0.5
 _START_TIMEOUT_S = 60.0
+#: After a start of the service fails, the next is tried no sooner than this, doubled after each
+#: further failure (and never sooner than the failed start took: one that hung waits its deadline
+#: out again only after as long), up to START_BACKOFF_MAX_S.  Calls meanwhile fail at once, each
+#: naming the start that failed.
+START_BACKOFF_S = 0.5
+START_BACKOFF_MAX_S = 60.0
 
 
 def _tail(file: IO[bytes] | BoundedOutput | None, lines: int = STDERR_TAIL_LINES, ended: bool = False) -> str:
@@ -294,6 +302,8 @@ class _Zygote:
                     self._exits[message.pid] = message.status
                 elif isinstance(message, Spawned) and type(message.request) is int:
                     spawned = _is_pid(message.pid) and _parent_of(message.pid) in (self.pid, None)  # None: already gone
+                    if spawned:  # a new process with this pid: an exit recorded for an earlier one (a reused pid) is not its
+                        self._exits.pop(message.pid, None)
                     self._spawned[message.request] = ((True, message.pid) if spawned else
                                                       (False, f"the zygote named process {message.pid!r}, not a child of its own"))
                 elif isinstance(message, SpawnFailed) and type(message.request) is int:
@@ -412,6 +422,10 @@ def _build_cache() -> str:
     return str(directory)
 
 
+class _StartHung(DriverLoadError):
+    """The driver's start-up in a new service did not return within its deadline."""
+
+
 #: How long a driver call may take before it is a hang (SVC-2) when the run does not say (--driver-timeout).
 DEFAULT_CALL_DEADLINE_S = 10.0
 
@@ -432,12 +446,21 @@ class DriverService(_Endpoint):
         self._killed_for: str = ""
         self._hang_stacks = ""
         self._closed = False
+        # Starts that failed in a row since the last that worked, when the next may be tried, and the
+        # last one's failure (a start that hung is reported as a hang)
+        self._failed_starts = 0
+        self._next_start = 0.0
+        self._start_failure: tuple[type[DriverFault], str] = (DriverCrash, "")
         # The services' listening sockets and the driver's temporary files live here: a directory
         # only this user can enter (0700), and the one place but the build cache the driver's
         # processes may write (`harness.tooling.sandbox`).
         self._socket_directory = _socket_directory()
         self.sandbox = plan([self._socket_directory, str(_build_cache())])
-        self._start()
+        try:
+            self._start()
+        except BaseException:  # no service to hand out: nothing of it stays (its zygote, its directory)
+            self.close()
+            raise
 
     def _start(self) -> None:
         if self._zygote is None or not self._zygote.alive:
@@ -459,14 +482,38 @@ class DriverService(_Endpoint):
             self._handshake()
         except DriverHang:  # the driver's own start-up hung: its stacks say where, its idle threads nothing
             stacks = self._hang_stacks
-            self.close()
-            raise DriverLoadError(f"driver {self.driver!r}: the service did not start: the driver's factory, name, "
-                                  f"version and capabilities() did not return within {self._start_deadline():g} s.\n"
-                                  f"Service thread stacks:\n{stacks}") from None
+            self._stop_process()  # not the service: a later start may work (see `_start_again`)
+            raise _StartHung(f"driver {self.driver!r}: the service did not start: the driver's factory, name, "
+                             f"version and capabilities() did not return within {self._start_deadline():g} s.\n"
+                             f"Service thread stacks:\n{stacks}") from None
         except DriverCrash as error:
             tail = _tail(self._stderr, ended=True) or self._zygote.startup_error()  # it died
-            self.close()
+            self._stop_process()
             raise DriverLoadError(f"driver {self.driver!r}: the service process did not start: {tail or error}") from None
+
+    def _start_again(self, description: Any) -> None:
+        """Replace the service's process with a new one (holding the lock).  A start that fails is a
+        fault of the call that needed it (SVC-1; SVC-2 when it hung), never the end of the service:
+        the next start is tried after a back-off (`START_BACKOFF_S`), and each call meanwhile fails at
+        once, naming its own call and the start that failed."""
+        if self._failed_starts and time.monotonic() < self._next_start:
+            kind, why = self._start_failure
+            raise kind(f"[{kind.requirement}] {description}: not called: the driver service could not be started "
+                       f"again ({self._failed_starts} starts in a row failed; the next is tried in "
+                       f"{self._next_start - time.monotonic():.1f} s). The last: {why}")
+        self._stop_process()
+        started = time.monotonic()
+        try:
+            self._start()
+        except DriverLoadError as error:
+            took = time.monotonic() - started
+            self._failed_starts += 1
+            backoff = max(START_BACKOFF_S * 2 ** (self._failed_starts - 1), took)
+            self._next_start = time.monotonic() + min(backoff, START_BACKOFF_MAX_S)
+            kind = DriverHang if isinstance(error, _StartHung) else DriverCrash
+            self._start_failure = (kind, str(error))
+            raise kind(f"[{kind.requirement}] {description}: the driver service could not be started again: {error}") from None
+        self._failed_starts = 0
 
     def restart(self) -> None:
         """Replace the service's process with a new one: a fresh driver, as after a crash (the
@@ -474,8 +521,7 @@ class DriverService(_Endpoint):
         with self._lock:
             if self._closed:
                 raise DriverCrash("[SVC-1] a restart of the driver service: the service was closed")
-            self._stop_process()
-            self._start()
+            self._start_again("a restart of the driver service")
 
     @property
     def running(self) -> bool:
@@ -490,8 +536,7 @@ class DriverService(_Endpoint):
             if self._closed:  # a straggler thread must not start a service nobody will stop
                 raise DriverCrash(f"[SVC-1] {description}: the driver service was closed")
             if not self.running:
-                self._stop_process()
-                self._start()
+                self._start_again(description)
             if generation is not None and generation != self.generation:
                 raise DriverCrash(f"[SVC-1] {description}: the object belongs to a driver service that was replaced "
                                   f"after an earlier crash or hang; it no longer exists")

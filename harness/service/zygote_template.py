@@ -28,6 +28,7 @@ import select
 import signal
 import socket
 import sys
+import time
 import traceback
 
 from harness.service import wire, zygote
@@ -35,6 +36,8 @@ from harness.service.messages import TO_TEMPLATE, StartZygote, UnknownMessage
 
 #: This process's end of the template's socket, if a template was forked for it (or its parent).
 _requests: socket.socket | None = None
+#: The template's process id, in the process that forked it.
+_template: int | None = None
 #: The interpreter's own settings (``PYTHON*`` variables: the path, the hash seed, warnings...) the
 #: template started with.  A new interpreter reads them at its start, a fork cannot take them on: a
 #: session whose settings differ starts its zygote cold.
@@ -46,7 +49,7 @@ _directory_first = False
 
 def start() -> None:
     """Fork the template: once, in a single-threaded process that has not imported pytest."""
-    global _requests, _interpreter_settings, _directory_first
+    global _requests, _interpreter_settings, _directory_first, _template
     zygote.preload()
     _directory_first = bool(sys.path) and sys.path[0] == os.getcwd()
     ours, theirs = wire.socketpair()
@@ -64,7 +67,28 @@ def start() -> None:
         finally:
             os._exit(code)
     theirs.close()
-    _requests, _interpreter_settings = ours, _python_settings()
+    _requests, _interpreter_settings, _template = ours, _python_settings(), pid
+
+
+def stop(timeout: float = 10.0) -> None:
+    """Let go of the template (from the process that forked it, once no session will ask it for
+    more) and wait for it to end: it ends when nothing holds its socket any more."""
+    global _requests, _template
+    requests, pid, _requests, _template = _requests, _template, None, None
+    if requests is not None:
+        requests.close()
+    if pid is None:
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:
+            return
+        if time.monotonic() > deadline:  # a session forked earlier still holds it: it goes with them
+            return
+        time.sleep(0.01)
 
 
 def start_zygote(driver: str, control: int, output: int, environment: dict[str, str]) -> bool:

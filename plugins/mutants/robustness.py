@@ -111,6 +111,26 @@ def hang_more_than_3_pools() -> ReferenceDevice:
     return ReferenceDevice(prepared_model_class=_HangOnManyPools)
 
 
+class _CrashOnEveryExecute(ReferencePreparedModel):
+    def execute(self, request):
+        _segfault()
+
+
+@mutant("segfault-every-execute", "POOL-2", "dereferences NULL in every execute")
+def segfault_every_execute() -> ReferenceDevice:
+    return ReferenceDevice(prepared_model_class=_CrashOnEveryExecute)
+
+
+class _HangOnEveryExecute(ReferencePreparedModel):
+    def execute(self, request):
+        threading.Event().wait()  # waits for a completion that never comes
+
+
+@mutant("hang-every-execute", "POOL-2", "blocks forever in every execute")
+def hang_every_execute() -> ReferenceDevice:
+    return ReferenceDevice(prepared_model_class=_HangOnEveryExecute)
+
+
 class _LeakyBuffer(ReferenceBuffer):
     def copy_from(self, memory, dimensions=()):
         os.dup(memory.fd) if memory.fd >= 0 else None  # a descriptor kept and never closed

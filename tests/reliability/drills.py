@@ -131,6 +131,16 @@ def starts_helpers():
     return ReferenceDevice()
 
 
+def cannot_start_while_flagged():
+    """The reference, but a start of its service exits (code 5) while the file DRILL_START_FLAG names
+    exists: a restart that fails, and a later one that works."""
+    flag = os.environ.get("DRILL_START_FLAG", "")
+    if flag and os.path.exists(flag):
+        print("drill: cannot start now", file=sys.stderr, flush=True)
+        os._exit(5)
+    return ReferenceDevice()
+
+
 def returns_none():
     return _with_execute(lambda self, request, execute: (execute(request), None)[1])
 

@@ -130,3 +130,71 @@ def test_a_fuzz_run_counts_a_breakers_verdict_as_the_fault_the_test_really_showe
     failures = _distinct_failures(records)
     assert sorted((record["id"], record["rule"], record["by_breaker"]) for record in failures.values()) == [
         ("t_crashes", "SVC-1", False), ("t_refused", "SVC-1", True), ("t_wrong", "CC-5", False), ("t_wrong", "SVC-1", True)]
+
+
+def _opened(kind: type, key: str = "PreparedModel.execute") -> tuple[Breaker, list]:
+    """A breaker opened by THRESHOLD faults of ``kind`` in two tests, each with a scenario of its own."""
+    breaker = Breaker()
+    faults = []
+    for number in range(THRESHOLD):
+        breaker.context = f"test_{number % 2}"
+        fault = kind(f"[{kind.requirement}] fault {number}", scenario=f"scenario {number}")
+        faults.append(fault)
+        breaker.failed(key, fault)
+    breaker.context = "a later test"
+    return breaker, faults
+
+
+def _refused_until_probe(breaker: Breaker, key: str = "PreparedModel.execute") -> int:
+    refused = 0
+    while True:
+        probe, refusal = breaker.admit(key, "PreparedModel.execute(request)")
+        if probe:
+            return refused
+        assert refusal is not None
+        refused += 1
+
+
+def test_a_failed_probe_leaves_what_the_refusals_replay_as_it_was() -> None:
+    """Every test refused replays the fault that opened the breaker: one reproducer, checked once (a
+    probe's hang in each test made each refusal's scenario a new one, a deadline waited out per check)."""
+    breaker, faults = _opened(DriverHang)
+    _refused_until_probe(breaker)
+    breaker.failed("PreparedModel.execute", DriverHang("[SVC-2] the probe hung", scenario="the probe's scenario"))
+    _, refusal = breaker.admit("PreparedModel.execute", "PreparedModel.execute(request)")
+    assert refusal is not None and refusal.scenario is faults[-1].scenario
+    assert "before the breaker opened" in str(refusal).splitlines()[0] and "the probe hung" not in str(refusal)
+    assert f"the last {THRESHOLD + 1} calls" in str(refusal)  # the probe is counted all the same
+
+
+def test_a_probe_that_hangs_is_followed_by_one_four_times_as_late() -> None:
+    """A hung probe waits out its deadline: probes of a driver that hangs on every call come after 8,
+    32, 128... refused calls; of one that crashes (a restart each), after 8, 16, 32..."""
+    from harness.service.breaker import FIRST_PROBE_AFTER
+
+    for kind, growth in ((DriverHang, 4), (DriverCrash, 2)):
+        breaker, _ = _opened(kind)
+        spacing = []
+        for _ in range(4):
+            spacing.append(_refused_until_probe(breaker) + 1)
+            breaker.failed("PreparedModel.execute", kind(f"[{kind.requirement}] the probe failed"))
+        assert spacing == [FIRST_PROBE_AFTER * growth ** n for n in range(4)], (kind, spacing)
+
+
+def test_refusals_that_replay_one_fault_are_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test the breaker refuses carries the same scenario (the fault's that opened it): whether it
+    fails on a fresh driver is one question, asked of the driver once, not once per test refused."""
+    from types import SimpleNamespace
+
+    from harness.integration import histories
+    from harness.integration.plugin import _replaying_on_a_fresh_driver
+
+    checks, starts = [], []
+    monkeypatch.setattr(histories, "scenario_fails_on_a_fresh_driver",
+                        lambda fresh_device, reference, verdict: checks.append(verdict.scenario) or True)
+    replaying = _replaying_on_a_fresh_driver(SimpleNamespace(service=None, fresh_device=lambda: starts.append(1)))
+    breaker, faults = _opened(DriverCrash)
+    refusals = [breaker.admit("PreparedModel.execute", f"PreparedModel.execute({n})")[1] for n in range(3)]
+    assert all(replaying(refusal) is True for refusal in refusals)
+    assert checks == [faults[-1].scenario] and len(starts) == 1
+    assert replaying(faults[0]) is True and len(checks) == 2  # the driver's own fault: checked on its own
