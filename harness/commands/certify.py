@@ -12,9 +12,9 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 
+from harness.integration.inputs import directory_problem
 from harness.integration.own_config import own_pytest_options
 from harness.report import certificate, html
 from harness.report.files import write_atomically
@@ -24,15 +24,13 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _writable_directory(path: str) -> str | None:
-    """None if ``path`` can hold the reports; otherwise why not."""
-    try:
-        os.makedirs(path, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
+def _remove(*paths: str) -> None:
+    """What a run that ends without reports leaves behind: a half-written junit.xml is no report."""
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
             pass
-    except OSError as error:
-        return f"cannot write into output directory {path!r}: {error.strerror}"
-    return None
 
 
 def _interrupt_on_sigterm(signum, frame):
@@ -44,17 +42,19 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
             command: str = "certify") -> int:
     import pytest
 
-    out = os.path.abspath(out)
-    problem = _writable_directory(out)
+    given, out = out, os.path.abspath(out)
+    problem = directory_problem(out, make=True)
     if problem:
-        print(f"harness {command}: {problem}", file=sys.stderr)
+        print(f"harness {command}: --out={given}: cannot write into output directory: {problem}", file=sys.stderr)
         return 2
     record = os.path.join(out, "records.jsonl")
     reproducers = os.path.join(out, "reproducers")
     junit_partial = os.path.join(out, ".junit.xml.partial")
-    for stale in (record,):
-        if os.path.exists(stale):
-            os.unlink(stale)
+    try:
+        _remove(record)  # stale
+    except OSError as error:
+        print(f"harness {command}: --out={given}: cannot replace {record}: {error.strerror}", file=sys.stderr)
+        return 2
     args = [*own_pytest_options(), "--pyargs", suites, f"--driver={driver}", "--harness-profile=certify",
             f"--harness-record={record}", f"--harness-reproducers={reproducers}", f"--junitxml={junit_partial}", "-q"]
     if expectations:
@@ -67,10 +67,17 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
         code = int(pytest.main(args))
     except KeyboardInterrupt:
         code = int(pytest.ExitCode.INTERRUPTED)
+    except OSError as error:  # pytest's own junit.xml, say, on a full disk
+        _remove(junit_partial)
+        print(f"harness {command}: --out={given}: cannot write the run's files: {error.strerror}", file=sys.stderr)
+        return 2
     finally:
         signal.signal(signal.SIGTERM, previous)
     if code == int(pytest.ExitCode.USAGE_ERROR):
-        return 2  # pytest printed the one-line reason (unknown driver, malformed expectations, ...)
+        # pytest printed the one-line reason (unknown driver, malformed expectations, a record that
+        # could not be written, ...); a junit.xml begun before it is no report
+        _remove(junit_partial)
+        return 2
     records = []
     if os.path.exists(record):
         with open(record, encoding="utf-8") as f:
@@ -79,10 +86,16 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
     complete = code in (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED))
     document = certificate.build(records, session, started, _now(), complete, round(time.monotonic() - clock, 1),
                                  requirements)
-    write_atomically(os.path.join(out, "certificate.json"), json.dumps(document, indent=2))
-    write_atomically(os.path.join(out, "report.html"), html.render(document))
-    if os.path.exists(junit_partial):
-        os.replace(junit_partial, os.path.join(out, "junit.xml"))
+    try:
+        write_atomically(os.path.join(out, "certificate.json"), json.dumps(document, indent=2))
+        write_atomically(os.path.join(out, "report.html"), html.render(document))
+        if os.path.exists(junit_partial):
+            os.replace(junit_partial, os.path.join(out, "junit.xml"))
+    except OSError as error:  # a full disk: no certificate rather than half of one (each write is atomic)
+        _remove(junit_partial, os.path.join(out, "certificate.json"))
+        print(f"harness {command}: --out={given}: cannot write the certificate and reports: {error.strerror}",
+              file=sys.stderr)
+        return 2
     counts = ", ".join(f"{n} {status}" for status, n in document["counts"].items() if n)
     print(f"harness {command}: {driver}: {document['verdict']} ({counts}); reports in {out}")
     corpus = document["golden"]["corpus"]
