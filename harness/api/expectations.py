@@ -48,6 +48,9 @@ def load_expectations(path: str | Path) -> list[Expectation]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ExpectationsError(f"expectations file {str(path)!r}: cannot read it: {error.strerror}") from None
+    except UnicodeDecodeError as error:  # TOML is UTF-8 text
+        raise ExpectationsError(f"expectations file {str(path)!r}: not UTF-8 text (byte {error.object[error.start]:#04x} "
+                                f"at offset {error.start}); expected a TOML file") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

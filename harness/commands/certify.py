@@ -12,9 +12,9 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 
+from harness.integration.inputs import directory_problem
 from harness.integration.own_config import own_pytest_options
 from harness.report import certificate, html
 from harness.report.evidence import DirectoryInUse, HeldRecords, lock_output_directory
@@ -25,15 +25,13 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _writable_directory(path: str) -> str | None:
-    """None if ``path`` can hold the reports; otherwise why not."""
-    try:
-        os.makedirs(path, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
+def _remove(*paths: str) -> None:
+    """What a run that ends without reports leaves behind: a half-written junit.xml is no report."""
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
             pass
-    except OSError as error:
-        return f"cannot write into output directory {path!r}: {error.strerror}"
-    return None
 
 
 def _interrupt_on_sigterm(signum, frame):
@@ -43,10 +41,10 @@ def _interrupt_on_sigterm(signum, frame):
 def certify(driver: str, out: str, expectations: str | None = None, seed: int | None = None,
             extra: list[str] | None = None, *, suites: str = "harness.suites", requirements: list[str] | None = None,
             command: str = "certify") -> int:
-    out = os.path.abspath(out)
-    problem = _writable_directory(out)
+    given, out = out, os.path.abspath(out)
+    problem = directory_problem(out, make=True)
     if problem:
-        print(f"harness {command}: {problem}", file=sys.stderr)
+        print(f"harness {command}: --out={given}: cannot write into output directory: {problem}", file=sys.stderr)
         return 2
     try:
         lock = lock_output_directory(out)
@@ -56,14 +54,15 @@ def certify(driver: str, out: str, expectations: str | None = None, seed: int | 
     records_file = None
     try:
         records_file = HeldRecords(os.path.join(out, "records.jsonl"))
-        return _run_and_report(driver, out, expectations, seed, extra, suites, requirements, command, records_file)
+        return _run_and_report(driver, out, given, expectations, seed, extra, suites, requirements, command,
+                               records_file)
     finally:
         if records_file is not None:
             records_file.close()
         lock.release()
 
 
-def _run_and_report(driver: str, out: str, expectations: str | None, seed: int | None, extra: list[str] | None,
+def _run_and_report(driver: str, out: str, given: str, expectations: str | None, seed: int | None, extra: list[str] | None,
                     suites: str, requirements: list[str] | None, command: str, records_file: HeldRecords) -> int:
     import pytest
 
@@ -82,26 +81,39 @@ def _run_and_report(driver: str, out: str, expectations: str | None, seed: int |
         code = int(pytest.main(args))
     except KeyboardInterrupt:
         code = int(pytest.ExitCode.INTERRUPTED)
+    except OSError as error:  # pytest's own junit.xml, say, on a full disk
+        _remove(junit_partial)
+        print(f"harness {command}: --out={given}: cannot write the run's files: {error.strerror}", file=sys.stderr)
+        return 2
     finally:
         signal.signal(signal.SIGTERM, previous)
     if code == int(pytest.ExitCode.USAGE_ERROR):
+        # pytest printed the one-line reason (unknown driver, malformed expectations, a record that
+        # could not be written, ...); a junit.xml begun before it is no report
         records_file.discard()  # a refused run leaves no records behind
-        return 2  # pytest printed the one-line reason (unknown driver, malformed expectations, ...)
+        _remove(junit_partial)
+        return 2
     # The records as the run wrote them, through the descriptor this process holds (never the path
     # again), and put back at their path as read, so that the file beside the certificate is the one
     # its digest names.
     records, digest = records_file.read()
-    write_atomically(records_file.path, "".join(json.dumps(record) + "\n" for record in records))
     session = next((r["session"] for r in records if "session" in r), {"driver": driver})
     complete = code in (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED))
     document = certificate.build(records, session, started, _now(), complete, round(time.monotonic() - clock, 1),
                                  requirements)
     document["evidence"] = {"records": os.path.basename(records_file.path), "records_sha256": digest,
                             "record_count": len(records)}
-    write_atomically(os.path.join(out, "certificate.json"), json.dumps(document, indent=2))
-    write_atomically(os.path.join(out, "report.html"), html.render(document))
-    if os.path.exists(junit_partial):
-        os.replace(junit_partial, os.path.join(out, "junit.xml"))
+    try:
+        write_atomically(records_file.path, "".join(json.dumps(record) + "\n" for record in records))
+        write_atomically(os.path.join(out, "certificate.json"), json.dumps(document, indent=2))
+        write_atomically(os.path.join(out, "report.html"), html.render(document))
+        if os.path.exists(junit_partial):
+            os.replace(junit_partial, os.path.join(out, "junit.xml"))
+    except OSError as error:  # a full disk: no certificate rather than half of one (each write is atomic)
+        _remove(junit_partial, os.path.join(out, "certificate.json"))
+        print(f"harness {command}: --out={given}: cannot write the certificate and reports: {error.strerror}",
+              file=sys.stderr)
+        return 2
     counts = ", ".join(f"{n} {status}" for status, n in document["counts"].items() if n)
     print(f"harness {command}: {driver}: {document['verdict']} ({counts}); reports in {out}")
     corpus = document["golden"]["corpus"]

@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from harness.api.errors import HarnessError
+from harness.integration.inputs import Number
 
 
 def _list(options: argparse.Namespace) -> int:
@@ -47,24 +48,25 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
     return 2 if code == int(pytest.ExitCode.USAGE_ERROR) else code  # the harness's usage errors exit 2
 
 
-def _positive(kind: type[int] | type[float]):
-    """An argparse type: a number above zero (a bad value is one line and exit 2, from argparse)."""
+#: What the numeric options allow (a bad value is one line and exit 2, from argparse; never nan or inf).
+MINUTES = Number(float, 0, high=366 * 24 * 60, unit="minutes")
+WORKERS = Number(int, 0, high=1024, unit="processes")
+SEED = Number(int, low=None)
 
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text} is not above zero")
-        return value
 
-    parse.__name__ = f"positive {kind.__name__}"
-    return parse
+def _suites(text: str) -> str:
+    """An argparse type: ``--suites`` names suites (checked as parsed: ``--suites ""`` fuzzed every suite)."""
+    from harness.commands.fuzz import select_suites
+
+    try:
+        select_suites(text)
+    except HarnessError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--suites: ")) from None
+    return text
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """Bad arguments are one line (``harness fuzz: argument --minutes: -1 is not above zero``), exit 2."""
+    """Bad arguments are one line (``harness fuzz: argument --minutes: '-1': out of range; allowed: ...``), exit 2."""
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
@@ -93,7 +95,7 @@ def command_line() -> OneLineParser:
                          help="where certificate.json, junit.xml, report.html and reproducers/ go (default: certification)")
     certify.add_argument("--expectations", default=None, metavar="FILE",
                          help="a TOML file of your known skips and xfails, each with its reason (waived in the certificate)")
-    certify.add_argument("--seed", type=int, default=None, help="default: 0 (the certify profile's fixed seed)")
+    certify.add_argument("--seed", type=SEED.for_argparse(), default=None, help="default: 0 (the certify profile's fixed seed)")
     cts = commands.add_parser("cts", help="run NNAPI CTS golden spec files (*.mod.py) on a driver: certificate of OPS-1..3")
     cts.add_argument("--driver", required=True, help=_DRIVER_HELP)
     cts.add_argument("--specs", action="append", required=True, metavar="PATH",
@@ -102,12 +104,12 @@ def command_line() -> OneLineParser:
     cts.add_argument("--out", default="cts", metavar="DIR", help="where the certificate and its reports go (default: cts)")
     fuzz = commands.add_parser("fuzz", help="generate for a time budget; keep every failure")
     fuzz.add_argument("--driver", required=True, help=_DRIVER_HELP)
-    fuzz.add_argument("--minutes", type=_positive(float), default=10.0, help="the time budget (default: 10)")
-    fuzz.add_argument("--workers", type=_positive(int), default=1, help="fuzzing processes at once, each with its own driver service (default: 1)")
+    fuzz.add_argument("--minutes", type=MINUTES.for_argparse(), default=10.0, help="the time budget (default: 10)")
+    fuzz.add_argument("--workers", type=WORKERS.for_argparse(), default=1, help="fuzzing processes at once, each with its own driver service (default: 1)")
     fuzz.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N", help=_DB_HELP)
     fuzz.add_argument("--out", default="fuzz", metavar="DIR",
                       help="where fuzz-summary.json, fuzz-report.html, each round's records and reproducers/ go (default: fuzz)")
-    fuzz.add_argument("--suites", default=None, metavar="NAME,...",
+    fuzz.add_argument("--suites", default=None, type=_suites, metavar="NAME,...",
                       help="only these suites, comma-separated: memory_pools, requests, numerics, memory_domains, custom_calls, packed_functions "
                            "(default: all)")
     replay = commands.add_parser("replay", help="re-run only the failing examples stored in the database")
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_replay(options.driver, options.db, options.out)
         return _run(options, extra)
     except HarnessError as error:
-        print(f"harness: {error}", file=sys.stderr)
+        print(f"harness {options.command}: {error}", file=sys.stderr)
         return 2
 
 

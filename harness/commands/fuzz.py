@@ -41,8 +41,9 @@ SUITES = ("harness.suites.memory_pools", "harness.suites.requests", "harness.sui
 
 
 def select_suites(names: str | None) -> tuple[str, ...]:
-    """The suites named in ``--suites a,b`` (all when None); an unknown name is a usage error."""
-    if not names:
+    """The suites named in ``--suites a,b`` (all when None); an unknown name, or none, is a usage error
+    (``--suites ""`` is a list that was meant to hold something: it fuzzed every suite)."""
+    if names is None:
         return SUITES
     by_name = {suite.rsplit(".", 1)[1]: suite for suite in SUITES}
     chosen = [name.strip() for name in names.split(",") if name.strip()]
@@ -290,12 +291,38 @@ def _absolute(db: str) -> str:
     return db if db.startswith("redis://") else os.path.abspath(db)
 
 
+def _check_places(db: str, out: str) -> None:
+    """The example database (a Redis server reached) and the output directory, checked before any
+    worker starts (a database that is a file lost every example unsaid; an output directory that
+    could not be made was a traceback).  The output directory is made."""
+    from harness.integration.database import database_problem, reach_redis
+    from harness.integration.inputs import directory_problem
+
+    problem = database_problem(db, option="--db")
+    if problem:
+        raise UsageError(problem)
+    if db.startswith("redis://"):  # here, not in a worker racing the budget (a short one ended first)
+        reach_redis(db, option="--db").close()
+    problem = directory_problem(out, make=True)
+    if problem:
+        raise UsageError(f"--out={out}: {problem}")
+
+
+def _write_reports(out: str, files: dict[str, Callable[[], str]]) -> None:
+    """Each report, written atomically; one that cannot be (a full disk) is one line, exit 2."""
+    for name, text in files.items():
+        try:
+            write_atomically(os.path.join(out, name), text())
+        except OSError as error:
+            raise UsageError(f"--out={out}: cannot write {name}: {error.strerror}") from None
+
+
 def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: tuple[str, ...] = SUITES) -> int:
     from rich.console import Console
 
     _check_driver_name(driver)
+    _check_places(db, out)
     out, db = os.path.abspath(out), _absolute(db)
-    os.makedirs(out, exist_ok=True)
     deadline = time.monotonic() + minutes * 60
     stop = {"now": False}
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
@@ -369,8 +396,8 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
                      for key, r in failures.items()],
         "timeline": run.timeline,
     }
-    write_atomically(os.path.join(out, "fuzz-summary.json"), json.dumps(summary, indent=2))
-    write_atomically(os.path.join(out, "fuzz-report.html"), render_fuzz_report(summary, out))
+    _write_reports(out, {"fuzz-summary.json": lambda: json.dumps(summary, indent=2),
+                         "fuzz-report.html": lambda: render_fuzz_report(summary, out)})
     print(f"harness fuzz: {driver}: {len(failures)} distinct failures in {rounds} rounds; summary in "
           f"{os.path.join(out, 'fuzz-summary.json')}, report in {os.path.join(out, 'fuzz-report.html')}")
     return 1 if failures else 0
@@ -379,9 +406,11 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
 def replay(driver: str, db: str, out: str) -> int:
     """Re-run only the stored failing examples (what a developer does the morning after)."""
     _check_driver_name(driver)
+    _check_places(db, out)
     out, db = os.path.abspath(out), _absolute(db)
-    os.makedirs(out, exist_ok=True)
     record = os.path.join(out, "replay.jsonl")
+    if os.path.isdir(record):
+        raise UsageError(f"--out={out}: {record} is a directory")
     if os.path.exists(record):
         os.unlink(record)
     # Only the tests that store examples (a fixed test has nothing stored, and a failure of one

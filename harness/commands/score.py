@@ -37,7 +37,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from harness.api.requirements import REQUIREMENTS
+from harness.commands.cli import SEED as SEED_NUMBER
 from harness.commands.cli import OneLineParser
+from harness.integration.inputs import Number, file_problem
 from harness.integration.own_config import own_pytest_options
 from harness.integration.recording import RERUN_SECONDS
 from harness.integration.warm_sessions import run_pytest, run_script
@@ -314,31 +316,30 @@ def specificity(scores: list[Score]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="harness score", description="Score the suites against every seeded-bug driver.")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
+    parser.add_argument("--jobs", type=Number(int, 0, high=1024, unit="runs at once").for_argparse(),
+                        default=os.cpu_count() or 2, help="mutants run at once")
     parser.add_argument("--only", nargs="*", default=None, metavar="NAME", help="score only these mutants and variants")
-    parser.add_argument("--seed", type=int, default=SEED, help=f"the seed of every run (default {SEED})")
+    parser.add_argument("--seed", type=SEED_NUMBER.for_argparse(), default=SEED, help=f"the seed of every run (default {SEED})")
     parser.add_argument("--mutant-profile", default="ci", choices=VARIANT_PROFILES, metavar="P",
                         help="the profile of every seeded bug's run (default ci; certify is harness certify's)")
     parser.add_argument("--profiles", default="ci", metavar="P,..",
                         help="run each correct variant in each of these profiles (default ci; dev, ci, certify)")
     parser.add_argument("--seeds", default="", metavar="N,..", help="run each correct variant with each of these seeds")
-    parser.add_argument("--examples", type=int, default=0, metavar="N",
+    parser.add_argument("--examples", type=Number(int, 0, above=False, note="0: the profile's").for_argparse(), default=0, metavar="N",
                         help="run each correct variant's generative tests with N examples, not the profile's")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the scores as JSON")
     options = parser.parse_args(argv)
-    if options.jobs < 1:
-        parser.error("--jobs must be at least 1")
-    if options.examples < 0:
-        parser.error("--examples must be at least 1 (or 0: the profile's)")
+    if options.json and file_problem(options.json):  # checked now, not after the whole score
+        parser.error(f"--json={options.json}: {file_problem(options.json)}")
     profiles = tuple(p for p in options.profiles.split(",") if p)
     unknown = [p for p in profiles if p not in VARIANT_PROFILES]
     if unknown or not profiles:
         parser.error(f"--profiles: {', '.join(unknown) or 'none given'}; allowed: {', '.join(VARIANT_PROFILES)} "
                      f"(nightly is harness fuzz's: fuzz a variant with it)")
     try:
-        seeds = tuple(int(n) for n in options.seeds.split(",") if n.strip())
+        seeds = tuple(int(SEED_NUMBER.read(n)) for n in options.seeds.split(",") if n.strip())
     except ValueError:
-        parser.error(f"--seeds: {options.seeds!r} is not a comma-separated list of integers")
+        parser.error(f"--seeds: {options.seeds!r} is not a comma-separated list of whole numbers")
     unknown_names, there = _unknown_names(options.only or [])
     if unknown_names:  # scoring nothing would exit 0: a misspelt name must not read as a pass
         parser.error(f"--only: {unknown_names[0]!r} is no seeded bug or correct variant; they are: {', '.join(there)}")
@@ -365,7 +366,11 @@ def main(argv: list[str] | None = None) -> int:
 
         document = {"sensitivity": [asdict(s) for s in scores], "specificity": [asdict(s) for s in variants],
                     "unmeasured_requirements": unmeasured}
-        write_atomically(options.json, json.dumps(document, indent=2))
+        try:
+            write_atomically(options.json, json.dumps(document, indent=2))
+        except OSError as error:
+            print(f"harness score: --json={options.json}: cannot write it: {error.strerror}", file=sys.stderr)
+            return 2
     return 0 if all(s.caught for s in scores) and not any(v.caught for v in variants) else 1
 
 

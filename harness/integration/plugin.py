@@ -21,6 +21,7 @@ import harness
 from harness.api.errors import ConformanceError, DriverFault, HarnessError, UsageError
 from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
+from harness.integration.inputs import Number, directory_problem, file_problem, one_of
 from harness.integration.recording import EXPECTATION, is_generative, suite_of
 from harness.integration import forked
 from harness.integration.generation import pin_local_constants
@@ -36,6 +37,14 @@ CERTIFY_SEED = 0
 #: The driver service's default address-space limit: far above what a conforming driver needs on
 #: the suites' small tensors, far below what a leak may take from the machine.
 DEFAULT_MEMORY_LIMIT_MIB = 8192
+
+#: What the numeric options allow (`harness.integration.inputs`: always finite).  A call deadline
+#: past a day is no deadline; a limit in MiB past 2**43 - 1 is more bytes than the kernel's limit holds.
+SEED = Number(int, low=None)
+EXAMPLES = Number(int, 0, unit="examples per test")
+ROUNDS_FOR = Number(float, 0, above=False, high=366 * 24 * 3600, unit="seconds", note="0: one round")
+TIMEOUT = Number(float, 0, high=24 * 3600, unit="seconds")
+MEMORY_LIMIT = Number(int, 0, above=False, high=2**43 - 1, unit="MiB", note="0: no limit")
 
 
 @dataclass
@@ -130,9 +139,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("driver-harness")
     group.addoption("--driver", default="reference", metavar="NAME",
                     help="driver under test: a registered name, package.module:factory or path/file.py:factory (default: reference)")
-    group.addoption("--harness-profile", default="dev", choices=PROFILES,
+    group.addoption("--harness-profile", default="dev", type=one_of("--harness-profile", PROFILES),
                     help="hypothesis settings: dev (default), ci, certify (derandomized, fixed seed) or nightly")
-    group.addoption("--harness-seed", type=int, default=None, metavar="N",
+    group.addoption("--harness-seed", type=SEED.for_pytest("--harness-seed"), default=None, metavar="N",
                     help="seed for every generated scenario (default: random, printed; certify: 0)")
     group.addoption("--expectations", default=None, metavar="FILE", help="TOML file of per-driver skips and xfails with reasons")
     group.addoption("--harness-record", default=None, metavar="FILE",
@@ -143,8 +152,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write each failing scenario as a standalone reproducer script into DIR")
     group.addoption("--harness-db", default=None, metavar="PATH|redis://HOST:PORT/N",
                     help="hypothesis example database: a directory, or Redis shared with other machines (plus a local copy)")
-    group.addoption("--harness-examples", type=int, default=None, metavar="N", help="examples per test (overrides the profile)")
-    group.addoption("--harness-rounds-for", type=float, default=None, metavar="SECONDS",
+    group.addoption("--harness-examples", type=EXAMPLES.for_pytest("--harness-examples"), default=None, metavar="N",
+                    help="examples per test (overrides the profile)")
+    group.addoption("--harness-rounds-for", type=ROUNDS_FOR.for_pytest("--harness-rounds-for"), default=None,
+                    metavar="SECONDS",
                     help="harness fuzz: run the collected tests round after round (--harness-examples per test in "
                          "the first, doubling up to the profile's count) until SECONDS have passed; tests that "
                          "generate no examples run in the first round only")
@@ -161,11 +172,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cts-specs", action="append", default=[], metavar="PATH",
                     help="NNAPI spec files (*.mod.py) or directories of them for the golden suite (repeatable; "
                          "default: the harness's own corpus)")
-    group.addoption("--driver-isolation", default="process", choices=("process", "inline"),
+    group.addoption("--driver-isolation", default="process",
+                    type=one_of("--driver-isolation", ("process", "inline")),
                     help="run the driver in its own service process (default; crashes and hangs are reported) or inline")
-    group.addoption("--driver-timeout", type=float, default=DEFAULT_CALL_DEADLINE_S, metavar="SECONDS",
+    group.addoption("--driver-timeout", type=TIMEOUT.for_pytest("--driver-timeout"), default=DEFAULT_CALL_DEADLINE_S,
+                    metavar="SECONDS",
                     help=f"deadline of every driver call in process isolation (default {DEFAULT_CALL_DEADLINE_S:g})")
-    group.addoption("--driver-memory-limit", type=int, default=DEFAULT_MEMORY_LIMIT_MIB, metavar="MIB",
+    group.addoption("--driver-memory-limit", type=MEMORY_LIMIT.for_pytest("--driver-memory-limit"),
+                    default=DEFAULT_MEMORY_LIMIT_MIB, metavar="MIB",
                     help=f"address-space limit of the driver service (RLIMIT_AS, default {DEFAULT_MEMORY_LIMIT_MIB}); "
                          "a call that runs past it fails as RESOURCE (SVC-1); 0: no limit")
 
@@ -265,13 +279,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(forked, "harness-forked")
     from hypothesis import settings
 
-    for option, flag in (("driver_timeout", "--driver-timeout"), ("harness_examples", "--harness-examples")):
-        value = config.getoption(option)
-        if value is not None and value <= 0:
-            raise pytest.UsageError(f"{flag}={value:g}: must be above zero")
-    rounds_for = config.getoption("harness_rounds_for")
-    if rounds_for is not None and rounds_for < 0:
-        raise pytest.UsageError(f"--harness-rounds-for={rounds_for:g}: must be 0 (one round) or more seconds")
+    # numbers are checked as they are parsed (their addoption types); the rest here, before anything heavy
     for path in config.getoption("cts_specs"):
         if not os.path.exists(path):
             raise pytest.UsageError(f"--cts-specs={path}: no such file or directory (give *.mod.py files or folders of them)")
@@ -279,9 +287,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
         if not spec_files([path]):  # a corpus of nothing would certify nothing, as PASS
             raise pytest.UsageError(f"--cts-specs={path}: holds no *.mod.py file (give *.mod.py files or folders of them)")
-    if config.getoption("driver_memory_limit") < 0:
-        raise pytest.UsageError(f"--driver-memory-limit={config.getoption('driver_memory_limit')}: must be 0 (no limit) "
-                                "or a size in MiB")
+    _check_outputs(config)
+    _check_stop_on(config.getoption("harness_stop_on"))
+    expectations: list[Expectation] = []
+    if config.getoption("expectations"):
+        try:
+            expectations = load_expectations(config.getoption("expectations"))
+        except HarnessError as error:
+            raise pytest.UsageError(str(error)) from None
     _register_profiles()
     pin_local_constants()  # a seed means the same examples in a run and in its reproducer
     profile = config.getoption("harness_profile")
@@ -304,9 +317,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if state.driver_name != "reference":  # the reference starts lazily: it is trusted, and often unused
             state.create()  # a factory that raises stops the run here too
             check_capabilities(state.capabilities(), spec.plugin or "?", f"driver {spec.name!r}")
-        if config.getoption("expectations"):
-            state.expectations = load_expectations(config.getoption("expectations"))
-        state.expectations += _plugin_expectations(state)
+        state.expectations = expectations + _plugin_expectations(state)
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from None
     if config.getoption("harness_record"):  # after the checks: a refused run leaves no records file behind
@@ -315,15 +326,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
         # harness fuzz's rounds: a live progress file, and tests left out by the rounds' own choice
         fuzzing = config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None
-        config.pluginmanager.register(
-            Recorder(config.getoption("harness_record"), config.getoption("harness_stop_on"), canonical_id,
-                     config.getoption("driver"), config.getoption("harness_reproducers"),
-                     service=lambda: state.service,
-                     progress=fuzzing,
-                     replaying=_replaying_on_a_fresh_driver(state), example_options=_example_options(config, state),
-                     setup=DriverSetup(state.isolation, state.timeout, state.memory_limit_mib),
-                     deselected_not_run=not fuzzing),
-            "harness-recorder")
+        record = config.getoption("harness_record")
+        try:  # checked (_check_outputs): only a change since then fails here
+            os.makedirs(os.path.dirname(os.path.abspath(record)), exist_ok=True)
+            recording = Recorder(record, config.getoption("harness_stop_on"), canonical_id,
+                                 config.getoption("driver"), config.getoption("harness_reproducers"),
+                                 service=lambda: state.service,
+                                 progress=fuzzing,
+                                 replaying=_replaying_on_a_fresh_driver(state), example_options=_example_options(config, state),
+                                 setup=DriverSetup(state.isolation, state.timeout, state.memory_limit_mib),
+                                 deselected_not_run=not fuzzing)
+        except OSError as error:
+            raise pytest.UsageError(f"--harness-record={record}: cannot open it: {error.strerror}") from None
+        config.pluginmanager.register(recording, "harness-recorder")
     if config.getoption("harness_rounds_for") is not None:
         from harness.integration.rounds import Rounds
 
@@ -346,6 +361,40 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_XdistSeedSharing(seed), "harness-xdist-seed")
 
 
+def _check_outputs(config: pytest.Config) -> None:
+    """Where the run writes: checked before it starts (an unwritable place found at the first
+    failure, an hour in, was a traceback and a lost run)."""
+    from harness.integration.database import database_problem
+
+    checks = [("--harness-record", config.getoption("harness_record"), file_problem),
+              ("--harness-reproducers", config.getoption("harness_reproducers"), directory_problem)]
+    for option, path, problem_of in checks:
+        problem = problem_of(path) if path else None
+        if problem:
+            raise pytest.UsageError(f"{option}={path}: {problem}")
+    location = config.getoption("harness_db")
+    problem = database_problem(location, writable=not config.getoption("harness_db_read_only")) if location else None
+    if problem:
+        raise pytest.UsageError(problem)
+    cache = os.environ.get("DRIVER_HARNESS_CACHE")  # where native targets are built (harness.tooling.build)
+    problem = directory_problem(cache) if cache else None
+    if problem:
+        raise pytest.UsageError(f"DRIVER_HARNESS_CACHE={cache} (environment): {problem}")
+
+
+def _check_stop_on(requirement: str) -> None:
+    """``--harness-stop-on`` names a requirement: one no test names would never stop the run."""
+    from harness.api.requirements import REQUIREMENTS
+
+    if requirement and requirement not in REQUIREMENTS:
+        import difflib
+
+        guess = difflib.get_close_matches(requirement.upper(), REQUIREMENTS, n=1)
+        hint = f"did you mean {guess[0]}? " if guess else ""
+        raise pytest.UsageError(f"--harness-stop-on={requirement}: no such requirement; {hint}"
+                                f"the requirements are {', '.join(REQUIREMENTS)}")
+
+
 class _XdistSeedSharing:
     """Every xdist worker generates with the controller's seed."""
 
@@ -363,12 +412,16 @@ def _plugin_expectations(state: HarnessState) -> list[Expectation]:
 def pytest_unconfigure(config: pytest.Config) -> None:
     recorder = config.pluginmanager.get_plugin("harness-recorder")
     state = config.stash.get(STATE_KEY, None)
-    if recorder is not None:
-        if state is not None and state.service is not None:
-            recorder.write_service(state.service.summary())
-        recorder.close()
-    if state is not None:
-        state.close()
+    try:  # the service stops and the record closes even when its last write fails (a full disk)
+        if recorder is not None:
+            try:
+                if state is not None and state.service is not None:
+                    recorder.write_service(state.service.summary())
+            finally:
+                recorder.close()
+    finally:
+        if state is not None:
+            state.close()
 
 
 def declared_for_driver(config: pytest.Config, what: str) -> list:

@@ -33,7 +33,7 @@ from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
 from harness.integration.warm_sessions import run_script
 from harness.report.attribution import failed_requirements, fault_of, raised_by_hypothesis
-from harness.report.files import write_atomically
+from harness.report.files import append_whole, write_atomically
 from harness.report.reproducer import DriverSetup, earlier_test
 
 #: The expectations-file entry that applies to a test (set at collection): its skip or xfail is a waiver.
@@ -532,7 +532,10 @@ class Recorder:
         return record
 
     def _append(self, record: dict) -> None:
-        os.write(self._fd, (json.dumps(record) + "\n").encode("utf-8"))
+        try:
+            append_whole(self._fd, (json.dumps(record) + "\n").encode("utf-8"))
+        except OSError as error:  # a full disk: the run ends as a usage error, in one line, its records whole
+            raise pytest.UsageError(f"--harness-record: cannot write the run's record: {error.strerror}") from None
 
     def close(self) -> None:
         os.close(self._fd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -44,3 +45,15 @@ def write_atomically(path: str | os.PathLike[str], text: str, *, durable: bool =
         except FileNotFoundError:
             pass
         raise
+
+
+def append_whole(fd: int, data: bytes) -> None:
+    """Append ``data`` through ``fd`` (opened O_APPEND) in one write, or not at all: a write that
+    a full disk cut short is taken back (a torn line reads as a broken record), and raises OSError."""
+    written = os.write(fd, data)
+    if written < len(data):
+        try:
+            os.ftruncate(fd, os.fstat(fd).st_size - written)
+        except OSError:
+            pass  # not a regular file: nothing kept what was cut short
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
