@@ -22,4 +22,6 @@ class GoldenMismatch(ConformanceError):
         where = f"{test.kind.value}{' in ' + test.memory_kind if test.memory_kind else ''}"
         super().__init__(f"[{requirement}] {case.case.spec}:{case.case.line} example {case.case.example} "
                          f"({case.id}), variation {variations}, {where}: {detail}", requirement=requirement)
-        self.golden = {"path": case.path, "case": case.id, "kind": test.kind.value, "memory_kind": test.memory_kind}
+        # plain strings (a memory kind is a StrEnum): a reproducer prints them as Python literals
+        self.golden = {"path": str(case.path), "case": str(case.id), "kind": str(test.kind.value),
+                       "memory_kind": str(test.memory_kind)}
