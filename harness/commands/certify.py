@@ -118,11 +118,20 @@ def _run_and_report(driver: str, out: str, given: str, expectations: str | None,
     print(f"harness {command}: {driver}: {document['verdict']} ({counts}); reports in {out}")
     corpus = document["golden"]["corpus"]
     if corpus:
-        run = sum(c["run"] for types in document["golden"]["coverage"].values() for c in types.values())
-        passed = sum(c["passed"] for types in document["golden"]["coverage"].values() for c in types.values())
+        cells = [c for types in document["golden"]["coverage"].values() for c in types.values()]
+        run, passed = sum(c["run"] for c in cells), sum(c["passed"] for c in cells)
+        unsupported = sum(c["unsupported"] for c in cells)
         print(f"harness {command}: golden corpus: {corpus['files']} files, {corpus['examples']} examples, "
               f"{corpus['declared']} declared by the driver ({corpus['not_declared']} not declared, "
-              f"{len(corpus['unexpressed'])} not expressible); (operation, type) checks passed: {passed} of {run}")
+              f"{len(corpus['unexpressed'])} the harness could not read); (operation, type) checks passed: {passed} of "
+              f"{run}, {unsupported} reported unsupported by the driver")
+        if corpus["unexpressed"]:  # whatever the verdict: their examples did not run
+            print(f"harness {command}: {len(corpus['unexpressed'])} spec files or examples the harness could not read "
+                  "(their examples did not run):", file=sys.stderr)
+            for entry in corpus["unexpressed"]:
+                print(f"    {entry['reason']}", file=sys.stderr)
+    if document.get("nothing_checked") and document["verdict"] == "INCOMPLETE" and not document["not_run"]:
+        print(f"harness {command}: no check ran: {certificate.NOTHING_CHECKED_FIX}", file=sys.stderr)
     if document["files_left_out"]:
         print(f"harness {command}: files left out of the run ({', '.join(document['files_left_out'])}): "
               "what their tests check is unknown", file=sys.stderr)

@@ -2,7 +2,9 @@
 
 `load_corpus` runs every ``*.mod.py`` under the given paths through the DSL and converts each
 example into a `GoldenCase`: a harness `Subgraph` (with referenced subgraphs and the relaxed flag),
-the constant bytes, the input values and the golden outputs.  A file the DSL cannot run, or an
+the constant bytes (CONSTANT_COPY values of every subgraph in one operandValues, CONSTANT_REFERENCE
+ones in one pool, as CTS builds them), the input values (an input with no value is omitted) and
+the golden outputs.  A file the DSL cannot run, or an
 example the data model cannot hold, is kept as an `Unexpressed` entry with the reason, so a
 corpus is always fully counted.  An example of an operation or operand type the harness's data
 model has no name for is kept apart (``Unexpressed.outside``): no driver can declare it, so it is
@@ -12,12 +14,15 @@ outside the certificate, where an example that could not be read is a test that 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from harness.api.hal import (DataLocation, Model, Operand, OperandLifeTime, OperandType, Operation, OperationType,
                              Subgraph, SymmPerChannelQuantParams, numpy_dtype)
+from harness.api.memory import create_ashmem
 
 from .dsl import SpecCase, SpecError, SpecGraph, run_spec
 
@@ -35,10 +40,11 @@ class GoldenCase:
     case: SpecCase
     main: Subgraph
     referenced: tuple[Subgraph, ...]
-    operand_values: bytes
+    operand_values: bytes  # the CONSTANT_COPY values of every subgraph
     inputs: tuple[np.ndarray | None, ...]  # None: the input is omitted (hasNoValue)
     outputs: tuple[np.ndarray, ...]
     ignored: tuple[bool, ...]  # outputs CTS does not compare
+    pool: bytes = b""  # the CONSTANT_REFERENCE values of every subgraph: the model's pool 0
 
     @property
     def id(self) -> str:
@@ -62,9 +68,18 @@ class GoldenCase:
                 pairs.append((operation.type.name, first))
         return sorted(set(pairs))
 
-    def model(self, main: Subgraph | None = None) -> Model:
-        """The example's model (with ``main`` in place of its main subgraph, when given)."""
-        return Model(self.main if main is None else main, self.operand_values, (), self.referenced, self.case.relaxed)
+    @contextmanager
+    def open_model(self, main: Subgraph | None = None) -> Iterator[Model]:
+        """The example's model (with ``main`` in place of its main subgraph, when given); its constant
+        pool, when it has CONSTANT_REFERENCE operands, is a shared memory closed on exit."""
+        pools = (create_ashmem(len(self.pool)),) if self.pool else ()
+        try:
+            if pools:
+                pools[0].write(self.pool)
+            yield Model(self.main if main is None else main, self.operand_values, pools, self.referenced, self.case.relaxed)
+        finally:
+            for pool in pools:
+                pool.close()
 
 
 @dataclass(frozen=True)
@@ -96,23 +111,30 @@ def _array(operand_type: OperandType, dims: tuple[int, ...], value: tuple) -> np
     return np.asarray(value, dtype=np.float64 if dtype.kind == "f" else np.int64).astype(dtype).reshape(dims)
 
 
-def _subgraph(graph: SpecGraph, values: bytearray) -> Subgraph:
+def _place(data: bytearray, raw: bytes) -> int:
+    """Append ``raw`` to ``data`` at an offset aligned to 8 bytes; return the offset."""
+    offset = -(-len(data) // 8) * 8
+    data.extend(b"\0" * (offset - len(data)) + raw)
+    return offset
+
+
+def _subgraph(graph: SpecGraph, values: bytearray, pool: bytearray) -> Subgraph:
     operands = []
     for operand in graph.operands:
         operand_type = OperandType[operand.type]
         dims = operand.dimensions
         channel = SymmPerChannelQuantParams(*operand.channel_quant) if operand.channel_quant else None
         if operand.kind == "parameter":
-            if operand.value is None or (dims and 0 in dims):
+            if not operand.value or (dims and 0 in dims):  # no value, or an empty one: an omitted operand
                 operands.append(Operand(operand_type, dims, operand.scale, operand.zero_point, OperandLifeTime.NO_VALUE,
                                         channel_quant=channel))
                 continue
             raw = _array(operand_type, dims, operand.value).tobytes()
-            offset = -(-len(values) // 8) * 8
-            values.extend(b"\0" * (offset - len(values)) + raw)
-            location = DataLocation(0, offset, len(raw))
-            operands.append(Operand(operand_type, dims, operand.scale, operand.zero_point, OperandLifeTime.CONSTANT_COPY,
-                                    location, channel))
+            if operand.reference:
+                location, lifetime = DataLocation(0, _place(pool, raw), len(raw)), OperandLifeTime.CONSTANT_REFERENCE
+            else:
+                location, lifetime = DataLocation(0, _place(values, raw), len(raw)), OperandLifeTime.CONSTANT_COPY
+            operands.append(Operand(operand_type, dims, operand.scale, operand.zero_point, lifetime, location, channel))
         elif operand.kind == "subgraph":
             operands.append(Operand(operand_type, (), 0.0, 0, OperandLifeTime.SUBGRAPH, DataLocation(0, operand.subgraph, 0)))
         else:
@@ -131,18 +153,18 @@ def _outside_names(case: SpecCase) -> tuple[str, ...]:
 
 
 def to_golden(path: str, case: SpecCase) -> GoldenCase:
-    values = bytearray()
-    main = _subgraph(case.main, values)
-    referenced = tuple(_subgraph(g, bytearray()) for g in case.referenced)  # referenced graphs carry no example values
+    values, pool = bytearray(), bytearray()  # one operandValues and one pool for every subgraph, as in a HAL model
+    main = _subgraph(case.main, values, pool)
+    referenced = tuple(_subgraph(g, values, pool) for g in case.referenced)
     inputs = []
     for index in case.main.inputs:
         operand, declared = case.main.operands[index], main.operands[index]
-        empty = not operand.value and (not operand.dimensions or 0 in operand.dimensions)
-        inputs.append(None if empty else _array(declared.type, operand.dimensions, operand.value or ()))
+        # an input with no value is omitted (CTS passes no buffer: hasNoValue), whatever its dimensions
+        inputs.append(_array(declared.type, operand.dimensions, operand.value) if operand.value else None)
     outputs = tuple(_array(main.operands[i].type, case.main.operands[i].dimensions, case.main.operands[i].value or ())
                     for i in case.main.outputs)
     ignored = tuple(case.main.operands[i].ignored for i in case.main.outputs)
-    return GoldenCase(path, case, main, referenced, bytes(values), tuple(inputs), outputs, ignored)
+    return GoldenCase(path, case, main, referenced, bytes(values), tuple(inputs), outputs, ignored, bytes(pool))
 
 
 def spec_files(paths: list[str]) -> list[str]:

@@ -9,7 +9,8 @@ Per element: |actual - expected| <= atol + rtol * |expected|, with
   integer results are exact, and one unit is exactly what truncating DIV gets wrong.)
 Expected values that are NaN or infinite, above 1e3 in float32 or above 1e2 in float16, are not
 compared (CTS skips them).  CTS sets no bias or mean-squared-error bound for generated tests,
-and neither does this.
+and neither does this.  A RANDOM_MULTINOMIAL example (``WithMultinomialDistributionTolerance``)
+is judged by its samples' distribution instead (`multinomial_mismatch`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from harness.api.hal import OperandType
 
-__all__ = ["Criterion", "Mismatch", "compare", "criterion_for"]
+__all__ = ["Criterion", "Mismatch", "compare", "criterion_for", "multinomial_mismatch"]
 
 _F16_ULP = 0.0009765625
 _F32_ULP = 1.1920928955078125e-7
@@ -72,3 +73,28 @@ def compare(expected: np.ndarray, actual: np.ndarray, criterion: Criterion) -> M
         return None
     where = np.flatnonzero(bad)[:5]
     return Mismatch(int(bad.sum()), int(compared.sum()), tuple((int(i), float(want[i]), float(got[i])) for i in where), criterion)
+
+
+def multinomial_mismatch(logits: np.ndarray, samples: np.ndarray, tolerance: float) -> str | None:
+    """CTS's check of a RANDOM_MULTINOMIAL example (``WithMultinomialDistributionTolerance``): per batch,
+    each class's share of the samples is within ``tolerance`` of its probability, softmax of the
+    input's logits.  None when it is; else what is not."""
+    logits = np.asarray(logits, np.float64)
+    samples = np.asarray(samples)
+    if logits.ndim != 2 or samples.ndim != 2 or samples.shape[0] != logits.shape[0]:
+        return f"samples of shape {samples.shape} for logits of shape {logits.shape}"
+    classes, drawn = logits.shape[1], samples.shape[1]
+    for batch in range(logits.shape[0]):
+        row = samples[batch]
+        outside = row[(row < 0) | (row >= classes)]
+        if outside.size:
+            return f"batch {batch}: class {int(outside[0])} drawn, of {classes} classes"
+        counts = np.bincount(row.astype(np.int64), minlength=classes)
+        expected = np.exp(logits[batch]) / np.exp(logits[batch]).sum()
+        share = counts / max(drawn, 1)
+        off = np.flatnonzero(np.abs(share - expected) > tolerance)
+        if off.size:
+            c = int(off[0])
+            return (f"batch {batch}: class {c} drawn {int(counts[c])} of {drawn} times ({share[c]:.4f}), "
+                    f"probability {expected[c]:.4f} (tolerance {tolerance:g}); {off.size} classes beyond it")
+    return None

@@ -1,35 +1,55 @@
 """The NNAPI test_generator DSL, executed by the harness itself.
 
 An AOSP spec file (``*.mod.py``) is Python that declares operands (``Input``, ``Output``,
-``Parameter``, ``Internal``, scalar and vector shorthands), models (``Model().Operation(...).To(...)``)
-and examples (``Example({...})``) with variations (relaxed, float16, quant8 re-typing, NCHW, axis
-moves, activations, parameters as inputs).  `run_spec` executes one file in a namespace that holds
-only these names and a few harmless builtins, and returns the examples it declared, each expanded
-into its variations: plain data (`SpecCase`) with no reference to the DSL objects.
+``Parameter``, ``Internal``, scalar and vector shorthands), models (``Model().Operation(...).To(...)``,
+models passed to IF and WHILE as subgraphs) and examples (``Example({...})``) with variations
+(relaxed, float16, int32 and quant8 re-typing, NCHW, axis moves, activations, lifetime variations).
+`run_spec` executes one file in a namespace that holds only these names, a few harmless builtins
+and the modules spec files import (``math``, ``itertools``, ``numpy``, ``random``, ``copy``,
+``collections``, ``sys``: the last three reduced to what data-building code uses), and returns
+the examples it declared, each expanded into its variations: plain data (`SpecCase`) with no
+reference to the DSL objects.
 
 The semantics follow ``tools/test_generator`` of AOSP's NeuralNetworks module (its README is the
-user's guide): variation groups combine as a cartesian product; re-typing dequantizes values
-from the old type and quantizes them to the new one (rounding half to even, as numpy does);
-single-operation models also get the "all tensors as inputs" and "all inputs as internal"
-variations.  What this module cannot express raises `SpecError` naming the file and line.
+user's guide), as Android 11 generates CTS and VTS tests from the same files:
+
+- variation groups combine as a cartesian product, for each example's inputs in turn; re-typing
+  dequantizes values from the old type and quantizes them to the new one (rounding half to even,
+  as numpy does); a re-typing converter applies itself to the models an operation takes as
+  operands (IF branches, WHILE bodies), and converters that cannot (layouts, axes, activations)
+  refuse models that have any;
+- single-operation models also get the "all tensors as inputs" and "all inputs as internal"
+  variations (for every operation), unless the example disables them;
+- examples of one model with the same name and no variations of their own are one example with
+  several inputs; each test is named ``<spec>_<model>_<example>_<variations>`` and a name already
+  given in the file gets ``_2``, ``_3``, ... (Android's own numbering), so a name is one example;
+- a per-channel quantization declared with ``hide=True`` converts values but is not part of the
+  operand (the bias of a per-channel convolution), an empty value (``[]``) is an omitted optional
+  operand, and ``Configuration.use_shm_for_weights`` makes constants CONSTANT_REFERENCE.
+
+What this module cannot express raises `SpecError` naming the file and line.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import collections
+import copy
 import itertools
 import math
 import os
 import random
+import re
 import sys
+import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["SpecCase", "SpecError", "SpecOperand", "SpecOperation", "run_spec"]
+__all__ = ["SpecCase", "SpecError", "SpecGraph", "SpecOperand", "SpecOperation", "run_spec"]
 
 
 class SpecError(Exception):
@@ -51,10 +71,11 @@ class SpecOperand:
     scale: float
     zero_point: int
     kind: str  # "input", "output", "parameter", "internal" or "subgraph"
-    value: tuple | None  # parameters: the constant; inputs/outputs: this example's value
+    value: tuple | None  # parameters: the constant (None or empty: omitted); inputs/outputs: this example's value
     channel_quant: tuple[tuple[float, ...], int] | None = None  # (scales, channel dimension)
     ignored: bool = False  # an IgnoredOutput: not compared
     subgraph: int = -1  # kind "subgraph": the index into SpecCase.referenced
+    reference: bool = False  # a parameter declared with Configuration.use_shm_for_weights: CONSTANT_REFERENCE
 
 
 @dataclass(frozen=True)
@@ -77,16 +98,17 @@ class SpecCase:
     """One example of one spec file under one combination of variations."""
 
     spec: str  # the spec file's name, e.g. "conv2d_v1_2.mod.py"
-    name: str  # the test name CTS would give it: spec, model, example name and variation names
+    name: str  # the test name CTS gives it: spec, model, example name and variation names, numbered if repeated
     variations: tuple[str, ...]
-    example: int  # which of the model's examples (0-based)
+    example: int  # which of the example's inputs (0-based)
     main: SpecGraph
     referenced: tuple[SpecGraph, ...]
     relaxed: bool
     expect_failure: bool
     dynamic_output_shape: bool  # False when the spec disables the dynamic output shape test
     line: int  # where the Example was declared
-    version: str | None = None
+    version: str | None = None  # the HAL version that introduced it (None: relaxed, or not under V1_x)
+    tolerance: float = 0.0  # RANDOM_MULTINOMIAL: the tolerance of its distribution (0: outputs compared)
 
     @property
     def operation_types(self) -> tuple[str, ...]:
@@ -102,7 +124,7 @@ def _parse_legacy_shape(text: str) -> tuple[list[int], float, int]:
     text = text.strip()
     if text in ("", "{}"):
         return [], 0.0, 0
-    before, _, rest = text.partition("{")
+    _before, _, rest = text.partition("{")
     dims_text, _, rest = rest.partition("}")
     dims = [int(d) for d in dims_text.split(",") if d.strip()]
     parts = [p.strip().rstrip("f") for p in rest.split(",") if p.strip()]
@@ -112,9 +134,13 @@ def _parse_legacy_shape(text: str) -> tuple[list[int], float, int]:
 
 
 class SymmPerChannelQuantParams:
+    """Per-channel scales.  ``hide``: the scales convert values, but the operand does not carry them
+    (Android's generator leaves them out: the bias of a per-channel convolution is TENSOR_INT32)."""
+
     def __init__(self, channelDim: int, scales: Sequence[float], hide: bool = False) -> None:
         self.channelDim = int(channelDim)
         self.scales = [float(s) for s in scales]
+        self.hide = bool(hide)
 
     def broadcast(self, dimensions: Sequence[int]) -> np.ndarray:
         shape = [1] * len(dimensions)
@@ -164,6 +190,10 @@ def _dequantize(v: Any, ty: _Type) -> Any:
     return v
 
 
+_BOUNDS = {"TENSOR_QUANT8_ASYMM": (0, 255), "TENSOR_QUANT16_ASYMM": (0, 65535),
+           "TENSOR_QUANT8_SYMM_PER_CHANNEL": (-127, 127), "TENSOR_QUANT8_ASYMM_SIGNED": (-128, 127)}
+
+
 def _quantize(v: Any, ty: _Type) -> Any:
     if ty.scale != 0:
         v /= ty.scale
@@ -172,11 +202,9 @@ def _quantize(v: Any, ty: _Type) -> Any:
     v += ty.zero_point
     if not ty.is_float:
         v = np.round(v)
-        v = int(np.asarray(v).item()) if np.isscalar(v) else v.astype(int)
-    bounds = {"TENSOR_QUANT8_ASYMM": (0, 255), "TENSOR_QUANT16_ASYMM": (0, 65535),
-              "TENSOR_QUANT8_SYMM_PER_CHANNEL": (-127, 127), "TENSOR_QUANT8_ASYMM_SIGNED": (-128, 127)}
-    if ty.name in bounds:
-        v = np.minimum(np.maximum(v, bounds[ty.name][0]), bounds[ty.name][1])
+        v = int(np.asarray(v).item()) if np.ndim(v) == 0 else v.astype(int)
+    if ty.name in _BOUNDS:
+        v = np.minimum(np.maximum(v, _BOUNDS[ty.name][0]), _BOUNDS[ty.name][1])
     elif ty.name == "UINT32":
         v = np.maximum(v, 0)
     return v
@@ -192,6 +220,8 @@ class Operand:
         self.name = str(name)
         self.type, legacy = _make_type(opType, value, extraParams)
         self.set_value(backward if legacy else value)
+        self.may_be_internal = True
+        self.reference = False
 
     def set_value(self, value: Any) -> None:
         if value is None:
@@ -203,8 +233,21 @@ class Operand:
         else:
             self.value = [value]
 
+    def ShouldNeverBeInternal(self) -> Operand:
+        """Keep this operand out of the "all inputs as internal" variation (it stays a model input)."""
+        self.may_be_internal = False
+        return self
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+    # A declared operand is one operand of the file: a copy of a feed dict (``copy.deepcopy(input0)``)
+    # keys the same operands, as Android's generator, whose operands are equal by their unique names.
+    def __copy__(self) -> Operand:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Operand:
+        return self
 
 
 class Input(Operand):
@@ -212,8 +255,6 @@ class Input(Operand):
 
     def __init__(self, name: str, opType: Any, backward: Any = None, skipRenaming: bool = False, extraParams: Any = None) -> None:
         super().__init__(name, opType, backward, None, extraParams=extraParams)
-        if not isinstance(opType, str):
-            self.value = None
 
 
 class Output(Operand):
@@ -222,8 +263,6 @@ class Output(Operand):
 
     def __init__(self, name: str, opType: Any, backward: Any = None, skipRenaming: bool = False, extraParams: Any = None) -> None:
         super().__init__(name, opType, backward, None, extraParams=extraParams)
-        if not isinstance(opType, str):
-            self.value = None
 
 
 class IgnoredOutput(Output):
@@ -235,11 +274,16 @@ class Internal(Operand):
 
     def __init__(self, name: str, opType: Any, backward: Any = None, skipRenaming: bool = False, extraParams: Any = None) -> None:
         super().__init__(name, opType, backward, None, extraParams=extraParams)
-        self.value = None
 
 
 class Parameter(Operand):
     kind = "parameter"
+
+    def __init__(self, name: str, opType: Any, value: Any = None, backward: Any = None, skipRenaming: bool = False,
+                 extraParams: Any = None) -> None:
+        super().__init__(name, opType, value, backward, skipRenaming, extraParams)
+        # the lifetime is decided when the parameter is made, as Android's generator does
+        self.reference = self.value is not None and _current().configuration.use_shm_for_weights
 
 
 class Int32Scalar(Parameter):
@@ -272,24 +316,26 @@ class Float32Vector(Parameter):
         super().__init__(name, ("TENSOR_FLOAT32", [len(value)]), [float(v) for v in value])
 
 
-class SubgraphReference(Operand):
+class SubgraphReference(Parameter):
     """A model passed as an operation input (the branches and bodies of IF and WHILE)."""
 
     kind = "subgraph"
 
     def __init__(self, name: str, model: Model) -> None:
-        self.name = name
-        self.type = _Type("SUBGRAPH", [])
-        self.value = None
+        if not isinstance(model, Model):
+            raise TypeError(f"SubgraphReference {name!r} needs a Model, not {type(model).__name__}")
+        Operand.__init__(self, name, ("SUBGRAPH", []))
         self.model = model
+        if model.name is None:  # as Android's generator: an unnamed model takes its reference's name
+            model.name = name
 
 
 def _implicit(value: Any) -> Operand:
-    """Literal operation inputs: int, float, bool, lists of ints or floats, models."""
+    """Literal operation inputs: int, float, bool, lists of ints or floats (an empty list: of ints), models."""
     if isinstance(value, Operand):
         return value
     if isinstance(value, Model):
-        return SubgraphReference(value.name or "subgraph", value)
+        return SubgraphReference("param", value)
     if type(value) is int:
         return Int32Scalar("param", value)
     if type(value) is float:
@@ -312,11 +358,14 @@ class Model:
         self.operations: list[tuple[str, list[Operand], list[Operand]]] = []
         self.operands: list[Operand] = []
         self.relaxed = False
-        self.version: str | None = None
-        _current().models.append(self)
+        spec = _current()
+        self.version: str | None = spec.version
+        spec.models.append(self)
 
     def _use(self, operands: Iterable[Operand]) -> None:
         for operand in operands:
+            if not isinstance(operand, Operand):
+                raise TypeError(f"{operand!r} is not an operand")
             if not any(operand is o for o in self.operands):
                 self.operands.append(operand)
 
@@ -327,11 +376,27 @@ class Model:
         return self
 
     def To(self, *args: Any) -> Model:
+        if not self.operations:
+            raise TypeError("To() needs an Operation() before it")
         outs = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
         name, inputs, _ = self.operations[-1]
         self.operations[-1] = (name, inputs, outs)
         self._use(outs)
         return self
+
+    def _identify(self, wanted: Sequence[Operand], cls: type, what: str) -> Model:
+        self._use(wanted)
+        found = [o for o in self.operands if isinstance(o, cls)]
+        if len(found) != len(wanted) or any(a is not b for a, b in zip(found, wanted)):
+            raise TypeError(f"the model's {what} are {found}, not {list(wanted)}")
+        return self
+
+    def IdentifyInputs(self, *args: Operand) -> Model:
+        """Add the given inputs (those no operation uses, too) and check they are all the model's, in order."""
+        return self._identify(args, Input, "inputs")
+
+    def IdentifyOutputs(self, *args: Operand) -> Model:
+        return self._identify(args, Output, "outputs")
 
     def RelaxedExecution(self, is_relaxed: bool) -> Model:
         self.relaxed = bool(is_relaxed)
@@ -341,19 +406,32 @@ class Model:
         self.version = version
         return self
 
+    def __repr__(self) -> str:
+        return f"Model({self.name!r})"
+
+    def __copy__(self) -> Model:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Model:
+        return self
+
 
 # --------------------------------------------------------------------------- variations
 
 
 @dataclass
 class _State:
-    """One operand as a variation sees it: mutable copies of the declared fields."""
+    """One operand as a variation sees it: mutable copies of the declared fields.  ``source`` is the
+    declared operand (what variations name); states a variation adds have a source of their own."""
 
-    source: Operand
+    source: Any
     cls: type
     name: str
     type: _Type
     value: list | None
+    may_be_internal: bool = True
+    reference: bool = False
+    subgraph: _Instance | None = None
 
     def as_array(self) -> np.ndarray:
         return np.array(self.value).reshape(self.type.dimensions)
@@ -361,17 +439,34 @@ class _State:
     def set_array(self, value: np.ndarray) -> None:
         self.value = np.asarray(value).flatten().tolist()
 
+    @property
+    def is_input(self) -> bool:
+        return issubclass(self.cls, Input)
+
+    @property
+    def is_output(self) -> bool:
+        return issubclass(self.cls, Output)
+
 
 @dataclass
 class _Instance:
-    """A model being varied: operand states by identity, operations over them, the relaxed flag."""
+    """A model being varied (a copy of one `Model`): operand states, operations over them, the relaxed flag."""
 
+    model: Model
     states: list[_State]
     operations: list[tuple[str, list[int], list[int]]]
     relaxed: bool
 
-    def find(self, operand: Operand) -> _State | None:
+    def find(self, operand: Any) -> _State | None:
         return next((s for s in self.states if s.source is operand), None)
+
+    def add(self, state: _State) -> int:
+        self.states.append(state)
+        return len(self.states) - 1
+
+    @property
+    def has_subgraphs(self) -> bool:
+        return any(s.subgraph is not None for s in self.states)
 
 
 class SkipVariation(Exception):
@@ -389,6 +484,7 @@ def _flat(items: Iterable[Any]) -> Iterable[Any]:
 
 class ModelVariation:
     default_name = ""
+    supports_subgraphs = False
 
     def __init__(self, name: str | None = None) -> None:
         self.targets: dict[Any, Any] = {}
@@ -403,7 +499,9 @@ class ModelVariation:
         pass
 
     def apply(self, instance: _Instance) -> None:
-        if not self.targets:
+        if not self.supports_subgraphs and instance.has_subgraphs:
+            raise TypeError(f"{type(self).__name__} cannot vary a model that has subgraphs (IF, WHILE)")
+        if not self.targets:  # once identified, the targets stay (as in Android's generator)
             self.auto_identify(instance)
         for operand, argument in self.targets.items():
             state = instance.find(operand)
@@ -422,31 +520,52 @@ class ModelVariation:
 
 
 class DefaultVariation(ModelVariation):
-    pass
+    supports_subgraphs = True
 
 
 class DataTypeConverter(ModelVariation):
-    def __init__(self, targetType: str | None = None, name: str | None = None) -> None:
+    """Re-type operands: those identified (with a type, or a converter for a subgraph operand), or
+    with a target type ("float16", "int32", "quant8" and "quant8_signed" with ``scale`` and
+    ``zeroPoint``) every TENSOR_FLOAT32 (and FLOAT32 but for quant8) operand and every subgraph."""
+
+    supports_subgraphs = True
+    _TARGETS = ("float16", "int32", "quant8", "quant8_signed")
+
+    def __init__(self, targetType: str | None = None, name: str | None = None, scale: float | None = None,
+                 zeroPoint: int | None = None) -> None:
         super().__init__(name)
+        if targetType is not None and targetType.lower() not in self._TARGETS:
+            raise TypeError(f"DataTypeConverter converts to {', '.join(self._TARGETS)}, not {targetType!r}")
         self.target_type = targetType
+        self.scale, self.zero_point = scale, zeroPoint
 
     def auto_identify(self, instance: _Instance) -> None:
         if self.target_type is None:
             return
-        wanted = self.target_type.upper()
+        wanted = self.target_type.lower()
+        tensor: tuple[Any, ...]
+        scalar: tuple[Any, ...] | None
+        if wanted in ("quant8", "quant8_signed"):
+            if self.scale is None or self.zero_point is None:
+                raise TypeError(f"DataTypeConverter({wanted!r}) needs scale and zeroPoint")
+            tensor = ("TENSOR_QUANT8_ASYMM" if wanted == "quant8" else "TENSOR_QUANT8_ASYMM_SIGNED", self.scale, self.zero_point)
+            scalar = None
+        else:
+            tensor, scalar = ("TENSOR_" + wanted.upper(),), (wanted.upper(),)
         for state in instance.states:
-            if state.type.name == "TENSOR_FLOAT32":
-                self.targets[state.source] = ("TENSOR_" + wanted,)
-            elif state.type.name == "FLOAT32":
-                self.targets[state.source] = (wanted,)
+            if state.subgraph is not None:
+                self.targets[state.source] = DataTypeConverter(self.target_type, self.name, self.scale, self.zero_point)
+            elif state.type.name == "TENSOR_FLOAT32":
+                self.targets[state.source] = tensor
+            elif state.type.name == "FLOAT32" and scalar is not None:
+                self.targets[state.source] = scalar
 
     def final_name(self) -> str:
         if self.name is not None:
             return self.name
         if self.target_type is not None:
             return self.target_type.lower()
-        names = [(a,) if isinstance(a, str) else tuple(a) for a in self.targets.values()]
-        kinds = {n[0] for n in names}
+        kinds = {a if isinstance(a, str) else tuple(a)[0] for a in self.targets.values() if not isinstance(a, DataTypeConverter)}
         for type_name, label in (("TENSOR_QUANT8_SYMM_PER_CHANNEL", "channelQuant8"), ("TENSOR_QUANT8_ASYMM", "quant8"),
                                  ("TENSOR_QUANT8_ASYMM_SIGNED", "quant8_signed"), ("TENSOR_INT32", "int32"),
                                  ("TENSOR_FLOAT16", "float16")):
@@ -455,6 +574,11 @@ class DataTypeConverter(ModelVariation):
         return "float32"
 
     def transform(self, state: _State, argument: Any) -> None:
+        if isinstance(argument, DataTypeConverter):  # a subgraph operand: convert the model it names
+            if state.subgraph is None:
+                raise TypeError(f"{state.name}: a converter as the new type of an operand that names no model")
+            argument.apply(state.subgraph)
+            return
         if argument is None:  # identified by a list: the converter's own target type
             wanted = (self.target_type or "float32").upper()
             argument = wanted if state.type.is_scalar else "TENSOR_" + wanted
@@ -462,7 +586,7 @@ class DataTypeConverter(ModelVariation):
         extra = fields[3] if len(fields) > 3 else None
         new_type = _Type(fields[0], list(state.type.dimensions), float(fields[1]) if len(fields) > 1 else 0.0,
                          int(fields[2]) if len(fields) > 2 else 0, extra)
-        if state.value is None or state.type.elements == 0:
+        if not state.value or state.type.elements == 0:  # no value, an omitted one, or zero-sized
             state.type = new_type
             return
         real = _dequantize(state.as_array().astype(np.float32), state.type)
@@ -471,6 +595,8 @@ class DataTypeConverter(ModelVariation):
 
 
 class RelaxedModeConverter(ModelVariation):
+    supports_subgraphs = True
+
     def __init__(self, isRelaxed: Any = True, name: str | None = None) -> None:
         super().__init__(name)
         self.relaxed = isRelaxed if isinstance(isRelaxed, bool) else True
@@ -484,15 +610,18 @@ class DataLayoutConverter(ModelVariation):
     def __init__(self, targetLayout: str = "nchw", name: str | None = None) -> None:
         super().__init__(name)
         self.layout = targetLayout.lower()
+        if self.layout not in ("nchw", "nhwc"):
+            raise TypeError(f"a layout is nchw or nhwc, not {targetLayout!r}")
         self.perm = (0, 3, 1, 2) if self.layout == "nchw" else (0, 2, 3, 1)
         self.default_name = self.layout
 
     def transform(self, state: _State, argument: Any) -> None:
         if len(state.type.dimensions) == 4:
-            if state.value is not None and state.type.elements != 0:
+            if state.value and state.type.elements != 0:
                 state.set_array(state.as_array().transpose(self.perm))
+            # as Android's generator: the new type keeps no per-channel parameters
             state.type = _Type(state.type.name, [state.type.dimensions[i] for i in self.perm], state.type.scale,
-                               state.type.zero_point, state.type.extra)
+                               state.type.zero_point)
         elif len(state.type.dimensions) == 1 and state.value is not None and len(state.value) == 4:
             state.set_array(state.as_array()[list(self.perm)])
         elif state.type.name == "BOOL":
@@ -504,12 +633,15 @@ class DataLayoutConverter(ModelVariation):
 class AxisConverter(ModelVariation):
     def __init__(self, origin: int, target: int, dim: int, drop: Any = (), name: str | None = None) -> None:
         super().__init__(name)
+        if not all(-dim <= a < dim for a in (origin, target)):
+            raise TypeError(f"axes {origin} and {target} are out of range for rank {dim}")
         self.origin, self.target, self.dim = origin, target, dim
         self.perm = list(range(dim))
         self.perm.insert(target if target >= 0 else target + dim, self.perm.pop(origin))
         drops = [drop] if isinstance(drop, int) else list(drop)
         self.drop = [d if d >= 0 else d + dim for d in drops]
-        axis = (target if target >= 0 else target + dim) - sum(d < (target if target >= 0 else target + dim) for d in self.drop)
+        positive = target if target >= 0 else target + dim
+        axis = positive - sum(d < positive for d in self.drop)
         self.default_name = f"dim{dim - len(self.drop)}_axis{axis}{'' if target >= 0 else '_neg'}"
 
     def transform(self, state: _State, argument: Any) -> None:
@@ -529,7 +661,7 @@ class AxisConverter(ModelVariation):
             if array is not None:
                 array = np.take(array, 0, axis=d)
         dims = [dims[i] for i in range(self.dim) if i not in self.drop]
-        state.type = _Type(state.type.name, dims, state.type.scale, state.type.zero_point, state.type.extra)
+        state.type = _Type(state.type.name, dims, state.type.scale, state.type.zero_point)
         if array is not None:
             state.set_array(array)
 
@@ -556,50 +688,97 @@ class ActivationConverter(ModelVariation):
 
 
 class ParameterAsInputConverter(ModelVariation):
+    """Identified parameters become model inputs (a variation of later generators; Android 11's files do not use it)."""
+
     def __init__(self, arg: str = "as_input", name: str | None = None) -> None:
         super().__init__(name)
         self.default_name = "as_input" if arg == "as_input" else arg
 
     def transform(self, state: _State, argument: Any) -> None:
-        if state.cls is not Input and issubclass(state.cls, Parameter):
+        if not state.is_input and issubclass(state.cls, Parameter) and state.subgraph is None:
             state.cls = Input
 
 
 class AllTensorsAsInputsConverter(ModelVariation):
+    """Every constant tensor of a single-operation model becomes a model input (every operation:
+    Android removed its exceptions for MEAN, PAD, SQUEEZE, STRIDED_SLICE, TRANSPOSE and RESHAPE)."""
+
     default_name = "all_tensors_as_inputs"
-    _EXCLUDED = ("MEAN", "PAD", "SQUEEZE", "STRIDED_SLICE", "TRANSPOSE", "RESHAPE")
-
-    def transform_model(self, instance: _Instance) -> None:
-        if len(instance.operations) != 1 or instance.operations[0][0] in self._EXCLUDED:
-            raise SkipVariation
-        tensors = [s for s in instance.states if s.cls is Parameter and not s.type.is_scalar]
-        if not tensors:
-            raise SkipVariation
-        for state in tensors:
-            state.cls = Input
-
-
-class AllInputsAsInternalConverter(ModelVariation):
-    default_name = "all_inputs_as_internal"
-    _ADDABLE = ("TENSOR_FLOAT32", "TENSOR_QUANT8_ASYMM", "TENSOR_FLOAT16", "TENSOR_QUANT8_ASYMM_SIGNED")
+    supports_subgraphs = True
 
     def transform_model(self, instance: _Instance) -> None:
         if len(instance.operations) != 1:
             raise SkipVariation
-        inputs = [s for s in instance.states if issubclass(s.cls, Input) and len(s.type.dimensions) <= 4
-                  and s.value and s.type.name in self._ADDABLE]
+        tensors = [s for s in instance.states if s.cls is Parameter and not s.type.is_scalar and s.value is not None]
+        if not tensors:
+            raise SkipVariation
+        for state in tensors:
+            state.cls = Input
+            state.reference = False
+
+
+_ADDABLE = ("TENSOR_FLOAT32", "TENSOR_QUANT8_ASYMM", "TENSOR_FLOAT16", "TENSOR_QUANT8_ASYMM_SIGNED")
+
+
+def _compatible_with_add(state: _State) -> bool:
+    return len(state.type.dimensions) <= 4 and bool(state.value) and state.type.name in _ADDABLE
+
+
+def _dummy_add(instance: _Instance, state: _State, reference: bool) -> tuple[int, int]:
+    """The constant zero and the activation of a dummy ADD on ``state``'s type (declared then, as Android does)."""
+    zero = _Type(state.type.name, [1], state.type.scale, state.type.zero_point)
+    dummy = instance.add(_State(object(), Parameter, "dummy", zero, [state.type.zero_point], reference=reference))
+    code = instance.add(_State(object(), Int32Scalar, "param", _Type("INT32", []), [0], reference=reference))
+    return dummy, code
+
+
+class AllInputsAsInternalConverter(ModelVariation):
+    """Each input of a single-operation model becomes the output of a dummy ADD of a new input and zero."""
+
+    default_name = "all_inputs_as_internal"
+    supports_subgraphs = True
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(name)
+        self.reference = False  # Configuration.use_shm_for_weights as the file left it: the generator's dump time
+
+    def transform_model(self, instance: _Instance) -> None:
+        if len(instance.operations) != 1:
+            raise SkipVariation
+        inputs = [s for s in instance.states if s.is_input and _compatible_with_add(s) and s.may_be_internal]
         if not inputs:
             raise SkipVariation
         for state in inputs:
             index = instance.states.index(state)
-            source = _State(state.source, Input, state.name + "_tmp", state.type, state.value)
-            zero = _Type(state.type.name, [1], state.type.scale, state.type.zero_point)
-            dummy = _State(state.source, Parameter, "dummy", zero, [state.type.zero_point])
-            code = _State(state.source, Parameter, "param", _Type("INT32", []), [0])
-            instance.states += [source, dummy, code]
-            n = len(instance.states)
-            instance.operations.append(("ADD", [n - 3, n - 2, n - 1], [index]))
-            state.cls = Internal
+            new = instance.add(_State(object(), Input, state.name + "_new", state.type, state.value, state.may_be_internal))
+            dummy, code = _dummy_add(instance, state, self.reference)
+            instance.operations.append(("ADD", [new, dummy, code], [index]))
+            state.cls, state.value = Internal, None
+
+
+class AllOutputsAsInternalConverter(ModelVariation):
+    """Each output of a single-operation model becomes the input of a dummy ADD whose output is the new output."""
+
+    default_name = "all_outputs_as_internal"
+    supports_subgraphs = True
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(name)
+        self.reference = False
+
+    def transform_model(self, instance: _Instance) -> None:
+        if len(instance.operations) != 1:
+            raise SkipVariation
+        outputs = [s for s in instance.states if s.is_output and _compatible_with_add(s)]
+        if not outputs:
+            raise SkipVariation
+        for state in outputs:
+            index = instance.states.index(state)
+            dummy, code = _dummy_add(instance, state, self.reference)
+            # an ignored output stays ignored (Android's generator would compare its zeros)
+            new = instance.add(_State(object(), state.cls, state.name + "_new", state.type, state.value, state.may_be_internal))
+            instance.operations.append(("ADD", [index, dummy, code], [new]))
+            state.cls, state.value = Internal, None
 
 
 _NAMED = {"relaxed": lambda: RelaxedModeConverter(True), "float16": lambda: DataTypeConverter("float16"),
@@ -745,16 +924,23 @@ class Example:
 
     @staticmethod
     def SetVersion(version: str, *names: str) -> None:
-        pass  # versions decide which HAL a test targets in VTS; every example runs here
+        """The HAL version of the tests named (full test names, as `SpecCase.name`)."""
+        for name in names:
+            _current().versions[str(name)] = version
 
 
-class Configuration:
-    use_shm_for_weights = False
-    hook_mode = False
+def _configuration() -> type:
+    """A Configuration class of the file's own: spec files set ``Configuration.use_shm_for_weights``."""
 
-    @staticmethod
-    def useSHM() -> bool:
-        return Configuration.use_shm_for_weights
+    class Configuration:
+        use_shm_for_weights = False
+        hook_mode = False
+
+        @staticmethod
+        def useSHM() -> bool:
+            return Configuration.use_shm_for_weights
+
+    return Configuration
 
 
 # --------------------------------------------------------------------------- expansion
@@ -763,8 +949,11 @@ class Configuration:
 @dataclass
 class _Spec:
     path: str
+    version: str | None = None
     models: list[Model] = field(default_factory=list)
     examples: list[Example] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    configuration: Any = field(default_factory=_configuration)
 
     def line(self) -> int:
         """The spec file's line being run (where a DSL object is being made)."""
@@ -785,161 +974,278 @@ def _current() -> _Spec:
     return _ACTIVE[-1]
 
 
-def _instance(model: Model, feed: tuple[dict, dict]) -> _Instance:
-    states: list[_State] = []
-    for operand in model.operands:
-        value = operand.value
-        if isinstance(operand, Input):
-            value = _feed_value(feed[0], operand)
-        elif isinstance(operand, Output):
-            value = [0] * operand.type.elements if operand.ignored else _feed_value(feed[1], operand)
-        states.append(_State(operand, type(operand), operand.name, _Type(operand.type.name, list(operand.type.dimensions),
-                             operand.type.scale, operand.type.zero_point, operand.type.extra),
-                             None if value is None else list(value)))
-    index = {id(o): i for i, o in enumerate(model.operands)}
-    operations = [(name, [index[id(i)] for i in ins], [index[id(o)] for o in outs]) for name, ins, outs in model.operations]
-    return _Instance(states, operations, model.relaxed)
-
-
 def _feed_value(feed: dict, operand: Operand) -> list:
     for key, value in feed.items():
         if key is operand:
-            return list(np.asarray(value).flatten().tolist()) if isinstance(value, np.ndarray) else list(value)
+            if isinstance(value, np.ndarray):
+                return list(value.flatten().tolist())
+            return list(value) if isinstance(value, (list, tuple)) else [value]
     raise KeyError(f"the example gives no value for {operand.name}")
 
 
-def _sorted_operations(operations: list[tuple[str, list[int], list[int]]]) -> list[tuple[str, list[int], list[int]]]:
-    """Operations in dataflow order (the generator sorts them topologically)."""
-    written = {o: n for n, (_, _, outs) in enumerate(operations) for o in outs}
-    done: list[int] = []
+def _instance(model: Model, feed: tuple[dict, dict] | None, copies: dict[int, _Instance]) -> _Instance:
+    """A copy of ``model`` to vary, with the example's values (``feed``; None: a referenced model, which
+    has none).  ``copies``: the referenced models already copied for this example, so that a model
+    named twice (both branches of an IF) is one model, as a deep copy makes it."""
+    instance = _Instance(model, [], [], model.relaxed)
+    copies[id(model)] = instance
+    for operand in model.operands:
+        value = None if operand.value is None else list(operand.value)
+        if feed is not None and isinstance(operand, Input):
+            value = _feed_value(feed[0], operand)
+        elif feed is not None and isinstance(operand, Output):
+            value = [0] * operand.type.elements if operand.ignored else _feed_value(feed[1], operand)
+        subgraph = None
+        if isinstance(operand, SubgraphReference):
+            subgraph = copies.get(id(operand.model)) or _instance(operand.model, None, copies)
+            value = None
+        ty = operand.type
+        instance.states.append(_State(operand, type(operand), operand.name,
+                                      _Type(ty.name, list(ty.dimensions), ty.scale, ty.zero_point, ty.extra), value,
+                                      operand.may_be_internal, operand.reference, subgraph))
+    index = {id(o): i for i, o in enumerate(model.operands)}
+    instance.operations = [(name, [index[id(i)] for i in ins], [index[id(o)] for o in outs])
+                           for name, ins, outs in model.operations]
+    return instance
+
+
+def _sorted_operations(count: int, operations: list[tuple[str, list[int], list[int]]]) -> list[int]:
+    """The operations in dataflow order, as Android's generator sorts them: depth first, each after the
+    operations writing the operands it reads (taken in the model's operand order)."""
+    writers: dict[int, list[int]] = collections.defaultdict(list)
+    readers: dict[int, list[int]] = collections.defaultdict(list)
+    for n, (_, ins, outs) in enumerate(operations):
+        for i in ins:
+            readers[i].append(n)
+        for o in outs:
+            writers[o].append(n)
+    needs: dict[int, list[int]] = {n: [] for n in range(len(operations))}
+    for operand in range(count):
+        for reader in readers[operand]:
+            needs[reader] += writers[operand]
+    order: list[int] = []
     visiting: set[int] = set()
 
     def visit(n: int) -> None:
-        if n in done:
+        if n in order:
             return
         if n in visiting:
             raise ValueError("the model's operations form a cycle")
         visiting.add(n)
-        for i in operations[n][1]:
-            if i in written:
-                visit(written[i])
+        for writer in needs[n]:
+            visit(writer)
         visiting.discard(n)
-        done.append(n)
+        order.append(n)
 
     for n in range(len(operations)):
         visit(n)
-    return [operations[n] for n in done]
+    return order
 
 
-def _graph(instance: _Instance, referenced: list[SpecGraph], models: dict[int, int]) -> SpecGraph:
+_KINDS = {Input: "input", Output: "output", IgnoredOutput: "output", Internal: "internal"}
+
+
+def _graph(instance: _Instance, compiled: _Compiled) -> SpecGraph:
     operands = []
     for state in instance.states:
-        kinds: dict[type, str] = {Input: "input", Output: "output", IgnoredOutput: "output", Internal: "internal"}
-        kind = kinds.get(state.cls)
-        if kind is None:
-            kind = "subgraph" if issubclass(state.cls, SubgraphReference) else "parameter"
-        subgraph = -1
-        if kind == "subgraph":
-            subgraph = _reference(state.source.model, referenced, models)  # type: ignore[attr-defined]
+        kind = "subgraph" if state.subgraph is not None else next(
+            (k for cls, k in _KINDS.items() if state.cls is cls), "input" if state.is_input else
+            "output" if state.is_output else "internal" if issubclass(state.cls, Internal) else "parameter")
+        subgraph = compiled.index(state.subgraph) if state.subgraph is not None else -1
         extra = state.type.extra
+        channel = (tuple(extra.scales), extra.channelDim) if extra is not None and not extra.hide else None
+        value = None if state.value is None or kind in ("internal", "subgraph") else tuple(state.value)
         operands.append(SpecOperand(
             state.name, state.type.name, tuple(state.type.dimensions), state.type.scale, state.type.zero_point, kind,
-            None if state.value is None else tuple(state.value),
-            (tuple(extra.scales), extra.channelDim) if extra is not None else None,
-            ignored=bool(getattr(state.cls, "ignored", False)), subgraph=subgraph))
-    operations = _sorted_operations(instance.operations)
-    return SpecGraph(tuple(operands), tuple(SpecOperation(n, tuple(i), tuple(o)) for n, i, o in operations),
+            value, channel, ignored=bool(getattr(state.cls, "ignored", False)), subgraph=subgraph,
+            reference=kind == "parameter" and state.reference and bool(state.value)))
+    order = _sorted_operations(len(instance.states), instance.operations)
+    operations = tuple(SpecOperation(instance.operations[n][0], tuple(instance.operations[n][1]),
+                                     tuple(instance.operations[n][2])) for n in order)
+    return SpecGraph(tuple(operands), operations,
                      tuple(i for i, o in enumerate(operands) if o.kind == "input"),
                      tuple(i for i, o in enumerate(operands) if o.kind == "output"))
 
 
-def _reference(model: Model, referenced: list[SpecGraph], models: dict[int, int]) -> int:
-    """A referenced model's index in SpecCase.referenced (converted once, with no example values)."""
-    if id(model) not in models:
-        models[id(model)] = -1  # placeholder: a model cannot reference itself
-        empty: tuple[dict, dict] = ({o: [] for o in model.operands if isinstance(o, Input)}, {o: [] for o in model.operands if isinstance(o, Output)})
-        graph = _graph(_instance(model, empty), referenced, models)
-        referenced.append(graph)
-        models[id(model)] = len(referenced) - 1
-    return models[id(model)]
+@dataclass
+class _Compiled:
+    """The referenced models of one example, numbered as Android numbers them: in the order they are
+    first named, depth first (a model's own references after it)."""
+
+    graphs: list[SpecGraph | None] = field(default_factory=list)
+    numbers: dict[int, int] = field(default_factory=dict)
+
+    def index(self, instance: _Instance) -> int:
+        if id(instance) not in self.numbers:
+            self.numbers[id(instance)] = len(self.graphs)
+            self.graphs.append(None)
+            self.graphs[self.numbers[id(instance)]] = _graph(instance, self)
+        return self.numbers[id(instance)]
+
+
+class _Names:
+    """Test names unique within a file: a repeated name gets ``_2``, ``_3``, ... (Android's numbering)."""
+
+    def __init__(self) -> None:
+        self.given: set[str] = set()
+
+    def unique(self, name: str) -> str:
+        candidate, number = name, 1
+        while candidate in self.given:
+            number += 1
+            candidate = f"{name}_{number}"
+        self.given.add(candidate)
+        return candidate
+
+
+def _combined(examples: list[Example]) -> list[Example]:
+    """Examples of one model with one name and the same variations are one example with several inputs."""
+    kept: dict[tuple, Example] = {}
+    result = []
+    for example in examples:
+        key = (id(example.model), example.name, tuple(tuple(id(v) for v in group) for group in example.groups))
+        if key in kept:
+            kept[key].feeds.extend(example.feeds)
+        else:
+            kept[key] = example
+            result.append(example)
+    return result
 
 
 def _expand(spec: _Spec, spec_name: str) -> list[SpecCase]:
     cases: list[SpecCase] = []
-    for example in spec.examples:
+    names = _Names()
+    reference = bool(spec.configuration.use_shm_for_weights)
+    for example in _combined(spec.examples):
         groups = list(example.groups)
         if example.lifetime_variations and len(example.model.operations) == 1 and example.tolerance == 0:
             groups += [[DefaultVariation(), AllTensorsAsInputsConverter()], [DefaultVariation(), AllInputsAsInternalConverter()]]
+        for group in groups:
+            for variation in group:
+                if isinstance(variation, (AllInputsAsInternalConverter, AllOutputsAsInternalConverter)):
+                    variation.reference = reference
         for number, feed in enumerate(example.feeds):
             for combination in itertools.product(*groups):
-                instance = _instance(example.model, feed)
+                instance = _instance(example.model, feed, {})
                 try:
                     for variation in combination:
                         variation.apply(instance)
                 except SkipVariation:
                     continue
-                names = tuple(v.final_name() for v in combination)
-                referenced: list[SpecGraph] = []
-                main = _graph(instance, referenced, {id(example.model): -1})
-                label = "_".join(p for p in (spec_name, example.model.name or "", example.name or "", *names) if p)
-                cases.append(SpecCase(spec_name + ".mod.py", label, tuple(n for n in names if n), number, main,
-                                      tuple(referenced), instance.relaxed, example.expect_failure,
-                                      example.dynamic_output_shape, example.line, example.model.version))
+                variation_names = [v.final_name() for v in combination]
+                label = names.unique("_".join(p for p in (spec_name, example.model.name, example.name, *variation_names)
+                                              if p is not None and p != ""))
+                compiled = _Compiled()
+                compiled.numbers[id(instance)] = -1  # the main model is no referenced one
+                main = _graph(instance, compiled)
+                version = None if instance.relaxed else spec.versions.get(label, example.model.version)
+                cases.append(SpecCase(spec_name + ".mod.py", label, tuple(n for n in variation_names if n), number, main,
+                                      tuple(g for g in compiled.graphs if g is not None), instance.relaxed,
+                                      example.expect_failure, example.dynamic_output_shape, example.line, version,
+                                      example.tolerance))
     return cases
 
 
 # --------------------------------------------------------------------------- running a file
 
 _SAFE_BUILTINS = {name: getattr(builtins, name)
-                  for name in ("abs", "all", "any", "bool", "dict", "enumerate", "filter", "float", "int", "isinstance",
-                               "len", "list", "map", "max", "min", "range", "reversed", "round", "set", "sorted", "str",
-                               "sum", "tuple", "zip")}
-_IMPORTABLE = {"math": math, "itertools": itertools, "numpy": np}
-_IMPORTABLE_NAMES = ", ".join(sorted([*_IMPORTABLE, "random"]))
+                  for name in ("abs", "all", "any", "bool", "dict", "divmod", "enumerate", "filter", "float", "format",
+                               "frozenset", "int", "isinstance", "iter", "len", "list", "map", "max", "min", "next", "pow",
+                               "range", "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "zip",
+                               "ArithmeticError", "AssertionError", "Exception", "IndexError", "KeyError", "StopIteration",
+                               "TypeError", "ValueError", "ZeroDivisionError")}
+
+
+def _module(name: str, **members: Any) -> types.ModuleType:
+    module = types.ModuleType(name)
+    for key, value in members.items():
+        setattr(module, key, value)
+    return module
+
+
+def _random_module() -> types.ModuleType:
+    """``random`` as a spec file sees it: its module functions bound to a generator of the file's own
+    (CTS files seed it and shuffle golden inputs with it), ``random.Random`` for generators of their
+    own; the harness's random state is never touched."""
+    own = random.Random()
+    functions = ("seed", "random", "uniform", "randint", "randrange", "choice", "choices", "shuffle", "sample", "gauss",
+                 "normalvariate", "getrandbits", "triangular", "betavariate", "expovariate", "getstate", "setstate")
+    return _module("random", Random=random.Random, **{f: getattr(own, f) for f in functions})
+
+
+#: What spec files import, reduced to what data-building code needs (no file or process access).
+_MODULES = {
+    "math": lambda: math,
+    "itertools": lambda: itertools,
+    "numpy": lambda: np,
+    "random": _random_module,
+    "copy": lambda: _module("copy", copy=copy.copy, deepcopy=copy.deepcopy, Error=copy.Error),
+    "collections": lambda: _module("collections", namedtuple=collections.namedtuple, OrderedDict=collections.OrderedDict,
+                                   defaultdict=collections.defaultdict, Counter=collections.Counter,
+                                   deque=collections.deque, ChainMap=collections.ChainMap),
+    "sys": lambda: _module("sys", maxsize=sys.maxsize, float_info=sys.float_info, int_info=sys.int_info,
+                           byteorder=sys.byteorder, version_info=sys.version_info),
+}
+_IMPORTABLE_NAMES = ", ".join(sorted(_MODULES))
 
 
 def _importer() -> Any:
-    """The __import__ a spec file sees. `random` is a generator of the file's own (CTS files seed it and
-    shuffle golden inputs with it), so a spec can neither disturb the harness's random state nor reach
-    the module's internals."""
-    own_random = random.Random()
+    """The __import__ a spec file sees: the modules of `_MODULES`, each made once per file."""
+    made: dict[str, Any] = {}
 
     def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
-        if name == "random":
-            return own_random
-        if name not in _IMPORTABLE:
+        if name not in _MODULES or level != 0:
             raise ImportError(f"a spec file may import only {_IMPORTABLE_NAMES}, not {name}")
-        return _IMPORTABLE[name]
+        if name not in made:
+            made[name] = _MODULES[name]()
+        return made[name]
     return _import
 
 
-def _namespace() -> dict[str, Any]:
+def _namespace(spec: _Spec) -> dict[str, Any]:
     names: dict[str, Any] = {
         "__builtins__": {**_SAFE_BUILTINS, "print": lambda *a, **k: None, "__import__": _importer()},
         "__name__": "__spec__",
     }
     for cls in (Model, Input, Output, IgnoredOutput, Internal, Parameter, Int32Scalar, Float16Scalar, Float32Scalar,
                 BoolScalar, Int32Vector, Float32Vector, SubgraphReference, SymmPerChannelQuantParams, Example,
-                Configuration, DataTypeConverter, DataLayoutConverter, AxisConverter, RelaxedModeConverter,
-                ActivationConverter, ParameterAsInputConverter, AllTensorsAsInputsConverter, DefaultVariation):
+                DataTypeConverter, DataLayoutConverter, AxisConverter, RelaxedModeConverter, ActivationConverter,
+                ParameterAsInputConverter, AllTensorsAsInputsConverter, DefaultVariation, Operand):
         names[cls.__name__] = cls
-    names["AllInputsAsInternalCoverter"] = AllInputsAsInternalConverter  # the generator's own spelling
-    names["Operand"] = Operand
+    names["Configuration"] = spec.configuration
+    # the generator's own spelling
+    names["AllInputsAsInternalCoverter"] = AllInputsAsInternalConverter
+    names["AllOutputsAsInternalCoverter"] = AllOutputsAsInternalConverter
+    names["AllInputsAsInternalConverter"] = AllInputsAsInternalConverter
+    names["AllOutputsAsInternalConverter"] = AllOutputsAsInternalConverter
     return names
 
 
-def _check_syntax(source: str, path: str) -> ast.Module:
-    """Parse, and refuse dunder names and private attributes: a spec is data written as Python."""
+#: Where a source can name a private attribute or a dunder name at all: a file with neither (every
+#: AOSP file) needs no walk of its syntax tree, the slowest part of loading it after compiling it.
+_MAYBE_PRIVATE = re.compile(r"__|\.[\s\\]*_")
+
+
+def _compiled(source: str, path: str) -> Any:
+    """The file's code, once it is known to refuse dunder names and private attributes: a spec is data
+    written as Python."""
     try:
-        tree = ast.parse(source, filename=path)
+        code = compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as error:
         raise SpecError(path, error.lineno or 0, f"not valid Python: {error.msg}") from None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
-            raise SpecError(path, node.lineno, f"attribute {node.attr!r} is not part of the spec DSL")
-        if isinstance(node, ast.Name) and node.id.startswith("__"):
-            raise SpecError(path, node.lineno, f"name {node.id!r} is not part of the spec DSL")
-    return tree
+    if _MAYBE_PRIVATE.search(source):
+        for node in ast.walk(ast.parse(source, filename=path)):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+                raise SpecError(path, node.lineno, f"attribute {node.attr!r} is not part of the spec DSL")
+            if isinstance(node, ast.Name) and node.id.startswith("__"):
+                raise SpecError(path, node.lineno, f"name {node.id!r} is not part of the spec DSL")
+    return code
+
+
+def _version(path: str) -> str | None:
+    """The HAL version of a file under ``.../V1_2/``, as Android's generator takes it from the path."""
+    found = re.findall(r"/V\d_\d/", path.replace(os.sep, "/"))
+    return found[0].strip("/") if len(found) == 1 else None
 
 
 def run_spec(path: str, source: str | None = None) -> list[SpecCase]:
@@ -948,17 +1254,16 @@ def run_spec(path: str, source: str | None = None) -> list[SpecCase]:
         with open(path, encoding="utf-8") as f:
             source = f.read()
     path = os.path.abspath(path)
-    tree = _check_syntax(source, path)
-    spec = _Spec(path)
-    Configuration.use_shm_for_weights = False
+    code = _compiled(source, path)
+    spec = _Spec(path, _version(path))
     _ACTIVE.append(spec)
     try:
-        exec(compile(tree, path, "exec"), _namespace())  # noqa: S102 - the restricted namespace above
+        exec(code, _namespace(spec))  # noqa: S102 - the restricted namespace above
         spec_name = os.path.basename(path).split(".")[0]
         try:
             return _expand(spec, spec_name)
         except (TypeError, ValueError, KeyError, IndexError) as error:
-            raise SpecError(path, _example_line(spec), str(error)) from None
+            raise SpecError(path, _example_line(spec), f"{type(error).__name__}: {error}") from None
     except SpecError:
         raise
     except Exception as error:  # the spec file's own mistake: name its line

@@ -11,7 +11,9 @@ __all__ = ["GoldenMismatch", "golden_of"]
 
 def golden_of(test: Any) -> dict:
     """What a reproducer needs to run a golden example again (`harness.cts.reproduce.check_one`)."""
-    return {"path": test.case.path, "case": test.case.id, "kind": test.kind.value, "memory_kind": test.memory_kind}
+    # plain strings (a memory kind is a StrEnum): a reproducer prints them as Python literals
+    return {"path": str(test.case.path), "case": str(test.case.id), "kind": str(test.kind.value),
+            "memory_kind": str(test.memory_kind)}
 
 
 class GoldenMismatch(ConformanceError):

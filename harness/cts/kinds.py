@@ -23,14 +23,15 @@ import numpy as np
 
 from harness.api.errors import DriverFault
 from harness.api.hal import (BufferDesc, BufferRole, DataLocation, Device, DriverError, ErrorStatus, Model, Request,
-                             RequestArgument, is_token, numpy_dtype)
+                             RequestArgument, Subgraph, is_token, numpy_dtype)
 from harness.api.memory import Memory, MemoryKind, create_ashmem, create_hardware_buffer_blob, create_mmap_fd
 
 from harness.judging.builders import pack_request
 
 from .corpus import GoldenCase
 
-__all__ = ["AllocationRefused", "GoldenFailure", "GoldenKind", "run_dynamic_output_shape", "run_general", "run_memory_domain"]
+__all__ = ["AllocationRefused", "GoldenFailure", "GoldenKind", "dynamic_main", "run_dynamic_output_shape", "run_general",
+           "run_memory_domain"]
 
 
 class GoldenKind(enum.StrEnum):
@@ -95,25 +96,29 @@ def _execute(prepared, request: Request, step: str):
 
 
 def run_general(device: Device, golden: GoldenCase, memory_kind: str) -> list[np.ndarray]:
-    model = golden.model()
-    prepared = _prepare(device, model)
-    capacities = [max(o.nbytes, 1) for o in golden.outputs]
-    request, inputs, outputs = _pack(golden, model, capacities, memory_kind)
-    with inputs, outputs:
-        _execute(prepared, request, "execute")
-        return _read(golden, request, outputs, [o.shape for o in golden.outputs])
+    with golden.open_model() as model:
+        prepared = _prepare(device, model)
+        capacities = [max(o.nbytes, 1) for o in golden.outputs]
+        request, inputs, outputs = _pack(golden, model, capacities, memory_kind)
+        with inputs, outputs:
+            _execute(prepared, request, "execute")
+            return _read(golden, request, outputs, [o.shape for o in golden.outputs])
 
 
-def dynamic_model(golden: GoldenCase) -> Model:
-    """The model with every output's extents unknown (its rank kept), as VTS's dynamic shape test."""
+def dynamic_main(golden: GoldenCase) -> Subgraph:
+    """The main subgraph with every output's extents unknown (its rank kept), as VTS's dynamic shape test."""
     operands = list(golden.main.operands)
     for index in golden.main.output_indexes:
         operands[index] = replace(operands[index], dimensions=(0,) * len(operands[index].dimensions))
-    return golden.model(replace(golden.main, operands=tuple(operands)))
+    return replace(golden.main, operands=tuple(operands))
 
 
 def run_dynamic_output_shape(device: Device, golden: GoldenCase) -> list[np.ndarray]:
-    model = dynamic_model(golden)
+    with golden.open_model(dynamic_main(golden)) as model:
+        return _run_dynamic_output_shape(device, golden, model)
+
+
+def _run_dynamic_output_shape(device: Device, golden: GoldenCase, model: Model) -> list[np.ndarray]:
     prepared = _prepare(device, model)
     expected_shapes = [tuple(o.shape) for o in golden.outputs]
     if golden.outputs and golden.outputs[0].nbytes > 0:
@@ -149,7 +154,11 @@ def run_dynamic_output_shape(device: Device, golden: GoldenCase) -> list[np.ndar
 
 
 def run_memory_domain(device: Device, golden: GoldenCase) -> list[np.ndarray]:
-    prepared = _prepare(device, golden.model())
+    with golden.open_model() as model:
+        return _run_memory_domain(device, golden, _prepare(device, model))
+
+
+def _run_memory_domain(device: Device, golden: GoldenCase, prepared) -> list[np.ndarray]:
     buffers: list = []
     tokens: list[int] = []
     memories: list[Memory] = []

@@ -85,12 +85,20 @@ def requirement_status(tests: list[dict], requirement: str = "") -> dict:
     }
 
 
+#: What a certificate none of whose checks ran needs (every requirement not applicable, or waived).
+NOTHING_CHECKED_FIX = ("give the run something to check: no test checked anything (every one was not applicable: the "
+                       "driver declares none of what they check, or reported every model they built unsupported in "
+                       "get_supported_operations); declare what the driver supports, and support what it declares")
+
+
 def verdict_of(statuses: Iterable[str], complete: bool) -> str:
-    """FAIL on any failure; INCOMPLETE when anything applicable did not run; else PASS(-WITH-WAIVERS)."""
+    """FAIL on any failure; INCOMPLETE when anything applicable did not run, or when no check ran at
+    all (no requirement passed: every one not applicable or waived); else PASS(-WITH-WAIVERS).  A
+    PASS is a statement over checks that ran: over none, it would say nothing of the driver."""
     statuses = set(statuses)
     if "fail" in statuses:
         return "FAIL"
-    if not complete or "not-run" in statuses:
+    if not complete or "not-run" in statuses or "pass" not in statuses:
         return "INCOMPLETE"
     return "PASS-WITH-WAIVERS" if "waived" in statuses else "PASS"
 
@@ -107,8 +115,10 @@ def _versions() -> dict:
 
 
 def golden_coverage(tests: list[dict]) -> dict:
-    """Operation x operand type -> golden examples passed, run (failed or passed) and reported
-    unsupported, over every golden test of the run (a test counts once per pair it exercises)."""
+    """Operation x operand type -> golden tests passed, run (failed or passed) and reported
+    unsupported (the driver's get_supported_operations refused the example's model; a test not
+    applicable for another reason, such as a memory-domain test of a driver without memory domains,
+    is none of these), over every golden test of the run (a test counts once per pair it exercises)."""
     table: dict[str, dict[str, dict[str, int]]] = {}
     for test in tests:
         golden = test.get("golden")
@@ -120,7 +130,7 @@ def golden_coverage(tests: list[dict]) -> dict:
             if status in ("pass", "fail"):
                 cell["run"] += 1
                 cell["passed"] += status == "pass"
-            elif status == "not-applicable":
+            elif status == "not-applicable" and (test.get("skip") or {}).get("capability") == "operations":
                 cell["unsupported"] += 1
     return {op: dict(sorted(types.items())) for op, types in sorted(table.items())}
 
@@ -204,6 +214,9 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
     counts = {status: sum(entry["status"] == status for entry in table.values()) for status in STATUSES}
     fixes = ({fix for entry in table.values() for fix in entry["fixes"]} | ({ALL_SUITES_FIX} if files_left_out else set())
              | ({INLINE_FIX} if inline else set()))
+    nothing_checked = counts["pass"] == 0 and counts["fail"] == 0
+    if nothing_checked and not counts["not-run"] and complete and not files_left_out:
+        fixes.add(NOTHING_CHECKED_FIX)  # the one reason the verdict is not PASS
     return {
         "schema": SCHEMA,
         "verdict": verdict,
@@ -212,6 +225,7 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
         "not_applicable": sorted(r for r, e in table.items() if e["status"] == "not-applicable"),
         "not_run": sorted(r for r, e in table.items() if e["status"] == "not-run"),
         "fixes": sorted(fixes),
+        "nothing_checked": nothing_checked,  # no requirement passed or failed: no check ran, and the verdict says INCOMPLETE
         "interrupted": not complete,
         "files_left_out": files_left_out,
         "harness": {"version": session.get("harness_version", ""), "git_commit": _git_commit()},

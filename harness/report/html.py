@@ -155,7 +155,7 @@ _TESTS_SHOWN = 40
 
 
 def _golden(certificate: dict) -> str:
-    """The golden corpus's coverage: operation x operand type -> examples passed / run."""
+    """The golden corpus's coverage: operation x operand type -> tests passed / run, and reported unsupported."""
     golden = certificate.get("golden") or {}
     coverage, corpus = golden.get("coverage") or {}, golden.get("corpus")
     if not coverage and not corpus:
@@ -166,9 +166,15 @@ def _golden(certificate: dict) -> str:
     if corpus:
         needs = ", ".join(f"{_e(k)}: {v}" for k, v in list(corpus["not_declared_by_need"].items())[:12])
         head = (f"<p>{corpus['files']} spec files, {corpus['examples']} examples: {corpus['declared']} declared by the "
-                f"driver, {corpus['not_declared']} not declared ({needs}), {len(corpus['unexpressed'])} not expressible.</p>")
+                f"driver, {corpus['not_declared']} not declared ({needs}), {len(corpus['unexpressed'])} the harness "
+                f"could not read.</p>")
+        unread = "".join(f"<li><code>{_e(u['reason'])}</code></li>" for u in corpus["unexpressed"][:_TESTS_SHOWN])
+        more = len(corpus["unexpressed"]) - _TESTS_SHOWN
+        if unread:
+            head += (f"<p>Could not be read (their examples did not run):</p><ul>{unread}"
+                     f"{f'<li>and {more} more (certificate.json)</li>' if more > 0 else ''}</ul>")
     return (f"<h2>Golden examples (NNAPI CTS)</h2>{head}<table><tr><th>operation</th><th>first input type</th>"
-            f"<th>tests passed / run</th><th>reported unsupported</th></tr>{rows}</table>")
+            f"<th>tests passed / run</th><th>tests the driver reported unsupported</th></tr>{rows}</table>")
 
 
 def _driver_output(failure: dict) -> str:

@@ -223,8 +223,10 @@ if __name__ == "__main__":
 
 
 def golden_script(golden: dict, driver: str, requirement: str, message: str = "", setup: DriverSetup = DriverSetup()) -> str:
-    """A script that runs one golden example (spec file, example, test kind) on ``driver`` again."""
-    return _header(driver, requirement, message, "from harness.cts.reproduce import check_one\n", setup) + f'''GOLDEN = {golden!r}
+    """A script that runs one golden example (spec file, example, test kind) on ``driver`` again.
+    ``golden``'s values are printed as plain literals (an enum member, such as a memory kind, by its value)."""
+    plain = {str(key): value.value if isinstance(value, enum.Enum) else value for key, value in golden.items()}
+    return _header(driver, requirement, message, "from harness.cts.reproduce import check_one\n", setup) + f'''GOLDEN = {plain!r}
 
 if __name__ == "__main__":
     with driver_under_test(DRIVER, ISOLATION, TIMEOUT_S, MEMORY_LIMIT_MIB) as driver:

@@ -105,6 +105,10 @@ def test_a_binding_requirement_with_one_test_run_passes() -> None:
     (["pass"], False, "INCOMPLETE"),
     (["pass", "not-run", "fail"], True, "FAIL"),
     (["fail"], False, "FAIL"),
+    # PASS only over checks that ran: nothing passed, nothing failed, nothing left to run
+    (["not-applicable", "not-applicable"], True, "INCOMPLETE"),
+    (["not-applicable", "waived"], True, "INCOMPLETE"),
+    ([], True, "INCOMPLETE"),
 ])
 def test_verdict(statuses, complete, verdict) -> None:
     assert certificate.verdict_of(statuses, complete) == verdict
@@ -240,3 +244,15 @@ def test_a_run_with_files_left_out_is_incomplete_though_every_requirement_passed
     assert "Files left out of the run, their tests unrecorded: suites/golden" in html.render(document)
     assert certificate.build(every_requirement_passing(), {"driver": "d", "files_left_out": []}, "start", "end",
                              complete=True)["verdict"] == "PASS"
+
+
+def test_a_certificate_whose_every_test_was_not_applicable_says_nothing_was_checked() -> None:
+    refused = {"kind": "not-applicable", "capability": "operations", "reason": "reports it unsupported"}
+    records = [record(f"t::{r}", r, "skipped", refused) for r in ("OPS-1", "OPS-2", "OPS-3")]
+    document = certificate.build(records, {"driver": "d"}, "start", "end", True, 1.0, ["OPS-1", "OPS-2", "OPS-3"])
+    assert document["counts"]["not-applicable"] == 3 and document["verdict"] == "INCOMPLETE"
+    assert document["nothing_checked"] and document["fixes"] == [certificate.NOTHING_CHECKED_FIX]
+    assert "give the run something to check" in html.render(document)
+    records[0] = record("t::OPS-1", "OPS-1", "passed")
+    document = certificate.build(records, {"driver": "d"}, "start", "end", True, 1.0, ["OPS-1", "OPS-2", "OPS-3"])
+    assert document["verdict"] == "PASS" and not document["nothing_checked"] and not document["fixes"]
