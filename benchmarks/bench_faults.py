@@ -20,7 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.integration.own_config import own_pytest_options
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling results module
+
+import results  # noqa: E402
+from harness.integration.own_config import own_pytest_options  # noqa: E402
 
 DRILLS = Path(__file__).resolve().parents[1] / "tests" / "reliability" / "drills.py"
 FAULTS = ["segfault_every_execute", "exit_every_execute", "hang_every_execute", "keyerror_every_execute",
@@ -51,11 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="ci", choices=sorted(BOUND_S))
     parser.add_argument("--only", nargs="*", default=None)
+    results.add_option(parser)
     options = parser.parse_args(argv)
     faults = options.only or FAULTS
     reference = run("reference", options.profile)
     print(f"reference ({options.profile}): {reference['seconds']:.0f} s, exit {reference['exit']}, "
           f"{reference['tests']} tests; bound for a crash or hang on every call: {BOUND_S[options.profile]} s\n")
+    figures: dict = {"profile": options.profile, "bound_s": BOUND_S[options.profile],
+                     "reference": {"seconds": round(reference["seconds"], 1), "exit": reference["exit"],
+                                   "tests": reference["tests"]}, "faults": {}}
     print("| fault | verdict | time to verdict | vs reference | service starts | calls | failures (types) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for fault in faults:
@@ -64,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {fault} | {verdict} | {result['seconds']:.0f} s | {result['seconds'] / reference['seconds']:.2f}x | "
               f"{result['starts']} | {result['calls']} | {result['failed']} of {result['tests']} "
               f"({', '.join(result['types'])}) |", flush=True)
+        figures["faults"][fault] = {"verdict": verdict, "seconds_to_verdict": round(result["seconds"], 1),
+                                    "over_reference": round(result["seconds"] / reference["seconds"], 2),
+                                    "service_starts": result["starts"], "calls": result["calls"],
+                                    "failed_tests": result["failed"], "tests": result["tests"], "types": result["types"]}
+    results.write("bench_faults", figures, options.results)
     return 0
 
 
