@@ -74,6 +74,10 @@ from collections import defaultdict
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # the sibling results module
+
+import results  # noqa: E402
+
 ROOT = os.path.dirname(HERE)
 SUITES = ("memory_pools", "requests", "numerics", "memory_domains", "custom_calls", "packed_functions")
 
@@ -424,13 +428,18 @@ def main() -> None:
                         help="(g): examples per test on each side (0: skip (g))")
     parser.add_argument("--scope", choices=("suites", "whole", "both"), default="suites",
                         help="(a) each suite on its own, (f) the whole nightly run of all of them together, or both")
+    results.add_option(parser)
     args = parser.parse_args()
+    figures: dict[str, Any] = {"seconds": args.seconds, "repeats": args.repeats, "baseline": args.baseline or None,
+                               "suites": {}}
     suites = [s for s in args.suites.split(",") if s]
     each_suite = suites if args.scope != "whole" else []  # (a), (b) and (d) are per suite
 
     round_trip = service_round_trip()
+    figures["service_round_trip_us"] = round(round_trip * 1e6, 1)
     print(f"(c) service round trip (trivial call): {round_trip * 1e6:.1f} us")
     scaling = [machine_scaling()]
+    figures["machine_scaling_before"] = {"one_process": round(scaling[0][0]), "two_processes": round(scaling[0][1])}
     print(f"(k) the machine's own scaling (hypothesis' engine alone, 12 choices per example, in 1 process and in 2 at "
           f"once): {scaling[0][0]:,.0f} and {scaling[0][1]:,.0f} examples/s, x{scaling[0][1] / scaling[0][0]:.2f}", flush=True)
 
@@ -442,6 +451,10 @@ def main() -> None:
         split, generated, calls, choices_per_example[suite] = profile_suite(suite, args.profile_examples)
         total = sum(split.values())
         calls_per_example[suite] = calls / max(generated, 1)
+        figures["suites"].setdefault(suite, {}).update({
+            "time_split_percent": {part: round(100 * seconds / max(sum(split.values()), 1e-9), 1) for part, seconds in split.items()},
+            "service_calls_per_example": round(calls_per_example[suite], 2),
+            "choices_per_example": round(choices_per_example[suite], 1)})
         parts = ", ".join(f"{part} {100 * seconds / total:.0f}%" for part, seconds in sorted(split.items(), key=lambda kv: -kv[1]))
         print(f"    {suite:<17} {generated} examples, {calls_per_example[suite]:.1f} service calls and "
               f"{choices_per_example[suite]:.1f} choices each: {parts}")
@@ -451,6 +464,7 @@ def main() -> None:
     engine_ceiling: dict[str, float] = {}
     for suite in each_suite:
         engine_ceiling[suite] = hypothesis_ceiling(choices_per_example[suite])
+        figures["suites"][suite]["hypothesis_ceiling_examples_per_s"] = round(engine_ceiling[suite], 1)
         print(f"    {suite:<17} {round(choices_per_example[suite])} choices: {engine_ceiling[suite]:8.1f} examples/s", flush=True)
 
     if each_suite and args.no_engine_examples:
@@ -458,6 +472,7 @@ def main() -> None:
               f"fuzz_one_input (no engine), in-test examples/s:")
     for suite in each_suite if args.no_engine_examples else ():
         engine, no_engine = without_engine(suite, args.no_engine_examples)
+        figures["suites"][suite]["in_test_examples_per_s"] = {"engine": round(engine, 1), "no_engine": round(no_engine, 1)}
         print(f"    {suite:<17} engine {engine:8.1f}, no engine {no_engine:8.1f} (x{no_engine / max(engine, 1e-9):.2f})", flush=True)
 
     configurations: list[tuple[str, dict[str, str]]] = [("current", dict(os.environ))]
@@ -482,6 +497,8 @@ def main() -> None:
                 f"(1 worker at {100 * one.rate / ceiling:.1f}% of it); hypothesis ceiling {engine_ceiling[suite]:,.0f}/s "
                 f"(1 worker at {100 * one.rate / engine_ceiling[suite]:.0f}% of it)")
         line += f"; (h) driver calls/s: 1 worker {one.call_rate:,.0f}, 2 workers {two.call_rate:,.0f}"
+        figures["suites"][suite]["current"] = _figures(one, two)
+        figures["suites"][suite]["service_ceiling_examples_per_s"] = round(ceiling, 1)
         if args.baseline:
             base_one, base_two = runs[(configurations[0][0], 1)], runs[(configurations[0][0], 2)]
             base_1, base_2 = base_one.rate, base_two.rate
@@ -492,8 +509,11 @@ def main() -> None:
                      f"current/baseline per worker x{one.call_rate / max(base_one.call_rate, 1e-9):.2f}; "
                      f"(i) 1 worker, {same_tests(base_one, one, floor)}; (j) "
                      f"{what_5x_needs(base_one, one, engine_ceiling[suite], calls_per_example[suite], round_trip)}")
+            figures["suites"][suite]["baseline"] = _figures(base_one, base_two)
+            figures["suites"][suite]["current_over_baseline_one_worker"] = round(one.rate / max(base_1, 1e-9), 3)
         print(line, flush=True)
     scaling.append(machine_scaling())
+    figures["machine_scaling_after"] = {"one_process": round(scaling[1][0]), "two_processes": round(scaling[1][1])}
     print(f"(k) again, after the runs: {scaling[1][0]:,.0f} and {scaling[1][1]:,.0f} examples/s, "
           f"x{scaling[1][1] / scaling[1][0]:.2f}; a 2-worker figure above is to be read against these two", flush=True)
     if args.scope != "suites":
@@ -502,6 +522,7 @@ def main() -> None:
         runs = interleaved_runs(",".join(suites), configurations, args.repeats, args.seconds)
         for name, _ in configurations:
             one, two = runs[(name, 1)], runs[(name, 2)]
+            figures.setdefault("whole_run", {})[name] = _figures(one, two)
             print(f"    {name:<17} 1 worker {one.rate:8.1f} {_each(one)}, 2 workers {two.rate:8.1f} {_each(two)} "
                   f"(x{two.rate / max(one.rate, 1e-9):.2f}; {one.cores:.2f} and {two.cores:.2f} cores busy); "
                   f"(h) driver calls/s {one.call_rate:,.0f} and {two.call_rate:,.0f}", flush=True)
@@ -510,6 +531,15 @@ def main() -> None:
             print(f"    current/baseline per worker x{now.rate / max(base.rate, 1e-9):.2f} examples/s, "
                   f"x{now.call_rate / max(base.call_rate, 1e-9):.2f} driver calls/s", flush=True)
     scratch.cleanup()
+    results.write("bench_fuzz", figures, args.results)
+
+
+def _figures(one: _Runs, two: _Runs) -> dict[str, Any]:
+    """One configuration's runs with 1 and 2 workers, as data."""
+    return {f"{workers}_worker{'s' if workers > 1 else ''}": {
+        "examples_per_s": round(runs.rate, 1), "each_run_examples_per_s": [round(rate, 1) for rate in runs.rates],
+        "cores_busy": round(runs.cores, 2), "examples_per_cpu_second": round(runs.per_cpu_second, 1),
+        "driver_calls_per_s": round(runs.call_rate, 1)} for workers, runs in ((1, one), (2, two))}
 
 
 def interleaved_runs(suites: str, configurations: list[tuple[str, dict[str, str]]], repeats: int,

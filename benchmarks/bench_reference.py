@@ -10,13 +10,18 @@
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 
 import numpy as np
 
-from harness.judging.builders import binary_model, pack_request
-from reference_driver import ReferenceDevice
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling results module
+
+import results  # noqa: E402
+from harness.judging.builders import binary_model, pack_request  # noqa: E402
+from reference_driver import ReferenceDevice  # noqa: E402
 
 
 def _timed(fn, repeat: int) -> list[float]:
@@ -58,12 +63,19 @@ def bench_large(repeat: int, device=None) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
+    results.add_option(parser)
     args = parser.parse_args()
     small = bench_small(args.repeat * 20)
     driver, numpy = bench_large(args.repeat)
     print(f"(a) small ADD (2 x 1 KiB float32) execute latency, median: {small * 1e6:.1f} us")
     print(f"(b) ADD on 64 MiB float32: execute {driver * 1e3:.1f} ms, np.add(out=) {numpy * 1e3:.1f} ms, "
           f"throughput ratio {numpy / driver:.2f} (target >= 0.7)")
+    results.write("bench_reference", {
+        "small_add_execute_median_us": round(small * 1e6, 1),
+        "large_add_64mib_execute_median_ms": round(driver * 1e3, 2),
+        "large_add_64mib_numpy_median_ms": round(numpy * 1e3, 2),
+        "large_add_throughput_ratio": round(numpy / driver, 3), "large_add_throughput_ratio_target": 0.7,
+        "repeat": args.repeat}, args.results)
 
 
 if __name__ == "__main__":

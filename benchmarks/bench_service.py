@@ -15,16 +15,20 @@ import argparse
 import os
 import socket
 import statistics
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from harness.judging.builders import binary_model
-from harness.api.hal import DataLocation, Request, RequestArgument
-from harness.api.memory import create_ashmem
-from harness.service import DriverService
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling results module
+
+import results  # noqa: E402
+from harness.judging.builders import binary_model  # noqa: E402
+from harness.api.hal import DataLocation, Request, RequestArgument  # noqa: E402
+from harness.api.memory import create_ashmem  # noqa: E402
+from harness.service import DriverService  # noqa: E402
 
 
 def median_call_seconds(call, seconds: float) -> float:
@@ -88,7 +92,9 @@ def small_add_request(pool_size: int, model) -> tuple[Request, list]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
+    results.add_option(parser)
     args = parser.parse_args()
+    figures: dict = {"seconds_per_measurement": args.seconds}
     service = DriverService("reference")
     try:
         device = service.device
@@ -101,6 +107,9 @@ def main() -> None:
         print(f"(a) trivial call (service ping) round trip: {trivial * 1e6:.1f} us; raw socketpair ping-pong "
               f"{raw * 1e6:.1f} us; ratio {trivial / raw:.2f} (target <= 3); "
               f"Device.capabilities() {capabilities * 1e6:.1f} us ({capabilities / raw:.2f}x)")
+        figures.update({"ping_round_trip_us": round(trivial * 1e6, 1), "raw_socketpair_round_trip_us": round(raw * 1e6, 1),
+                        "ping_over_raw": round(trivial / raw, 3), "ping_over_raw_target": 3,
+                        "capabilities_call_us": round(capabilities * 1e6, 1)})
 
         model = binary_model(dims=(256,))
         prepared = device.prepare_model(model)
@@ -112,6 +121,9 @@ def main() -> None:
         t_big = median_call_seconds(lambda: prepared.execute(big), args.seconds)
         print(f"(b) execute with a 256 MiB input pool {t_big * 1e6:.1f} us vs a 4 KiB pool {t_small * 1e6:.1f} us; "
               f"ratio {t_big / t_small:.2f} (target <= 1.5)")
+        figures.update({"execute_256mib_pool_us": round(t_big * 1e6, 1), "execute_4kib_pool_us": round(t_small * 1e6, 1),
+                        "big_pool_over_small_pool": round(t_big / t_small, 3), "big_pool_over_small_pool_target": 1.5,
+                        "execute_calls_per_s_by_client_threads": {}})
 
         for threads in (1, 2, 4):
             count = 0
@@ -131,6 +143,8 @@ def main() -> None:
                 for _ in range(threads):
                     pool.submit(worker)
             print(f"(c) {threads} client thread(s): {count / args.seconds:.0f} execute calls/s")
+            figures["execute_calls_per_s_by_client_threads"][str(threads)] = round(count / args.seconds)
+        results.write("bench_service", figures, args.results)
     finally:
         service.close()
 

@@ -1,6 +1,6 @@
 """The reference device: capabilities, model preparation, allocation, buffers.
 
-This code is the definition of correct behaviour: read it beside SPEC.md.
+This code is the definition of correct behaviour: read it beside the contract, docs/spec.md.
 """
 
 from __future__ import annotations

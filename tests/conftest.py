@@ -31,9 +31,9 @@ def _share_starts(count: int, workers: int) -> list[int]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The score's two tests (long_running) take minutes each.  Each heads a worker's share of the
     # collection, so that they start at once on two workers while the others take everything else.
-    # First in collection order (as before session 43), both fell in the first worker's share, and
-    # as a worker is robbed from the end of its queue, that worker ran them one after the other:
-    # 458 s and 278 s, most of a 782 s run.
+    # First in collection order, both would fall in the first worker's share, and as a worker is
+    # robbed from the end of its queue, that worker would run them one after the other: most of
+    # the whole run's time.
     long_running = [item for item in items if item.get_closest_marker("long_running") is not None]
     rest = [item for item in items if item.get_closest_marker("long_running") is None]
     workers = getattr(config, "workerinput", {}).get("workercount", 1)

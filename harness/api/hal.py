@@ -58,6 +58,8 @@ __all__ = [
 
 
 class ErrorStatus(enum.IntEnum):
+    """The status of a failed call (NONE for success), with the HAL's numbers."""
+
     NONE = 0
     DEVICE_UNAVAILABLE = 1
     GENERAL_FAILURE = 2
@@ -93,6 +95,8 @@ class OperandType(enum.IntEnum):
 
 
 class OperandLifeTime(enum.IntEnum):
+    """Where an operand's value comes from: computed, a model input or output, a constant, or absent."""
+
     TEMPORARY_VARIABLE = 0
     SUBGRAPH_INPUT = 1
     SUBGRAPH_OUTPUT = 2
@@ -301,6 +305,9 @@ def operand_byte_size(operand_type: OperandType, dimensions: tuple[int, ...]) ->
 
 @dataclass(frozen=True)
 class DataLocation:
+    """A region: ``length`` bytes at ``offset`` in pool ``pool_index``, and ``padding`` bytes after it
+    that a driver may use for an output (CHOICE-3)."""
+
     pool_index: int = 0
     offset: int = 0
     length: int = 0
@@ -317,6 +324,9 @@ class SymmPerChannelQuantParams:
 
 @dataclass(frozen=True)
 class Operand:
+    """One operand of a subgraph: its type, dimensions (0: unknown extent; empty on a tensor: unknown
+    rank), quantization, lifetime and, for a constant, where its value is."""
+
     type: OperandType
     dimensions: tuple[int, ...] = ()
     scale: float = 0.0
@@ -329,6 +339,8 @@ class Operand:
 
 @dataclass(frozen=True)
 class Operation:
+    """One operation: its type and the indexes of its input and output operands."""
+
     type: OperationType
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
@@ -342,6 +354,8 @@ def conv_2d_has_padding_scheme(inputs: Sequence[Operand]) -> bool:
 
 @dataclass(frozen=True)
 class Subgraph:
+    """Operands, the operations over them in execution order, and which operands are the inputs and outputs."""
+
     operands: tuple[Operand, ...]
     operations: tuple[Operation, ...]
     input_indexes: tuple[int, ...]
@@ -369,6 +383,9 @@ class Model:
 
 @dataclass(frozen=True)
 class RequestArgument:
+    """One input or output of a request: where its bytes are, and its dimensions at execution
+    (empty: the model's); ``has_no_value`` for an omitted optional input."""
+
     has_no_value: bool = False
     location: DataLocation = field(default_factory=DataLocation)
     dimensions: tuple[int, ...] = ()
@@ -380,6 +397,9 @@ RequestPool = Union["Memory", int]
 
 @dataclass(frozen=True, eq=False)
 class Request:
+    """An execution's inputs and outputs, one argument per model input and output, and the pools
+    their locations name: each a `Memory` or the token of a driver-managed buffer."""
+
     inputs: tuple[RequestArgument, ...]
     outputs: tuple[RequestArgument, ...]
     pools: tuple[RequestPool, ...]
@@ -387,6 +407,8 @@ class Request:
 
 @dataclass(frozen=True)
 class OutputShape:
+    """An output's dimensions, and whether its region was large enough to hold them."""
+
     dimensions: tuple[int, ...]
     is_sufficient: bool = True
 
@@ -401,6 +423,9 @@ class Timing:
 
 @dataclass(frozen=True)
 class ExecutionResult:
+    """What a successful execution returns: the output shapes (may be empty when every output is fully
+    specified, CHOICE-4) and how long it took."""
+
     output_sufficient_size: bool
     output_shapes: tuple[OutputShape, ...]
     timing: Timing = field(default_factory=Timing)
@@ -411,6 +436,8 @@ class ExecutionResult:
 
 @dataclass(frozen=True)
 class BufferDesc:
+    """The dimensions asked for a driver-managed buffer (0 or empty: left to the roles)."""
+
     dimensions: tuple[int, ...] = ()
 
 
@@ -436,6 +463,9 @@ def is_token(value: object) -> bool:
 
 @dataclass(frozen=True)
 class BufferRole:
+    """A use a driver-managed buffer is allocated for: input or output ``io_index`` of the prepared model
+    at ``model_index``, with the probability of that use (0 < p <= 1)."""
+
     model_index: int
     io_index: int
     probability: float = 1.0
@@ -489,9 +519,11 @@ class DriverError(Exception):
 class Buffer(Protocol):
     """A driver-managed buffer (AIDL IBuffer)."""
 
-    def copy_from(self, memory: Memory, dimensions: tuple[int, ...]) -> None: ...
+    def copy_from(self, memory: Memory, dimensions: tuple[int, ...]) -> None:
+        """Copy ``memory``'s bytes into the buffer, with these dimensions (empty: the buffer's own)."""
 
-    def copy_to(self, memory: Memory) -> None: ...
+    def copy_to(self, memory: Memory) -> None:
+        """Copy the buffer's contents into ``memory``."""
 
     def release(self) -> None:
         """Free the buffer; its token is invalid from then on."""
@@ -499,19 +531,30 @@ class Buffer(Protocol):
 
 @runtime_checkable
 class PreparedModel(Protocol):
-    def execute(self, request: Request) -> ExecutionResult: ...
+    """A model the driver prepared; it executes requests against it."""
+
+    def execute(self, request: Request) -> ExecutionResult:
+        """Run the model on ``request``'s inputs and write its outputs into the request's pools."""
 
 
 @runtime_checkable
 class Device(Protocol):
+    """The Driver API: what a driver's factory returns.
+
+    Every failed call raises `DriverError`.  ``name`` and ``version`` describe the driver in reports.
+    """
+
     name: str
     version: str
 
-    def capabilities(self) -> Capabilities: ...
+    def capabilities(self) -> Capabilities:
+        """What the driver supports; the suites generate only within it (CHOICE-5)."""
 
-    def get_supported_operations(self, model: Model) -> list[bool]: ...
+    def get_supported_operations(self, model: Model) -> list[bool]:
+        """One flag per operation of ``model``'s main subgraph: whether the driver can run it."""
 
-    def prepare_model(self, model: Model) -> PreparedModel: ...
+    def prepare_model(self, model: Model) -> PreparedModel:
+        """Validate ``model``, read its constants, and return it prepared for execution."""
 
     def allocate(
         self,
@@ -519,4 +562,5 @@ class Device(Protocol):
         prepared_models: list[PreparedModel],
         input_roles: list[BufferRole],
         output_roles: list[BufferRole],
-    ) -> tuple[Buffer, int]: ...
+    ) -> tuple[Buffer, int]:
+        """A driver-managed buffer for the given roles, and its token (memory domains)."""

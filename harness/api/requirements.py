@@ -1,4 +1,4 @@
-"""The SPEC requirement IDs, with a one-line summary each (`../shared/SPEC.md` is normative)."""
+"""The requirement IDs, with a one-line summary each; docs/spec.md (shipped as harness/spec.md) is normative."""
 
 from __future__ import annotations
 

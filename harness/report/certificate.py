@@ -12,6 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from harness.api.requirements import EXCUSED_BY, REQUIREMENTS
+from harness.report import contract
 from harness.report.attribution import failed_requirements
 
 SCHEMA = "driver-harness/certificate/2"
@@ -203,7 +204,8 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
         if requirement not in wanted:
             continue
         covering = covering_tests(tests, requirement)
-        table[requirement] = {"summary": summary, **requirement_status(covering, requirement), "tests": covering}
+        table[requirement] = {"summary": summary, "spec": contract.link(requirement),
+                              **requirement_status(covering, requirement), "tests": covering}
     # Whole files left out (--ignore, --ignore-glob) leave no record of their tests: which
     # requirements they held is unknown, so no verdict can be PASS.
     files_left_out = list(session.get("files_left_out") or ())

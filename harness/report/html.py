@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import html
 import os
+import re
 
+from harness.report import contract
 from harness.report.attribution import no_verdict_note
 from harness.report.reproducer import check_note
 from harness.report.certificate import STATUSES
@@ -102,7 +104,7 @@ def render(certificate: dict) -> str:
         tests = "<br>".join(f"{_e(t['test'])}: {_e(t['outcome'])}" for t in shown) or "—"
         if len(entry["tests"]) > len(shown):
             tests += f"<br>… and {len(entry['tests']) - len(shown)} more (certificate.json lists them all)"
-        rows.append(f"<tr><td>{_e(requirement)}</td><td>{_e(entry['summary'])}</td>"
+        rows.append(f"<tr><td>{_spec_link(requirement)}</td><td>{_e(entry['summary'])}</td>"
                     f"<td class=\"status {_e(entry['status'])}\">{_e(entry['status'])}</td>"
                     f"<td>{_e(_why(entry))}</td><td>{tests}</td></tr>")
     failures = []
@@ -147,6 +149,7 @@ def render(certificate: dict) -> str:
 {_golden(certificate)}
 <h2>Failures</h2>
 {''.join(failures) or '<p>none</p>'}
+{_contract_text(certificate)}
 </body></html>
 """
 
@@ -181,3 +184,28 @@ def _driver_output(failure: dict) -> str:
     output = failure.get("driver_output") or ""
     return f"<details><summary>what the driver printed during the test (last 4 KiB)</summary><pre>{_e(output)}</pre></details>" \
         if output else ""
+
+
+def _spec_link(requirement: str) -> str:
+    """The requirement's ID, linked to its text at the end of the page."""
+    return f'<a href="#spec-{_e(contract.anchor(requirement))}">{_e(requirement)}</a>'
+
+
+def _inline(markdown: str) -> str:
+    """The contract's Markdown as HTML: code spans and emphasis; a link keeps its text only."""
+    escaped = _e(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown))
+    escaped = re.sub(r"`([^`]*)`", r"<code>\1</code>", escaped)
+    return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", escaped)
+
+
+def _contract_text(certificate: dict) -> str:
+    """The text of every requirement in the certificate (and of the CHOICEs it cites), each under
+    an anchor its row links to, so the page needs nothing beside it to say what a rule asks."""
+    texts = contract.sections()
+    shown = [r for r in certificate["requirements"] if r in texts] + [r for r in texts if r.startswith("CHOICE-")]
+    parts = []
+    for requirement in shown:
+        paragraphs = "".join(f"<p>{_inline(paragraph)}</p>" for paragraph in texts[requirement].split("\n\n"))
+        parts.append(f'<section id="spec-{_e(contract.anchor(requirement))}"><h3>{_e(requirement)}</h3>{paragraphs}</section>')
+    return (f"<h2>The requirements' text</h2><p>From the contract, {_e(contract.DOCUMENT)} "
+            f"(installed as harness/spec.md).</p>{''.join(parts)}")

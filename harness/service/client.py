@@ -207,7 +207,7 @@ class Connection:
         # SO_SNDTIMEO): Python's own socket timeout would add a poll() before every send
         # and receive.  Setting it is a system call, skipped while the one set is no more
         # than 5 % late, and never early: a set-up step's 60 s after calls given 2 s would
-        # otherwise be cut off at 2 s (prepare_xla on a loaded machine, CI on 116c874).
+        # otherwise be cut off at 2 s (prepare_xla, which imports jax, on a loaded machine).
         current = self._socket_timeout
         if current is None or current < remaining or current > remaining * 1.05 + 0.001:
             seconds = max(remaining, 0.001)

@@ -57,7 +57,7 @@ def sampled(choices: tuple) -> st.SearchStrategy:
     """``st.sampled_from(choices)``, one object per tuple of choices (see `integers`)."""
     # Keyed by the choices' types too: an IntEnum member equals its value and hashes alike, so
     # (OperationType.ADD,) and (0,) are one key to a plain cache, and a driver declaring ADD alone
-    # was given the strategy another test had made for index 0 (a nightly false alarm, 2026-11-25).
+    # would be given the strategy another test had made for index 0 (a false alarm in nightly runs).
     return _sampled(choices, tuple(map(type, choices)))
 
 

@@ -1,7 +1,7 @@
 """The ONNX Runtime driver (``onnxruntime``): a real engine behind the Driver API.
 
 Installed with the ``ort`` extra (``pip install 'driver-harness[ort]'``).  See `driver` for
-what it supports and how; the README walks through it as the example to copy.
+what it supports and how; docs/drivers.md walks through it as the example to copy.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from harness.strategies.custom_calls import call_cases, fixed_values, operand_va
 #: target that never copies a lone byte leaves its output byte as allocated (zero in a fresh process,
 #: whatever earlier tests left in a long one), and no one leftover value can equal both, so the case
 #: fails on that target however memory was left, and its reproducer, run alone, fails too.  With one
-#: value per case, "one NUL" caught it only through leftover memory and its reproducer passed (CI on
-#: 116c874).  The NUL is kept because a C-string reading of the opaque gets its length wrong there.
+#: value per case, "one NUL" caught it only through leftover memory, and its reproducer could
+#: pass alone.  The NUL is kept because a C-string reading of the opaque gets its length wrong there.
 OPAQUE_EDGE_CASES: dict[str, tuple[bytes, ...]] = {
     "empty": (b"",), "one byte, then one NUL": (b"\x5a", b"\0"), "embedded NUL": (b"a\0b",),
     "4 KiB of NULs": (b"\0" * 4096,), "256 KiB": (bytes(range(256)) * 1024,)}

@@ -45,7 +45,7 @@ class _Rows(HTMLParser):
             raise AssertionError(f"report.html loads an external asset through <{tag}>")
 
     def handle_data(self, data):
-        if self.tags and self.tags[-1] == "td":
+        if self.tags and self.tags[-1] in ("td", "a") and "td" in self.tags:  # a requirement's ID links to its text
             self.cells.append(data.strip())
 
     def handle_endtag(self, tag):

@@ -1,9 +1,9 @@
 """The ONNX Runtime driver (plugins/onnxruntime), a real engine: certified, and right on what the
 nightly job found it wrong on.
 
-Four minutes of ``harness fuzz --driver onnxruntime`` (session 38) found three requests it got wrong
-that the certify profile's examples had not reached, and a review (session 40) a fourth, which no
-request mutation made then; each scenario below is one of them, judged against the reference
+Four minutes of ``harness fuzz --driver onnxruntime`` found three requests it got wrong that the
+certify profile's examples had not reached, and a review a fourth, which no request mutation
+made then; each scenario below is one of them, judged against the reference
 (nothing here says what the outcome must be)."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_onnxruntime_agrees_with_the_reference_on_what_fuzzing_found(scenario: S
 
 
 def test_onnxruntime_is_certified_with_nothing_left_unrun(tmp_path: Path) -> None:
-    """What the README says of it: PASS, every requirement it declares checked."""
+    """What docs/drivers.md says of it: PASS, every requirement it declares checked."""
     done = subprocess.run([sys.executable, "-m", "harness.commands.cli", "certify", "--driver", "onnxruntime",
                            "--out", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     certificate = json.loads((tmp_path / "certificate.json").read_text())

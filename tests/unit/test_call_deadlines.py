@@ -3,7 +3,7 @@
 The connection lets the kernel enforce deadlines (SO_RCVTIMEO) and skips resetting the socket's
 timeout while the one set is close enough.  A set-up step with a long deadline (prepare_xla: 60 s,
 importing jax) after ordinary calls (the score's 2 s) must not inherit their shorter timeout: on a
-loaded machine that cut prepare_xla off at 2 s and failed a correct driver (CI on 116c874)."""
+loaded machine that cut prepare_xla off at 2 s and failed a correct driver."""
 
 from __future__ import annotations
 
