@@ -32,11 +32,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.integration.own_config import own_pytest_options
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling results module
+
+import results  # noqa: E402
+from harness.integration.own_config import own_pytest_options  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DRILLS = HERE.parent / "tests" / "reliability" / "drills.py"
-RESULTS = HERE / "results" / "bench_faults.json"
 FAULTS = ["segfault_every_execute", "exit_every_execute", "hang_every_execute", "keyerror_every_execute",
           "forged_pass", "undecodable_reply", "junk_in_result", "returns_none", "closes_every_descriptor",
           "leaks_memory"]
@@ -101,7 +103,7 @@ def certify_run(driver: str) -> dict:
     return result
 
 
-def certify_bench(with_reference: bool, path: Path) -> int:
+def certify_bench(with_reference: bool, directory: str) -> int:
     runs: dict[str, dict] = {}
     drivers = dict(CERTIFY_DRIVERS)
     if with_reference:
@@ -126,8 +128,7 @@ def certify_bench(with_reference: bool, path: Path) -> int:
     figures = {"benchmark": "bench_faults", "bound_s": CERTIFY_BOUND_S, "within_bound": within, "nothing_left_behind": clean,
                "cpus": os.cpu_count(), "machine": platform.platform(), "python": platform.python_version(),
                "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": runs}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(figures, indent=2) + "\n")
+    path = results.write("bench_faults", figures, directory)
     print(f"\nwithin the bound: {'yes' if within else 'NO'}; nothing left behind: {'yes' if clean else 'NO'}; figures in {path}")
     return 0 if within and clean else 1
 
@@ -171,11 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="ci", choices=sorted(BOUND_S), help="--drills: the profile")
     parser.add_argument("--only", nargs="*", default=None, help="--drills: these drills only")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference's certify run")
-    parser.add_argument("--json", type=Path, default=RESULTS, help=f"where the figures go (default: {RESULTS})")
+    results.add_option(parser)
     options = parser.parse_args(argv)
     if options.drills:
         return drills_bench(options.profile, options.only or FAULTS)
-    return certify_bench(not options.no_reference, options.json)
+    return certify_bench(not options.no_reference, options.results)
 
 
 if __name__ == "__main__":
