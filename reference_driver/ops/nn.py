@@ -24,6 +24,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from harness.api.hal import Operand, OperandType, conv_2d_has_padding_scheme
 
+from . import _window
 from ._numeric import (FLOAT_TENSORS, PER_CHANNEL, QUANT_TENSORS, KernelError, Refusal, activate, activation_code,
                        first, from_real, scalar, to_real, type_in)
 
@@ -217,8 +218,8 @@ def conv_2d(data: np.ndarray, input_op: Operand, filt: np.ndarray, bias: np.ndar
             out_op: Operand) -> np.ndarray:
     """out[n, y, x, d] = act(bias[d] + sum in[n, y*sh + i*dh - pt, x*sw + j*dw - pl, c] * f[d, i, j, c]),
     stored as ``out_op`` in the layout ``g`` names."""
-    windows = conv_windows(conv_input(data, input_op, g, filt.shape[3]), g, filt.shape[1], filt.shape[2])
-    real = np.einsum("nyxcij,dijc->nyxd", windows, filt) + bias
+    x = conv_input(data, input_op, g, filt.shape[3])
+    real = _window.conv_sum(x, filt, g) + bias  # im2col and one matrix product
     result = _finish(real, g.activation, out_op)
     return result.transpose(0, 3, 1, 2) if g.nchw else result
 
