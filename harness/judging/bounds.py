@@ -209,6 +209,8 @@ def terms_in_model(scenario: Scenario) -> int:
             total += (math.prod(filt[1:]) if len(filt) == 4 and all(filt[1:]) else 1024) + 1
         elif operation.type in _WINDOWED:
             total += _windowed_terms(scenario, operation)
+        elif operation.type == OperationType.RESIZE_BILINEAR:
+            total += 4  # four weighted pixels (a nearest neighbour is a copy, exact)
     return max(total, 1)
 
 
@@ -259,7 +261,8 @@ def quantized_tolerances(scenario: Scenario) -> dict[int, int]:
                 others = [d for i, d in enumerate(w.dimensions) if i != axis and d]
                 gain = _largest_real(scenario, weights) * max(math.prod(others) or 1, 1)
             propagated = carried[0] * gain
-        else:  # RELU, RELU1, RELU6, RESHAPE, CONCATENATION, the pools: an input's error passes through unchanged
+        else:  # RELU, RELU1, RELU6, RESHAPE, CONCATENATION, the pools, the resizes (weights summing to 1): an input's
+            # error passes through unchanged
             propagated = max(carried, default=0.0)
         out = operation.outputs[0]
         own = operands[out].scale if is_quantized_type(operands[out].type) else 0.0

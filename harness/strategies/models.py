@@ -259,6 +259,7 @@ def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: Op
 
 _RELUS = (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
 _POOLS = (OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D, OperationType.L2_POOL_2D)  # issue 87
+_RESIZES = (OperationType.RESIZE_BILINEAR, OperationType.RESIZE_NEAREST_NEIGHBOR)  # issue 87
 #: The tensor types each family's models take (NNAPI's signatures, as the reference implements them;
 #: the element-wise family's depend on the operation and activation: `_elementwise_types`).
 _FAMILY_TYPES: dict[str, tuple[OperandType, ...]] = {
@@ -275,6 +276,8 @@ _FAMILY_TYPES: dict[str, tuple[OperandType, ...]] = {
     "average_pool_2d": FLOAT_TYPES + QUANT_TYPES,
     "max_pool_2d": FLOAT_TYPES + QUANT_TYPES,
     "l2_pool_2d": FLOAT_TYPES,
+    "resize_bilinear": FLOAT_TYPES + QUANT_TYPES,
+    "resize_nearest_neighbor": FLOAT_TYPES + QUANT_TYPES,
 }
 
 
@@ -292,6 +295,9 @@ _COMPANION_TYPES: dict[str, frozenset[OperandType]] = {
     "grouped_conv_2d": frozenset({OperandType.INT32, OperandType.BOOL}),
     "transpose_conv_2d": frozenset({OperandType.INT32, OperandType.BOOL}),
     **{op.name.lower(): frozenset({OperandType.INT32}) for op in _POOLS},
+    # the output's size as INT32s (scale factors only when FLOAT32 or FLOAT16 is declared too)
+    "resize_bilinear": frozenset({OperandType.INT32}),
+    "resize_nearest_neighbor": frozenset({OperandType.INT32, OperandType.BOOL}),
 }
 #: The families whose quantized models have a TENSOR_INT32 bias (`_bias`).
 _QUANTIZED_BIAS = ("fully_connected", "conv_2d", "depthwise_conv_2d", "grouped_conv_2d", "transpose_conv_2d")
@@ -535,7 +541,7 @@ def conv_2d_models(draw, caps: Capabilities, same_only: bool = False, dilated_on
     return case.done([out_shape], f"CONV_2D {type.name} {form} stride {strides}{extras}")
 
 
-# --------------------------------------------------------------------------- convolutions and pools (issue 87)
+# --------------------------------------------------------------------------- convolutions, pools, resizes (issue 87)
 
 def _layouts(c: _Choices, caps: Capabilities, required: bool = False) -> bool | None:
     """The layout flag (None: absent, True: NCHW): a BOOL operand, only for a driver that declares it."""
@@ -569,8 +575,9 @@ def _window_geometry(c: _Choices, implicit: bool, dilation: tuple[int, int] = (1
                                         if scheme == 1 else ((0, 0), (0, 0)))
         padding: tuple[int, ...] = (scheme,)
     else:
-        left, right = (c.integer(0, min(3, span_w - 1), f"pad {side}") for side in ("left", "right"))
-        top, bottom = (c.integer(0, min(3, span_h - 1), f"pad {side}") for side in ("top", "bottom"))
+        # one pixel first (where the filter is wider): the windows over the padding are what padding bugs change
+        left, right = (c.choice(tuple(v for v in (1, 0, 2, 3) if v < span_w), f"pad {side}") for side in ("left", "right"))
+        top, bottom = (c.choice(tuple(v for v in (1, 0, 2, 3) if v < span_h), f"pad {side}") for side in ("top", "bottom"))
         padding = (left, right, top, bottom)
     out_h = (h + top + bottom - span_h) // strides[1] + 1
     out_w = (w + left + right - span_w) // strides[0] + 1
@@ -744,6 +751,59 @@ def _pooling_models(draw, caps: Capabilities, op: OperationType) -> ModelCase:
     return case.done([out_shape], f"{op.name} {type.name} {form} filter {geo['kh']}x{geo['kw']}")
 
 
+#: Scale factors a RESIZE model may be given: enlarging, shrinking, and not a power of two.
+_RESIZE_SCALES = (2.0, 0.5, 1.5, 0.75, 3.0, 1.25)
+
+
+@functools.lru_cache(maxsize=64)
+def resize_models(caps: Capabilities, op: OperationType) -> st.SearchStrategy[ModelCase]:
+    """RESIZE_BILINEAR or RESIZE_NEAREST_NEIGHBOR (``op``, a family each): to a size (INT32) or by
+    scale factors (FLOAT32, FLOAT16 for a TENSOR_FLOAT16 input, when declared), the layout flag
+    (RESIZE_NEAREST_NEIGHBOR's not optional), align_corners or half_pixel_centers (not both);
+    inputs up to 5 pixels a side, outputs up to 9; a quantized output keeps the input's
+    scale and zeroPoint (NNAPI)."""
+    return _resize_models(caps, op)
+
+
+@st.composite
+def _resize_models(draw, caps: Capabilities, op: OperationType) -> ModelCase:
+    c = _start(draw)
+    type = c.type(op.name.lower(), caps)
+    factor_type = OperandType.FLOAT16 if type == OperandType.TENSOR_FLOAT16 else OperandType.FLOAT32
+    # align_corners or half_pixel_centers (each after the layout flag, a BOOL): half the time the one that
+    # changes this operation's positions most (bilinear's half pixel, nearest's rounding), a quarter the other
+    flags: tuple[bool, ...] = ()
+    if OperandType.BOOL in caps.operand_types:
+        half_first = op == OperationType.RESIZE_BILINEAR
+        main, other = ((False, True), (True, False)) if half_first else ((True, False), (False, True))
+        flags = c.choice((main, other, main, ()), "align_corners, half_pixel_centers")
+        if flags == (True, False) and half_first and c.boolean("align_corners alone"):
+            flags = (True,)  # the 5-input form
+    layout = _layouts(c, caps, required=bool(flags) or op == OperationType.RESIZE_NEAREST_NEIGHBOR)
+    depth, n = c.integer(1, 3, "depth"), c.integer(1, 2, "batches")
+    h, w = c.integer(1, 5, "height"), c.integer(1, 5, "width")
+    by_scale = factor_type in caps.operand_types and c.boolean("by scale factors")
+    if by_scale:  # NNAPI: floor(size x factor), the product in float32 as its CPU implementation has it
+        factors = []
+        for size, axis in ((w, "width"), (h, "height")):
+            usable = tuple(f for f in _RESIZE_SCALES if np.floor(np.float32(size) * np.float32(f)) >= 1)
+            factors.append(c.choice(usable, f"{axis} factor"))
+        out_w, out_h = (int(np.floor(np.float32(size) * np.float32(f))) for size, f in zip((w, h), factors))
+    else:
+        out_h, out_w = c.integer(1, 9, "output height"), c.integer(1, 9, "output width")
+    in_shape, out_shape = _shapes(n, depth, h, w, depth, (out_h, out_w), bool(layout))
+    case = _Case(c)
+    quant = c.quantization(type, "input and output")
+    x = case.operand(type, draw(arrays(type, in_shape), label="input"), quant, label="input")
+    sizes = ([case.b.constant(factor_type, f) for f in factors] if by_scale else
+             [case.b.scalar(out_w), case.b.scalar(out_h)])
+    booleans = [case.b.constant(OperandType.BOOL, v) for v in ((layout, *flags) if layout is not None else ())]
+    case.output(op, [x, *sizes, *booleans], type, out_shape, quant)
+    named = dict(zip(("align_corners", "half_pixel_centers"), flags))
+    return case.done([out_shape], f"{op.name} {type.name} {'by scale' if by_scale else 'to size'}"
+                                  f"{' NCHW' if layout else ''}{''.join(f' {k}' for k, v in named.items() if v)}")
+
+
 FAMILIES = {
     "elementwise": (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV),
     "relu": _RELUS,
@@ -756,6 +816,7 @@ FAMILIES = {
     "grouped_conv_2d": (OperationType.GROUPED_CONV_2D,),
     "transpose_conv_2d": (OperationType.TRANSPOSE_CONV_2D,),
     **{op.name.lower(): (op,) for op in _POOLS},
+    **{op.name.lower(): (op,) for op in _RESIZES},
 }
 
 _MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
@@ -770,6 +831,7 @@ _MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "grouped_conv_2d": grouped_conv_2d_models,
     "transpose_conv_2d": transpose_conv_2d_models,
     **{op.name.lower(): functools.partial(pooling_models, op=op) for op in _POOLS},
+    **{op.name.lower(): functools.partial(resize_models, op=op) for op in _RESIZES},
 }
 
 

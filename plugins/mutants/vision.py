@@ -1,4 +1,4 @@
-"""Seeded bugs of the convolutions and pools (issue 87), each caught by the generated suites (POOL-2:
+"""Seeded bugs of the convolutions, pools and resizes (issue 87), each caught by the generated suites (POOL-2:
 outputs compared with the reference's through the request pools)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 
 from harness.api.hal import OperationType, is_quantized_type, numpy_dtype
-from reference_driver.ops import _window, conv, pooling
+from reference_driver.ops import _window, conv, pooling, resize
 from reference_driver.ops._numeric import activate, from_real
 
 from ._registry import mutant, with_kernels
@@ -109,3 +109,35 @@ def pooling_ignores_layout():
     return with_kernels({OperationType.AVERAGE_POOL_2D: nhwc_only(pooling.run_average_pool_2d),
                          OperationType.MAX_POOL_2D: nhwc_only(pooling.run_max_pool_2d),
                          OperationType.L2_POOL_2D: nhwc_only(pooling.run_l2_pool_2d)})
+
+
+@mutant("resize-bilinear-ignores-half-pixel-centers", "POOL-2",
+        "RESIZE_BILINEAR samples at y x scale even when half_pixel_centers is true (TensorFlow 1's legacy positions)")
+def resize_bilinear_ignores_half_pixel_centers():
+    def run(values, ins, out_op, out):
+        if len(values) > 5:
+            values = [*values[:5], np.bool_(False)]
+        return resize.run_resize_bilinear(values, ins, out_op, out)
+
+    return with_kernels({OperationType.RESIZE_BILINEAR: run})
+
+
+@mutant("resize-nearest-align-corners-floors", "POOL-2",
+        "RESIZE_NEAREST_NEIGHBOR with align_corners takes the pixel below each position (floor) instead of the "
+        "nearest one (rounded)")
+def resize_nearest_align_corners_floors():
+    def run(values, ins, out_op, out):
+        nchw, align, half, out_h, out_w = resize.geometry(values, ins, "RESIZE_NEAREST_NEIGHBOR")
+        x = values[0].transpose(0, 2, 3, 1) if nchw else values[0]
+
+        def indexes(size: int, count: int) -> np.ndarray:
+            if not align:
+                return resize.nearest_indexes(size, count, align, half)
+            position = np.arange(count, dtype=np.float32) * resize._scale(size, count, True)
+            return np.minimum(np.floor(position).astype(np.int64), size - 1)  # not rounded
+
+        rows, columns = indexes(x.shape[1], out_h), indexes(x.shape[2], out_w)
+        result = x[:, rows][:, :, columns]
+        return result.transpose(0, 3, 1, 2) if nchw else result
+
+    return with_kernels({OperationType.RESIZE_NEAREST_NEIGHBOR: run})

@@ -470,3 +470,90 @@ def test_conv_2d_pointwise_filter_with_padding_and_strides() -> None:
     dims = prepared.execute(request).output_shapes[0].dimensions
     assert tuple(dims) == (1, 1, 6, 1)
     assert np.frombuffer(out.read(), np.float32, count=6).tolist() == [0] * 6
+
+
+# --------------------------------------------------------------------------- RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR
+
+BILINEAR, NEAREST = OperationType.RESIZE_BILINEAR, OperationType.RESIZE_NEAREST_NEIGHBOR
+
+
+def _resize_scale(size, out, align):
+    f32 = np.float32
+    return f32(size - 1) / f32(out - 1) if align and out > 1 else f32(size) / f32(out)
+
+
+def nearest_direct(x, out_h, out_w, align=False, half=False):
+    """TFLite's loop as NNAPI's CPU runs it (positions in float32), one pixel at a time."""
+    n, h, w, c = x.shape
+    f32 = np.float32
+    out = np.zeros((n, out_h, out_w, c), x.dtype)
+    for y, xx in itertools.product(range(out_h), range(out_w)):
+        picks = []
+        for i, size, scale in ((y, h, _resize_scale(h, out_h, align)), (xx, w, _resize_scale(w, out_w, align))):
+            position = (f32(i) + f32(0.5)) * scale if half else f32(i) * scale
+            index = min(int(math.floor(position + 0.5)) if align else int(math.floor(position)), size - 1)
+            picks.append(max(index, 0) if half else index)
+        out[:, y, xx] = x[:, picks[0], picks[1]]
+    return out
+
+
+def bilinear_direct(x, out_h, out_w, align=False, half=False):
+    n, h, w, c = x.shape
+    f32 = np.float32
+    out = np.zeros((n, out_h, out_w, c))
+    for y, xx in itertools.product(range(out_h), range(out_w)):
+        axes = []
+        for i, size, scale in ((y, h, _resize_scale(h, out_h, align)), (xx, w, _resize_scale(w, out_w, align))):
+            position = (f32(i) + f32(0.5)) * scale - f32(0.5) if half else f32(i) * scale
+            low = max(int(math.floor(position)), 0)
+            axes.append((low, min(int(math.ceil(position)), size - 1), float(position - f32(low))))
+        (y0, y1, dy), (x0, x1, dx) = axes
+        out[:, y, xx] = (x[:, y0, x0] * (1 - dy) * (1 - dx) + x[:, y1, x0] * dy * (1 - dx)
+                         + x[:, y0, x1] * (1 - dy) * dx + x[:, y1, x1] * dy * dx)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), bilinear=st.booleans(), layout=st.booleans(), flags=st.sampled_from([(), (False,), (True,),
+                                                                                           (False, False), (True, False),
+                                                                                           (False, True)]))
+def test_float_resizes_match_the_direct_loop(data, bilinear, layout, flags) -> None:
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    h, w = data.draw(st.integers(1, 5), label="h"), data.draw(st.integers(1, 5), label="w")
+    out_h, out_w = data.draw(st.integers(1, 9), label="out h"), data.draw(st.integers(1, 9), label="out w")
+    x = rng.uniform(-8, 8, (2, h, w, 3)).astype(np.float32)
+    align, half = (list(flags) + [False, False])[:2]
+    op = BILINEAR if bilinear else NEAREST
+    got = run(op, [T(F32, nchw(x) if layout else x), out_w, out_h, layout, *flags], F32)
+    expected = bilinear_direct(x, out_h, out_w, align, half) if bilinear else nearest_direct(x, out_h, out_w, align, half)
+    np.testing.assert_allclose(got, nchw(expected) if layout else expected, rtol=1e-5, atol=1e-5)
+
+
+def test_resize_by_scale_and_quantized() -> None:
+    x = np.arange(12, dtype=np.uint8).reshape(1, 2, 3, 2) * 20
+    b = ModelBuilder()
+    i = b.input(QU8, x.shape, 0.5, 7)
+    sw, sh = b.constant(OperandType.FLOAT32, 1.5), b.constant(OperandType.FLOAT32, 2.0)
+    b.operation(NEAREST, [i, sw, sh, b.constant(OperandType.BOOL, False)], QU8, (), 0.5, 7)
+    model = b.build()
+    request, _, out = pack_request(model, [x], output_capacity=[1 << 10])
+    dims = ReferenceDevice().prepare_model(model).execute(request).output_shapes[0].dimensions
+    assert tuple(dims) == (1, 4, 4, 2)  # floor(2 x 2.0), floor(3 x 1.5)
+    got = np.frombuffer(out.read(), np.uint8, count=32).reshape(dims)
+    np.testing.assert_array_equal(got, nearest_direct(x, 4, 4))
+    # bilinear, quantized: positions 0, 0.5, 1, 1.5 (the last clamped): stored 0, 1.5, 3, 3; 1.5 is -5.5 steps
+    # from the zero point 7, rounded half away from zero to -6, so 1
+    q = np.array([0, 3], np.uint8).reshape(1, 1, 2, 1)
+    got = run(BILINEAR, [T(QU8, q, 0.5, 7), 4, 1], QU8, 0.5, 7)
+    assert got.reshape(-1).tolist() == [0, 1, 3, 3]
+
+
+def test_resize_refusals() -> None:
+    x = np.zeros((1, 2, 2, 1), np.float32)
+    assert "3 inputs" in refusal(NEAREST, [T(F32, x), 2, 2], F32)  # the layout flag is not optional here
+    half_scale = T(OperandType.FLOAT16, np.float16(2.0), constant=True)
+    assert "width scale of type FLOAT16" in refusal(BILINEAR, [T(F32, x), half_scale, half_scale], F32)
+    assert "output height of type INT32" in refusal(BILINEAR, [T(F32, x), T(OperandType.FLOAT32, np.float32(2), constant=True),
+                                                               2], F32)
+    assert "scale and zeroPoint" in refusal(BILINEAR, [T(QU8, x.astype(np.uint8), 0.5, 0), 2, 2], QU8, 0.25, 0)
+    assert "not both" in execution_failure(BILINEAR, [T(F32, x), 2, 2, False, True, True], F32)
