@@ -8,7 +8,9 @@
 (c) MobileNet-sized float32 CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV_2D through ``execute``
     against onnxruntime's Conv / ConvTranspose on the same inputs in the same run, median times
     and their ratio (issue 87's target: the reference within 3x of onnxruntime).  The reference
-    computes in float64 (one rounding to float32 at the end), onnxruntime in float32.
+    computes in float64 (one rounding to float32 at the end), onnxruntime in float32.  On a loaded
+    two-core machine OpenBLAS's second thread waits on a descheduled partner (medians of 8 ms for a
+    product whose best run is 1.7 ms): run with OPENBLAS_NUM_THREADS=1 for steady figures.
 """
 
 from __future__ import annotations
@@ -129,14 +131,18 @@ def bench_convolutions(repeat: int) -> list[tuple[str, float, float]]:
         x = rng.uniform(-1, 1, in_shape).astype(np.float32)
         f = rng.uniform(-1, 1, f_shape).astype(np.float32)
         bias = rng.uniform(-1, 1, f_shape[3] if kind == "DEPTHWISE_CONV_2D" else f_shape[0]).astype(np.float32)
+        # each engine timed on its own, the reference before onnxruntime's session exists: both keep
+        # threads spinning after a call (OpenBLAS's, onnxruntime's pool), and interleaved on two cores
+        # each spun through the other's calls (a reference median of 16 ms whose best was 1.7 ms)
         prepared, request, out_memory, out_shape = _reference_conv(kind, x, f, bias, stride, pad)
-        session, x_nchw = _onnx_conv(kind, x, f, bias, stride, pad)
         prepared.execute(request)
-        (expected,) = session.run(None, {"x": x_nchw})
-        got = np.frombuffer(out_memory.read(), np.float32).reshape(out_shape)
-        np.testing.assert_allclose(got, expected.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-3)
         reference = statistics.median(_timed(lambda: prepared.execute(request), repeat))
+        got = np.frombuffer(out_memory.read(), np.float32).reshape(out_shape)
+        session, x_nchw = _onnx_conv(kind, x, f, bias, stride, pad)
+        (expected,) = session.run(None, {"x": x_nchw})
         onnx = statistics.median(_timed(lambda: session.run(None, {"x": x_nchw}), repeat))
+        del session
+        np.testing.assert_allclose(got, expected.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-3)
         results.append((name, reference, onnx))
     return results
 

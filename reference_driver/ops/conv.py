@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.api.hal import Operand, OperandType
+from harness.api.hal import Operand, OperandType, is_quantized_type
 
 from . import _window, nn
 from ._numeric import (FLOAT_TENSORS, PER_CHANNEL, QUANT_TENSORS, KernelError, Refusal, activate, activation_code, first,
@@ -234,10 +234,17 @@ def nhwc(data: np.ndarray, operand: Operand, g: nn.ConvGeometry) -> np.ndarray:
     return x.transpose(0, 2, 3, 1) if g.nchw else x
 
 
-def finish(real: np.ndarray, g: nn.ConvGeometry, out_op: Operand) -> np.ndarray:
-    """Activated, stored as ``out_op``, in ``g``'s layout."""
-    result = from_real(activate(real, g.activation), out_op)
-    return result.transpose(0, 3, 1, 2) if g.nchw else result
+def finish(real: np.ndarray, g: nn.ConvGeometry, out_op: Operand, out: np.ndarray | None = None) -> np.ndarray:
+    """``real`` (a fresh array: activated in place) stored as ``out_op`` in ``g``'s layout; a float
+    NHWC result straight into ``out``, the output's region when the executor hands one over (one
+    pass over the output fewer: the executor copies nothing it finds there already)."""
+    activated = activate(real, g.activation, in_place=True)
+    if g.nchw:
+        return from_real(activated, out_op).transpose(0, 3, 1, 2)
+    if out is not None and out.shape == activated.shape and not is_quantized_type(out_op.type):
+        np.copyto(out, activated, casting="same_kind")  # float64 rounded to the output's float type
+        return out
+    return from_real(activated, out_op)
 
 
 # --------------------------------------------------------------------------- kernels
@@ -273,7 +280,9 @@ def run_depthwise_conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], 
     """out[n, y, x, c*m + q] = act(bias[c*m + q] + sum_{i, j} in[n, y*sh + i*dh - pt, x*sw + j*dw - pl, c]
     * filter[0, i, j, c*m + q]), m the depth multiplier."""
     p = prepare_depthwise(values, ins)
-    return finish(_window.depthwise_sum(p.x, p.filt, p.g, p.count) + p.bias, p.g, out_op)
+    total = _window.depthwise_sum(p.x, p.filt, p.g, p.count)
+    total += p.bias
+    return finish(total, p.g, out_op, out)
 
 
 def prepare_grouped(values: Sequence[np.ndarray], ins: Sequence[Operand], what: str = "GROUPED_CONV_2D") -> Prepared:
@@ -292,7 +301,9 @@ def run_grouped_conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], ou
     """CONV_2D in ``groups`` independent slices of the depths: output channel d of group
     g = d // (depth_out / groups) sees input channels g*depth_group to (g+1)*depth_group - 1."""
     p = prepare_grouped(values, ins)
-    return finish(_window.conv_sum(p.x, p.filt, p.g, p.count, "GROUPED_CONV_2D") + p.bias, p.g, out_op)
+    total = _window.conv_sum(p.x, p.filt, p.g, p.count, "GROUPED_CONV_2D")
+    total += p.bias
+    return finish(total, p.g, out_op, out)
 
 
 def prepare_transpose(values: Sequence[np.ndarray], ins: Sequence[Operand],
@@ -316,4 +327,5 @@ def run_transpose_conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], 
     """out[n, y, x, d] = act(bias[d] + sum in[n, i, j, c] * filter[d, y + pt - i*sh, x + pl - j*sw, c])
     over the input pixels (i, j) whose filter covers (y, x)."""
     p, out_h, out_w = prepare_transpose(values, ins)
-    return finish(_window.transpose_sum(p.x, p.filt, p.g, out_h, out_w) + p.bias, p.g, out_op)
+    total = _window.transpose_sum(p.x, p.filt, p.g, out_h, out_w) + p.bias  # a crop of a larger array: added anew
+    return finish(total, p.g, out_op, out)
