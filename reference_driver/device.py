@@ -46,6 +46,8 @@ _TENSOR_TYPES = frozenset(
         OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,  # CONV_2D filters
         OperandType.INT32,
         OperandType.BOOL,  # CONV_2D's layout flag
+        OperandType.FLOAT32,  # issue 87: the RESIZE operations' scale factors
+        OperandType.FLOAT16,
     }
 )
 

@@ -70,10 +70,49 @@ def float_format(operand_type: OperandType, relaxed: bool) -> np.finfo:
 
 
 def _activation_input(scenario: Scenario, operation: Operation) -> int | None:
+    inputs = [scenario.subgraph.operands[i] for i in operation.inputs]
+    if operation.type in _WINDOWED:
+        return _windowed_activation_input(operation.type, inputs)
     if operation.type != OperationType.CONV_2D:
         return _ACTIVATION_INPUT.get(operation.type)
-    inputs = [scenario.subgraph.operands[i] for i in operation.inputs]
     return 6 if conv_2d_has_padding_scheme(inputs) else 9
+
+
+# --------------------------------------------------------------------------- issue 87: convolutions and pools
+
+_POOLS = (OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D, OperationType.L2_POOL_2D)
+_WINDOWED = (OperationType.DEPTHWISE_CONV_2D, OperationType.GROUPED_CONV_2D, OperationType.TRANSPOSE_CONV_2D, *_POOLS)
+
+
+def _windowed_activation_input(kind: OperationType, inputs) -> int:
+    """Where NeuralNetworks.h puts the fused activation of each signature of these operations."""
+    count = len(inputs)
+    if kind == OperationType.DEPTHWISE_CONV_2D:
+        implicit = count == 8 or (count in (9, 11) and inputs[8].type == OperandType.BOOL)
+        return 7 if implicit else 10
+    if kind == OperationType.GROUPED_CONV_2D:
+        return 7 if count == 9 else 10
+    if kind == OperationType.TRANSPOSE_CONV_2D:
+        return 7 if count == 9 else 9
+    return 6 if count in (7, 8) else 9  # the pools
+
+
+def _windowed_terms(scenario: Scenario, operation: Operation) -> int:
+    """Rounded terms of one output element: the filter's taps (times the depth a tap sums over)
+    and the bias, or a pool's window and its division (and L2's square root)."""
+    operands = scenario.subgraph.operands
+    if operation.type in _POOLS:
+        at = 4 if len(operation.inputs) in (7, 8) else 7  # the filter width, then its height
+        window = 1
+        for i in (at, at + 1):
+            size = operand_value(scenario, operation.inputs[i]) if i < len(operation.inputs) else None
+            window *= int(size[0]) if size is not None and size.size else 32  # a size given by no value the scenario holds
+        return max(window, 1) + (2 if operation.type == OperationType.L2_POOL_2D else 1)
+    filt = operands[operation.inputs[1]].dimensions
+    if len(filt) != 4 or not all(filt[1:]):
+        return 1025
+    taps = filt[1] * filt[2]
+    return taps * (1 if operation.type == OperationType.DEPTHWISE_CONV_2D else filt[3]) + 1
 
 
 def _location_of(scenario: Scenario, index: int) -> tuple[str, int, int, int] | None:
@@ -168,6 +207,10 @@ def terms_in_model(scenario: Scenario) -> int:
         elif operation.type == OperationType.CONV_2D:
             filt = operands[operation.inputs[1]].dimensions
             total += (math.prod(filt[1:]) if len(filt) == 4 and all(filt[1:]) else 1024) + 1
+        elif operation.type in _WINDOWED:
+            total += _windowed_terms(scenario, operation)
+        elif operation.type == OperationType.RESIZE_BILINEAR:
+            total += 4  # four weighted pixels (a nearest neighbour is a copy, exact)
     return max(total, 1)
 
 
@@ -199,21 +242,27 @@ def quantized_tolerances(scenario: Scenario) -> dict[int, int]:
         elif operation.type == OperationType.MUL:
             a, b = operation.inputs[:2]
             propagated = carried[0] * _largest_real(scenario, b) + carried[1] * _largest_real(scenario, a) + carried[0] * carried[1]
-        elif operation.type in (OperationType.FULLY_CONNECTED, OperationType.CONV_2D):
+        elif operation.type in (OperationType.FULLY_CONNECTED, OperationType.CONV_2D, OperationType.GROUPED_CONV_2D,
+                                OperationType.TRANSPOSE_CONV_2D, OperationType.DEPTHWISE_CONV_2D):
             weights = operation.inputs[1]
             value = operand_value(scenario, weights)
             w = operands[weights]
-            # a per-channel filter (channel dimension 0: a scale per output row) and its input scale set
-            # the bias scale of each row; a rounding step of the input grows by each row's weight sum
+            # the output channel's axis: 0, but DEPTHWISE_CONV_2D's filter [1, h, w, depth_out] has it last
+            # (a transposed convolution's output sums over part of its row: the row bounds it)
+            axis = 3 if operation.type == OperationType.DEPTHWISE_CONV_2D else 0
+            # a per-channel filter (a scale per output channel) and its input scale set the bias scale of
+            # each channel; a rounding step of the input grows by each channel's weight sum
             row_scales = (np.asarray(w.channel_quant.scales, np.float64)[:, None] if w.channel_quant is not None
                           else w.scale)
-            if value is not None and value.size and w.dimensions:
-                real = np.abs(value.astype(np.float64) - w.zero_point).reshape(w.dimensions[0], -1) * row_scales
-                gain = float(real.sum(axis=1).max())
+            if value is not None and value.size and len(w.dimensions) > axis and all(w.dimensions):
+                rows = np.moveaxis(value.astype(np.float64).reshape(w.dimensions), axis, 0).reshape(w.dimensions[axis], -1)
+                gain = float((np.abs(rows - w.zero_point) * row_scales).sum(axis=1).max())
             else:
-                gain = _largest_real(scenario, weights) * max(math.prod(d for d in w.dimensions[1:] if d) or 1, 1)
+                others = [d for i, d in enumerate(w.dimensions) if i != axis and d]
+                gain = _largest_real(scenario, weights) * max(math.prod(others) or 1, 1)
             propagated = carried[0] * gain
-        else:  # RELU, RELU1, RELU6, RESHAPE, CONCATENATION: an input's error passes through unchanged
+        else:  # RELU, RELU1, RELU6, RESHAPE, CONCATENATION, the pools, the resizes (weights summing to 1): an input's
+            # error passes through unchanged
             propagated = max(carried, default=0.0)
         out = operation.outputs[0]
         own = operands[out].scale if is_quantized_type(operands[out].type) else 0.0

@@ -21,7 +21,8 @@ from harness.judging.builders import ModelBuilder
 from harness.api.hal import (Capabilities, OperandLifeTime, OperandType, OperationType, Subgraph,
                               SymmPerChannelQuantParams)
 
-from .values import FLOAT_TYPES, QUANT_TYPES, SCALES, ZERO_POINT_RANGE, arrays, declaration_codes, declared_by_code, usable_types
+from .values import (FLOAT_TYPES, QUANT_TYPES, SCALES, ZERO_POINT_RANGE, arrays, declaration_codes, declared_by_code,
+                     sampled, usable_types)
 
 _T = TypeVar("_T")
 I32 = OperandType.TENSOR_INT32
@@ -257,6 +258,8 @@ def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: Op
 
 
 _RELUS = (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
+_POOLS = (OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D, OperationType.L2_POOL_2D)  # issue 87
+_RESIZES = (OperationType.RESIZE_BILINEAR, OperationType.RESIZE_NEAREST_NEIGHBOR)  # issue 87
 #: The tensor types each family's models take (NNAPI's signatures, as the reference implements them;
 #: the element-wise family's depend on the operation and activation: `_elementwise_types`).
 _FAMILY_TYPES: dict[str, tuple[OperandType, ...]] = {
@@ -266,6 +269,15 @@ _FAMILY_TYPES: dict[str, tuple[OperandType, ...]] = {
     "concatenation": FLOAT_TYPES + QUANT_TYPES + (I32,),
     "fully_connected": FLOAT_TYPES + QUANT_TYPES,
     "conv_2d": FLOAT_TYPES + QUANT_TYPES,
+    # issue 87: the convolutions and the pools (NNAPI: L2_POOL_2D on the float types alone)
+    "depthwise_conv_2d": FLOAT_TYPES + QUANT_TYPES,
+    "grouped_conv_2d": FLOAT_TYPES + QUANT_TYPES,
+    "transpose_conv_2d": FLOAT_TYPES + QUANT_TYPES,
+    "average_pool_2d": FLOAT_TYPES + QUANT_TYPES,
+    "max_pool_2d": FLOAT_TYPES + QUANT_TYPES,
+    "l2_pool_2d": FLOAT_TYPES,
+    "resize_bilinear": FLOAT_TYPES + QUANT_TYPES,
+    "resize_nearest_neighbor": FLOAT_TYPES + QUANT_TYPES,
 }
 
 
@@ -278,9 +290,17 @@ _COMPANION_TYPES: dict[str, frozenset[OperandType]] = {
     "concatenation": frozenset({OperandType.INT32}),
     "fully_connected": frozenset({OperandType.INT32}),
     "conv_2d": frozenset({OperandType.INT32}),
+    # issue 87: GROUPED_CONV_2D's and TRANSPOSE_CONV_2D's layout flag is not optional
+    "depthwise_conv_2d": frozenset({OperandType.INT32}),
+    "grouped_conv_2d": frozenset({OperandType.INT32, OperandType.BOOL}),
+    "transpose_conv_2d": frozenset({OperandType.INT32, OperandType.BOOL}),
+    **{op.name.lower(): frozenset({OperandType.INT32}) for op in _POOLS},
+    # the output's size as INT32s (scale factors only when FLOAT32 or FLOAT16 is declared too)
+    "resize_bilinear": frozenset({OperandType.INT32}),
+    "resize_nearest_neighbor": frozenset({OperandType.INT32, OperandType.BOOL}),
 }
 #: The families whose quantized models have a TENSOR_INT32 bias (`_bias`).
-_QUANTIZED_BIAS = ("fully_connected", "conv_2d")
+_QUANTIZED_BIAS = ("fully_connected", "conv_2d", "depthwise_conv_2d", "grouped_conv_2d", "transpose_conv_2d")
 
 
 def _companion_types(family: str, type: OperandType) -> frozenset[OperandType]:
@@ -521,6 +541,269 @@ def conv_2d_models(draw, caps: Capabilities, same_only: bool = False, dilated_on
     return case.done([out_shape], f"CONV_2D {type.name} {form} stride {strides}{extras}")
 
 
+# --------------------------------------------------------------------------- convolutions, pools, resizes (issue 87)
+
+def _layouts(c: _Choices, caps: Capabilities, required: bool = False) -> bool | None:
+    """The layout flag (None: absent, True: NCHW): a BOOL operand, only for a driver that declares it."""
+    options: tuple[bool | None, ...] = (False, True) if required else (
+        (None, False, True) if OperandType.BOOL in caps.operand_types else (None,))
+    return c.choice(options, "layout flag (None: absent, True: NCHW)")
+
+
+def _same_padding(size: int, stride: int, span: int) -> tuple[int, int]:
+    total = max((-(-size // stride) - 1) * stride + span - size, 0)
+    return total // 2, total - total // 2
+
+
+def _filter_size(c: _Choices, most: int, label: str) -> int:
+    """1 to ``most``, 2 first (where it fits): a filter of one pixel has no padding to get wrong."""
+    return c.choice(tuple(v for v in (2, 3, 1, 4, 5) if v <= most), label)
+
+
+def _window_geometry(c: _Choices, implicit: bool, dilation: tuple[int, int] = (1, 1)) -> dict:
+    """An input's height and width, a filter that fits it dilated, a padding (explicit: up to 3,
+    narrower than the dilated filter, which NNAPI's CPU implementation requires of convolutions
+    and pools; or a scheme), strides up to 3, and the output's height and width."""
+    dil_w, dil_h = dilation
+    h, w = c.integer(1, 5, "height"), c.integer(1, 5, "width")
+    kh, kw = _filter_size(c, (h - 1) // dil_h + 1, "filter height"), _filter_size(c, (w - 1) // dil_w + 1, "filter width")
+    span_h, span_w = (kh - 1) * dil_h + 1, (kw - 1) * dil_w + 1
+    strides = (c.integer(1, 3, "stride w"), c.integer(1, 3, "stride h"))
+    if implicit:
+        scheme = c.choice((1, 2), "padding scheme (1 SAME, 2 VALID)")
+        (left, right), (top, bottom) = ((_same_padding(w, strides[0], span_w), _same_padding(h, strides[1], span_h))
+                                        if scheme == 1 else ((0, 0), (0, 0)))
+        padding: tuple[int, ...] = (scheme,)
+    else:
+        # one pixel first (where the filter is wider): the windows over the padding are what padding bugs change
+        left, right = (c.choice(tuple(v for v in (1, 0, 2, 3) if v < span_w), f"pad {side}") for side in ("left", "right"))
+        top, bottom = (c.choice(tuple(v for v in (1, 0, 2, 3) if v < span_h), f"pad {side}") for side in ("top", "bottom"))
+        padding = (left, right, top, bottom)
+    out_h = (h + top + bottom - span_h) // strides[1] + 1
+    out_w = (w + left + right - span_w) // strides[0] + 1
+    return {"h": h, "w": w, "kh": kh, "kw": kw, "strides": strides, "padding": padding, "out": (out_h, out_w)}
+
+
+def _shapes(n: int, depth: int, h: int, w: int, depth_out: int, out: tuple[int, int], nchw: bool):
+    """The input's and the output's shapes in the layout."""
+    if nchw:
+        return (n, depth, h, w), (n, depth_out, *out)
+    return (n, h, w, depth), (n, *out, depth_out)
+
+
+def _conv_filter(draw, c: _Choices, case: _Case, caps: Capabilities, type: OperandType, in_quant, shape, channel_dim: int):
+    """A convolution's filter and bias operands: the data type's, or a per-channel quantized filter
+    (scales along ``channel_dim``, a bias of scale 0) when the driver declares the type."""
+    depth_out = shape[channel_dim]
+    if type in QUANT_TYPES and PER_CHANNEL in caps.operand_types and c.boolean("per-channel filter"):
+        scales = tuple(c.choice(_CHANNEL_SCALES, f"filter scale {i}") for i in range(depth_out))
+        filt = case.operand(PER_CHANNEL, draw(_small_ints("int8", shape, 127), label="filter"),
+                            how=c.choice(_HOW[1:], "filter given as"), label="filter",
+                            channel_quant=SymmPerChannelQuantParams(scales, channel_dim))
+        bias = case.operand(I32, draw(_small_ints("int32", (depth_out,), 1000), label="bias"), how="copy")
+        return filt, bias, " per-channel"
+    f_quant = c.quantization(type, "filter")
+    filt = case.operand(type, draw(arrays(type, shape), label="filter"), f_quant, c.choice(_HOW[1:], "filter given as"))
+    bias_type, bias, bias_quant = _bias(draw, type, in_quant, f_quant, depth_out)
+    return filt, case.operand(bias_type, bias, bias_quant, "copy"), ""
+
+
+def _tail(case: _Case, activation: int, layout: bool | None, dilation: tuple[int, int] | None = None) -> list[int]:
+    scalars = [case.b.scalar(activation)]
+    if layout is not None:
+        scalars.append(case.b.constant(OperandType.BOOL, layout))
+    if dilation is not None:
+        scalars += [case.b.scalar(dilation[0]), case.b.scalar(dilation[1])]
+    return scalars
+
+
+def _depths(c: _Choices, label: str) -> int:
+    """Up to 9 half the time (past one and two vector blocks of 4, or one of 8), small otherwise."""
+    return 9 if c.boolean(f"wide {label}") else c.integer(1, 3, label)
+
+
+@st.composite
+def depthwise_conv_2d_models(draw, caps: Capabilities) -> ModelCase:
+    """DEPTHWISE_CONV_2D in each signature (explicit padding or a scheme, with the layout flag, then
+    dilation factors), depth multipliers 1 to 3, a per-channel filter (scales along dimension 3)
+    when declared."""
+    c = _start(draw)
+    type = c.type("depthwise_conv_2d", caps)
+    implicit = c.boolean("implicit padding")
+    layout = _layouts(c, caps)
+    dilated = layout is not None and c.boolean("dilation inputs")
+    dilation = (c.integer(1, 3, "dilation w"), c.integer(1, 3, "dilation h")) if dilated else (1, 1)
+    depth = _depths(c, "input depth")
+    # up to 18 output channels: a per-channel filter's scales are a choice each (`_CHOICE_BYTES`)
+    multiplier, n = c.choice((2, 1, 3) if depth <= 3 else (2, 1), "depth multiplier"), c.integer(1, 2, "batches")
+    geo = _window_geometry(c, implicit, dilation)
+    in_shape, out_shape = _shapes(n, depth, geo["h"], geo["w"], depth * multiplier, geo["out"], bool(layout))
+    case = _Case(c)
+    in_quant = c.quantization(type, "input")
+    x = case.operand(type, draw(arrays(type, in_shape), label="input"), in_quant, label="input")
+    f, bias, per_channel = _conv_filter(draw, c, case, caps, type, in_quant, (1, geo["kh"], geo["kw"], depth * multiplier), 3)
+    scalars = [case.b.scalar(v) for v in (*geo["padding"], *geo["strides"], multiplier)]
+    scalars += _tail(case, c.integer(0, 3, "activation"), layout, dilation if dilated else None)
+    case.output(OperationType.DEPTHWISE_CONV_2D, [x, f, bias, *scalars], type, out_shape, c.quantization(type, "output"))
+    form = ("SAME" if geo["padding"] == (1,) else "VALID" if implicit else "explicit") + (" NCHW" if layout else "")
+    return case.done([out_shape], f"DEPTHWISE_CONV_2D {type.name} {form} x{multiplier}"
+                                  f"{f' dilation {dilation}' if dilated else ''}{per_channel}")
+
+
+@st.composite
+def grouped_conv_2d_models(draw, caps: Capabilities) -> ModelCase:
+    """GROUPED_CONV_2D with 1 to 3 groups of 1 to 3 input and output channels each, explicit padding
+    or a scheme, the layout flag (not optional), a per-channel filter when declared."""
+    c = _start(draw)
+    type = c.type("grouped_conv_2d", caps)
+    implicit = c.boolean("implicit padding")
+    layout = _layouts(c, caps, required=True)
+    groups, depth_group = c.choice((2, 3, 1), "groups"), c.integer(1, 3, "input channels per group")
+    per_group, n = c.choice((2, 1, 3), "output channels per group"), c.integer(1, 2, "batches")
+    geo = _window_geometry(c, implicit)
+    depth_out = groups * per_group
+    in_shape, out_shape = _shapes(n, groups * depth_group, geo["h"], geo["w"], depth_out, geo["out"], bool(layout))
+    case = _Case(c)
+    in_quant = c.quantization(type, "input")
+    x = case.operand(type, draw(arrays(type, in_shape), label="input"), in_quant, label="input")
+    f, bias, per_channel = _conv_filter(draw, c, case, caps, type, in_quant, (depth_out, geo["kh"], geo["kw"], depth_group), 0)
+    scalars = [case.b.scalar(v) for v in (*geo["padding"], *geo["strides"], groups)]
+    scalars += _tail(case, c.integer(0, 3, "activation"), layout)
+    case.output(OperationType.GROUPED_CONV_2D, [x, f, bias, *scalars], type, out_shape, c.quantization(type, "output"))
+    form = ("SAME" if geo["padding"] == (1,) else "VALID" if implicit else "explicit") + (" NCHW" if layout else "")
+    return case.done([out_shape], f"GROUPED_CONV_2D {type.name} {form} {groups} groups{per_channel}")
+
+
+@st.composite
+def transpose_conv_2d_models(draw, caps: Capabilities) -> ModelCase:
+    """TRANSPOSE_CONV_2D with explicit padding (narrower than the filter, the output at least a
+    pixel), or with an output shape and a scheme when the driver declares TENSOR_INT32: SAME for
+    an output of stride x (size - 1) + 1 to stride x size pixels (its padding then follows the
+    output's size), VALID for stride x (size - 1) + filter; the layout flag (not optional), strides
+    up to 3, a per-channel filter when declared."""
+    c = _start(draw)
+    type = c.type("transpose_conv_2d", caps)
+    implicit = I32 in caps.operand_types and c.boolean("output shape and padding scheme")
+    layout = bool(_layouts(c, caps, required=True))
+    depth, depth_out, n = _depths(c, "input depth"), c.integer(1, 3, "output depth"), c.integer(1, 2, "batches")
+    h, w = c.integer(1, 4, "height"), c.integer(1, 4, "width")
+    kh, kw = c.integer(1, 4, "filter height"), c.integer(1, 4, "filter width")
+    strides = (c.integer(1, 3, "stride w"), c.integer(1, 3, "stride h"))
+    out: list[int] = []
+    padding: tuple[int, ...] = ()
+    if implicit:
+        scheme = c.choice((1, 2), "padding scheme (1 SAME, 2 VALID)")
+        for size, kernel, stride, axis in ((h, kh, strides[1], "h"), (w, kw, strides[0], "w")):
+            out.append(stride * (size - 1) + c.integer(1, stride, f"output {axis} past the last stride")
+                       if scheme == 1 else stride * (size - 1) + kernel)
+        padding = (scheme,)
+    else:
+        pads = []
+        for size, kernel, stride, axis in ((w, kw, strides[0], "w"), (h, kh, strides[1], "h")):
+            full = stride * (size - 1) + kernel
+            start = c.integer(0, min(3, kernel - 1), f"pad {axis} head")
+            end = c.integer(0, min(3, kernel - 1, full - start - 1), f"pad {axis} tail")
+            pads.append((start, end))
+        (left, right), (top, bottom) = pads
+        padding = (left, right, top, bottom)
+        out = [strides[1] * (h - 1) + kh - top - bottom, strides[0] * (w - 1) + kw - left - right]
+    in_shape, out_shape = _shapes(n, depth, h, w, depth_out, (out[0], out[1]), layout)
+    case = _Case(c)
+    in_quant = c.quantization(type, "input")
+    x = case.operand(type, draw(arrays(type, in_shape), label="input"), in_quant, label="input")
+    f, bias, per_channel = _conv_filter(draw, c, case, caps, type, in_quant, (depth_out, kh, kw, depth), 0)
+    head: list[int] = []
+    if implicit:
+        head.append(case.operand(I32, np.asarray(out_shape, np.int32), how=c.choice(_HOW, "output shape given as"),
+                                 label="output shape"))
+    head += [case.b.scalar(v) for v in (*padding, *strides)]
+    scalars = head + _tail(case, c.integer(0, 3, "activation"), layout)
+    case.output(OperationType.TRANSPOSE_CONV_2D, [x, f, bias, *scalars], type, out_shape, c.quantization(type, "output"))
+    form = ("SAME" if padding == (1,) else "VALID" if implicit else "explicit") + (" NCHW" if layout else "")
+    return case.done([out_shape], f"TRANSPOSE_CONV_2D {type.name} {form} stride {strides}{per_channel}")
+
+
+@functools.lru_cache(maxsize=64)
+def pooling_models(caps: Capabilities, op: OperationType) -> st.SearchStrategy[ModelCase]:
+    """AVERAGE_POOL_2D, MAX_POOL_2D or L2_POOL_2D (``op``; each a family of its own, so each has its
+    examples in every run) in each signature (explicit padding narrower than the filter, or a
+    scheme; the layout flag when BOOL is declared), filters up to the input's size, strides up to
+    3; a quantized output keeps the input's scale and zeroPoint (NNAPI)."""
+    return _pooling_models(caps, op)
+
+
+@st.composite
+def _pooling_models(draw, caps: Capabilities, op: OperationType) -> ModelCase:
+    c = _start(draw)
+    type = c.type(op.name.lower(), caps)
+    implicit = c.boolean("implicit padding")
+    layout = _layouts(c, caps)
+    depth, n = _depths(c, "depth"), c.integer(1, 2, "batches")
+    geo = _window_geometry(c, implicit)
+    in_shape, out_shape = _shapes(n, depth, geo["h"], geo["w"], depth, geo["out"], bool(layout))
+    case = _Case(c)
+    quant = c.quantization(type, "input and output")
+    x = case.operand(type, draw(arrays(type, in_shape), label="input"), quant, label="input")
+    scalars = [case.b.scalar(v) for v in (*geo["padding"], *geo["strides"], geo["kw"], geo["kh"])]
+    scalars += _tail(case, c.integer(0, 3, "activation"), layout)
+    case.output(op, [x, *scalars], type, out_shape, quant)
+    form = ("SAME" if geo["padding"] == (1,) else "VALID" if implicit else "explicit") + (" NCHW" if layout else "")
+    return case.done([out_shape], f"{op.name} {type.name} {form} filter {geo['kh']}x{geo['kw']}")
+
+
+#: Scale factors a RESIZE model may be given: enlarging, shrinking, and not a power of two.
+_RESIZE_SCALES = (2.0, 0.5, 1.5, 0.75, 3.0, 1.25)
+
+
+@functools.lru_cache(maxsize=64)
+def resize_models(caps: Capabilities, op: OperationType) -> st.SearchStrategy[ModelCase]:
+    """RESIZE_BILINEAR or RESIZE_NEAREST_NEIGHBOR (``op``, a family each): to a size (INT32) or by
+    scale factors (FLOAT32, FLOAT16 for a TENSOR_FLOAT16 input, when declared), the layout flag
+    (RESIZE_NEAREST_NEIGHBOR's not optional), align_corners or half_pixel_centers (not both);
+    inputs up to 5 pixels a side, outputs up to 9; a quantized output keeps the input's
+    scale and zeroPoint (NNAPI)."""
+    return _resize_models(caps, op)
+
+
+@st.composite
+def _resize_models(draw, caps: Capabilities, op: OperationType) -> ModelCase:
+    c = _start(draw)
+    type = c.type(op.name.lower(), caps)
+    factor_type = OperandType.FLOAT16 if type == OperandType.TENSOR_FLOAT16 else OperandType.FLOAT32
+    # align_corners or half_pixel_centers (each after the layout flag, a BOOL): half the time the one that
+    # changes this operation's positions most (bilinear's half pixel, nearest's rounding), a quarter the other
+    flags: tuple[bool, ...] = ()
+    if OperandType.BOOL in caps.operand_types:
+        half_first = op == OperationType.RESIZE_BILINEAR
+        main, other = ((False, True), (True, False)) if half_first else ((True, False), (False, True))
+        flags = c.choice((main, other, main, ()), "align_corners, half_pixel_centers")
+        if flags == (True, False) and half_first and c.boolean("align_corners alone"):
+            flags = (True,)  # the 5-input form
+    layout = _layouts(c, caps, required=bool(flags) or op == OperationType.RESIZE_NEAREST_NEIGHBOR)
+    depth, n = c.integer(1, 3, "depth"), c.integer(1, 2, "batches")
+    h, w = c.integer(1, 5, "height"), c.integer(1, 5, "width")
+    by_scale = factor_type in caps.operand_types and c.boolean("by scale factors")
+    if by_scale:  # NNAPI: floor(size x factor), the product in float32 as its CPU implementation has it
+        factors = []
+        for size, axis in ((w, "width"), (h, "height")):
+            usable = tuple(f for f in _RESIZE_SCALES if np.floor(np.float32(size) * np.float32(f)) >= 1)
+            factors.append(c.choice(usable, f"{axis} factor"))
+        out_w, out_h = (int(np.floor(np.float32(size) * np.float32(f))) for size, f in zip((w, h), factors))
+    else:
+        out_h, out_w = c.integer(1, 9, "output height"), c.integer(1, 9, "output width")
+    in_shape, out_shape = _shapes(n, depth, h, w, depth, (out_h, out_w), bool(layout))
+    case = _Case(c)
+    quant = c.quantization(type, "input and output")
+    x = case.operand(type, draw(arrays(type, in_shape), label="input"), quant, label="input")
+    sizes = ([case.b.constant(factor_type, f) for f in factors] if by_scale else
+             [case.b.scalar(out_w), case.b.scalar(out_h)])
+    booleans = [case.b.constant(OperandType.BOOL, v) for v in ((layout, *flags) if layout is not None else ())]
+    case.output(op, [x, *sizes, *booleans], type, out_shape, quant)
+    named = dict(zip(("align_corners", "half_pixel_centers"), flags))
+    return case.done([out_shape], f"{op.name} {type.name} {'by scale' if by_scale else 'to size'}"
+                                  f"{' NCHW' if layout else ''}{''.join(f' {k}' for k, v in named.items() if v)}")
+
+
 FAMILIES = {
     "elementwise": (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV),
     "relu": _RELUS,
@@ -528,6 +811,12 @@ FAMILIES = {
     "concatenation": (OperationType.CONCATENATION,),
     "fully_connected": (OperationType.FULLY_CONNECTED,),
     "conv_2d": (OperationType.CONV_2D,),
+    # issue 87: the convolutions and the pools
+    "depthwise_conv_2d": (OperationType.DEPTHWISE_CONV_2D,),
+    "grouped_conv_2d": (OperationType.GROUPED_CONV_2D,),
+    "transpose_conv_2d": (OperationType.TRANSPOSE_CONV_2D,),
+    **{op.name.lower(): (op,) for op in _POOLS},
+    **{op.name.lower(): (op,) for op in _RESIZES},
 }
 
 _MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
@@ -537,6 +826,12 @@ _MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "concatenation": concatenation_models,
     "fully_connected": fully_connected_models,
     "conv_2d": conv_2d_models,
+    # issue 87: the convolutions and the pools
+    "depthwise_conv_2d": depthwise_conv_2d_models,
+    "grouped_conv_2d": grouped_conv_2d_models,
+    "transpose_conv_2d": transpose_conv_2d_models,
+    **{op.name.lower(): functools.partial(pooling_models, op=op) for op in _POOLS},
+    **{op.name.lower(): functools.partial(resize_models, op=op) for op in _RESIZES},
 }
 
 
@@ -571,8 +866,16 @@ def several_output_cases(caps: Capabilities) -> st.SearchStrategy[ModelCase]:
 
 
 def _single_cases(caps: Capabilities, family: str) -> st.SearchStrategy[ModelCase] | None:
-    families = [_MAKERS[name](caps) for name in buildable_families(caps) if not family or name == family]
-    return st.one_of(families) if families else None
+    names = tuple(name for name in buildable_families(caps) if not family or name == family)
+    if not names:
+        return None
+    if len(names) == 1:
+        return _MAKERS[names[0]](caps)
+    # A family's name, then its models: a strategy whose repr is one line.  Hypothesis writes the repr
+    # of the strategy a draw came from into each exception a draw raises (each `assume` that rejects),
+    # and one_of's, a dozen families each with the capabilities' repr, passed 30 kB (a HypothesisWarning).
+    strategies = {name: _MAKERS[name](caps) for name in names}
+    return sampled(names).flatmap(lambda name: strategies[name])
 
 
 def parameter_input_families(caps: Capabilities) -> tuple[str, ...]:

@@ -37,7 +37,7 @@ from reference_driver import executor
 from reference_driver.validation import argument_dimensions
 from reference_driver.buffers import ManagedBuffer, ReadWriteLock, TokenTable
 from reference_driver.device import ReferenceBuffer
-from reference_driver.ops import KERNELS, Kernel, Refusal, nn
+from reference_driver.ops import KERNELS, Kernel, Refusal, _window, conv, nn, pooling
 from reference_driver.ops._numeric import FLOAT_TENSORS, activate, check_rank, from_real, scalar
 
 from . import fixed_point
@@ -517,13 +517,67 @@ def _conv_in(dtype):
     return run
 
 
+# issue 87: the convolutions and the pools in a float type of the variant's choosing
+
+
+def _windowed_in(dtype) -> dict[OperationType, Kernel]:
+    """DEPTHWISE_CONV_2D, GROUPED_CONV_2D, TRANSPOSE_CONV_2D and the float pools summed in ``dtype``
+    (the reference's geometry and errors): a depthwise filter tap by tap, a grouped or transposed
+    one in matrix products (BLAS's order for float32), a pool's window by numpy's reduction; the
+    quantized types as the reference computes them."""
+
+    def convolution(prepare, total, reference_run):
+        def run(values, ins, out_op, out):
+            if ins[0].type not in FLOAT_TENSORS:
+                return reference_run(values, ins, out_op, out)
+            p = prepare(values, ins)
+            p = dataclasses.replace(p, x=p.x.astype(dtype), filt=p.filt.astype(dtype), bias=p.bias.astype(dtype))
+            return conv.finish(np.asarray(total(p) + p.bias, np.float64), p.g, out_op)
+        return run
+
+    def transposed(p):
+        out_h = (p.x.shape[1] - 1) * p.g.stride_h + p.filt.shape[1] - p.g.pad_top - p.g.pad_bottom
+        out_w = (p.x.shape[2] - 1) * p.g.stride_w + p.filt.shape[2] - p.g.pad_left - p.g.pad_right
+        return _window.transpose_sum(p.x, p.filt, p.g, out_h, out_w)
+
+    def pool(op: OperationType):
+        def run(values, ins, out_op, out):
+            if ins[0].type not in FLOAT_TENSORS:
+                return KERNELS[op].run(values, ins, out_op, out)
+            g, filter_h, filter_w = pooling.pool_geometry(values, ins, op.name)
+            x = np.asarray(values[0].transpose(0, 2, 3, 1) if g.nchw else values[0]).astype(dtype)
+            if op == OperationType.MAX_POOL_2D:
+                result = _window.windows(x, g, filter_h, filter_w, op.name, fill=-np.inf).max(axis=(-2, -1))
+            else:
+                window = _window.windows(x * x if op == OperationType.L2_POOL_2D else x, g, filter_h, filter_w, op.name)
+                count = pooling.counts(x, g, filter_h, filter_w, *window.shape[1:3]).astype(dtype)
+                result = window.sum(axis=(-2, -1), dtype=dtype) / count
+                result = np.sqrt(result) if op == OperationType.L2_POOL_2D else result
+            stored = from_real(activate(np.asarray(result, np.float64), g.activation), out_op)
+            return stored.transpose(0, 3, 1, 2) if g.nchw else stored
+        return run
+
+    runs = {
+        OperationType.DEPTHWISE_CONV_2D: convolution(conv.prepare_depthwise, lambda p: _window.depthwise_sum(
+            p.x, p.filt, p.g, p.count), conv.run_depthwise_conv_2d),
+        OperationType.GROUPED_CONV_2D: convolution(conv.prepare_grouped, lambda p: _window.conv_sum(
+            p.x, p.filt, p.g, p.count, "GROUPED_CONV_2D"), conv.run_grouped_conv_2d),
+        OperationType.TRANSPOSE_CONV_2D: convolution(lambda values, ins: conv.prepare_transpose(values, ins)[0],
+                                                     transposed, conv.run_transpose_conv_2d),
+        **{op: pool(op) for op in (OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D, OperationType.L2_POOL_2D)},
+    }
+    return {op: Kernel(KERNELS[op].validate, run) for op, run in runs.items()}
+
+
 def float32_fma_reordered() -> ReferenceDevice:
     """CHOICE-7: FULLY_CONNECTED and CONV_2D accumulate in float32, last term first, one fused
-    multiply-add at a time (the reference sums in float64 and rounds once)."""
+    multiply-add at a time, and the other convolutions and the pools sum in float32 in their own
+    order (the reference sums in float64 and rounds once)."""
     device = ReferenceDevice()
     device.kernels[OperationType.FULLY_CONNECTED] = Kernel(KERNELS[OperationType.FULLY_CONNECTED].validate,
                                                            _fully_connected_in(np.float32))
     device.kernels[OperationType.CONV_2D] = Kernel(KERNELS[OperationType.CONV_2D].validate, _conv_in(np.float32))
+    device.kernels.update(_windowed_in(np.float32))
     return device
 
 
@@ -572,7 +626,7 @@ def _in_fixed_point(integer_run, kernel: Kernel) -> Kernel:
 
 
 def fixed_point_quantized() -> ReferenceDevice:
-    """CHOICE-7: quantized ADD, SUB, MUL, FULLY_CONNECTED and CONV_2D (per-channel filters
+    """CHOICE-7: quantized ADD, SUB, MUL, FULLY_CONNECTED and the convolutions (per-channel filters
     included) in integers only, as fixed-point kernels (TFLite's, most NPUs') compute them: integer
     accumulators, each real multiplier held as a 31-bit integer and a shift, each rescale rounded
     once, half up (`fixed_point`).  Results a step off at negative ties and where the multiplier's
@@ -584,6 +638,9 @@ def fixed_point_quantized() -> ReferenceDevice:
         OperationType.MUL: fixed_point.mul,
         OperationType.FULLY_CONNECTED: fixed_point.fully_connected,
         OperationType.CONV_2D: fixed_point.conv_2d,
+        OperationType.DEPTHWISE_CONV_2D: fixed_point.depthwise_conv_2d,  # issue 87
+        OperationType.GROUPED_CONV_2D: fixed_point.grouped_conv_2d,
+        OperationType.TRANSPOSE_CONV_2D: fixed_point.transpose_conv_2d,
     }
     for op, integer_run in integer_runs.items():
         device.kernels[op] = _in_fixed_point(integer_run, KERNELS[op])
@@ -592,7 +649,8 @@ def fixed_point_quantized() -> ReferenceDevice:
 
 def float16_in_float16() -> ReferenceDevice:
     """CHOICE-7: FLOAT16 arithmetic in float16: element-wise operations rounded to float16, and
-    FULLY_CONNECTED and CONV_2D accumulating in float16 (float32 stays as the reference does it)."""
+    FULLY_CONNECTED, the convolutions and the pools accumulating in float16 (float32 stays as the
+    reference does it)."""
     device = ReferenceDevice()
     for op, ufunc in ((OperationType.ADD, np.add), (OperationType.SUB, np.subtract), (OperationType.MUL, np.multiply),
                       (OperationType.DIV, np.divide)):
@@ -607,6 +665,8 @@ def float16_in_float16() -> ReferenceDevice:
         KERNELS[OperationType.FULLY_CONNECTED].validate, only_f16(_fully_connected_in(np.float16), nn.run_fully_connected))
     device.kernels[OperationType.CONV_2D] = Kernel(
         KERNELS[OperationType.CONV_2D].validate, only_f16(_conv_in(np.float16), nn.run_conv_2d))
+    for op, kernel in _windowed_in(np.float16).items():  # issue 87: the other convolutions and the pools
+        device.kernels[op] = Kernel(kernel.validate, only_f16(kernel.run, KERNELS[op].run))
     return device
 
 

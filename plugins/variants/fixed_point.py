@@ -21,10 +21,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.api.hal import Operand, numpy_dtype
-from reference_driver.ops import nn
+from reference_driver.ops import _window, conv, nn
 from reference_driver.ops._numeric import PER_CHANNEL, activate, activation_code, from_real
 
-__all__ = ["add_sub", "conv_2d", "fully_connected", "mul"]
+__all__ = ["add_sub", "conv_2d", "depthwise_conv_2d", "fully_connected", "grouped_conv_2d", "mul", "transpose_conv_2d"]
 
 _HEADROOM_BITS = 20  # ADD/SUB: inputs shifted left this far before rescaling to a common scale
 
@@ -101,3 +101,41 @@ def conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand) 
     scaled = np.stack([scale(accumulator[..., d], data.scale * s / out.scale) for d, s in enumerate(filter_scales)], axis=-1)
     result = _stored(scaled, g.activation, out)
     return result.transpose(0, 3, 1, 2) if g.nchw else result
+
+
+# --------------------------------------------------------------------------- issue 87: the other convolutions
+
+
+def _windowed(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand, prepared, total,
+              channel_dim: int) -> np.ndarray:
+    """An integer sum per output channel (``total`` of the input and filter as integers, the
+    reference's geometry), plus the bias, rescaled by each channel's multiplier."""
+    data, filt = ins[0], ins[1]
+    g = prepared.g
+    x = _integers(values[0], data.zero_point)
+    x = x.transpose(0, 2, 3, 1) if g.nchw else x
+    f = _integers(values[1], 0 if filt.type == PER_CHANNEL else filt.zero_point)
+    accumulator = total(x, f) + _integers(values[2])
+    depth_out = f.shape[channel_dim]
+    if filt.type == PER_CHANNEL and filt.channel_quant is not None:
+        filter_scales = list(filt.channel_quant.scales)
+    else:
+        filter_scales = [filt.scale] * depth_out
+    scaled = np.stack([scale(accumulator[..., d], data.scale * s / out.scale) for d, s in enumerate(filter_scales)], axis=-1)
+    result = _stored(scaled, g.activation, out)
+    return result.transpose(0, 3, 1, 2) if g.nchw else result
+
+
+def depthwise_conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand) -> np.ndarray:
+    p = conv.prepare_depthwise(values, ins)
+    return _windowed(values, ins, out, p, lambda x, f: _window.depthwise_sum(x, f, p.g, p.count), 3)
+
+
+def grouped_conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand) -> np.ndarray:
+    p = conv.prepare_grouped(values, ins)
+    return _windowed(values, ins, out, p, lambda x, f: _window.conv_sum(x, f, p.g, p.count, "GROUPED_CONV_2D"), 0)
+
+
+def transpose_conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand) -> np.ndarray:
+    p, out_h, out_w = conv.prepare_transpose(values, ins)
+    return _windowed(values, ins, out, p, lambda x, f: _window.transpose_sum(x, f, p.g, out_h, out_w), 0)

@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.api.hal import FusedActivation, Operand, OperationType
 
-from . import elementwise, nn, shape
+from . import conv, elementwise, nn, pooling, resize, shape
 from ._numeric import KernelError, Refusal
 
 __all__ = ["KERNELS", "Kernel", "KernelError", "Refusal"]
@@ -40,4 +40,13 @@ KERNELS: dict[OperationType, Kernel] = {
     OperationType.CONCATENATION: Kernel(shape.validate_concatenation, shape.run_concatenation),
     OperationType.FULLY_CONNECTED: Kernel(nn.validate_fully_connected, nn.run_fully_connected),
     OperationType.CONV_2D: Kernel(nn.validate_conv_2d, nn.run_conv_2d),
+    # issue 87: the convolutions, the pools and the resizes (conv.py, pooling.py, resize.py)
+    OperationType.DEPTHWISE_CONV_2D: Kernel(conv.validate_depthwise_conv_2d, conv.run_depthwise_conv_2d),
+    OperationType.GROUPED_CONV_2D: Kernel(conv.validate_grouped_conv_2d, conv.run_grouped_conv_2d),
+    OperationType.TRANSPOSE_CONV_2D: Kernel(conv.validate_transpose_conv_2d, conv.run_transpose_conv_2d),
+    OperationType.AVERAGE_POOL_2D: Kernel(pooling.validate_average_pool_2d, pooling.run_average_pool_2d),
+    OperationType.MAX_POOL_2D: Kernel(pooling.validate_max_pool_2d, pooling.run_max_pool_2d),
+    OperationType.L2_POOL_2D: Kernel(pooling.validate_l2_pool_2d, pooling.run_l2_pool_2d),
+    OperationType.RESIZE_BILINEAR: Kernel(resize.validate_resize_bilinear, resize.run_resize_bilinear),
+    OperationType.RESIZE_NEAREST_NEIGHBOR: Kernel(resize.validate_resize_nearest_neighbor, resize.run_resize_nearest_neighbor),
 }

@@ -24,6 +24,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from harness.api.hal import Operand, OperandType, conv_2d_has_padding_scheme
 
+from . import _window
 from ._numeric import (FLOAT_TENSORS, PER_CHANNEL, QUANT_TENSORS, KernelError, Refusal, activate, activation_code,
                        first, from_real, scalar, to_real, type_in)
 
@@ -214,12 +215,18 @@ def conv_input(data: np.ndarray, input_op: Operand, g: ConvGeometry, depth: int)
 
 
 def conv_2d(data: np.ndarray, input_op: Operand, filt: np.ndarray, bias: np.ndarray, g: ConvGeometry,
-            out_op: Operand) -> np.ndarray:
+            out_op: Operand, out: np.ndarray | None = None) -> np.ndarray:
     """out[n, y, x, d] = act(bias[d] + sum in[n, y*sh + i*dh - pt, x*sw + j*dw - pl, c] * f[d, i, j, c]),
-    stored as ``out_op`` in the layout ``g`` names."""
-    windows = conv_windows(conv_input(data, input_op, g, filt.shape[3]), g, filt.shape[1], filt.shape[2])
-    real = np.einsum("nyxcij,dijc->nyxd", windows, filt) + bias
-    result = _finish(real, g.activation, out_op)
+    stored as ``out_op`` in the layout ``g`` names (a float NHWC result straight into ``out``, the
+    output's region, when given)."""
+    x = conv_input(data, input_op, g, filt.shape[3])
+    real = _window.conv_sum(x, filt, g)  # im2col and one matrix product
+    real += bias
+    activated = activate(real, g.activation, in_place=True)
+    if not g.nchw and out is not None and out.shape == activated.shape and out_op.type in FLOAT_TENSORS:
+        np.copyto(out, activated, casting="same_kind")  # float64 rounded to the output's float type
+        return out
+    result = from_real(activated, out_op)
     return result.transpose(0, 3, 1, 2) if g.nchw else result
 
 
@@ -237,4 +244,4 @@ def run_conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Op
     data, filt, bias = conv_weights(values, ins)
     geometry = conv_geometry(values, ins, filt.shape, data.shape)
     padding_within_filter(geometry, filt.shape[1], filt.shape[2])
-    return conv_2d(data, ins[0], filt, bias, geometry, out_op)
+    return conv_2d(data, ins[0], filt, bias, geometry, out_op, out)
