@@ -19,9 +19,6 @@ from dataclasses import dataclass
 
 __all__ = ["DirectoryInUse", "HeldRecords", "lock_output_directory"]
 
-_LOCK_NAME = ".harness-run.lock"
-
-
 class DirectoryInUse(Exception):
     """Another run holds the output directory."""
 
@@ -38,18 +35,34 @@ class _Lock:
 
 def lock_output_directory(directory: str) -> _Lock:
     """Hold ``directory`` for this run until the returned lock is released (or the process ends,
-    however it ends: the kernel drops the lock with the descriptor)."""
-    fd = os.open(os.path.join(directory, _LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    however it ends: the kernel drops the lock with the descriptor).
+
+    The lock is taken on the directory itself, so a run leaves nothing behind in it: a run
+    refused before it starts writes no file."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+        holder = _lock_holder(fd)
         os.close(fd)
         raise DirectoryInUse(f"output directory {directory!r} is in use by another run"
-                             f"{f' (process {holder})' if holder.isdigit() else ''}; give each run its own --out") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+                             f"{f' (process {holder})' if holder else ''}; give each run its own --out") from None
     return _Lock(fd)
+
+
+def _lock_holder(fd: int) -> int | None:
+    """The process holding a flock on the file behind ``fd``, as /proc/locks names it."""
+    info = os.fstat(fd)
+    wanted = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
+            for line in locks:
+                fields = line.split()
+                if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == wanted and fields[4].isdigit():
+                    return int(fields[4])
+    except OSError:
+        pass  # the holder's number is a courtesy in the message, not needed to refuse
+    return None
 
 
 class HeldRecords:
