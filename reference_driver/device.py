@@ -46,6 +46,9 @@ _TENSOR_TYPES = frozenset(
         OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,  # CONV_2D filters
         OperandType.INT32,
         OperandType.BOOL,  # CONV_2D's layout flag
+        OperandType.TENSOR_BOOL8,  # comparisons, logical operations, SELECT
+        OperandType.FLOAT32,  # ELU's alpha
+        OperandType.FLOAT16,
     }
 )
 
