@@ -1,0 +1,101 @@
+"""Seeded bugs in the activations, element-wise functions, comparisons and SELECT: each computes
+one NNAPI rule wrongly, and the generated suites' models of its family catch it (their values
+differ from the reference's: POOL-2, an output region written with wrong contents)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from harness.api.hal import OperandType, OperationType, is_quantized_type
+from reference_driver.ops import _numeric, activations, comparisons, pointwise
+
+from ._registry import mutant, with_kernels
+
+
+@mutant("logistic-quantized-scale-1-over-255", "POOL-2",
+        "a quantized LOGISTIC stores its result with scale 1/255 (all of [0, 1] in 256 steps) instead of NNAPI's fixed 1/256")
+def logistic_quantized_scale_1_over_255():
+    reference = activations.saturating(OperationType.LOGISTIC)
+
+    def run(values, ins, out_op, out):
+        if not is_quantized_type(out_op.type):
+            return reference(values, ins, out_op, out)
+        real = 1.0 / (1.0 + np.exp(-_numeric.to_real(values[0], ins[0]).astype(np.float64)))
+        return _numeric.from_real(real, dataclasses.replace(out_op, scale=1 / 255))
+
+    return with_kernels({OperationType.LOGISTIC: run})
+
+
+@mutant("comparison-tiles-instead-of-broadcasting", "POOL-2",
+        "the comparisons repeat the smaller input's elements in order to fill the larger shape (right when only leading "
+        "axes broadcast) instead of broadcasting each axis")
+def comparison_tiles_instead_of_broadcasting():
+    def tiled(op):
+        reference = comparisons.comparison(op)
+
+        def run(values, ins, out_op, out):
+            a, b = values
+            shape = pointwise.broadcast_shape(a.shape, b.shape)
+            if shape is None:
+                return reference(values, ins, out_op, out)
+            return reference([np.resize(a, shape), np.resize(b, shape)], ins, out_op, out)
+        return run
+
+    return with_kernels({op: tiled(op) for op in comparisons.COMPARISONS})
+
+
+@mutant("select-quantized-copies-stored-values", "POOL-2",
+        "a quantized SELECT copies the chosen input's stored values, as if its scale and zeroPoint were the output's")
+def select_quantized_copies_stored_values():
+    def run(values, ins, out_op, out):
+        condition, a, b = values
+        if not is_quantized_type(out_op.type):
+            return comparisons.run_select(values, ins, out_op, out)
+        comparisons.run_select(values, ins, out_op, out)  # the reference's shape checks
+        return np.where(condition != 0, a, b)
+
+    return with_kernels({OperationType.SELECT: run})
+
+
+@mutant("maximum-quantized-copies-stored-values", "POOL-2",
+        "a quantized MAXIMUM or MINIMUM compares and copies stored values, as if every input had the output's scale and "
+        "zeroPoint")
+def maximum_quantized_copies_stored_values():
+    def stored(op):
+        reference = pointwise.binary(op)
+        function = np.maximum if op == OperationType.MAXIMUM else np.minimum
+
+        def run(values, ins, out_op, out):
+            result = reference(values, ins, out_op, out)
+            return function(*values).astype(result.dtype) if is_quantized_type(out_op.type) else result
+        return run
+
+    return with_kernels({op: stored(op) for op in (OperationType.MAXIMUM, OperationType.MINIMUM)})
+
+
+@mutant("elu-alpha-ignored", "POOL-2", "ELU computes exp(x) - 1 below zero whatever its alpha (alpha taken as 1)")
+def elu_alpha_ignored():
+    def run(values, ins, out_op, out):
+        alpha = np.ones((), np.float32 if ins[1].type == OperandType.FLOAT32 else np.float16)
+        return activations.run_elu([values[0], alpha], ins, out_op, out)
+
+    return with_kernels({OperationType.ELU: run})
+
+
+@mutant("hard-swish-unclamped", "POOL-2", "HARD_SWISH computes x * relu(x + 3) / 6, without relu6's clamp at 6")
+def hard_swish_unclamped():
+    def run(values, ins, out_op, out):
+        x = _numeric.to_real(values[0], ins[0]).astype(np.float64)
+        return _numeric.from_real(x * np.maximum(x + 3, 0) / 6, out_op)
+
+    return with_kernels({OperationType.HARD_SWISH: run})
+
+
+@mutant("floor-truncates", "POOL-2", "FLOOR rounds toward zero (C's trunc) instead of toward minus infinity")
+def floor_truncates():
+    def run(values, ins, out_op, out):
+        return _numeric.from_real(np.trunc(np.asarray(values[0], np.float64)), out_op)
+
+    return with_kernels({OperationType.FLOOR: run})
