@@ -547,6 +547,8 @@ def buildable_families(caps: Capabilities) -> tuple[str, ...]:
     def buildable(name: str) -> bool:
         if name == "elementwise":
             return bool(elementwise_operations(caps))
+        if name in functions.FAMILIES:
+            return bool(functions.operations(caps, name))
         return bool(_supported(caps, *FAMILIES[name])) and bool(family_types(name, caps))
     return tuple(name for name in FAMILIES if buildable(name))
 
@@ -640,7 +642,7 @@ def twice_over(case: ModelCase) -> ModelCase:
 
 #: NNAPI operations outside the reference's kernels that a model is easily made of (one float
 #: tensor in, one of the same shape out), for asking a driver about what it does not declare.
-OUTSIDE_OPERATIONS = (OperationType.FLOOR, OperationType.LOGISTIC, OperationType.TANH)
+OUTSIDE_OPERATIONS = (OperationType.L2_NORMALIZATION,)
 
 
 @functools.lru_cache(maxsize=16)
@@ -668,3 +670,10 @@ def _noted(case: ModelCase) -> ModelCase:
         note(f"model: {case.label}; inputs {[v.shape for v in case.inputs]}; outputs {case.output_shapes}")
         note("model choices: " + ", ".join(f"{label} {value!r}" for label, value in case.choices))
     return case
+
+
+# the activations, element-wise functions, comparisons, logical operations and SELECT: their own module
+from . import functions  # noqa: E402  (it builds on this module's helpers)
+
+FAMILIES.update(functions.FAMILIES)
+_MAKERS.update(functions.MAKERS)

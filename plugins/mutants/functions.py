@@ -14,16 +14,17 @@ from reference_driver.ops import _numeric, activations, comparisons, pointwise
 from ._registry import mutant, with_kernels
 
 
-@mutant("logistic-quantized-scale-1-over-255", "POOL-2",
-        "a quantized LOGISTIC stores its result with scale 1/255 (all of [0, 1] in 256 steps) instead of NNAPI's fixed 1/256")
-def logistic_quantized_scale_1_over_255():
+@mutant("logistic-quantized-as-tanh", "POOL-2",
+        "a quantized LOGISTIC stores its result with TANH's output quantization (scale 1/128, zeroPoint 128, or 0 "
+        "signed) instead of its own fixed scale 1/256 and zeroPoint 0 (-128 signed)")
+def logistic_quantized_as_tanh():
     reference = activations.saturating(OperationType.LOGISTIC)
 
     def run(values, ins, out_op, out):
-        if not is_quantized_type(out_op.type):
+        wrong = activations.FIXED_OUTPUT_QUANTIZATION[OperationType.TANH].get(out_op.type)
+        if wrong is None:
             return reference(values, ins, out_op, out)
-        real = 1.0 / (1.0 + np.exp(-_numeric.to_real(values[0], ins[0]).astype(np.float64)))
-        return _numeric.from_real(real, dataclasses.replace(out_op, scale=1 / 255))
+        return reference(values, ins, dataclasses.replace(out_op, scale=wrong[0], zero_point=wrong[1]), out)
 
     return with_kernels({OperationType.LOGISTIC: run})
 
