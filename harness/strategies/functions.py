@@ -13,6 +13,7 @@ answer a driver's arithmetic cannot move.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 from hypothesis import reject
@@ -212,7 +213,7 @@ def select_models(draw, caps: Capabilities) -> ModelCase:
     return case.done([shape], f"SELECT {type.name}")
 
 
-MAKERS = {
+MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "activation": activation_models,
     "prelu": prelu_models,
     "unary_function": unary_function_models,
