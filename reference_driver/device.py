@@ -44,6 +44,7 @@ _TENSOR_TYPES = frozenset(
         OperandType.TENSOR_QUANT8_ASYMM,
         OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
         OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,  # CONV_2D filters
+        OperandType.TENSOR_QUANT8_SYMM,  # DEQUANTIZE's input
         OperandType.INT32,
         OperandType.BOOL,  # CONV_2D's layout flag
         OperandType.TENSOR_BOOL8,  # comparisons, logical operations, SELECT

@@ -12,6 +12,7 @@ answer a driver's arithmetic cannot move.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 
@@ -228,5 +229,4 @@ MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
 def single_operation_models(caps: Capabilities, op: OperationType) -> st.SearchStrategy[ModelCase]:
     """Models of ``op`` alone (of one of `FAMILIES`): the driver's declarations narrowed to it."""
     family = next(name for name, ops in FAMILIES.items() if op in ops)
-    return MAKERS[family](caps.__class__(caps.memory_kinds, caps.memory_domains, frozenset({op}), caps.operand_types,
-                                         caps.dynamic_buffers))
+    return MAKERS[family](dataclasses.replace(caps, operations=frozenset({op})))

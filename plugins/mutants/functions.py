@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 
 from harness.api.hal import OperandType, OperationType, is_quantized_type
-from reference_driver.ops import _numeric, activations, comparisons, pointwise
+from reference_driver.ops import _numeric, activations, comparisons, conversions, pointwise
 
 from ._registry import mutant, with_kernels
 
@@ -100,3 +100,27 @@ def floor_truncates():
         return _numeric.from_real(np.trunc(np.asarray(values[0], np.float64)), out_op)
 
     return with_kernels({OperationType.FLOOR: run})
+
+
+@mutant("cast-wraps-around", "POOL-2",
+        "CAST to TENSOR_QUANT8_ASYMM or TENSOR_INT32 keeps the low bits of an out-of-range value (C's conversion of an "
+        "integer) instead of saturating to the target's range")
+def cast_wraps_around():
+    def run(values, ins, out_op, out):
+        result = conversions.run_cast(values, ins, out_op, out)
+        if ins[0].type == out_op.type or result.dtype.kind == "f":
+            return result
+        wide = np.nan_to_num(np.trunc(np.asarray(values[0], np.float64)), nan=0.0, posinf=0.0, neginf=0.0)
+        return wide.astype(np.int64).astype(result.dtype)
+
+    return with_kernels({OperationType.CAST: run})
+
+
+@mutant("dequantize-ignores-zero-point", "POOL-2",
+        "DEQUANTIZE multiplies the stored value by the scale without subtracting the zeroPoint, as for a symmetric type")
+def dequantize_ignores_zero_point():
+    def run(values, ins, out_op, out):
+        return _numeric.from_real(np.asarray(values[0], np.float64) * ins[0].scale, out_op) if ins[0].scale else \
+            conversions.run_dequantize(values, ins, out_op, out)
+
+    return with_kernels({OperationType.DEQUANTIZE: run})

@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.api.hal import FusedActivation, Operand, OperationType
 
-from . import activations, comparisons, elementwise, nn, pointwise, shape
+from . import activations, comparisons, conversions, elementwise, nn, pointwise, shape
 from ._numeric import KernelError, Refusal
 
 __all__ = ["KERNELS", "Kernel", "KernelError", "Refusal"]
@@ -41,5 +41,6 @@ KERNELS: dict[OperationType, Kernel] = {
     OperationType.FULLY_CONNECTED: Kernel(nn.validate_fully_connected, nn.run_fully_connected),
     OperationType.CONV_2D: Kernel(nn.validate_conv_2d, nn.run_conv_2d),
 }
-# activations, element-wise functions, comparisons, logical operations and SELECT: one table per module
-KERNELS.update({op: Kernel(*pair) for module in (activations, pointwise, comparisons) for op, pair in module.TABLE.items()})
+# activations, element-wise functions, comparisons, logical operations, SELECT and conversions: one table per module
+KERNELS.update({op: Kernel(*pair) for module in (activations, pointwise, comparisons, conversions)
+                for op, pair in module.TABLE.items()})

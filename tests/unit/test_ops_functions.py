@@ -254,3 +254,42 @@ def test_rank_five_where_nnapi_allows_any_rank() -> None:
     x = np.arange(8.0).reshape(condition.shape)
     got = execute(Op.SELECT, [(BOOL8, condition, (0.0, 0)), (F32, x, (0.0, 0)), (F32, -x, (0.0, 0))], F32)
     assert got.tolist() == x.tolist()
+
+
+def test_quantize_rounds_half_away_and_saturates() -> None:
+    x = np.array([-10.0, -0.25, -0.15, 0.05, 0.15, 0.35, 12.75, 100.0])
+    for out_type, zp in ((QU8, 3), (QS8, -7)):
+        got = execute(Op.QUANTIZE, [(F32, x, (0.0, 0))], out_type, (0.1, zp))
+        assert got.tolist() == [requantized(v, 0.1, zp, out_type) for v in x.astype(np.float32).astype(float).tolist()]
+
+
+def test_dequantize_each_quantized_type() -> None:
+    q = np.array([0, 7, 128, 255])
+    assert execute(Op.DEQUANTIZE, [(QU8, q, (0.5, 128))], F32).tolist() == [(v - 128) * 0.5 for v in q.tolist()]
+    s = np.array([-128, -1, 0, 127])
+    assert execute(Op.DEQUANTIZE, [(QS8, s, (0.25, -3))], F16).tolist() == [(v + 3) * 0.25 for v in s.tolist()]
+    assert execute(Op.DEQUANTIZE, [(OperandType.TENSOR_QUANT8_SYMM, s, (0.25, 0))], F32).tolist() == \
+        [v * 0.25 for v in s.tolist()]
+
+
+def test_cast_converts_stored_values_truncating_and_saturating() -> None:
+    x = np.array([-300.5, -1.75, -0.5, 0.5, 2.99, 255.5, 3e9])
+    assert execute(Op.CAST, [(F32, x, (0.0, 0))], QU8, (4.0, 100)).tolist() == \
+        [min(max(int(v), 0), 255) for v in x.astype(np.float32).astype(float).tolist()]
+    assert execute(Op.CAST, [(F32, x, (0.0, 0))], I32).tolist() == \
+        [min(max(int(v), -2**31), 2**31 - 1) for v in x.astype(np.float32).astype(float).tolist()]
+    q = np.array([0, 7, 255])
+    assert execute(Op.CAST, [(QU8, q, (4.0, 100))], F16).tolist() == [0.0, 7.0, 255.0]  # as stored, not dequantized
+    i = np.array([-2**31, -5, 70000])
+    assert execute(Op.CAST, [(I32, i, (0.0, 0))], QU8, (1.0, 0)).tolist() == [0, 0, 255]
+
+
+@pytest.mark.parametrize("op, operands, outputs, names", [
+    (Op.QUANTIZE, [(F32, (3,), 0.0, 0)], [(I32, (3,), 0.0, 0)], ("output 0", "TENSOR_QUANT8_ASYMM")),
+    (Op.DEQUANTIZE, [(F32, (3,), 0.0, 0)], [(F32, (3,), 0.0, 0)], ("input 0", "TENSOR_FLOAT32")),
+    (Op.CAST, [(BOOL8, (3,), 0.0, 0)], [(F32, (3,), 0.0, 0)], ("input 0", "TENSOR_BOOL8")),
+    (Op.CAST, [(QS8, (3,), 0.5, 0)], [(QS8, (3,), 0.25, 0)], ("output 0", "scale")),
+])
+def test_conversion_refusals(op, operands, outputs, names) -> None:
+    message = str(refusal(op, operands, outputs))
+    assert all(name in message for name in names), message
