@@ -41,7 +41,10 @@ OPERATION_TYPES: dict[OperationType, tuple[OperandType, ...]] = {
     **{op: _COMPARED for op in (Op.EQUAL, Op.NOT_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.LESS, Op.LESS_EQUAL)},
     Op.LOGICAL_AND: (BOOL8,), Op.LOGICAL_OR: (BOOL8,), Op.LOGICAL_NOT: (BOOL8,),
     Op.SELECT: _FLOAT_QUANT + (I32,),
+    Op.QUANTIZE: FLOAT_TYPES, Op.DEQUANTIZE: QUANT_TYPES, Op.CAST: FLOAT_TYPES + (I32, OperandType.TENSOR_QUANT8_ASYMM),
 }
+#: The output types of the operations whose output type is not their input's.
+_OUTPUT_TYPES = {Op.QUANTIZE: QUANT_TYPES, Op.DEQUANTIZE: FLOAT_TYPES, Op.CAST: OPERATION_TYPES[Op.CAST]}
 FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "activation": (Op.LOGISTIC, Op.TANH, Op.HARD_SWISH, Op.ELU),
     "prelu": (Op.PRELU,),
@@ -50,6 +53,7 @@ FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "comparison": (Op.EQUAL, Op.NOT_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.LESS, Op.LESS_EQUAL),
     "logical": (Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_NOT),
     "select": (Op.SELECT,),
+    "conversion": (Op.QUANTIZE, Op.DEQUANTIZE, Op.CAST),
 }
 #: NeuralNetworks.h: the output quantization of a quantized LOGISTIC and TANH.
 _FIXED_OUTPUT = {Op.LOGISTIC: {OperandType.TENSOR_QUANT8_ASYMM: (1 / 256, 0), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1 / 256, -128)},
@@ -71,7 +75,12 @@ def _companions(op: OperationType, type: OperandType) -> frozenset[OperandType]:
 def operation_types(caps: Capabilities, op: OperationType) -> tuple[OperandType, ...]:
     """The data types a model of ``op`` can have for this driver: NNAPI's, declared, with companions declared."""
     return tuple(t for t in usable_types(OPERATION_TYPES[op], caps.operand_types)
-                 if _companions(op, t) <= caps.operand_types)
+                 if _companions(op, t) <= caps.operand_types and (op not in _OUTPUT_TYPES or output_types(caps, op)))
+
+
+def output_types(caps: Capabilities, op: OperationType) -> tuple[OperandType, ...]:
+    """The declared output types of a conversion (`_OUTPUT_TYPES`)."""
+    return usable_types(_OUTPUT_TYPES[op], caps.operand_types)
 
 
 def operations(caps: Capabilities, family: str) -> tuple[OperationType, ...]:
@@ -214,6 +223,28 @@ def select_models(draw, caps: Capabilities) -> ModelCase:
     return case.done([shape], f"SELECT {type.name}")
 
 
+@st.composite
+def conversion_models(draw, caps: Capabilities) -> ModelCase:
+    """QUANTIZE (any output quantization), DEQUANTIZE (to either float type) and CAST between any two
+    of FLOAT16, FLOAT32, INT32 and QUANT8_ASYMM, with values past QUANT8_ASYMM's range, where it saturates."""
+    c = _start(draw)
+    op, type = _operation_and_type(c, caps, "conversion")
+    out_type = c.choice(output_types(caps, op), "output type")
+    shape = c.shape("shape")
+    value = draw(arrays(type, shape), label="x")
+    if op == Op.CAST and type in FLOAT_TYPES:  # [-320, 320): past both ends of QUANT8_ASYMM's stored range
+        value = (value.astype(np.float64) * 40).astype(value.dtype)
+    case = _Case(c)
+    in_quant = c.quantization(type, "x")
+    if op == Op.CAST and type == out_type:  # NNAPI: an identity cast keeps its quantization
+        out_quant = in_quant
+    else:
+        out_quant = c.quantization(out_type, "output")
+    x = case.operand(type, value, in_quant, label="x")
+    case.output(op, [x], out_type, shape, out_quant)
+    return case.done([shape], f"{op.name} {type.name} to {out_type.name}")
+
+
 MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "activation": activation_models,
     "prelu": prelu_models,
@@ -222,6 +253,7 @@ MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "comparison": comparison_models,
     "logical": logical_models,
     "select": select_models,
+    "conversion": conversion_models,
 }
 
 
