@@ -23,9 +23,10 @@ each element, not with the result, which cancellation can make arbitrarily small
 - Transcendental functions (CHOICE-7: a bound of their own): a driver's ``exp``, ``tanh`` or
   ``pow`` is a few ulps from the exact value, more than one rounding, so each counts the terms
   of `TRANSCENDENTAL_TERMS`.  The functions whose values stay within 1 (TANH, SIN, ELU's negative
-  side) are judged absolutely, as a formula such as ``exp(x) - 1`` computes them: in the
+  side, SOFTMAX) are judged absolutely, as a formula such as ``exp(x) - 1`` computes them: in the
   magnitude run they become LOGISTIC of their input, whose value is in [0.5, 1).  POW's base
-  becomes max(|b|, 1/|b|) there, so that ``b ** |e|`` is at least as large as ``|b ** e|``.
+  becomes max(|b|, 1/|b|) there, so that ``b ** |e|`` is at least as large as ``|b ** e|``, and
+  LOG_SOFTMAX becomes EXP of its input, at least 1 and growing with |x|.
 """
 
 from __future__ import annotations
@@ -65,11 +66,12 @@ _CLAMPS = (OperationType.RELU1, OperationType.RELU6)
 #: Ulps a correct driver's function may be from the exact value, counted as terms (`terms_in_model`).
 TRANSCENDENTAL_TERMS = {OperationType.LOGISTIC: 4, OperationType.TANH: 4, OperationType.ELU: 4, OperationType.EXP: 4,
                         OperationType.LOG: 4, OperationType.SIN: 8, OperationType.SQRT: 2, OperationType.RSQRT: 4,
-                        OperationType.POW: 16, OperationType.HARD_SWISH: 2, OperationType.PRELU: 1}
+                        OperationType.POW: 16, OperationType.HARD_SWISH: 2, OperationType.PRELU: 1,
+                        OperationType.SOFTMAX: 16, OperationType.LOG_SOFTMAX: 32}
 #: Bounded functions judged absolutely: LOGISTIC of their input stands for them in the magnitude run.
-_ABSOLUTE = (OperationType.TANH, OperationType.SIN, OperationType.ELU)
+_ABSOLUTE = (OperationType.TANH, OperationType.SIN, OperationType.ELU, OperationType.SOFTMAX)
 #: What an input's quantization step can become at the output of these (the largest slope).
-_SLOPES = {OperationType.LOGISTIC: 0.25, OperationType.TANH: 1.0, OperationType.HARD_SWISH: 1.5}
+_SLOPES = {OperationType.LOGISTIC: 0.25, OperationType.TANH: 1.0, OperationType.HARD_SWISH: 1.5, OperationType.SOFTMAX: 1.0}
 
 _QUANT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
                 OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-127, 127)}
@@ -156,6 +158,8 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
         kind = {OperationType.SUB: OperationType.ADD, **{c: OperationType.RELU for c in _CLAMPS}}.get(operation.type)
         if operation.type in _ABSOLUTE:
             operation = replace(operation, type=OperationType.LOGISTIC, inputs=operation.inputs[:1])
+        elif operation.type == OperationType.LOG_SOFTMAX:  # its error grows with |beta * x| and the log of the sum
+            operation = replace(operation, type=OperationType.EXP, inputs=operation.inputs[:1])
         elif operation.type == OperationType.POW and not rewrite(operation.inputs[0], _away_from_one):
             return None
         operations.append(replace(operation, type=kind) if kind is not None else operation)

@@ -124,3 +124,27 @@ def dequantize_ignores_zero_point():
             conversions.run_dequantize(values, ins, out_op, out)
 
     return with_kernels({OperationType.DEQUANTIZE: run})
+
+
+@mutant("softmax-beta-ignored", "POOL-2", "SOFTMAX and LOG_SOFTMAX take beta as 1 whatever its value")
+def softmax_beta_ignored():
+    def ignoring(op):
+        reference = activations.softmax(op)
+
+        def run(values, ins, out_op, out):
+            return reference([values[0], np.ones((), np.asarray(values[1]).dtype), *values[2:]], ins, out_op, out)
+        return run
+
+    return with_kernels({op: ignoring(op) for op in (OperationType.SOFTMAX, OperationType.LOG_SOFTMAX)})
+
+
+@mutant("softmax-axis-ignored", "POOL-2", "SOFTMAX and LOG_SOFTMAX normalize along the last axis whatever their axis input")
+def softmax_axis_ignored():
+    def ignoring(op):
+        reference = activations.softmax(op)
+
+        def run(values, ins, out_op, out):
+            return reference([*values[:2], np.int32(-1)], ins, out_op, out)
+        return run
+
+    return with_kernels({op: ignoring(op) for op in (OperationType.SOFTMAX, OperationType.LOG_SOFTMAX)})

@@ -25,10 +25,11 @@ F32, F16 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16
 #: NeuralNetworks.h: the output quantization (scale, zeroPoint) a quantized LOGISTIC or TANH must have.
 FIXED_OUTPUT_QUANTIZATION: dict[OperationType, dict[OperandType, tuple[float, int]]] = {
     OperationType.LOGISTIC: {QU8: (1 / 256, 0), QS8: (1 / 256, -128)},
+    OperationType.SOFTMAX: {QU8: (1 / 256, 0), QS8: (1 / 256, -128)},
     OperationType.TANH: {QU8: (1 / 128, 128), QS8: (1 / 128, 0)},
 }
 #: ELU's alpha scalar, per input type.
-_ALPHA_TYPES = {F32: OperandType.FLOAT32, F16: OperandType.FLOAT16}
+_ALPHA = {F32: OperandType.FLOAT32, F16: OperandType.FLOAT16}
 
 
 def _fixed_output_quantization(op: OperationType):
@@ -72,7 +73,7 @@ def validate_elu(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | N
     return first((
         type_in(ins, 0, FLOAT_TENSORS, "input"),
         same_types(ins[:1], outs),
-        type_in(ins, 1, {_ALPHA_TYPES.get(ins[0].type, OperandType.FLOAT32)}, "alpha"),
+        type_in(ins, 1, {_ALPHA.get(ins[0].type, OperandType.FLOAT32)}, "alpha"),
     ))
 
 
@@ -118,6 +119,46 @@ def run_prelu(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Oper
     return from_real(np.where(x >= 0, x, alpha * x), out_op)
 
 
+def validate_softmax(op: OperationType):
+    """SOFTMAX: input (float or quantized, rank up to 4), beta (the input's float scalar; FLOAT32 for a
+    quantized input), optional axis.  LOG_SOFTMAX: a float input of any rank, beta and axis, both required."""
+    fixed = _fixed_output_quantization(OperationType.SOFTMAX)
+    types = FLOAT_TENSORS | QUANT_TENSORS if op == OperationType.SOFTMAX else FLOAT_TENSORS
+    counts = (2, 3) if op == OperationType.SOFTMAX else (3,)
+
+    def validate(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | None:
+        if len(ins) not in counts or len(outs) != 1:
+            return Refusal(f"{len(ins)} inputs and {len(outs)} outputs (NNAPI: input, beta{', axis' if op == OperationType.LOG_SOFTMAX else ' and optionally axis'}; 1 output)")
+        return first((
+            type_in(ins, 0, types, "input"),
+            same_types(ins[:1], outs),
+            type_in(ins, 1, {_ALPHA.get(ins[0].type, OperandType.FLOAT32)}, "beta"),
+            type_in(ins, 2, {OperandType.INT32}, "axis") if len(ins) == 3 else None,
+            (rank_at_most(ins[:1]) or rank_at_most(outs, output=True)) if op == OperationType.SOFTMAX else None,
+            fixed(ins, outs),
+        ))
+    return validate
+
+
+def softmax(op: OperationType):
+    """exp(beta * (x - max)) / sum over the axis of the same (LOG_SOFTMAX: its logarithm), in float64."""
+
+    def run(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Operand, out: np.ndarray | None) -> np.ndarray:
+        if op == OperationType.SOFTMAX:
+            check_rank(values[:1], op.name)
+        x = np.asarray(to_real(values[0], ins[0]), np.float64)
+        beta = float(np.asarray(values[1], np.float64).reshape(()))
+        axis = int(np.asarray(values[2]).reshape(())) if len(values) > 2 else -1
+        if not -x.ndim <= axis < x.ndim:
+            raise KernelError(f"{op.name}: axis {axis} out of range for rank {x.ndim}")
+        if x.size == 0:
+            return from_real(x, out_op)
+        scaled = beta * (x - np.max(x, axis=axis, keepdims=True))
+        log_sum = np.log(np.sum(np.exp(scaled), axis=axis, keepdims=True))
+        return from_real(scaled - log_sum if op == OperationType.LOG_SOFTMAX else np.exp(scaled - log_sum), out_op)
+    return run
+
+
 #: operation -> (validate, run), for the operation table (`reference_driver.ops.KERNELS`).
 TABLE = {
     OperationType.LOGISTIC: (validate_saturating(OperationType.LOGISTIC), saturating(OperationType.LOGISTIC)),
@@ -125,4 +166,6 @@ TABLE = {
     OperationType.ELU: (validate_elu, run_elu),
     OperationType.HARD_SWISH: (validate_hard_swish, run_hard_swish),
     OperationType.PRELU: (validate_prelu, run_prelu),
+    OperationType.SOFTMAX: (validate_softmax(OperationType.SOFTMAX), softmax(OperationType.SOFTMAX)),
+    OperationType.LOG_SOFTMAX: (validate_softmax(OperationType.LOG_SOFTMAX), softmax(OperationType.LOG_SOFTMAX)),
 }

@@ -293,3 +293,31 @@ def test_cast_converts_stored_values_truncating_and_saturating() -> None:
 def test_conversion_refusals(op, operands, outputs, names) -> None:
     message = str(refusal(op, operands, outputs))
     assert all(name in message for name in names), message
+
+
+def _softmax_rows(rows, beta):
+    out = []
+    for row in rows:
+        exps = [math.exp(beta * (v - max(row))) for v in row]
+        out.append([e / sum(exps) for e in exps])
+    return out
+
+
+def test_softmax_along_an_axis_float_and_quantized() -> None:
+    x = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.25]])
+    got = execute(Op.SOFTMAX, [(F32, x, (0.0, 0))], F32, scalars=[(OperandType.FLOAT32, 0.5), (OperandType.INT32, 0)])
+    columns = _softmax_rows(x.T.tolist(), 0.5)
+    np.testing.assert_allclose(got, np.array(columns).T, rtol=1e-6)
+    q = np.array([[0, 10, 200, 255]])
+    got = execute(Op.SOFTMAX, [(QU8, q, (0.1, 128))], QU8, (1 / 256, 0), scalars=[(OperandType.FLOAT32, 1.0)])
+    real = _softmax_rows([[(v - 128) * 0.1 for v in q[0].tolist()]], 1.0)
+    assert got.tolist() == [[requantized(v, 1 / 256, 0, QU8) for v in real[0]]]
+    error = refusal(Op.SOFTMAX, [(QS8, (1, 4), 0.5, 0), (OperandType.FLOAT32, (), 0.0, 0)], [(QS8, (1, 4), 1 / 256, 0)])
+    assert "output 0" in str(error) and "zeroPoint -128" in str(error)
+
+
+def test_log_softmax_is_the_log_of_softmax() -> None:
+    x = np.array([[0.0, -6.0, 2.0, 4.0], [3.0, -2.0, 10.0, 1.0]]).reshape(1, 1, 1, 2, 4)
+    got = execute(Op.LOG_SOFTMAX, [(F32, x, (0.0, 0))], F32, scalars=[(OperandType.FLOAT32, 2.0), (OperandType.INT32, 4)])
+    want = [[math.log(p) for p in row] for row in _softmax_rows(x.reshape(2, 4).tolist(), 2.0)]
+    np.testing.assert_allclose(got.reshape(2, 4), want, rtol=1e-6, atol=1e-6)
