@@ -41,6 +41,7 @@ OPERATION_TYPES: dict[OperationType, tuple[OperandType, ...]] = {
     **{op: _COMPARED for op in (Op.EQUAL, Op.NOT_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.LESS, Op.LESS_EQUAL)},
     Op.LOGICAL_AND: (BOOL8,), Op.LOGICAL_OR: (BOOL8,), Op.LOGICAL_NOT: (BOOL8,),
     Op.SELECT: _FLOAT_QUANT + (I32,),
+    Op.SOFTMAX: _FLOAT_QUANT, Op.LOG_SOFTMAX: FLOAT_TYPES,
     Op.QUANTIZE: FLOAT_TYPES, Op.DEQUANTIZE: QUANT_TYPES, Op.CAST: FLOAT_TYPES + (I32, OperandType.TENSOR_QUANT8_ASYMM),
 }
 #: The output types of the operations whose output type is not their input's.
@@ -54,9 +55,11 @@ FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "logical": (Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_NOT),
     "select": (Op.SELECT,),
     "conversion": (Op.QUANTIZE, Op.DEQUANTIZE, Op.CAST),
+    "softmax": (Op.SOFTMAX, Op.LOG_SOFTMAX),
 }
 #: NeuralNetworks.h: the output quantization of a quantized LOGISTIC and TANH.
-_FIXED_OUTPUT = {Op.LOGISTIC: {OperandType.TENSOR_QUANT8_ASYMM: (1 / 256, 0), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1 / 256, -128)},
+_FIXED_OUTPUT = {Op.SOFTMAX: {OperandType.TENSOR_QUANT8_ASYMM: (1 / 256, 0), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1 / 256, -128)},
+                 Op.LOGISTIC: {OperandType.TENSOR_QUANT8_ASYMM: (1 / 256, 0), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1 / 256, -128)},
                  Op.TANH: {OperandType.TENSOR_QUANT8_ASYMM: (1 / 128, 128), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1 / 128, 0)}}
 _ALPHA = {F32: OperandType.FLOAT32, F16: OperandType.FLOAT16}
 #: Quantized comparisons: both scales from one group, a power of two apart (see the module's docstring).
@@ -66,8 +69,8 @@ _SCALE_GROUPS = ((0.05, 0.1), (0.25, 0.5, 1.0))
 def _companions(op: OperationType, type: OperandType) -> frozenset[OperandType]:
     if op in FAMILIES["comparison"] or op == Op.SELECT:
         return frozenset({BOOL8})
-    if op == Op.ELU:
-        return frozenset({_ALPHA[type]})
+    if op in (Op.ELU, Op.SOFTMAX, Op.LOG_SOFTMAX):  # alpha or beta: the input's float scalar (FLOAT32 if quantized)
+        return frozenset({_ALPHA.get(type, OperandType.FLOAT32), OperandType.INT32})
     return frozenset()
 
 
@@ -245,6 +248,23 @@ def conversion_models(draw, caps: Capabilities) -> ModelCase:
     return case.done([shape], f"{op.name} {type.name} to {out_type.name}")
 
 
+@st.composite
+def softmax_models(draw, caps: Capabilities) -> ModelCase:
+    """SOFTMAX (float or quantized, its output quantization NNAPI's; rank up to 4; the axis optional)
+    and LOG_SOFTMAX (float; the axis required), with beta and an axis counted from either end."""
+    c = _start(draw)
+    op, type = _operation_and_type(c, caps, "softmax")
+    shape = c.shape("shape")
+    case = _Case(c)
+    x = case.operand(type, draw(arrays(type, shape), label="x"), c.quantization(type, "x"), label="x")
+    inputs = [x, case.b.constant(_ALPHA.get(type, OperandType.FLOAT32), c.choice((1.0, 0.5, 2.0, 1e-3), "beta"))]
+    if op == Op.LOG_SOFTMAX or c.boolean("axis given"):
+        axis = c.integer(0, len(shape) - 1, "axis")
+        inputs.append(case.b.scalar(axis - len(shape) if c.boolean("axis from the end") else axis))
+    case.output(op, inputs, type, shape, _FIXED_OUTPUT[op].get(type, (0.0, 0)) if op in _FIXED_OUTPUT else (0.0, 0))
+    return case.done([shape], f"{op.name} {type.name}")
+
+
 MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "activation": activation_models,
     "prelu": prelu_models,
@@ -254,6 +274,7 @@ MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "logical": logical_models,
     "select": select_models,
     "conversion": conversion_models,
+    "softmax": softmax_models,
 }
 
 

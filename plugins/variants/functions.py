@@ -26,6 +26,14 @@ def _elu(x, alpha):
     return np.where(x < 0, np.float32(alpha) * (np.exp(np.minimum(x, 0)) - _ONE), x)
 
 
+def _softmax(op, x, values):
+    """exp(beta * (x - max)) summed in float32 (LOG_SOFTMAX: beta * (x - max) - log of the sum)."""
+    axis = int(np.asarray(values[2]).reshape(())) if len(values) > 2 else -1
+    scaled = np.float32(np.asarray(values[1]).reshape(())) * (x - np.max(x, axis=axis, keepdims=True))
+    total = np.sum(np.exp(scaled), axis=axis, keepdims=True, dtype=np.float32)
+    return scaled - np.log(total) if op == Op.LOG_SOFTMAX else np.exp(scaled) / total
+
+
 _FORMULAS = {
     Op.LOGISTIC: lambda x: _ONE / (_ONE + np.exp(-x)),
     Op.TANH: lambda x: _ONE - np.float32(2) / (np.exp(np.float32(2) * x) + _ONE),
@@ -47,6 +55,8 @@ def _in_float32(op: OperationType, kernel: Kernel) -> Kernel:
         with np.errstate(all="ignore"):
             if op == Op.ELU:
                 result = _elu(x, float(np.asarray(values[1]).reshape(())))
+            elif op in (Op.SOFTMAX, Op.LOG_SOFTMAX):
+                result = _softmax(op, x, values)
             elif op == Op.POW:
                 result = np.exp2(np.asarray(values[1], np.float32) * np.log2(x))
             else:
@@ -56,11 +66,11 @@ def _in_float32(op: OperationType, kernel: Kernel) -> Kernel:
 
 
 def functions_in_float32() -> ReferenceDevice:
-    """CHOICE-7: LOGISTIC, TANH, ELU, HARD_SWISH, EXP, LOG, SIN, SQRT, RSQRT and POW on float tensors
+    """CHOICE-7: LOGISTIC, TANH, ELU, HARD_SWISH, EXP, LOG, SIN, SQRT, RSQRT, POW, SOFTMAX and LOG_SOFTMAX on float tensors
     computed by float32 formulas (1 - 2 / (exp(2x) + 1) for tanh, exp2(e * log2(b)) for pow), each
     step rounded, TENSOR_FLOAT16 rounded at the end: a few ulps off, absolutely where a formula
     subtracts."""
     device = ReferenceDevice()
-    for op in (*_FORMULAS, Op.ELU, Op.POW):
+    for op in (*_FORMULAS, Op.ELU, Op.POW, Op.SOFTMAX, Op.LOG_SOFTMAX):
         device.kernels[op] = _in_float32(op, KERNELS[op])
     return device
