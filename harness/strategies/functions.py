@@ -1,8 +1,9 @@
-"""Models of the activations, element-wise functions, comparisons, logical operations and SELECT.
+"""Models of the activations, element-wise functions, comparisons, logical operations, SELECT,
+the conversions (QUANTIZE, DEQUANTIZE, CAST) and SOFTMAX and LOG_SOFTMAX.
 
 One family per kind of signature (`FAMILIES`); each model is one operation on inputs and
 constants, of a type NNAPI gives the operation and the driver declares, with the companion types
-it needs declared too (TENSOR_BOOL8 for a comparison's output, ELU's alpha scalar).  Values stay
+it needs declared too (TENSOR_BOOL8 for a comparison's output, ELU's alpha, SOFTMAX's beta).  Values stay
 where the functions are defined and finite (LOG, SQRT and RSQRT on positive inputs, POW on a
 positive base and an exponent in [-2, 2)), so that what is judged is the arithmetic, not IEEE's
 special values.  Quantized comparisons' inputs have scales whose ratio is a power of two: their
@@ -58,9 +59,10 @@ FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "softmax": (Op.SOFTMAX, Op.LOG_SOFTMAX),
 }
 #: NeuralNetworks.h: the output quantization of a quantized LOGISTIC and TANH.
-_FIXED_OUTPUT = {Op.SOFTMAX: {OperandType.TENSOR_QUANT8_ASYMM: (1 / 256, 0), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1 / 256, -128)},
-                 Op.LOGISTIC: {OperandType.TENSOR_QUANT8_ASYMM: (1 / 256, 0), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1 / 256, -128)},
-                 Op.TANH: {OperandType.TENSOR_QUANT8_ASYMM: (1 / 128, 128), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1 / 128, 0)}}
+_QU8, _QS8 = OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+_FIXED_OUTPUT = {Op.SOFTMAX: {_QU8: (1 / 256, 0), _QS8: (1 / 256, -128)},
+                 Op.LOGISTIC: {_QU8: (1 / 256, 0), _QS8: (1 / 256, -128)},
+                 Op.TANH: {_QU8: (1 / 128, 128), _QS8: (1 / 128, 0)}}
 _ALPHA = {F32: OperandType.FLOAT32, F16: OperandType.FLOAT16}
 #: Quantized comparisons: both scales from one group, a power of two apart (see the module's docstring).
 _SCALE_GROUPS = ((0.05, 0.1), (0.25, 0.5, 1.0))

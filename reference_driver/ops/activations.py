@@ -1,10 +1,12 @@
-"""LOGISTIC, TANH, ELU, HARD_SWISH and PRELU, as NeuralNetworks.h (HAL 1.3) defines them.
+"""LOGISTIC, TANH, ELU, HARD_SWISH, PRELU, SOFTMAX and LOG_SOFTMAX, as NeuralNetworks.h (HAL 1.3)
+defines them.
 
 Floats compute in float64 and round once to the output type.  Quantized operands compute on
 their real values and are requantized (`_numeric.from_real`): round half away from zero, then
 saturate.  NNAPI fixes the quantization of a quantized LOGISTIC's output (scale 1/256, zeroPoint
 0, or -128 signed: [0, 1) in 256 steps) and of a TANH's (scale 1/128, zeroPoint 128, or 0 signed:
-[-1, 1) in 256 steps); HARD_SWISH and PRELU take any output quantization.
+[-1, 1) in 256 steps) and of a quantized SOFTMAX's (LOGISTIC's); HARD_SWISH and PRELU take any
+output quantization.
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ def validate_softmax(op: OperationType):
 
     def validate(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | None:
         if len(ins) not in counts or len(outs) != 1:
-            return Refusal(f"{len(ins)} inputs and {len(outs)} outputs (NNAPI: input, beta{', axis' if op == OperationType.LOG_SOFTMAX else ' and optionally axis'}; 1 output)")
+            axis = "axis" if op == OperationType.LOG_SOFTMAX else "optionally axis"
+            return Refusal(f"{len(ins)} inputs and {len(outs)} outputs (NNAPI: input, beta and {axis}; 1 output)")
         return first((
             type_in(ins, 0, types, "input"),
             same_types(ins[:1], outs),

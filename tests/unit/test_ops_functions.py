@@ -64,7 +64,8 @@ shapes = st.sampled_from([(1,), (3,), (2, 3), (2, 1, 3), (1, 2, 2, 2)])
 
 
 def _elements(shape, data, elements=finite):
-    return np.asarray(data.draw(st.lists(elements, min_size=math.prod(shape), max_size=math.prod(shape))), np.float64).reshape(shape)
+    count = math.prod(shape)
+    return np.asarray(data.draw(st.lists(elements, min_size=count, max_size=count)), np.float64).reshape(shape)
 
 
 FLOAT_FUNCTIONS = {
@@ -157,7 +158,8 @@ def test_maximum_minimum_every_type_with_broadcasting(op, data) -> None:
     a = _elements((2, 3), data)
     b = _elements((3,), data)
     got = execute(op, [(F32, a, (0.0, 0)), (F32, b, (0.0, 0))], F32)
-    assert got.tolist() == [[float(np.float32(pick(x, y))) for x, y in zip(row, b.tolist())] for row in a.astype(np.float32).astype(float).tolist()]
+    rows = a.astype(np.float32).astype(float).tolist()
+    assert got.tolist() == [[float(np.float32(pick(x, y))) for x, y in zip(row, b.tolist())] for row in rows]
     ia, ib = a.astype(np.int32) * 1000, b.astype(np.int32)
     assert execute(op, [(I32, ia, (0.0, 0)), (I32, ib, (0.0, 0))], I32).tolist() == \
         [[pick(x, y) for x, y in zip(row, ib.tolist())] for row in ia.tolist()]
