@@ -44,9 +44,11 @@ _TENSOR_TYPES = frozenset(
         OperandType.TENSOR_QUANT8_ASYMM,
         OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
         OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,  # CONV_2D filters
+        OperandType.TENSOR_QUANT8_SYMM,  # DEQUANTIZE's input
         OperandType.INT32,
         OperandType.BOOL,  # CONV_2D's layout flag
-        OperandType.FLOAT32,  # issue 87: the RESIZE operations' scale factors
+        OperandType.TENSOR_BOOL8,  # comparisons, logical operations, SELECT
+        OperandType.FLOAT32,  # the RESIZE operations' scale factors, ELU's alpha
         OperandType.FLOAT16,
     }
 )

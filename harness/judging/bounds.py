@@ -20,6 +20,13 @@ each element, not with the result, which cancellation can make arbitrarily small
   is not judged: a correct driver a step off at one value (a fixed-point multiplier, a tie rounded
   up) shows a mean of a whole step over a tensor of that value's copies.
 - Integers: exact (wrap-around at 32 bits included).
+- Transcendental functions (CHOICE-7: a bound of their own): a driver's ``exp``, ``tanh`` or
+  ``pow`` is a few ulps from the exact value, more than one rounding, so each counts the terms
+  of `TRANSCENDENTAL_TERMS`.  The functions whose values stay within 1 (TANH, SIN, ELU's negative
+  side, SOFTMAX) are judged absolutely, as a formula such as ``exp(x) - 1`` computes them: in the
+  magnitude run they become LOGISTIC of their input, whose value is in [0.5, 1).  POW's base
+  becomes max(|b|, 1/|b|) there, so that ``b ** |e|`` is at least as large as ``|b ** e|``, and
+  LOG_SOFTMAX becomes EXP of its input, at least 1 and growing with |x|.
 """
 
 from __future__ import annotations
@@ -56,6 +63,16 @@ _ACTIVATION_INPUT = {OperationType.ADD: 2, OperationType.SUB: 2, OperationType.M
 _CLAMPS = (OperationType.RELU1, OperationType.RELU6)
 
 
+#: Ulps a correct driver's function may be from the exact value, counted as terms (`terms_in_model`).
+TRANSCENDENTAL_TERMS = {OperationType.LOGISTIC: 4, OperationType.TANH: 4, OperationType.ELU: 4, OperationType.EXP: 4,
+                        OperationType.LOG: 4, OperationType.SIN: 8, OperationType.SQRT: 2, OperationType.RSQRT: 4,
+                        OperationType.POW: 16, OperationType.HARD_SWISH: 2, OperationType.PRELU: 1,
+                        OperationType.SOFTMAX: 16, OperationType.LOG_SOFTMAX: 32}
+#: Bounded functions judged absolutely: LOGISTIC of their input stands for them in the magnitude run.
+_ABSOLUTE = (OperationType.TANH, OperationType.SIN, OperationType.ELU, OperationType.SOFTMAX)
+#: What an input's quantization step can become at the output of these (the largest slope).
+_SLOPES = {OperationType.LOGISTIC: 0.25, OperationType.TANH: 1.0, OperationType.HARD_SWISH: 1.5, OperationType.SOFTMAX: 1.0}
+
 _QUANT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
                 OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-127, 127)}
 
@@ -78,7 +95,7 @@ def _activation_input(scenario: Scenario, operation: Operation) -> int | None:
     return 6 if conv_2d_has_padding_scheme(inputs) else 9
 
 
-# --------------------------------------------------------------------------- issue 87: convolutions and pools
+# --------------------------------------------------------------------------- convolutions and pools
 
 _POOLS = (OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D, OperationType.L2_POOL_2D)
 _WINDOWED = (OperationType.DEPTHWISE_CONV_2D, OperationType.GROUPED_CONV_2D, OperationType.TRANSPOSE_CONV_2D, *_POOLS)
@@ -178,6 +195,12 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
             if not rewrite(operation.inputs[code], np.zeros_like):
                 return None
         kind = {OperationType.SUB: OperationType.ADD, **{c: OperationType.RELU for c in _CLAMPS}}.get(operation.type)
+        if operation.type in _ABSOLUTE:
+            operation = replace(operation, type=OperationType.LOGISTIC, inputs=operation.inputs[:1])
+        elif operation.type == OperationType.LOG_SOFTMAX:  # its error grows with |beta * x| and the log of the sum
+            operation = replace(operation, type=OperationType.EXP, inputs=operation.inputs[:1])
+        elif operation.type == OperationType.POW and not rewrite(operation.inputs[0], _away_from_one):
+            return None
         operations.append(replace(operation, type=kind) if kind is not None else operation)
     for index, operand in enumerate(scenario.subgraph.operands):
         if operand.type in FLOAT_TYPES and operand.lifetime in (
@@ -194,6 +217,12 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
     )
 
 
+def _away_from_one(base: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        magnitude = np.abs(base.astype(np.float64))
+        return np.maximum(magnitude, 1 / magnitude)
+
+
 def terms_in_model(scenario: Scenario) -> int:
     """How many rounded terms can make up one output element, summed over the operations."""
     operands = scenario.subgraph.operands
@@ -201,6 +230,8 @@ def terms_in_model(scenario: Scenario) -> int:
     for operation in scenario.subgraph.operations:
         if operation.type in _ELEMENTWISE:
             total += 1
+        elif operation.type in TRANSCENDENTAL_TERMS:
+            total += TRANSCENDENTAL_TERMS[operation.type]
         elif operation.type == OperationType.FULLY_CONNECTED:
             weights = operands[operation.inputs[1]].dimensions
             total += (weights[1] if len(weights) == 2 and weights[1] else 1024) + 1
@@ -261,9 +292,12 @@ def quantized_tolerances(scenario: Scenario) -> dict[int, int]:
                 others = [d for i, d in enumerate(w.dimensions) if i != axis and d]
                 gain = _largest_real(scenario, weights) * max(math.prod(others) or 1, 1)
             propagated = carried[0] * gain
-        else:  # RELU, RELU1, RELU6, RESHAPE, CONCATENATION, the pools, the resizes (weights summing to 1): an input's
-            # error passes through unchanged
-            propagated = max(carried, default=0.0)
+        elif operation.type == OperationType.PRELU:
+            propagated = carried[0] * max(_largest_real(scenario, operation.inputs[1]), 1.0) + carried[1] * _largest_real(
+                scenario, operation.inputs[0])
+        else:  # RELU, RELU1, RELU6, RESHAPE, CONCATENATION, MAXIMUM, SELECT, the pools, the resizes
+            # (weights summing to 1)...: an input's error passes through
+            propagated = max(carried, default=0.0) * _SLOPES.get(operation.type, 1.0)
         out = operation.outputs[0]
         own = operands[out].scale if is_quantized_type(operands[out].type) else 0.0
         error[out] = propagated + own if ins or own else 0.0

@@ -258,8 +258,8 @@ def _elementwise_models(draw, caps: Capabilities, activation: int | None, op: Op
 
 
 _RELUS = (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
-_POOLS = (OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D, OperationType.L2_POOL_2D)  # issue 87
-_RESIZES = (OperationType.RESIZE_BILINEAR, OperationType.RESIZE_NEAREST_NEIGHBOR)  # issue 87
+_POOLS = (OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D, OperationType.L2_POOL_2D)
+_RESIZES = (OperationType.RESIZE_BILINEAR, OperationType.RESIZE_NEAREST_NEIGHBOR)
 #: The tensor types each family's models take (NNAPI's signatures, as the reference implements them;
 #: the element-wise family's depend on the operation and activation: `_elementwise_types`).
 _FAMILY_TYPES: dict[str, tuple[OperandType, ...]] = {
@@ -269,7 +269,7 @@ _FAMILY_TYPES: dict[str, tuple[OperandType, ...]] = {
     "concatenation": FLOAT_TYPES + QUANT_TYPES + (I32,),
     "fully_connected": FLOAT_TYPES + QUANT_TYPES,
     "conv_2d": FLOAT_TYPES + QUANT_TYPES,
-    # issue 87: the convolutions and the pools (NNAPI: L2_POOL_2D on the float types alone)
+    # the convolutions and the pools (NNAPI: L2_POOL_2D on the float types alone)
     "depthwise_conv_2d": FLOAT_TYPES + QUANT_TYPES,
     "grouped_conv_2d": FLOAT_TYPES + QUANT_TYPES,
     "transpose_conv_2d": FLOAT_TYPES + QUANT_TYPES,
@@ -290,7 +290,7 @@ _COMPANION_TYPES: dict[str, frozenset[OperandType]] = {
     "concatenation": frozenset({OperandType.INT32}),
     "fully_connected": frozenset({OperandType.INT32}),
     "conv_2d": frozenset({OperandType.INT32}),
-    # issue 87: GROUPED_CONV_2D's and TRANSPOSE_CONV_2D's layout flag is not optional
+    # GROUPED_CONV_2D's and TRANSPOSE_CONV_2D's layout flag is not optional
     "depthwise_conv_2d": frozenset({OperandType.INT32}),
     "grouped_conv_2d": frozenset({OperandType.INT32, OperandType.BOOL}),
     "transpose_conv_2d": frozenset({OperandType.INT32, OperandType.BOOL}),
@@ -541,7 +541,7 @@ def conv_2d_models(draw, caps: Capabilities, same_only: bool = False, dilated_on
     return case.done([out_shape], f"CONV_2D {type.name} {form} stride {strides}{extras}")
 
 
-# --------------------------------------------------------------------------- convolutions, pools, resizes (issue 87)
+# --------------------------------------------------------------------------- convolutions, pools, resizes
 
 def _layouts(c: _Choices, caps: Capabilities, required: bool = False) -> bool | None:
     """The layout flag (None: absent, True: NCHW): a BOOL operand, only for a driver that declares it."""
@@ -811,7 +811,7 @@ FAMILIES = {
     "concatenation": (OperationType.CONCATENATION,),
     "fully_connected": (OperationType.FULLY_CONNECTED,),
     "conv_2d": (OperationType.CONV_2D,),
-    # issue 87: the convolutions and the pools
+    # the convolutions and the pools
     "depthwise_conv_2d": (OperationType.DEPTHWISE_CONV_2D,),
     "grouped_conv_2d": (OperationType.GROUPED_CONV_2D,),
     "transpose_conv_2d": (OperationType.TRANSPOSE_CONV_2D,),
@@ -826,7 +826,7 @@ _MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "concatenation": concatenation_models,
     "fully_connected": fully_connected_models,
     "conv_2d": conv_2d_models,
-    # issue 87: the convolutions and the pools
+    # the convolutions and the pools
     "depthwise_conv_2d": depthwise_conv_2d_models,
     "grouped_conv_2d": grouped_conv_2d_models,
     "transpose_conv_2d": transpose_conv_2d_models,
@@ -842,6 +842,8 @@ def buildable_families(caps: Capabilities) -> tuple[str, ...]:
     def buildable(name: str) -> bool:
         if name == "elementwise":
             return bool(elementwise_operations(caps))
+        if name in functions.FAMILIES:
+            return bool(functions.operations(caps, name))
         return bool(_supported(caps, *FAMILIES[name])) and bool(family_types(name, caps))
     return tuple(name for name in FAMILIES if buildable(name))
 
@@ -943,7 +945,7 @@ def twice_over(case: ModelCase) -> ModelCase:
 
 #: NNAPI operations outside the reference's kernels that a model is easily made of (one float
 #: tensor in, one of the same shape out), for asking a driver about what it does not declare.
-OUTSIDE_OPERATIONS = (OperationType.FLOOR, OperationType.LOGISTIC, OperationType.TANH)
+OUTSIDE_OPERATIONS = (OperationType.L2_NORMALIZATION,)
 
 
 @functools.lru_cache(maxsize=16)
@@ -971,3 +973,10 @@ def _noted(case: ModelCase) -> ModelCase:
         note(f"model: {case.label}; inputs {[v.shape for v in case.inputs]}; outputs {case.output_shapes}")
         note("model choices: " + ", ".join(f"{label} {value!r}" for label, value in case.choices))
     return case
+
+
+# the activations, element-wise functions, comparisons, logical operations and SELECT: their own module
+from . import functions  # noqa: E402  (it builds on this module's helpers)
+
+FAMILIES.update(functions.FAMILIES)
+_MAKERS.update(functions.MAKERS)

@@ -1,4 +1,4 @@
-"""Seeded bugs of the convolutions, pools and resizes (issue 87), each caught by the generated suites (POOL-2:
+"""Seeded bugs of the convolutions, pools and resizes, each caught by the generated suites (POOL-2:
 outputs compared with the reference's through the request pools)."""
 
 from __future__ import annotations

@@ -517,7 +517,7 @@ def _conv_in(dtype):
     return run
 
 
-# issue 87: the convolutions and the pools in a float type of the variant's choosing
+# the convolutions and the pools in a float type of the variant's choosing
 
 
 def _windowed_in(dtype) -> dict[OperationType, Kernel]:
@@ -638,7 +638,7 @@ def fixed_point_quantized() -> ReferenceDevice:
         OperationType.MUL: fixed_point.mul,
         OperationType.FULLY_CONNECTED: fixed_point.fully_connected,
         OperationType.CONV_2D: fixed_point.conv_2d,
-        OperationType.DEPTHWISE_CONV_2D: fixed_point.depthwise_conv_2d,  # issue 87
+        OperationType.DEPTHWISE_CONV_2D: fixed_point.depthwise_conv_2d,
         OperationType.GROUPED_CONV_2D: fixed_point.grouped_conv_2d,
         OperationType.TRANSPOSE_CONV_2D: fixed_point.transpose_conv_2d,
     }
@@ -665,7 +665,7 @@ def float16_in_float16() -> ReferenceDevice:
         KERNELS[OperationType.FULLY_CONNECTED].validate, only_f16(_fully_connected_in(np.float16), nn.run_fully_connected))
     device.kernels[OperationType.CONV_2D] = Kernel(
         KERNELS[OperationType.CONV_2D].validate, only_f16(_conv_in(np.float16), nn.run_conv_2d))
-    for op, kernel in _windowed_in(np.float16).items():  # issue 87: the other convolutions and the pools
+    for op, kernel in _windowed_in(np.float16).items():  # the other convolutions and the pools
         device.kernels[op] = Kernel(kernel.validate, only_f16(kernel.run, KERNELS[op].run))
     return device
 

@@ -103,7 +103,7 @@ def conv_2d(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand) 
     return result.transpose(0, 3, 1, 2) if g.nchw else result
 
 
-# --------------------------------------------------------------------------- issue 87: the other convolutions
+# --------------------------------------------------------------------------- the other convolutions
 
 
 def _windowed(values: Sequence[np.ndarray], ins: Sequence[Operand], out: Operand, prepared, total,

@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.api.hal import FusedActivation, Operand, OperationType
 
-from . import conv, elementwise, nn, pooling, resize, shape
+from . import activations, comparisons, conv, conversions, elementwise, nn, pointwise, pooling, resize, shape
 from ._numeric import KernelError, Refusal
 
 __all__ = ["KERNELS", "Kernel", "KernelError", "Refusal"]
@@ -40,7 +40,7 @@ KERNELS: dict[OperationType, Kernel] = {
     OperationType.CONCATENATION: Kernel(shape.validate_concatenation, shape.run_concatenation),
     OperationType.FULLY_CONNECTED: Kernel(nn.validate_fully_connected, nn.run_fully_connected),
     OperationType.CONV_2D: Kernel(nn.validate_conv_2d, nn.run_conv_2d),
-    # issue 87: the convolutions, the pools and the resizes (conv.py, pooling.py, resize.py)
+    # the convolutions, the pools and the resizes (conv.py, pooling.py, resize.py)
     OperationType.DEPTHWISE_CONV_2D: Kernel(conv.validate_depthwise_conv_2d, conv.run_depthwise_conv_2d),
     OperationType.GROUPED_CONV_2D: Kernel(conv.validate_grouped_conv_2d, conv.run_grouped_conv_2d),
     OperationType.TRANSPOSE_CONV_2D: Kernel(conv.validate_transpose_conv_2d, conv.run_transpose_conv_2d),
@@ -50,3 +50,6 @@ KERNELS: dict[OperationType, Kernel] = {
     OperationType.RESIZE_BILINEAR: Kernel(resize.validate_resize_bilinear, resize.run_resize_bilinear),
     OperationType.RESIZE_NEAREST_NEIGHBOR: Kernel(resize.validate_resize_nearest_neighbor, resize.run_resize_nearest_neighbor),
 }
+# activations, element-wise functions, comparisons, logical operations, SELECT and conversions: one table per module
+KERNELS.update({op: Kernel(*pair) for module in (activations, pointwise, comparisons, conversions)
+                for op, pair in module.TABLE.items()})

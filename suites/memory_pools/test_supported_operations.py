@@ -23,7 +23,8 @@ from harness.judging.verdict import violation
 #: Every operand type the harness builds models of.
 BUILDABLE_TYPES = frozenset({OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32,
                              OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.INT32,
-                             OperandType.BOOL})  # the layout flag, which GROUPED_ and TRANSPOSE_CONV_2D require
+                             OperandType.BOOL,  # the layout flag, which GROUPED_ and TRANSPOSE_CONV_2D require
+                             OperandType.TENSOR_BOOL8, OperandType.FLOAT32, OperandType.FLOAT16})
 
 
 def _answers(driver: Device, model: Model) -> list[bool]:
