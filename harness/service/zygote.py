@@ -183,11 +183,14 @@ def run(driver: str, control: socket.socket) -> int:
             print(f"driver zygote: the sandbox could not be set up: {error}", file=sys.stderr)
             return 3
     from harness.drivers.registry import load_plugins, load_registry
+    from harness.service import custom_calls
 
     try:
         plugin = os.environ.get(PLUGIN_ENVIRONMENT)
         # Only the driver's own plugin: another installed plugin's code has no business in its process.
-        spec = (load_plugins([plugin]) if plugin else load_registry()).resolve(driver)
+        registry = load_plugins([plugin]) if plugin else load_registry()
+        spec = registry.resolve(driver)
+        custom_calls.DRIVER_REGISTRY = registry  # its declarations too: a file's hooks are registered in it alone
     except Exception as error:
         print(f"driver service: cannot load {driver!r}: {error}", file=sys.stderr)
         return 3
