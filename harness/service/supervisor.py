@@ -434,7 +434,9 @@ class DriverService(_Endpoint):
     """The driver named by ``driver`` (any ``--driver`` spelling), in its own process."""
 
     def __init__(self, driver: str, timeout: float = DEFAULT_CALL_DEADLINE_S, memory_limit: int = 0,
-                 plugin: str = "") -> None:
+                 plugin: str = "", sandboxed: bool = True) -> None:
+        """``sandboxed=False`` (no command offers it) leaves the kernel's sandbox off: for measuring
+        what it costs per call (benchmarks/bench_service.py)."""
         super().__init__(timeout)
         self.driver = driver
         self.plugin = plugin  # the label of the plugin that registers it (the catalog's): the only one its zygote loads
@@ -455,7 +457,7 @@ class DriverService(_Endpoint):
         # only this user can enter (0700), and the one place but the build cache the driver's
         # processes may write (`harness.tooling.sandbox`).
         self._socket_directory = _socket_directory()
-        self.sandbox = plan([self._socket_directory, str(_build_cache())])
+        self.sandbox = plan([self._socket_directory, str(_build_cache())], enabled=sandboxed)
         try:
             self._start()
         except BaseException:  # no service to hand out: nothing of it stays (its zygote, its directory)
