@@ -101,7 +101,8 @@ class HarnessState:
                 self.device = cast(Device, InlineDevice(self._in_process_spec().create()))  # its calls mark what the driver raises
             else:
                 self.service = DriverService(self.driver_name, timeout=self.timeout,
-                                             memory_limit=self.memory_limit_mib * 1024 * 1024, plugin=spec.plugin)
+                                             memory_limit=self.memory_limit_mib * 1024 * 1024,
+                                             plugins=tuple(dict.fromkeys(filter(None, [spec.plugin, *spec.declared_by]))))
                 self.device = cast(Device, self.service.device)  # a proxy presenting the Driver API
         return self.device
 

@@ -45,7 +45,8 @@ from harness.service.messages import (TO_ZYGOTE, Exited, Message, Spawn, Spawned
 #: The directories a driver's processes may write beneath, as the harness asks (``os.pathsep``
 #: between them); unset: no sandbox (the kernel offers none).
 SANDBOX_ENVIRONMENT = "DRIVER_HARNESS_SANDBOX_WRITABLE"
-#: The label of the plugin that registers the driver (`harness.drivers.catalog`); unset: all of them.
+#: The labels of the plugin that registers the driver and of those that declare for it, one a line
+#: (`harness.drivers.catalog`); unset: all of them.
 PLUGIN_ENVIRONMENT = "DRIVER_HARNESS_PLUGIN"
 
 
@@ -187,8 +188,8 @@ def run(driver: str, control: socket.socket) -> int:
 
     try:
         plugin = os.environ.get(PLUGIN_ENVIRONMENT)
-        # Only the driver's own plugin: another installed plugin's code has no business in its process.
-        registry = load_plugins([plugin]) if plugin else load_registry()
+        # Only the driver's own plugins: another installed plugin's code has no business in its process.
+        registry = load_plugins(plugin.split("\n")) if plugin else load_registry()
         spec = registry.resolve(driver)
         custom_calls.DRIVER_REGISTRY = registry  # its declarations too: a file's hooks are registered in it alone
     except Exception as error:
