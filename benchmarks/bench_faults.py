@@ -34,11 +34,14 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling results module
 
-import results  # noqa: E402
-from harness.integration.own_config import own_pytest_options  # noqa: E402
-
 HERE = Path(__file__).resolve().parent
 DRILLS = HERE.parent / "tests" / "reliability" / "drills.py"
+sys.path.insert(0, str(DRILLS.parent))  # the drills' own helpers: how survivors are found
+
+import results  # noqa: E402
+from drills import processes_with  # noqa: E402
+from harness.integration.own_config import own_pytest_options  # noqa: E402
+
 FAULTS = ["segfault_every_execute", "exit_every_execute", "hang_every_execute", "keyerror_every_execute",
           "forged_pass", "undecodable_reply", "junk_in_result", "returns_none", "closes_every_descriptor",
           "leaks_memory"]
@@ -54,21 +57,6 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _processes_with(marker: str) -> list[str]:
-    """Processes whose environment holds ``marker`` (everything a run starts inherits it)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                environment = Path(f"/proc/{entry}/environ").read_bytes()
-                command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker.encode() in environment and command:
-                found.append(f"{entry}: {command[:160]}")
-    return found
-
-
 def certify_run(driver: str) -> dict:
     """One ``harness certify --driver DRIVER`` in a fresh directory and TMPDIR; its figures."""
     with tempfile.TemporaryDirectory(prefix="bench-faults-") as directory:
@@ -82,7 +70,7 @@ def certify_run(driver: str) -> dict:
                               env=env, cwd=directory, capture_output=True, text=True)
         seconds, cpu = time.monotonic() - started, _children_cpu_s() - cpu
         load_after = os.getloadavg()
-        left_processes = _processes_with(marker)
+        left_processes = processes_with(marker)
         left_files = sorted(str(p.relative_to(temporary)) for p in temporary.rglob("*"))
         certificate_path = out / "certificate.json"
         document = json.loads(certificate_path.read_text()) if certificate_path.exists() else {}

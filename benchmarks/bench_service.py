@@ -6,12 +6,16 @@
     ping-pong between two processes (target: <= 3x);
 (b) execute of a small ADD whose input pool is 256 MiB vs 4 KiB, through the service
     (target: ratio <= 1.5: pools cross as descriptors, not bytes);
-(c) calls per second with 1, 2 and 4 client threads.
+(c) calls per second with 1, 2 and 4 client threads;
+(d) what the kernel's sandbox (Landlock) costs per call: a ping and a small execute through a
+    sandboxed service and through one with the sandbox left off, called in turn in one run
+    (a ratio; the sandbox checks opening files, not a call's socket traffic, so about 1 is expected).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import socket
 import statistics
@@ -89,6 +93,52 @@ def small_add_request(pool_size: int, model) -> tuple[Request, list]:
     return request, [pool, out]
 
 
+def sandbox_cost(seconds: float) -> dict:
+    """(d): median ping and small-execute round trips with the sandbox and without."""
+    services = {"sandboxed": DriverService("reference"), "unsandboxed": DriverService("reference", sandboxed=False)}
+    try:
+        if not services["sandboxed"].sandbox.enforced:
+            print("(d) this kernel offers no Landlock: there is no sandbox to measure")
+            return {"sandbox": services["sandboxed"].sandbox.describe()}
+        model = binary_model(dims=(256,))
+        calls, keep = {}, []
+        for name, service in services.items():
+            device = service.device
+            prepared = device.prepare_model(model)
+            request, memories = small_add_request(4096, model)
+            keep += memories
+            calls[name] = {"ping": device.ping, "execute": functools.partial(prepared.execute, request)}
+            for _ in range(500):  # warm up
+                device.ping()
+                prepared.execute(request)
+        # Call by call, the two services in turn (which goes first alternating): the machine's drift
+        # and the other users' load fall on both alike.
+        samples: dict = {name: {"ping": [], "execute": []} for name in services}
+        order = list(services)
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            order.reverse()
+            for call in ("ping", "execute"):
+                for name in order:
+                    start = time.perf_counter()
+                    calls[name][call]()
+                    samples[name][call].append(time.perf_counter() - start)
+        medians = {name: {call: statistics.median(values) for call, values in by_call.items()}
+                   for name, by_call in samples.items()}
+        figures: dict = {"sandbox": services["sandboxed"].sandbox.describe()["mechanism"],
+                         "calls_each": len(samples["sandboxed"]["ping"])}
+        for call in ("ping", "execute"):
+            on, off = medians["sandboxed"][call], medians["unsandboxed"][call]
+            print(f"(d) {call} round trip with the sandbox {on * 1e6:.1f} us, without {off * 1e6:.1f} us; "
+                  f"ratio {on / off:.3f}")
+            figures.update({f"{call}_sandboxed_us": round(on * 1e6, 1), f"{call}_unsandboxed_us": round(off * 1e6, 1),
+                            f"{call}_sandboxed_over_unsandboxed": round(on / off, 3)})
+        return figures
+    finally:
+        for service in services.values():
+            service.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
@@ -144,6 +194,7 @@ def main() -> None:
                     pool.submit(worker)
             print(f"(c) {threads} client thread(s): {count / args.seconds:.0f} execute calls/s")
             figures["execute_calls_per_s_by_client_threads"][str(threads)] = round(count / args.seconds)
+        figures["sandbox_cost_per_call"] = sandbox_cost(args.seconds)
         results.write("bench_service", figures, args.results)
     finally:
         service.close()

@@ -16,11 +16,16 @@ from harness.api.errors import HarnessError
 from harness.integration.inputs import Number
 
 
+#: What `harness list` says a driver declares for it (`harness.drivers.catalog`'s kinds).
+_DECLARED_KINDS = {"custom_call_targets": "custom-call targets", "packed_function_libraries": "packed-function libraries"}
+
+
 def _list(options: argparse.Namespace) -> int:
     from harness.integration.plugin import describe_capabilities
     from harness.drivers.catalog import load_catalog
 
     catalog = load_catalog()
+    print("Drivers as their plugins describe them (read by a sandboxed probe: no driver runs here).")
     for name in catalog.names():
         entry = catalog.drivers[name]
         if (entry.breaks or entry.exercises) and not options.all:
@@ -28,10 +33,14 @@ def _list(options: argparse.Namespace) -> int:
         print(f"{name}: {entry.description} [plugin {entry.plugin}]")
         if entry.declaration_error:
             print(f"    declarations refused: {entry.declaration_error}")
-        elif entry.capabilities is not None:
-            print(f"    {describe_capabilities(entry.capabilities)}")
+            continue
+        if entry.capabilities is not None:
+            print(f"    declared {describe_capabilities(entry.capabilities)}")
         else:
-            print("    capabilities: asked of the driver when its service starts")
+            print("    capabilities: not declared by its plugin; a run asks the driver when its service starts")
+        if entry.declares:
+            kinds = ", ".join(_DECLARED_KINDS[kind] for kind in sorted(entry.declares))
+            print(f"    declares {kinds}")
     hidden = sum(1 for entry in catalog.drivers.values() if entry.breaks or entry.exercises)
     if hidden and not options.all:
         print(f"({hidden} seeded-bug and correct-variant drivers not shown; harness list --all shows them)")

@@ -155,9 +155,9 @@ def _run_probe(command: list[str], scratch: str) -> tuple[Any, str | None, str]:
         ended = (f"did not finish within {_PROBE_TIMEOUT_S:g} s" if code is None
                  else f"was killed by signal {signal.Signals(-code).name}" if code < 0
                  else f"exited with code {code}")
-        if code != 0:
-            return None, culprit, ended
         size = reply.seek(0, os.SEEK_END)
+        if code != 0 or size == 0:  # a plugin's os._exit(0) ends the probe with 0 and no answer
+            return None, culprit, ended
         if size > _MAX_REPLY_BYTES:
             raise DriverLoadError(f"the driver catalog probe answered {size} bytes, over the limit of {_MAX_REPLY_BYTES}")
         reply.seek(0)

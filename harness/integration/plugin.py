@@ -26,6 +26,7 @@ from harness.integration.recording import EXPECTATION, is_generative, suite_of
 from harness.integration import forked
 from harness.integration.generation import pin_local_constants
 from harness.drivers.catalog import DriverEntry, load_catalog, native_entry
+from harness.drivers.declarations import Declarations
 from harness.drivers.registry import check_capabilities
 from harness.integration.skips import models_buildable, not_applicable, not_run, refused_allocation
 from harness.service import DEFAULT_CALL_DEADLINE_S, DriverService
@@ -66,6 +67,7 @@ class HarnessState:
     spec: DriverEntry | None = None
     device: Device | None = None
     service: DriverService | None = None
+    declarations: Declarations | None = None
     expectations: list[Expectation] = field(default_factory=list)
     used_expectations: set[int] = field(default_factory=set)
 
@@ -99,7 +101,8 @@ class HarnessState:
                 self.device = cast(Device, InlineDevice(self._in_process_spec().create()))  # its calls mark what the driver raises
             else:
                 self.service = DriverService(self.driver_name, timeout=self.timeout,
-                                             memory_limit=self.memory_limit_mib * 1024 * 1024, plugin=spec.plugin)
+                                             memory_limit=self.memory_limit_mib * 1024 * 1024,
+                                             plugins=tuple(dict.fromkeys(filter(None, [spec.plugin, *spec.declared_by]))))
                 self.device = cast(Device, self.service.device)  # a proxy presenting the Driver API
         return self.device
 
@@ -122,10 +125,24 @@ class HarnessState:
             return self.service.capabilities
         return device.capabilities()
 
+    def declared(self) -> Declarations:
+        """The driver's plugin's declarations process, started at the first question."""
+        if self.declarations is None:
+            from harness.tooling.sandbox import plan
+
+            spec = self.resolve()
+            reference = ":" in spec.name and not spec.name.startswith("native:")
+            self.declarations = Declarations(spec.name, [] if reference else [spec.plugin, *spec.declared_by],
+                                             spec.plugin or spec.name, plan)
+        return self.declarations
+
     def close(self) -> None:
         if self.service is not None:
             self.service.close()
             self.service = None
+        if self.declarations is not None:
+            self.declarations.close()
+            self.declarations = None
 
 
 STATE_KEY = pytest.StashKey[HarnessState]()
@@ -316,6 +333,8 @@ def pytest_configure(config: pytest.Config) -> None:
             raise UsageError(spec.declaration_error)
         if state.driver_name != "reference":  # the reference starts lazily: it is trusted, and often unused
             state.create()  # a factory that raises stops the run here too
+            if spec.declares and state.isolation != "inline":
+                state.declared()  # and so does a declarations process that dies or lies
             check_capabilities(state.capabilities(), spec.plugin or "?", f"driver {spec.name!r}")
         state.expectations = expectations + _plugin_expectations(state)
     except HarnessError as error:
@@ -425,13 +444,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def declared_for_driver(config: pytest.Config, what: str) -> list:
-    """What the driver's plugins declare through ``DriverRegistry.<what>(name)`` (custom-call
-    targets, packed-function libraries), once per run."""
+    """What the driver's plugins declare (``custom_call_targets``, ``packed_function_libraries``),
+    once per run: served by the plugin's own declarations process (`harness.drivers.declarations`),
+    or, inline only, by the plugin loaded here."""
     cache = config.stash.setdefault(_DECLARED, {})
     if what not in cache:
         state = state_of(config)
         spec = state.resolve()  # checked at start-up (pytest_configure): this does not fail
-        cache[what] = getattr(_declaring_registry(state), what)(spec.name) if what in spec.declares else []
+        if what not in spec.declares:
+            cache[what] = []
+        elif state.isolation == "inline":
+            cache[what] = getattr(_declaring_registry(state), what)(spec.name)
+        else:
+            declared = state.declared()
+            cache[what] = list(declared.targets if what == "custom_call_targets" else declared.libraries)
     return cache[what]
 
 
@@ -440,8 +466,7 @@ _DECLARED = pytest.StashKey[dict]()
 
 def _declaring_registry(state: HarnessState):
     """The plugin of a driver that declares custom-call targets or packed-function libraries,
-    loaded here: their numpy references and case spaces are functions the judge calls.  Only
-    that plugin is loaded, and only for a driver whose catalog entry says it declares some."""
+    loaded here: for --driver-isolation=inline only, which never certifies."""
     from harness.drivers.registry import load_plugins, load_registry
 
     spec = state.resolve()

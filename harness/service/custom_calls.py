@@ -28,6 +28,9 @@ from harness.api.memory import Memory
 from harness.service import xla
 
 _C_DIRECTORY = Path(__file__).parent / "c"
+#: The registry the zygote loaded its driver from (only that driver's plugin, or the driver's own
+#: module): the one that knows its targets.  None in a service started without a zygote.
+DRIVER_REGISTRY: Any = None
 STATUS_CAPACITY = 65536
 
 
@@ -162,4 +165,5 @@ def executor_for(driver: str) -> CustomCallExecutor:
     """The executor of a named driver's targets (the service builds it at first use)."""
     from harness.drivers.registry import load_registry
 
-    return CustomCallExecutor(load_registry().custom_call_targets(driver))
+    registry = DRIVER_REGISTRY if DRIVER_REGISTRY is not None else load_registry()
+    return CustomCallExecutor(registry.custom_call_targets(driver))

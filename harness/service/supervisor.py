@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from typing import IO, Any, NoReturn
 
 from harness.api.errors import DriverCrash, DriverFault, DriverHang, DriverLoadError
@@ -249,14 +250,14 @@ def _parent_of(pid: int) -> int | None:
 class _Zygote:
     """The harness side of the zygote process: spawn services, learn how they ended."""
 
-    def __init__(self, driver: str, sandbox: Sandbox, plugin: str = "") -> None:
+    def __init__(self, driver: str, sandbox: Sandbox, plugins: Sequence[str] = ()) -> None:
         parent, child = wire.socketpair()
         self._stderr = tempfile.TemporaryFile()
         self.pid: int | None = None  # known at once if started here, from its first message if forked by a template
         self.process: subprocess.Popen | None = None
         environment = dict(os.environ)
-        if plugin:
-            environment[zygote.PLUGIN_ENVIRONMENT] = plugin
+        if plugins:
+            environment[zygote.PLUGIN_ENVIRONMENT] = "\n".join(plugins)
         if sandbox.enforced:
             environment[zygote.SANDBOX_ENVIRONMENT] = os.pathsep.join(sandbox.writable)
             environment["TMPDIR"] = sandbox.writable[0]  # the driver's temporary files, where it may write them
@@ -434,10 +435,14 @@ class DriverService(_Endpoint):
     """The driver named by ``driver`` (any ``--driver`` spelling), in its own process."""
 
     def __init__(self, driver: str, timeout: float = DEFAULT_CALL_DEADLINE_S, memory_limit: int = 0,
-                 plugin: str = "") -> None:
+                 plugins: Sequence[str] = (), sandboxed: bool = True) -> None:
+        """``sandboxed=False`` (no command offers it) leaves the kernel's sandbox off: for measuring
+        what it costs per call (benchmarks/bench_service.py)."""
         super().__init__(timeout)
         self.driver = driver
-        self.plugin = plugin  # the label of the plugin that registers it (the catalog's): the only one its zygote loads
+        # The labels of the plugin that registers it and of those that declare for it (the catalog's):
+        # the only ones its zygote loads
+        self.plugins = tuple(plugins)
         self.memory_limit = memory_limit  # bytes of address space (RLIMIT_AS); 0: none
         self.pid: int | None = None
         self.address = ""
@@ -455,7 +460,7 @@ class DriverService(_Endpoint):
         # only this user can enter (0700), and the one place but the build cache the driver's
         # processes may write (`harness.tooling.sandbox`).
         self._socket_directory = _socket_directory()
-        self.sandbox = plan([self._socket_directory, str(_build_cache())])
+        self.sandbox = plan([self._socket_directory, str(_build_cache())], enabled=sandboxed)
         try:
             self._start()
         except BaseException:  # no service to hand out: nothing of it stays (its zygote, its directory)
@@ -466,7 +471,7 @@ class DriverService(_Endpoint):
         if self._zygote is None or not self._zygote.alive:
             if self._zygote is not None:
                 self._zygote.close()
-            self._zygote = _Zygote(self.driver, self.sandbox, self.plugin)
+            self._zygote = _Zygote(self.driver, self.sandbox, self.plugins)
         self.address = os.path.join(self._socket_directory, f"service-{secrets.token_hex(6)}.sock")
         self._stderr = BoundedOutput()
         self._killed_for = ""

@@ -45,7 +45,8 @@ from harness.service.messages import (TO_ZYGOTE, Exited, Message, Spawn, Spawned
 #: The directories a driver's processes may write beneath, as the harness asks (``os.pathsep``
 #: between them); unset: no sandbox (the kernel offers none).
 SANDBOX_ENVIRONMENT = "DRIVER_HARNESS_SANDBOX_WRITABLE"
-#: The label of the plugin that registers the driver (`harness.drivers.catalog`); unset: all of them.
+#: The labels of the plugin that registers the driver and of those that declare for it, one a line
+#: (`harness.drivers.catalog`); unset: all of them.
 PLUGIN_ENVIRONMENT = "DRIVER_HARNESS_PLUGIN"
 
 
@@ -183,11 +184,14 @@ def run(driver: str, control: socket.socket) -> int:
             print(f"driver zygote: the sandbox could not be set up: {error}", file=sys.stderr)
             return 3
     from harness.drivers.registry import load_plugins, load_registry
+    from harness.service import custom_calls
 
     try:
         plugin = os.environ.get(PLUGIN_ENVIRONMENT)
-        # Only the driver's own plugin: another installed plugin's code has no business in its process.
-        spec = (load_plugins([plugin]) if plugin else load_registry()).resolve(driver)
+        # Only the driver's own plugins: another installed plugin's code has no business in its process.
+        registry = load_plugins(plugin.split("\n")) if plugin else load_registry()
+        spec = registry.resolve(driver)
+        custom_calls.DRIVER_REGISTRY = registry  # its declarations too: a file's hooks are registered in it alone
     except Exception as error:
         print(f"driver service: cannot load {driver!r}: {error}", file=sys.stderr)
         return 3

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from harness.api.hal import ErrorStatus
 from reference_driver import ReferenceDevice
@@ -149,5 +150,22 @@ def returns_wrong_type():
     return _with_execute(lambda self, request, execute: {"ok": True})
 
 
+def processes_with(marker: str) -> list[str]:
+    """Processes whose environment holds ``marker``: every process a run started inherits it (a
+    zombie has no command line: it is gone).  Not a driver: the drills and the benchmark look
+    for survivors with it."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                environment = Path(f"/proc/{entry}/environ").read_bytes()
+                command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker.encode() in environment and command:
+                found.append(f"{entry}: {command[:200]}")
+    return found
+
+
 __all__ = [name for name in dir() if not name.startswith("_") and callable(globals()[name])
-           and name not in ("ReferenceDevice", "ReferencePreparedModel", "ErrorStatus")]
+           and name not in ("ReferenceDevice", "ReferencePreparedModel", "ErrorStatus", "Path", "processes_with")]

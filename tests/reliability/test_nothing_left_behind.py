@@ -24,24 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from drills import processes_with  # this directory is on sys.path under pytest's default import mode
 from harness.integration import warm_sessions
 
 DRILLS = Path(__file__).with_name("drills.py")
-
-
-def _processes_with(marker: str) -> list[str]:
-    """Processes whose environment holds ``marker``: every process a run started inherits it."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                environment = Path(f"/proc/{entry}/environ").read_bytes()
-                command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker.encode() in environment and command:  # a zombie has no command line: it is gone
-                found.append(f"{entry}: {command[:200]}")
-    return found
 
 
 def _left_in(directory: Path) -> list[str]:
@@ -81,11 +67,11 @@ def test_a_session_killed_at_its_deadline_leaves_nothing(tmp_path: Path, tempora
         warm_sessions.run_script(str(script), str(tmp_path), timeout=20, arguments=[str(pid_file)])
     assert pid_file.exists(), "the session did not get as far as its driver service"
     deadline = time.monotonic() + 15  # the zygote sees its session gone, and ends its service
-    while _processes_with(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     # the server itself (started with the marker) stays for this process's next sessions: only a
     # session's processes are counted
-    left = [p for p in _processes_with(marker) if "harness.integration.warm_sessions" not in p]
+    left = [p for p in processes_with(marker) if "harness.integration.warm_sessions" not in p]
     assert left == [], "the killed session's processes survived it"
     assert _left_in(temporary) == [], "the killed session left temporary files"
 
@@ -116,7 +102,7 @@ def _records(out: Path) -> list[dict]:
 def _assert_nothing_left(temporary: Path, output: str) -> None:
     """``output``: the run's marker, then what it printed."""
     marker = output.splitlines()[0]
-    assert _processes_with(marker) == [], f"processes of the run survived it\n{output[-3000:]}"
+    assert processes_with(marker) == [], f"processes of the run survived it\n{output[-3000:]}"
     assert _left_in(temporary) == [], f"the run left temporary files\n{output[-3000:]}"
 
 

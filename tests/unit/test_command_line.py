@@ -20,3 +20,29 @@ def test_every_option_of_every_command_has_help() -> None:
                    for name, command in commands.items() for action in command._actions
                    if action.option_strings and not action.help]
     assert not unexplained, f"options with no help text: {unexplained}"
+
+
+def test_list_says_what_the_catalog_knows_and_when_capabilities_are_asked(monkeypatch, capsys) -> None:
+    """`harness list` imports no driver: it shows what the plugins declare, and says that a driver
+    whose plugin declares no capabilities is asked for them when its service starts."""
+    from harness.api.hal import Capabilities, OperationType
+    from harness.commands.cli import _list
+    from harness.drivers import catalog
+
+    declared = Capabilities(frozenset(), False, frozenset({OperationType.ADD}), frozenset(), False)
+    entries = {"asked": catalog.DriverEntry("asked", "asks at start", "plugin-a"),
+               "declaring": catalog.DriverEntry("declaring", "declares", "plugin-b", declared,
+                                                declares=frozenset({"custom_call_targets"})),
+               "refused": catalog.DriverEntry("refused", "broken", "plugin-c", declaration_error="bad field")}
+    monkeypatch.setattr(catalog, "load_catalog", lambda driver="": catalog.Catalog(entries, {"plugin-d": "exited"}))
+    assert _list(argparse.Namespace(all=False)) == 0
+    out, err = capsys.readouterr()
+    blocks = {line.split(":")[0]: line for line in out.split("\n") if line and not line.startswith(" ")}
+    assert set(blocks) >= {"asked", "declaring", "refused"}
+    lines = out.splitlines()
+    after = {name: lines[lines.index(blocks[name]) + 1].strip() for name in ("asked", "declaring", "refused")}
+    assert after["asked"] == "capabilities: not declared by its plugin; a run asks the driver when its service starts"
+    assert after["declaring"].startswith("declared capabilities: ") and "ADD" in after["declaring"]
+    assert "declares custom-call targets" in out
+    assert after["refused"] == "declarations refused: bad field"
+    assert err.strip() == "plugin plugin-d failed to load: exited"
