@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -71,7 +72,9 @@ def _certified(environment: Environment, driver: str, folder: Path) -> dict:
 def test_the_example_driver_installs_and_is_certified(environment: Environment, tmp_path: Path) -> None:
     for source in EXAMPLE.rglob("*.py"):  # written against the Driver API alone
         assert "reference_driver" not in source.read_text(), f"{source} uses the reference driver"
-    environment.install(EXAMPLE)
+    copy = tmp_path / "acme-driver"  # pip builds in the source folder: a copy keeps the checkout clean
+    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    environment.install(copy)
     document = _certified(environment, "acme", tmp_path)
     assert document["driver"]["plugin"].startswith("acme")
 
