@@ -39,6 +39,7 @@ RESTART_IF_LEFT_S = 3.0  # a worker process that ends with less time than this l
 # A worker still running this long after its interrupt is killed: the budget holds whatever the
 # worker is doing (what it found is already saved: records and examples as they are found).
 KILL_AFTER_S = 20.0
+STATUS_WIDTH = 52  # characters of a suite's live status: examples, rate and failures, or why it does not apply
 SUITES = ("harness.suites.memory_pools", "harness.suites.requests", "harness.suites.numerics", "harness.suites.memory_domains", "harness.suites.custom_calls",
           "harness.suites.packed_functions")
 
@@ -152,10 +153,11 @@ class _Run:
         self.found: dict[tuple[str, str], float] = {}  # when each distinct failure was first seen (s)
         self.not_applicable: dict[str, str] = {}  # suite -> why none of its tests applies to the driver
         # The status column is plain text (markup=False: a reason may hold brackets), and the one cut
-        # short on a narrow console: the suite's name never is, and the reasons are printed whole at the end.
+        # short: at most STATUS_WIDTH, so that the line fits 80 columns with the suite's name and the
+        # time; the reasons are printed whole at the end.
         self.progress = Progress(TextColumn("{task.description}", table_column=Column(min_width=17, no_wrap=True)),
                                  TextColumn("{task.fields[status]}", markup=False,
-                                            table_column=Column(no_wrap=True, overflow="ellipsis")),
+                                            table_column=Column(no_wrap=True, overflow="ellipsis", max_width=STATUS_WIDTH)),
                                  TimeElapsedColumn(), console=console, transient=False)
         self.tasks = {name: self.progress.add_task(name, total=None, status=self._status(0, "-", 0))
                       for name in self.names}
