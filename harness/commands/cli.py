@@ -5,11 +5,13 @@
     harness score [...]               the suites' own score against the seeded-bug drivers
     harness certify --driver NAME [--out DIR]   certificate.json, junit.xml and report.html
     harness cts --driver NAME --specs DIR       NNAPI golden spec files on a driver (OPS-1..3)
+    harness init NAME                 a new driver package to fill in, already certifiable
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from harness.api.errors import HarnessError
@@ -125,7 +127,22 @@ def command_line() -> OneLineParser:
     replay.add_argument("--driver", required=True, help=_DRIVER_HELP)
     replay.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N", help=_DB_HELP)
     replay.add_argument("--out", default="replay", metavar="DIR", help="where replay.jsonl and reproducers/ go (default: replay)")
+    init = commands.add_parser("init", help="write a driver package to start from (float32 ADD, certifiable as written)")
+    init.add_argument("name", metavar="NAME", help="the driver's name: lower case, e.g. acme or acme-npu")
+    init.add_argument("--dir", default=None, metavar="PATH", help="where to write it; must not exist (default: ./NAME)")
     return parser
+
+
+def _init(options: argparse.Namespace) -> int:
+    from harness.commands.init import write_skeleton
+
+    written = write_skeleton(options.name, options.dir)
+    folder = options.dir or options.name
+    installable = folder if os.path.dirname(folder) else f"./{folder}"  # pip takes a bare name for a package index's
+    print(f"harness init: wrote {len(written)} files into {folder}; next:")
+    print(f"    pip install {installable} && harness certify --driver {options.name}")
+    print(f"    then fill in the TODOs ({folder}/README.md says where)")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if options.command == "list":
             return _list(options)
+        if options.command == "init":
+            return _init(options)
         if options.command == "certify":
             from harness.commands.certify import certify as run_certify
 

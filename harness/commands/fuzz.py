@@ -6,9 +6,11 @@ new examples and more of them per test than the last, until the time budget is s
 N such processes side by side, independently.  Hypothesis saves
 every failing example in the example database the moment it finds it; a failing test's
 record is fsynced as it is written; so a run that is killed keeps everything found so far.
-While it runs, a line per suite shows examples, examples/s and distinct failures (rich); at
-the end (or on Ctrl-C or SIGTERM) it writes fuzz-summary.json, fuzz-report.html (examples/s
-and failures over time per suite) and a reproducer per distinct failure.
+While it runs, a line per suite shows examples, examples/s and distinct failures (rich), or
+why the suite does not apply to the driver; at the end (or on Ctrl-C or SIGTERM) it writes
+fuzz-summary.json, fuzz-report.html (examples/s and failures over time per suite) and a
+reproducer per distinct failure, and prints its findings: the failures grouped by root cause
+(`harness.report.findings`), each with its requirement, message and reproducer.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import IO
 from harness.api.errors import UsageError
 from harness.integration.recording import suite_of
 from harness.report.files import write_atomically
+from harness.report.findings import Finding, group_findings, not_applicable_reason
 from harness.report.fuzz_report import render_fuzz_report
 
 ROUND_EXAMPLES = 25  # examples per test in the first round; they double each round, up to the nightly profile's
@@ -36,6 +39,7 @@ RESTART_IF_LEFT_S = 3.0  # a worker process that ends with less time than this l
 # A worker still running this long after its interrupt is killed: the budget holds whatever the
 # worker is doing (what it found is already saved: records and examples as they are found).
 KILL_AFTER_S = 20.0
+STATUS_WIDTH = 52  # characters of a suite's live status: examples, rate and failures, or why it does not apply
 SUITES = ("harness.suites.memory_pools", "harness.suites.requests", "harness.suites.numerics", "harness.suites.memory_domains", "harness.suites.custom_calls",
           "harness.suites.packed_functions")
 
@@ -136,6 +140,7 @@ class _Run:
 
     def __init__(self, suites: tuple[str, ...], console) -> None:
         from rich.progress import Progress, TextColumn, TimeElapsedColumn
+        from rich.table import Column
 
         self.started = time.monotonic()
         self.names = [suite.rsplit(".", 1)[1] for suite in suites]
@@ -146,10 +151,20 @@ class _Run:
         self.seeds: list[dict] = []
         self.timeline: list[dict] = []
         self.found: dict[tuple[str, str], float] = {}  # when each distinct failure was first seen (s)
-        self.progress = Progress(TextColumn("{task.description:<17}"), TextColumn("{task.completed:>9,} examples"),
-                                 TextColumn("{task.fields[rate]:>7} /s"), TextColumn("{task.fields[failures]} failures"),
+        self.not_applicable: dict[str, str] = {}  # suite -> why none of its tests applies to the driver
+        # The status column is plain text (markup=False: a reason may hold brackets), and the one cut
+        # short: at most STATUS_WIDTH, so that the line fits 80 columns with the suite's name and the
+        # time; the reasons are printed whole at the end.
+        self.progress = Progress(TextColumn("{task.description}", table_column=Column(min_width=17, no_wrap=True)),
+                                 TextColumn("{task.fields[status]}", markup=False,
+                                            table_column=Column(no_wrap=True, overflow="ellipsis", max_width=STATUS_WIDTH)),
                                  TimeElapsedColumn(), console=console, transient=False)
-        self.tasks = {name: self.progress.add_task(name, total=None, rate="-", failures=0) for name in self.names}
+        self.tasks = {name: self.progress.add_task(name, total=None, status=self._status(0, "-", 0))
+                      for name in self.names}
+
+    @staticmethod
+    def _status(examples: int, rate: str, failures: int) -> str:
+        return f"{examples:>9,} examples {rate:>7} /s {failures} failures"
 
     def sample(self, current: list[_Tail], final: bool = False) -> None:
         """``final``: the run has ended, and each line shows its suite's examples/s over the whole
@@ -166,9 +181,19 @@ class _Run:
         before: dict = self.timeline[-1] if self.timeline and not final else {"t": 0.0, "examples": {}}
         span = max(now - before["t"], 1e-9)
         self.timeline.append({"t": now, "examples": examples, "failures": failures})
+        by_suite: dict[str, list[dict]] = {}
+        for record in records:
+            by_suite.setdefault(suite_of(record["id"]), []).append(record)
         for name, task in self.tasks.items():
+            reason = not_applicable_reason(by_suite.get(name, [])) if not examples.get(name) else None
+            if reason is not None:
+                self.not_applicable[name] = reason
+                self.progress.update(task, status=f"not applicable: {reason}")
+                continue
+            self.not_applicable.pop(name, None)
             rate = (examples.get(name, 0) - before["examples"].get(name, 0)) / span
-            self.progress.update(task, completed=examples.get(name, 0), rate=f"{rate:,.0f}", failures=failures.get(name, 0))
+            self.progress.update(task, completed=examples.get(name, 0),
+                                 status=self._status(examples.get(name, 0), f"{rate:,.0f}", failures.get(name, 0)))
 
     def finish(self, tail: _Tail, worker: int) -> None:
         """A worker process that wrote ``tail`` ended: what it did is the run's."""
@@ -391,16 +416,39 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
         "examples_per_second": round(sum(examples.values()) / max(seconds, 1e-9), 1), "interrupted": stop["now"],
         "failures": [{"test": r["id"], "suite": suite_of(r["id"]), "requirements": r["requirements"],
                       "fault": r.get("fault", "driver"), "message": r["message"], "reproducer": r.get("reproducer", ""),
-                      "unshrunk": r.get("unshrunk", False), "hidden_by": r.get("hidden_by", ""), "replays": r.get("replays"),
+                      "rule": r.get("rule", ""), "unshrunk": r.get("unshrunk", False), "hidden_by": r.get("hidden_by", ""), "replays": r.get("replays"),
                       "checked": r.get("checked", True), "by_breaker": r.get("by_breaker", False), "found_at_s": run.found.get(key)}
                      for key, r in failures.items()],
         "timeline": run.timeline,
     }
+    # the root causes, in the order they were found (a failure the deadline caught unshrunk has no time)
+    found = sorted(summary["failures"], key=lambda f: f["found_at_s"] if f["found_at_s"] is not None else float("inf"))
+    findings = group_findings(found)
+    summary["findings"] = [finding.as_json() for finding in findings]
+    summary["not_applicable"] = dict(run.not_applicable)
     _write_reports(out, {"fuzz-summary.json": lambda: json.dumps(summary, indent=2),
                          "fuzz-report.html": lambda: render_fuzz_report(summary, out)})
-    print(f"harness fuzz: {driver}: {len(failures)} distinct failures in {rounds} rounds; summary in "
-          f"{os.path.join(out, 'fuzz-summary.json')}, report in {os.path.join(out, 'fuzz-report.html')}")
+    print(f"harness fuzz: {driver}: {len(failures)} distinct failures ({len(findings)} root causes) in {rounds} rounds; "
+          f"summary in {os.path.join(out, 'fuzz-summary.json')}, report in {os.path.join(out, 'fuzz-report.html')}")
+    for suite, reason in sorted(run.not_applicable.items()):
+        print(f"{suite}: not applicable: {reason}")
+    for line in findings_block(findings):
+        print(line)
     return 1 if failures else 0
+
+
+def findings_block(findings: list[Finding]) -> list[str]:
+    """The console's account of what a run found: each root cause with its requirement, where it
+    showed, its first message, the tests it failed and the reproducer to start from."""
+    lines = []
+    for number, finding in enumerate(findings, 1):
+        where = f" at {finding.entry_point}" if finding.entry_point else ""
+        tests = "1 test" if len(finding.tests) == 1 else f"{len(finding.tests)} tests"
+        lines.append(f"finding {number} of {len(findings)}: {finding.requirement or 'no requirement named'}{where} ({tests})")
+        lines.append(f"    message: {finding.message}")
+        lines.append(f"    tests: {', '.join(finding.tests)}")
+        lines.append(f"    reproducer: {finding.reproducer or 'none written (see the record of the first test)'}")
+    return lines
 
 
 def replay(driver: str, db: str, out: str) -> int:

@@ -10,6 +10,7 @@ import contextlib
 import os
 
 import random
+import shlex
 import time
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -620,11 +621,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     if state.service is not None:
         _summarize_service(terminalreporter, state.service.summary(), state.timeout)
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not terminalreporter.stats.get("deselected") \
+            and any(arg.startswith("--driver") for arg in config.invocation_params.args):
+        terminalreporter.write_line(nothing_collected_hint(config.getoption("driver")), yellow=True)
     stale = [e for i, e in enumerate(state.expectations) if i not in state.used_expectations and e.applies_to(state.driver_name)]
     if stale:
         terminalreporter.section("stale expectations")
         for expectation in stale:
             terminalreporter.write_line(f"{expectation.source}: {expectation.action} {expectation.test!r} matches no collected test")
+
+
+def nothing_collected_hint(driver: str) -> str:
+    """What to run instead, when a ``--driver`` run collected no test: the suites are installed
+    with the harness, not in the folder (a vendor's own) that pytest was started from."""
+    name = shlex.quote(driver)
+    return (f"driver-harness: no tests here; the suites are installed with the harness: run "
+            f"`harness certify --driver {name}` (a certificate) or `pytest --pyargs harness.suites --driver={name}`")
 
 
 def _summarize_service(terminalreporter, summary: dict, timeout: float) -> None:

@@ -243,3 +243,24 @@ def test_generative_tests_whose_every_valid_allocation_was_refused_are_not_run(p
     for record in found.values():
         assert record["outcome"] == "skipped" and record["skip"]["kind"] == "not-run", record
         assert "DOM-ALLOC-3" in record["skip"]["reason"], record
+
+
+def test_a_driver_run_that_collects_nothing_says_how_to_run_the_suites(pytester: pytest.Pytester) -> None:
+    """``pytest --driver=NAME`` from a folder without tests (a vendor's own) names the commands that
+    run the installed suites; each command it names does collect them."""
+    result = run(pytester, "--driver=reference")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    hints = [line for line in result.outlines if line.startswith("driver-harness: no tests here")]
+    assert len(hints) == 1, output(result)
+    assert "`harness certify --driver reference`" in hints[0]
+    suggested = hints[0].split("`")[3].split()
+    assert suggested[0] == "pytest"
+    collected = run(pytester, *suggested[1:], "--collect-only", "-q")
+    assert collected.ret == pytest.ExitCode.OK and any("harness/suites/" in line or "::" in line for line in collected.outlines)
+
+
+def test_a_run_that_collects_nothing_without_driver_gives_no_hint(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_own="def test_own():\n    assert 1 + 1 == 2\n")
+    result = run(pytester, "-k", "nothing_matches")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert not any("driver-harness: no tests here" in line for line in result.outlines)

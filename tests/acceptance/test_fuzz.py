@@ -37,10 +37,11 @@ def failed_tests(summary_path: Path) -> set[str]:
 @pytest.fixture(scope="module")
 def fuzzed(once_per_run) -> tuple[Path, subprocess.CompletedProcess]:
     """A short fuzz run of a seeded bug, two workers: its directory and what it printed (one run
-    for the test run, whichever worker asks first)."""
+    for the test run, whichever worker asks first).  The custom-call suite does not apply to the
+    mutant, which declares no targets."""
     def fuzz(directory: Path) -> list:
         done = harness(directory, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.45", "--workers", "2",
-                       "--suites", "memory_pools,requests", "--db", "db", "--out", "fz")
+                       "--suites", "memory_pools,requests,custom_calls", "--db", "db", "--out", "fz")
         return [done.returncode, done.stdout, done.stderr]
 
     directory, (code, stdout, stderr) = once_per_run("fuzzed", fuzz)
@@ -66,6 +67,32 @@ def test_fuzz_keeps_failures_and_replay_finds_them(fuzzed: tuple[Path, subproces
     fixed = harness(tmp_path, "replay", "--driver", "reference", "--db", "db", "--out", "rp2")
     # Examples are kept per driver: nothing of the mutant's is the reference's to replay.
     assert fixed.returncode == 0 and "nothing is stored for this driver" in fixed.stdout, fixed.stdout
+
+
+def test_fuzz_ends_with_its_findings_by_root_cause(fuzzed: tuple[Path, subprocess.CompletedProcess]) -> None:
+    """After the run: each root cause once, with its requirement, message, tests and reproducer;
+    the suite that does not apply says why instead of counting 0 examples."""
+    tmp_path, fuzzed_run = fuzzed
+    summary = json.loads((tmp_path / "fz" / "fuzz-summary.json").read_text())
+    failures, findings = summary["failures"], summary["findings"]
+    assert failures and 0 < len(findings) <= len(failures)
+    # every failing test is in a finding, and a finding holds only tests that failed its requirement
+    assert {f["test"] for f in failures} == {test for finding in findings for test in finding["tests"]}
+    for finding in findings:
+        assert all(f["rule"] == finding["requirement"] for f in failures if f["test"] in finding["tests"]
+                   and f["message"].splitlines()[0] == finding["message"])
+        assert finding["reproducer"] and Path(finding["reproducer"]).exists()
+    heads = re.findall(r"^finding (\d+) of (\d+): (\S+)(?: at (\S+))? \((\d+) tests?\)$", fuzzed_run.stdout, re.MULTILINE)
+    assert [(int(n), int(of), rule, where, int(count)) for n, of, rule, where, count in heads] == [
+        (n, len(findings), f["requirement"], f["entry_point"], len(f["tests"])) for n, f in enumerate(findings, 1)]
+    for finding in findings:
+        assert f"    message: {finding['message']}" in fuzzed_run.stdout
+        assert f"    reproducer: {finding['reproducer']}" in fuzzed_run.stdout
+    assert f"({len(findings)} root causes)" in fuzzed_run.stdout
+    reason = summary["not_applicable"]["custom_calls"]
+    assert "custom-call" in reason and f"custom_calls: not applicable: {reason}" in fuzzed_run.stdout
+    assert not re.search(r"^custom_calls +0 examples", fuzzed_run.stdout, re.MULTILINE)
+    assert set(summary["not_applicable"]) == {"custom_calls"}
 
 
 def test_rounds_run_in_one_session_with_doubling_examples(tmp_path: Path) -> None:

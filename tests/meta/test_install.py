@@ -75,6 +75,6 @@ def test_a_built_wheel_has_no_plugins_or_suites_top_level_package(tmp_path) -> N
     assert top_level == {"harness", "reference_driver"}
     for needed in ("harness/suites/memory_pools/test_layouts.py", "harness/plugins/mutants/reach.py",
                    "harness/plugins/native_sample/driver.cc", "harness/integration/harness-pytest.ini", "harness/py.typed",
-                   "harness/spec.md"):
+                   "harness/spec.md", "harness/templates/driver/package/device.py.tmpl"):
         assert needed in names, f"the wheel lacks {needed}"
     assert harness.__file__  # the package under test imports from this checkout or its install
