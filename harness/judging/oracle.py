@@ -37,6 +37,7 @@ from harness.api.hal import (
     operand_byte_size,
 )
 from harness.api.memory import Memory, MemoryMapError
+from harness.judging.culprit import rule_of_wrong_output
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.service.proxies import begin_call
 
@@ -206,7 +207,7 @@ def assert_scenario_conforms(requirement: str, scenario: Scenario, reference: De
     """Run ``scenario`` on the reference and on the driver; the driver's outcome is one SPEC allows."""
     __tracebackhide__ = True
     expected, actual = run_on_both(reference, driver, scenario)
-    assert_conforms(requirement, scenario, expected, actual)
+    assert_conforms(requirement, scenario, expected, actual, devices=(reference, driver))
 
 
 def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mapping[str, int] | None = None) -> Outcome:
@@ -386,8 +387,11 @@ def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *,
     return f"element {i}: driver wrote {got[i]!r}, reference {want[i]!r} ({int(bad.sum())} elements outside {allowed})"
 
 
-def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, actual: Outcome) -> None:
-    """The driver's outcome is one SPEC allows, given the reference's."""
+def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, actual: Outcome,
+                    devices: tuple[Device, Device] | None = None) -> None:
+    """The driver's outcome is one SPEC allows, given the reference's.  ``requirement`` is the
+    test's; a byte written outside the outputs fails POOL-2 whatever it is, and, given the
+    (reference, driver) ``devices``, a wrong output value fails the rule `culprit` finds it breaks."""
     __tracebackhide__ = True
     if actual.constants_changed:
         _fail("POOL-2", f"the driver wrote into the client's constant pool: {actual.constants_changed}", scenario,
@@ -424,6 +428,7 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
     got_shapes = [tuple(s.dimensions) for s in actual.output_shapes]
     if want_shapes != got_shapes:
         _fail(requirement, f"output shapes {got_shapes}, reference {want_shapes}", scenario, expected, actual)
+    assert_outside_outputs_untouched(scenario, actual)  # before the values: a stray write explains wrong ones
     steps = bounds.quantized_tolerances(scenario)
     terms = bounds.terms_in_model(scenario)
     magnitudes = functools.cache(expected.magnitudes) if expected.magnitudes is not None else None
@@ -434,8 +439,9 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
                                     terms=terms, magnitudes=functools.partial(_nth, magnitudes, i),
                                     judge_bias=scenario.sampled_values, relaxed=scenario.relaxed)
         if difference:
-            _fail(requirement, f"output {i} differs: {difference}", scenario, expected, actual)
-    assert_outside_outputs_untouched(scenario, actual)
+            rule, why = rule_of_wrong_output(requirement, scenario, *devices) if devices else (requirement, "")
+            _fail(rule, f"output {i} differs: {difference}" + (f"\n  why {rule}: {why}" if why else ""), scenario,
+                  expected, actual)
 
 
 def _nth(outputs: Callable[[], tuple[bytes | None, ...] | None] | None, index: int) -> bytes | None:

@@ -52,8 +52,8 @@ def test_copy_and_reference_constants_agree(driver, reference, capabilities, dat
     expected = run_scenario(reference, by_copy)
     copy_outcome = run_scenario(driver, by_copy)
     reference_outcome = run_scenario(driver, by_reference)
-    assert_conforms("POOL-1", by_copy, expected, copy_outcome)
-    assert_conforms("POOL-1", by_reference, expected, reference_outcome)
+    assert_conforms("POOL-1", by_copy, expected, copy_outcome, devices=(reference, driver))
+    assert_conforms("POOL-1", by_reference, expected, reference_outcome, devices=(reference, driver))
     if copy_outcome.outputs != reference_outcome.outputs:
         raise violation("POOL-1",
             f"the same constants gave different outputs by copy and by reference "
@@ -96,7 +96,8 @@ def test_a_prepared_model_runs_again_and_again(driver, reference, capabilities, 
         for run in range(1, runs + 1):
             note(f"execution {run} of {runs}")
             # judged as the scenario's run-th execution on one prepared model: its reproducer runs it that often
-            assert_conforms("POOL-1", replace(scenario, executions=run), expected, execute_scenario(prepared, scenario))
+            assert_conforms("POOL-1", replace(scenario, executions=run), expected, execute_scenario(prepared, scenario),
+                            devices=(reference, driver))
     finally:
         for pool in model.pools:
             pool.close()
