@@ -1,4 +1,5 @@
-"""Which rule a wrong output breaks, whatever the theme of the test that saw it.
+"""Which rule a wrong output (its values, its shape, or a failure of a valid request) breaks,
+whatever the theme of the test that saw it.
 
 A test of handles (POOL-5) or of layouts (POOL-2) that reads a wrong value back has not by
 itself found a handle or a layout bug: the driver may compute the operation wrong everywhere.
@@ -16,6 +17,10 @@ padding, each output's region filled beforehand with `CANARY` bytes.
 
 Anything else (the plain run fails, crashes or is not built: driver-managed buffers have no
 plain form) leaves the test's requirement: nothing shows that another rule is the one broken.
+
+The extra runs are made once per failure: for the example a test reports (hypothesis' final run
+of it), never for each example hypothesis tries while it shrinks, where they would multiply a
+failing driver's run time.  Shrinking keeps the failure's type and place, which they do not change.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import replace
 from typing import Final
 
 import numpy as np
+from hypothesis.control import current_build_context, currently_in_test_context
 
 from harness.api.errors import ConformanceError
 from harness.api.hal import DataLocation, Device, RequestArgument, numpy_dtype
@@ -32,7 +38,7 @@ from harness.api.requirements import CONSTANT_RULE, OUTPUT_RULE, VALUE_RULE
 from harness.judging import bounds
 from harness.judging.scenario import MemorySpec, Scenario, with_constants
 
-__all__ = ["CANARY", "plain_scenario", "rule_of_wrong_output"]
+__all__ = ["CANARY", "plain_scenario", "reported_example", "rule_of_wrong_output"]
 
 #: What an output's region holds before the plain run: a byte no kernel of the reference writes
 #: as a whole element of any type by chance (0xa5a5a5a5 as float32 is about -2.9e-16).
@@ -41,8 +47,10 @@ CANARY: Final = 0xA5
 
 def plain_scenario(scenario: Scenario) -> Scenario | None:
     """``scenario``'s model and input values, plainly laid out (see the module), or None when its
-    request has no plain form: a pool that is a driver-managed buffer, or a handle made unusable."""
-    if any(not isinstance(pool, MemorySpec) or pool.defect for pool in scenario.request_pools):
+    request has no plain form: an argument in a driver-managed buffer.  Pools the test made
+    unusable are left out or made afresh: the plain run asks what the model computes."""
+    used = {a.location.pool_index for a in (*scenario.inputs, *scenario.outputs) if not a.has_no_value}
+    if any(not isinstance(scenario.request_pools[index], MemorySpec) for index in used):
         return None
     pools: list[MemorySpec] = []
 
@@ -61,6 +69,11 @@ def plain_scenario(scenario: Scenario) -> Scenario | None:
     outputs = [alone(argument, bytes([CANARY]) * argument.location.length) for argument in scenario.outputs]
     return replace(with_constants(scenario, "copy"), inputs=tuple(inputs), outputs=tuple(outputs),
                    request_pools=tuple(pools), executions=1, notes=(*scenario.notes, "plain I/O"))
+
+
+def reported_example() -> bool:
+    """Whether the running example is one a test reports: outside hypothesis, or its final run."""
+    return not currently_in_test_context() or current_build_context().is_final
 
 
 def rule_of_wrong_output(requirement: str, scenario: Scenario, reference: Device, driver: Device) -> tuple[str, str]:
@@ -94,9 +107,14 @@ def _first_wrong_output(scenario: Scenario, reference: Device, driver: Device) -
         expected, actual = run_on_both(reference, driver, scenario)
     except ConformanceError:  # a crash or a hang of the plain run: the test's own failure stands
         return None
-    if not (expected.ok and actual.ok) or actual.shape_problem or \
-            [s.dimensions for s in expected.output_shapes] != [tuple(s.dimensions) for s in actual.output_shapes]:
+    if not expected.ok or actual.shape_problem:
         return None
+    if not actual.ok:
+        return VALUE_RULE, f"{_PLAIN} too, the driver fails the valid request: {actual.summary()}"
+    want_shapes = [s.dimensions for s in expected.output_shapes]
+    got_shapes = [tuple(s.dimensions) for s in actual.output_shapes]
+    if want_shapes != got_shapes:
+        return VALUE_RULE, f"{_PLAIN} too, output shapes {got_shapes}, reference {want_shapes}"
     steps, terms = bounds.quantized_tolerances(scenario), bounds.terms_in_model(scenario)
     for i, (want, got, index) in enumerate(zip(expected.outputs, actual.outputs, scenario.subgraph.output_indexes)):
         if want is None or got is None:

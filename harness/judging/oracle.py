@@ -37,7 +37,7 @@ from harness.api.hal import (
     operand_byte_size,
 )
 from harness.api.memory import Memory, MemoryMapError
-from harness.judging.culprit import rule_of_wrong_output
+from harness.judging.culprit import reported_example, rule_of_wrong_output
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.service.proxies import begin_call
 
@@ -206,7 +206,11 @@ def _scenario_steps(device: Device, scenario: Scenario, tokens: Mapping[str, int
 def assert_scenario_conforms(requirement: str, scenario: Scenario, reference: Device, driver: Device) -> None:
     """Run ``scenario`` on the reference and on the driver; the driver's outcome is one SPEC allows."""
     __tracebackhide__ = True
-    expected, actual = run_on_both(reference, driver, scenario)
+    try:
+        expected, actual = run_on_both(reference, driver, scenario)
+    except DriverFault as fault:
+        fault.checking = fault.checking or requirement  # the rule the crashed or hung call was checking
+        raise
     assert_conforms(requirement, scenario, expected, actual, devices=(reference, driver))
 
 
@@ -421,13 +425,14 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
     if not actual.ok:
         if _unused_defective_pool_explains(scenario, actual):
             return  # CHOICE-2: a driver may validate a pool nothing uses, and then fail as POOL-4 says
-        _fail(requirement, "the driver failed a valid request", scenario, expected, actual)
+        _fail_on_output(requirement, "the driver failed a valid request", scenario, expected, actual, devices)
     if actual.shape_problem:
         _fail(requirement, actual.shape_problem, scenario, expected, actual)
     want_shapes = [s.dimensions for s in expected.output_shapes]
     got_shapes = [tuple(s.dimensions) for s in actual.output_shapes]
     if want_shapes != got_shapes:
-        _fail(requirement, f"output shapes {got_shapes}, reference {want_shapes}", scenario, expected, actual)
+        _fail_on_output(requirement, f"output shapes {got_shapes}, reference {want_shapes}", scenario, expected, actual,
+                        devices)
     assert_outside_outputs_untouched(scenario, actual)  # before the values: a stray write explains wrong ones
     steps = bounds.quantized_tolerances(scenario)
     terms = bounds.terms_in_model(scenario)
@@ -439,9 +444,16 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
                                     terms=terms, magnitudes=functools.partial(_nth, magnitudes, i),
                                     judge_bias=scenario.sampled_values, relaxed=scenario.relaxed)
         if difference:
-            rule, why = rule_of_wrong_output(requirement, scenario, *devices) if devices else (requirement, "")
-            _fail(rule, f"output {i} differs: {difference}" + (f"\n  why {rule}: {why}" if why else ""), scenario,
-                  expected, actual)
+            _fail_on_output(requirement, f"output {i} differs: {difference}", scenario, expected, actual, devices)
+
+
+def _fail_on_output(requirement: str, what: str, scenario: Scenario, expected: Outcome, actual: Outcome,
+                    devices: tuple[Device, Device] | None) -> None:
+    """Fail a wrong output of a valid request on the rule it breaks (`culprit`), given ``devices``."""
+    __tracebackhide__ = True
+    rule, why = (rule_of_wrong_output(requirement, scenario, *devices) if devices and reported_example()
+                 else (requirement, ""))
+    _fail(rule, what + (f"\n  why {rule}: {why}" if why else ""), scenario, expected, actual)
 
 
 def _nth(outputs: Callable[[], tuple[bytes | None, ...] | None] | None, index: int) -> bytes | None:

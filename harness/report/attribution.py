@@ -84,7 +84,8 @@ def failed_requirements(record: Mapping[str, Any]) -> tuple[str, ...]:
     or not (a wrong value seen by a test of handles breaks the value rule, `harness.judging.culprit`):
     the test stopped there, before it had checked the others.  Any other verdict (a crash or a hang, whose rule is
     the service's; an exception the driver raised; a verdict without a rule) fails every
-    requirement the test names, since nothing says which of them the driver broke.  A failure
+    requirement the test names, since nothing says which of them the driver broke, unless the
+    crashed or hung call was made to check one of them (``checking``): then it fails that one.  A failure
     that was the harness's or the run's fault fails none (records before faults were kept: the driver's).
     """
     if record["outcome"] != "failed" or record.get("fault", "driver") != "driver":
@@ -93,4 +94,6 @@ def failed_requirements(record: Mapping[str, Any]) -> tuple[str, ...]:
     requirements = tuple(record["requirements"])
     if rule in requirements or (rule in REQUIREMENTS and rule not in HARNESS_GUARANTEES):
         return (rule,)
+    if rule in HARNESS_GUARANTEES and record.get("checking") in requirements:
+        return (record["checking"],)  # a crash or hang of a call made to check that rule
     return requirements

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.api.errors import ConformanceError
+from harness.api.errors import ConformanceError, DriverCrash
 from harness.api.hal import OperandType, OperationType
 from harness.api.requirements import OUTPUT_RULE, VALUE_RULE
 from harness.drivers.registry import load_registry
@@ -102,3 +102,22 @@ def test_the_certificate_fails_the_rule_broken_and_lists_the_test_under_it() -> 
 
 def test_a_crash_fails_the_tests_own_requirements_not_the_services() -> None:
     assert failed_requirements(_record("SVC-1", ["POOL-5"])) == ("POOL-5",)
+
+
+def test_a_crash_of_a_call_made_to_check_a_rule_fails_that_rule() -> None:
+    record = {**_record("SVC-1", ["REQ-1", "REQ-2"]), "checking": "REQ-2"}
+    assert failed_requirements(record) == ("REQ-2",)
+    assert failed_requirements({**record, "checking": "POOL-5"}) == ("REQ-1", "REQ-2")  # not one the test names
+
+
+class _Crashing:
+    """A driver whose service dies in every call."""
+
+    def prepare_model(self, model):
+        raise DriverCrash("the driver service died during Device.prepare_model")
+
+
+def test_the_judge_says_which_rule_a_crashed_call_was_checking() -> None:
+    with pytest.raises(DriverCrash) as raised:
+        assert_scenario_conforms("REQ-2", _add_relu6(), ReferenceDevice(), _Crashing())  # type: ignore[arg-type]
+    assert raised.value.requirement == "SVC-1" and raised.value.checking == "REQ-2"
