@@ -19,6 +19,7 @@ from harness.integration.own_config import own_pytest_options
 from harness.report import certificate, html, root_causes
 from harness.report.evidence import DirectoryInUse, HeldRecords, lock_output_directory
 from harness.report.files import write_atomically
+from harness.report.run_time import why_longer
 
 
 def _now() -> str:
@@ -123,6 +124,7 @@ def _run_and_report(driver: str, out: str, given: str, expectations: str | None,
               f"{len(causes)} root cause{'s' if len(causes) != 1 else ''} (requirement broken, call, message):")
         for line in root_causes.console_lines(causes):
             print(line)
+        print(f"harness {command}: why it took longer than a passing run: {why_longer(document)}")
     corpus = document["golden"]["corpus"]
     if corpus:
         cells = [c for types in document["golden"]["coverage"].values() for c in types.values()]

@@ -60,3 +60,19 @@ def test_a_traceback_leaves_out_the_machinerys_frames() -> None:
     assert "test_handles.py:23" in shown and "oracle.py:400: ConformanceError" in shown
     assert "pluggy/_hooks.py" not in shown and "_pytest/runner.py" not in shown
     assert "2 frames of the harness, pytest, pluggy and hypothesis left out" in shown
+
+
+def test_values_of_other_types_are_one_signature() -> None:
+    assert signature("[OPS-1] output 0 differs: element 3: driver wrote np.uint8(122), reference np.uint8(120)") == \
+        signature("[OPS-1] output 0 differs: element 0: driver wrote np.float32(6.5), reference np.float32(6.0)")
+
+
+def test_a_failing_run_says_why_it_took_longer() -> None:
+    from harness.report.run_time import why_longer
+
+    document = {"failures": [{**f, "duration": 2.0, "replays": True} for f in ONE_BUG],
+                "run": {"duration_s": 52.0, "service": {"starts": 4}}}
+    assert why_longer(document) == ("5 failed tests took 10 s of this 52 s run: hypothesis shrinks each failure to a "
+                                    "minimal example, and 5 reproducers were run again to check that each fails alone; "
+                                    "the driver service was started 4 times (a fresh one after each crash or hang)")
+    assert why_longer({"failures": [], "run": {}}) == ""
