@@ -41,7 +41,7 @@ from harness.judging.culprit import reported_example, rule_of_wrong_output
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.service.proxies import begin_call
 
-__all__ = ["Outcome", "assert_conforms", "assert_scenario_conforms", "describe_scenario", "execute_on_both", "execute_scenario",
+__all__ = ["Outcome", "assert_conforms", "assert_scenario_conforms", "checking", "describe_scenario", "execute_on_both", "execute_scenario",
            "expect_status", "run_on_both", "run_scenario"]
 
 #: Rules for which SPEC accepts any error status, not one exact status: handle defects (CHOICE-1).
@@ -203,14 +203,22 @@ def _scenario_steps(device: Device, scenario: Scenario, tokens: Mapping[str, int
             pool.close()
 
 
+@contextmanager
+def checking(requirement: str) -> Iterator[None]:
+    """Calls in the block are made to check ``requirement``: a crash or a hang of one breaks it
+    (`DriverFault.checking`), where it would otherwise fail every requirement the test names."""
+    try:
+        yield
+    except DriverFault as fault:
+        fault.checking = fault.checking or requirement
+        raise
+
+
 def assert_scenario_conforms(requirement: str, scenario: Scenario, reference: Device, driver: Device) -> None:
     """Run ``scenario`` on the reference and on the driver; the driver's outcome is one SPEC allows."""
     __tracebackhide__ = True
-    try:
+    with checking(requirement):
         expected, actual = run_on_both(reference, driver, scenario)
-    except DriverFault as fault:
-        fault.checking = fault.checking or requirement  # the rule the crashed or hung call was checking
-        raise
     assert_conforms(requirement, scenario, expected, actual, devices=(reference, driver))
 
 
