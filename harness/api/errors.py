@@ -102,6 +102,9 @@ class DriverFault(ConformanceError):
 
     by_breaker: bool = False
     golden: dict[str, str] | None = None
+    #: The requirement the call was made to check (a request's validation, a handle's rejection),
+    #: when a judge made it for one: a crash or a hang there breaks that rule, as a wrong answer would.
+    checking: str = ""
 
 
 class DriverCrash(DriverFault):

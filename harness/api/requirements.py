@@ -54,6 +54,18 @@ OPERATION_REQUIREMENTS: Final[dict[str, str]] = {
 
 REQUIREMENTS: Final[dict[str, str]] = {**SPEC_REQUIREMENTS, **OPERATION_REQUIREMENTS}
 
+#: The rule a wrong output value breaks when the operation computes it wrong however its operands
+#: travel (CHOICE-7's bounds, CHOICE-8's semantics), whatever the theme of the test that saw it.
+VALUE_RULE: Final = "OPS-1"
+#: The rule a constant read wrong from its pool breaks.
+CONSTANT_RULE: Final = "POOL-1"
+#: The rule an output the driver does not deliver through its region breaks, and a byte written
+#: outside every output region.
+OUTPUT_RULE: Final = "POOL-2"
+#: SPEC §7: the harness's own guarantees.  A failure carrying one of them (a crash is SVC-1, a
+#: hang SVC-2) says which guarantee let the test end, not which rule of the driver's it broke.
+HARNESS_GUARANTEES: Final = ("SVC-1", "SVC-2", "SVC-3")
+
 #: Per section of requirements (an ID less its number), the capabilities that may excuse it.
 _SECTION_EXCUSES: Final[dict[str, frozenset[str]]] = {
     "POOL": frozenset(), "REQ": frozenset(), "SVC": frozenset(),

@@ -16,9 +16,10 @@ import time
 
 from harness.integration.inputs import directory_problem
 from harness.integration.own_config import own_pytest_options
-from harness.report import certificate, html
+from harness.report import certificate, html, root_causes
 from harness.report.evidence import DirectoryInUse, HeldRecords, lock_output_directory
 from harness.report.files import write_atomically
+from harness.report.run_time import why_longer
 
 
 def _now() -> str:
@@ -116,6 +117,14 @@ def _run_and_report(driver: str, out: str, given: str, expectations: str | None,
         return 2
     counts = ", ".join(f"{n} {status}" for status, n in document["counts"].items() if n)
     print(f"harness {command}: {driver}: {document['verdict']} ({counts}); reports in {out}")
+    causes = document["root_causes"]
+    if causes:
+        failed = len(document["failures"])
+        print(f"harness {command}: {failed} failed test{'s' if failed != 1 else ''}, "
+              f"{len(causes)} root cause{'s' if len(causes) != 1 else ''} (requirement broken, call, message):")
+        for line in root_causes.console_lines(causes):
+            print(line)
+        print(f"harness {command}: why it took longer than a passing run: {why_longer(document)}")
     corpus = document["golden"]["corpus"]
     if corpus:
         cells = [c for types in document["golden"]["coverage"].values() for c in types.values()]

@@ -36,7 +36,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
-from harness.api.requirements import REQUIREMENTS
+from harness.api.requirements import HARNESS_GUARANTEES, REQUIREMENTS, VALUE_RULE
 from harness.commands.cli import SEED as SEED_NUMBER
 from harness.commands.cli import OneLineParser
 from harness.integration.inputs import Number, file_problem
@@ -76,6 +76,14 @@ class Score:
     # What the catching failure's reproducer did against the seeded bug (`reproducer_outcome`);
     # "no script" when none was written, "" for a variant's run.
     reproducer: str = ""
+    # The requirements the seeded bug's run failed besides its own (`failed_requirements` of each
+    # failure): a certificate of that run would blame these too.  Empty for a variant's run.
+    unrelated: tuple[str, ...] = ()
+
+    @property
+    def attributed(self) -> bool:
+        """The run fails the requirement the seeded bug breaks, and no other."""
+        return self.caught and not self.unrelated
 
 
 def _quiet_pytest(arguments: list[str], cwd: str) -> None:
@@ -126,6 +134,8 @@ def score_mutant(driver: str, requirement: str, seed: int = SEED, modules: tuple
     score = Score(driver, requirement, caught=False, seed=seed, profile=profile)
     with tempfile.TemporaryDirectory() as scripts:
         records = run_suites(driver, stop_on=requirement, seed=seed, profile=profile, modules=modules, reproducers=scripts)
+        failed = {failed for record in records for failed in failed_requirements(record)}
+        score.unrelated = tuple(sorted(failed - {requirement}))
         for record in records:
             if record["outcome"] != "failed":
                 continue
@@ -232,6 +242,9 @@ def score_all(names: list[str] | None = None, jobs: int = 2, seed: int = SEED, p
     """Sensitivity: every seeded-bug driver, each until its requirement's first failure."""
     mutants = _selected(names, "breaks")
     naming = modules_naming_requirements()  # empty if the collection failed: then each run takes every suite
+    # Every test that judges an output can fail the value rule, whichever requirement it names: a
+    # bug of the value rule runs every suite (those naming it first, as --harness-stop-on orders them).
+    naming.pop(VALUE_RULE, None)
     with ThreadPoolExecutor(jobs) as pool:
         return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed, naming.get(spec.breaks, ()), profile),
                              mutants))
@@ -248,9 +261,6 @@ def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SE
         return list(pool.map(lambda run: score_variant(run[0].name, run[0].exercises, run[2], run[1], examples), runs))
 
 
-#: SPEC §7: the harness's own guarantees.  What breaks them is a bug of the harness, not of a driver,
-#: so canary drivers check them (suites/service, tests/service), not seeded bugs.
-HARNESS_GUARANTEES = ("SVC-1", "SVC-2", "SVC-3")
 
 
 def unmeasured_requirements() -> list[str]:
@@ -261,10 +271,11 @@ def unmeasured_requirements() -> list[str]:
 
 
 def format_table(scores: list[Score]) -> str:
-    rows = [("mutant", "requirement", "caught", "first test that caught it", "time to catch", "examples", "reproducer")]
+    rows = [("mutant", "requirement", "caught", "also failed", "first test that caught it", "time to catch", "examples",
+             "reproducer")]
     for s in scores:
         rows.append((s.driver.removeprefix("mutant-"), s.requirement, "yes" if s.caught else "NO",
-                     s.first_test.removeprefix("suites/") or "-",
+                     ", ".join(s.unrelated) or "-", s.first_test.removeprefix("suites/") or "-",
                      f"{s.seconds_to_catch:.1f} s" if s.seconds_to_catch is not None else "-",
                      str(s.examples) if s.examples is not None else "-", s.reproducer or "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -280,7 +291,16 @@ def summary(scores: list[Score]) -> str:
     failing = sum(s.reproducer == "fails" for s in caught)
     others = ", ".join(f"{n} {outcome}" for outcome, n in sorted(Counter(s.reproducer for s in caught if s.reproducer != "fails").items()))
     return (f"sensitivity: caught {len(caught)}/{len(scores)} seeded bugs; median time to catch {median}; "
-            f"reproducers: {failing}/{len(caught)} fail on their bug{f' ({others})' if others else ''}")
+            f"reproducers: {failing}/{len(caught)} fail on their bug{f' ({others})' if others else ''}; "
+            f"{attribution(scores)}")
+
+
+def attribution(scores: list[Score]) -> str:
+    """The share of seeded bugs whose run fails the requirement each breaks and no unrelated one:
+    how often a certificate names the bug a driver has, and only it."""
+    attributed = sum(s.attributed for s in scores)
+    share = f" ({100 * attributed / len(scores):.0f}%)" if scores else ""
+    return f"attribution: {attributed}/{len(scores)} fail their own requirement and no other{share}"
 
 
 def _by_driver(scores: list[Score]) -> dict[str, list[Score]]:
@@ -364,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.json:
         from harness.report.files import write_atomically
 
-        document = {"sensitivity": [asdict(s) for s in scores], "specificity": [asdict(s) for s in variants],
+        document = {"sensitivity": [{**asdict(s), "attributed": s.attributed} for s in scores], "specificity": [asdict(s) for s in variants],
                     "unmeasured_requirements": unmeasured}
         try:
             write_atomically(options.json, json.dumps(document, indent=2))

@@ -127,6 +127,7 @@ def _outcome(call: Callable[[], object], judge: Callable[[BaseException], tuple[
         verdict, fault = judge(error)
         return {"kind": "raised", "module": type(verdict).__module__, "name": type(verdict).__qualname__,
                 "message": str(verdict), "requirement": getattr(verdict, "requirement", "") or "", "fault": fault,
+                "checking": getattr(verdict, "checking", "") or "",
                 "traceback": "".join(traceback.format_exception(error))[-6000:]}
     return {"kind": "passed"}
 
@@ -151,7 +152,10 @@ def _rebuilt(outcome: dict[str, Any]) -> BaseException:
     """The exception again: the same type when it is a harness error or a built-in one."""
     module, name, message = outcome["module"], outcome["name"], outcome["message"]
     if module == "harness.api.errors" and issubclass(getattr(errors, name, type(None)), errors.ConformanceError):
-        return getattr(errors, name)(message, requirement=outcome["requirement"])
+        rebuilt = getattr(errors, name)(message, requirement=outcome["requirement"])
+        if isinstance(rebuilt, errors.DriverFault):
+            rebuilt.checking = outcome.get("checking", "")
+        return rebuilt
     if module == "_pytest.outcomes" and name == "Failed":
         return pytest.fail.Exception(message, pytrace=False)
     kind = getattr(builtins, name, None) if module == "builtins" else None

@@ -514,6 +514,8 @@ class Recorder:
             # test's run, and says nothing of the driver by itself
             "error_module": type(verdict).__module__ if verdict is not None else "",
             "rule": getattr(verdict, "requirement", "") or "",
+            # the requirement a crashed or hung call was made to check (DriverFault.checking)
+            "checking": getattr(verdict, "checking", "") or "",
             # the service's circuit breaker gave the verdict in place of a call (harness.service.breaker)
             "by_breaker": bool(getattr(verdict, "by_breaker", False)),
             "fault": fault,

@@ -12,6 +12,7 @@ Every call is also kept as a `Step` (plain data), and a failure carries the step
 from __future__ import annotations
 
 import functools
+import inspect
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -99,13 +100,19 @@ def counting_allocations() -> Iterator[AllocationTally]:
 
 
 def _keeps_steps(method: Callable) -> Callable:
-    """A crash or hang of the driver during a call also carries the steps that led to it."""
+    """A crash or hang of the driver during a call also carries the steps that led to it, and the
+    requirement the call was checking (its ``requirement`` argument, given or by default)."""
+    signature = inspect.signature(method)
 
     @functools.wraps(method)
     def call(self: Lockstep, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except DriverFault as fault:
+            if not fault.checking and "requirement" in signature.parameters:
+                bound = signature.bind(self, *args, **kwargs)
+                bound.apply_defaults()
+                fault.checking = str(bound.arguments["requirement"])
             # a circuit breaker's refusal carries the call that really failed (a scenario, or steps)
             if not fault.steps and not (fault.by_breaker and fault.scenario is not None):
                 fault.steps = self.steps_so_far()  # its requirement (SVC-1 crash, SVC-2 hang) is its type's

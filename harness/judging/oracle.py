@@ -37,10 +37,11 @@ from harness.api.hal import (
     operand_byte_size,
 )
 from harness.api.memory import Memory, MemoryMapError
+from harness.judging.culprit import reported_example, rule_of_wrong_output
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.service.proxies import begin_call
 
-__all__ = ["Outcome", "assert_conforms", "assert_scenario_conforms", "describe_scenario", "execute_on_both", "execute_scenario",
+__all__ = ["Outcome", "assert_conforms", "assert_scenario_conforms", "checking", "describe_scenario", "execute_on_both", "execute_scenario",
            "expect_status", "run_on_both", "run_scenario"]
 
 #: Rules for which SPEC accepts any error status, not one exact status: handle defects (CHOICE-1).
@@ -202,11 +203,23 @@ def _scenario_steps(device: Device, scenario: Scenario, tokens: Mapping[str, int
             pool.close()
 
 
+@contextmanager
+def checking(requirement: str) -> Iterator[None]:
+    """Calls in the block are made to check ``requirement``: a crash or a hang of one breaks it
+    (`DriverFault.checking`), where it would otherwise fail every requirement the test names."""
+    try:
+        yield
+    except DriverFault as fault:
+        fault.checking = fault.checking or requirement
+        raise
+
+
 def assert_scenario_conforms(requirement: str, scenario: Scenario, reference: Device, driver: Device) -> None:
     """Run ``scenario`` on the reference and on the driver; the driver's outcome is one SPEC allows."""
     __tracebackhide__ = True
-    expected, actual = run_on_both(reference, driver, scenario)
-    assert_conforms(requirement, scenario, expected, actual)
+    with checking(requirement):
+        expected, actual = run_on_both(reference, driver, scenario)
+    assert_conforms(requirement, scenario, expected, actual, devices=(reference, driver))
 
 
 def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mapping[str, int] | None = None) -> Outcome:
@@ -386,8 +399,11 @@ def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *,
     return f"element {i}: driver wrote {got[i]!r}, reference {want[i]!r} ({int(bad.sum())} elements outside {allowed})"
 
 
-def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, actual: Outcome) -> None:
-    """The driver's outcome is one SPEC allows, given the reference's."""
+def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, actual: Outcome,
+                    devices: tuple[Device, Device] | None = None) -> None:
+    """The driver's outcome is one SPEC allows, given the reference's.  ``requirement`` is the
+    test's; a byte written outside the outputs fails POOL-2 whatever it is, and, given the
+    (reference, driver) ``devices``, a wrong output value fails the rule `culprit` finds it breaks."""
     __tracebackhide__ = True
     if actual.constants_changed:
         _fail("POOL-2", f"the driver wrote into the client's constant pool: {actual.constants_changed}", scenario,
@@ -417,13 +433,15 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
     if not actual.ok:
         if _unused_defective_pool_explains(scenario, actual):
             return  # CHOICE-2: a driver may validate a pool nothing uses, and then fail as POOL-4 says
-        _fail(requirement, "the driver failed a valid request", scenario, expected, actual)
+        _fail_on_output(requirement, "the driver failed a valid request", scenario, expected, actual, devices)
     if actual.shape_problem:
         _fail(requirement, actual.shape_problem, scenario, expected, actual)
     want_shapes = [s.dimensions for s in expected.output_shapes]
     got_shapes = [tuple(s.dimensions) for s in actual.output_shapes]
     if want_shapes != got_shapes:
-        _fail(requirement, f"output shapes {got_shapes}, reference {want_shapes}", scenario, expected, actual)
+        _fail_on_output(requirement, f"output shapes {got_shapes}, reference {want_shapes}", scenario, expected, actual,
+                        devices)
+    assert_outside_outputs_untouched(scenario, actual)  # before the values: a stray write explains wrong ones
     steps = bounds.quantized_tolerances(scenario)
     terms = bounds.terms_in_model(scenario)
     magnitudes = functools.cache(expected.magnitudes) if expected.magnitudes is not None else None
@@ -434,8 +452,16 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
                                     terms=terms, magnitudes=functools.partial(_nth, magnitudes, i),
                                     judge_bias=scenario.sampled_values, relaxed=scenario.relaxed)
         if difference:
-            _fail(requirement, f"output {i} differs: {difference}", scenario, expected, actual)
-    assert_outside_outputs_untouched(scenario, actual)
+            _fail_on_output(requirement, f"output {i} differs: {difference}", scenario, expected, actual, devices)
+
+
+def _fail_on_output(requirement: str, what: str, scenario: Scenario, expected: Outcome, actual: Outcome,
+                    devices: tuple[Device, Device] | None) -> None:
+    """Fail a wrong output of a valid request on the rule it breaks (`culprit`), given ``devices``."""
+    __tracebackhide__ = True
+    rule, why = (rule_of_wrong_output(requirement, scenario, *devices) if devices and reported_example()
+                 else (requirement, ""))
+    _fail(rule, what + (f"\n  why {rule}: {why}" if why else ""), scenario, expected, actual)
 
 
 def _nth(outputs: Callable[[], tuple[bytes | None, ...] | None] | None, index: int) -> bytes | None:

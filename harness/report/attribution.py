@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from harness.api.errors import HarnessError, raised_by_driver
+from harness.api.requirements import HARNESS_GUARANTEES, REQUIREMENTS
 
 __all__ = ["FAULTS", "attribute_fault", "failed_requirements", "fault_of", "no_verdict_note", "raised_by_hypothesis"]
 
@@ -79,14 +80,20 @@ def _raised_in(traceback: TracebackType | None) -> str:
 def failed_requirements(record: Mapping[str, Any]) -> tuple[str, ...]:
     """The requirements a test's record fails (none unless it failed with a verdict on the driver).
 
-    A verdict that carries one of the rules the test names fails that rule alone: the test stopped
-    there, before it had checked the others.  Any other verdict (a crash or a hang, whose rule is
+    A verdict that carries a rule of the driver's fails that rule alone, whether the test names it
+    or not (a wrong value seen by a test of handles breaks the value rule, `harness.judging.culprit`):
+    the test stopped there, before it had checked the others.  Any other verdict (a crash or a hang, whose rule is
     the service's; an exception the driver raised; a verdict without a rule) fails every
-    requirement the test names, since nothing says which of them the driver broke.  A failure
+    requirement the test names, since nothing says which of them the driver broke, unless the
+    crashed or hung call was made to check one of them (``checking``): then it fails that one.  A failure
     that was the harness's or the run's fault fails none (records before faults were kept: the driver's).
     """
     if record["outcome"] != "failed" or record.get("fault", "driver") != "driver":
         return ()
     rule = record.get("rule") or ""
     requirements = tuple(record["requirements"])
-    return (rule,) if rule in requirements else requirements
+    if rule in requirements or (rule in REQUIREMENTS and rule not in HARNESS_GUARANTEES):
+        return (rule,)
+    if rule in HARNESS_GUARANTEES and record.get("checking") in requirements:
+        return (record["checking"],)  # a crash or hang of a call made to check that rule
+    return requirements

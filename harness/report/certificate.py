@@ -14,6 +14,7 @@ import numpy as np
 from harness.api.requirements import EXCUSED_BY, REQUIREMENTS
 from harness.report import contract
 from harness.report.attribution import failed_requirements
+from harness.report.root_causes import group
 
 SCHEMA = "driver-harness/certificate/2"
 
@@ -168,8 +169,10 @@ def _as_covering(test: dict, requirement: str) -> dict:
 
 
 def covering_tests(tests: Iterable[dict], requirement: str) -> list[dict]:
-    """The lines of the tests naming ``requirement``, as the certificate lists them under it."""
-    return [_as_covering(t, requirement) for t in tests if requirement in t["requirements"]]
+    """The lines of the tests naming ``requirement``, and of those failing it though they name
+    another (a wrong value seen by a test of handles), as the certificate lists them under it."""
+    return [_as_covering(t, requirement) for t in tests
+            if requirement in t["requirements"] or requirement in failed_requirements(t)]
 
 
 def _left_out(records: list[dict]) -> list[dict]:
@@ -240,4 +243,6 @@ def build(records: Iterable[dict], session: dict, started: str, ended: str, comp
         "requirements": table,
         "golden": {"corpus": session.get("golden_corpus"), "coverage": golden_coverage(tests)},
         "failures": [t for t in tests if t["outcome"] == "failed"],
+        # the failures grouped: one bug that fails many tests is one entry (harness.report.root_causes)
+        "root_causes": group(t for t in tests if t["outcome"] == "failed"),
     }

@@ -10,21 +10,28 @@ import html
 import os
 import re
 
+from harness.api.requirements import REQUIREMENTS
 from harness.report import contract
 from harness.report.attribution import no_verdict_note
 from harness.report.reproducer import check_note
+from harness.report.root_causes import group
 from harness.report.certificate import STATUSES
 
 COLOURS = {"pass": "#2a8c2a", "fail": "#c62828", "waived": "#c99a00", "not-applicable": "#8a8a8a", "not-run": "#e06c00"}
 
 _STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}
+body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;overflow-wrap:anywhere}
 h1 span{padding:.1em .5em;border-radius:4px;color:#fff}
 .PASS{background:#2a8c2a}.FAIL{background:#c62828}.INCOMPLETE{background:#e06c00}.PASS-WITH-WAIVERS{background:#6d8c2a}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+table.requirements{table-layout:fixed;width:100%}
+table.requirements col.id{width:7em}table.requirements col.status{width:8em}table.requirements col.asks{width:22%}
+table.requirements col.why{width:30%}
 td.status{color:#fff;font-weight:600;white-space:nowrap}
 .counts span{display:inline-block;margin-right:1.2em}.counts b{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-1px}
-pre{background:#f6f6f6;padding:.6em;overflow:auto;max-height:30em}
+pre{background:#f6f6f6;padding:.6em;overflow:auto;max-height:30em;white-space:pre-wrap;overflow-wrap:anywhere}
+details.cause{border:1px solid #ddd;border-radius:4px;padding:.3em .6em;margin:.5em 0}
+details.cause>summary{cursor:pointer}
 """ + "".join(f"td.{status}{{background:{colour}}}" for status, colour in COLOURS.items())
 
 
@@ -64,8 +71,13 @@ def _platform(certificate: dict) -> str:
     return f"{system} ({machine}); {versions}" if machine else f"{system}; {versions}"
 
 
-def _why(entry: dict) -> str:
-    """The reasons shown beside a requirement that is not a plain pass or fail."""
+def _why(entry: dict, requirement: str = "", causes: list[dict] | None = None) -> str:
+    """The reasons shown beside a requirement that does not pass: for a failed one, the root
+    causes that fail it (`harness.report.root_causes`)."""
+    if entry["status"] == "fail":
+        failing = [c for c in causes or () if requirement in c["requirement"].split(", ")]
+        return "; ".join(f"{c['count']} test{'s' if c['count'] != 1 else ''} fail it: {_first_line(c['message'])}"
+                         for c in failing) or "a test failed on it (see the failures below)"
     if entry["status"] == "not-applicable":
         return (f"the driver's declared {', '.join(entry['capabilities'])} exclude it: "
                 + "; ".join(entry["reasons"]))
@@ -74,6 +86,34 @@ def _why(entry: dict) -> str:
     if entry["status"] == "waived":
         return "waived: " + "; ".join(entry["reasons"])
     return ""
+
+
+def _first_line(message: str) -> str:
+    return next((line for line in message.splitlines() if line.strip()), "")
+
+
+#: Where a traceback frame's file is, for the frames a reader of a failure does not need: the
+#: harness's own machinery, pytest's, pluggy's and hypothesis'.  The suites' frames stay.
+_MACHINERY = re.compile(r"/(?:_pytest|pluggy|hypothesis|harness/(?!suites/)(?:[a-z_]+/)*[a-z_]+\.py)")
+_FRAME_END = re.compile(r"^(\S+\.py):\d+: .*$", re.MULTILINE)
+
+
+def without_machinery(details: str) -> str:
+    """A failure's traceback with the harness's, pytest's, pluggy's and hypothesis' frames left
+    out (the last frame, which holds the error, always stays), and a line saying how many."""
+    frames, start = [], 0
+    for end in _FRAME_END.finditer(details):
+        frames.append((details[start:end.end()], end.group(1)))
+        start = end.end()
+    if not frames:
+        return details
+    tail = details[start:]
+    kept = [text for index, (text, path) in enumerate(frames)
+            if index == len(frames) - 1 or not _MACHINERY.search(path)]
+    dropped = len(frames) - len(kept)
+    note = f"\n({dropped} frame{'s' if dropped != 1 else ''} of the harness, pytest, pluggy and hypothesis left out)" \
+        if dropped else ""
+    return "".join(kept).strip("\n_ ") + tail + note
 
 
 def _isolation(driver: dict) -> str:
@@ -99,6 +139,9 @@ def render(certificate: dict) -> str:
     counts = "".join(f'<span><b style="background:{COLOURS[status]}"></b>{_e(status)}: {n}</span>'
                      for status, n in certificate["counts"].items())
     rows = []
+    causes = certificate.get("root_causes")
+    if causes is None:  # a certificate of the schema before root causes: grouped here
+        causes = group(certificate["failures"])
     for requirement, entry in certificate["requirements"].items():
         shown = entry["tests"][:_TESTS_SHOWN]
         tests = "<br>".join(f"{_e(t['test'])}: {_e(t['outcome'])}" for t in shown) or "—"
@@ -106,22 +149,9 @@ def render(certificate: dict) -> str:
             tests += f"<br>… and {len(entry['tests']) - len(shown)} more (certificate.json lists them all)"
         rows.append(f"<tr><td>{_spec_link(requirement)}</td><td>{_e(entry['summary'])}</td>"
                     f"<td class=\"status {_e(entry['status'])}\">{_e(entry['status'])}</td>"
-                    f"<td>{_e(_why(entry))}</td><td>{tests}</td></tr>")
-    failures = []
-    for failure in certificate["failures"]:
-        reproducer = ""
-        path = failure.get("reproducer")
-        if path and os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                check = check_note(failure)
-                alone = f" <small>({_e(check)})</small>" if check else ""
-                reproducer = (f"<details><summary>reproducer ({_e(os.path.basename(path))}){alone}</summary>"
-                              f"<pre>{_e(f.read())}</pre></details>")
-        note = no_verdict_note(failure.get("fault", "driver"))
-        whose = f" <small>({_e(note)})</small>" if note else ""
-        failures.append(f"<h3>{_e(failure['id'])}{whose}</h3><p>{_e(failure['message'])}</p>"
-                        f"<details open><summary>minimal example and details</summary><pre>{_e(failure.get('details', ''))}</pre></details>"
-                        f"{reproducer}{_driver_output(failure)}")
+                    f"<td>{_e(_why(entry, requirement, causes))}</td><td>{tests}</td></tr>")
+    records = {failure["id"]: failure for failure in certificate["failures"]}
+    failures = [_cause(cause, records.get(cause["first"], {})) for cause in causes]
     fixes = "".join(f"<li><code>{_e(fix)}</code></li>" for fix in certificate["fixes"])
     left_out = certificate.get("files_left_out") or []
     left_out_note = (f"<p>Files left out of the run, their tests unrecorded: {_e(', '.join(left_out))}</p>"
@@ -143,18 +173,52 @@ def render(certificate: dict) -> str:
 <tr><th>platform</th><td>{_e(_platform(certificate))}</td></tr>
 </table>
 <h2>Requirements</h2>
-<table><tr><th>requirement</th><th>what it asks</th><th>status</th><th>why</th><th>tests</th></tr>
+<table class="requirements"><colgroup><col class="id"><col class="asks"><col class="status"><col class="why"><col></colgroup>
+<tr><th>requirement</th><th>what it asks</th><th>status</th><th>why</th><th>tests</th></tr>
 {''.join(rows)}
 </table>
 {_golden(certificate)}
-<h2>Failures</h2>
-{''.join(failures) or '<p>none</p>'}
+<h2>Failures by root cause</h2>
+{_causes_note(certificate, causes)}{''.join(failures) or '<p>none</p>'}
 {_contract_text(certificate)}
 </body></html>
 """
 
 
 _TESTS_SHOWN = 40
+
+
+def _causes_note(certificate: dict, causes: list[dict]) -> str:
+    failed = len(certificate["failures"])
+    if not causes:
+        return ""
+    return (f"<p>{failed} failed test{'s' if failed != 1 else ''}, {len(causes)} root cause{'s' if len(causes) != 1 else ''}: "
+            f"the same requirement broken, in the same call, with the same message but for its values.</p>")
+
+
+def _cause(cause: dict, failure: dict) -> str:
+    """One root cause, collapsed: its requirement, call and count; inside, its tests and the first
+    failure's message, traceback (machinery left out), reproducer and driver output."""
+    reproducer = ""
+    path = cause.get("reproducer")
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            check = check_note(failure)
+            alone = f" <small>({_e(check)})</small>" if check else ""
+            reproducer = (f"<details><summary>reproducer ({_e(os.path.basename(path))}){alone}</summary>"
+                          f"<pre>{_e(f.read())}</pre></details>")
+    note = no_verdict_note(cause.get("fault", "driver"))
+    whose = f" <small>({_e(note)})</small>" if note else ""
+    where = f" in {_e(cause['entry_point'])}" if cause["entry_point"] else ""
+    count = cause["count"]
+    tests = "".join(f"<li>{_e(test)}</li>" for test in cause["tests"][:_TESTS_SHOWN])
+    more = f"<li>… and {count - _TESTS_SHOWN} more (certificate.json)</li>" if count > _TESTS_SHOWN else ""
+    broken = ", ".join(_spec_link(r) if r in REQUIREMENTS else _e(r) for r in cause["requirement"].split(", "))
+    return (f"<details class=\"cause\"><summary><b>{broken}</b>{where}, "
+            f"{count} test{'s' if count != 1 else ''}: {_e(_first_line(cause['message']))}{whose}</summary>"
+            f"<p>Tests: </p><ul>{tests}{more}</ul><p>The first, {_e(cause['first'])}:</p><pre>{_e(cause['message'])}</pre>"
+            f"<details><summary>traceback and minimal example</summary><pre>{_e(without_machinery(failure.get('details', '')))}</pre>"
+            f"</details>{reproducer}{_driver_output(failure)}</details>")
 
 
 def _golden(certificate: dict) -> str:

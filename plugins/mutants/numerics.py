@@ -1,4 +1,4 @@
-"""Seeded numeric bugs: outputs written through the pools hold wrong values (checked with POOL-2)."""
+"""Seeded numeric bugs: outputs hold wrong values however they travel, the value rule (OPS-1)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..variants.drivers import in_relaxed_model, relaxed_float32_in_float16
 from ._registry import mutant, with_kernels
 
 
-@mutant("broadcast-rank-1-wrong", "POOL-2", "ADD walks a broadcast rank-1 operand backwards")
+@mutant("broadcast-rank-1-wrong", "OPS-1", "ADD walks a broadcast rank-1 operand backwards")
 def broadcast_rank_1_wrong():
     add = elementwise.binary(np.add)
 
@@ -24,7 +24,7 @@ def broadcast_rank_1_wrong():
     return with_kernels({OperationType.ADD: run})
 
 
-@mutant("relu6-clamps-at-6.5", "POOL-2", "the fused RELU6 activation clamps at 6.5")
+@mutant("relu6-clamps-at-6.5", "OPS-1", "the fused RELU6 activation clamps at 6.5")
 def relu6_clamps_at_6_5():
     runs = {}
     for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
@@ -42,7 +42,7 @@ def relu6_clamps_at_6_5():
     return with_kernels(runs)
 
 
-@mutant("quantized-rounding-truncates", "POOL-2", "requantizes by truncating toward minus infinity (one step low for half the values)")
+@mutant("quantized-rounding-truncates", "OPS-1", "requantizes by truncating toward minus infinity (one step low for half the values)")
 def quantized_rounding_truncates():
     original = _numeric.from_real
 
@@ -69,7 +69,7 @@ def quantized_rounding_truncates():
     return with_kernels(runs)
 
 
-@mutant("conv-stride-2-ignored", "POOL-2", "CONV_2D computes stride 2 as stride 1 and writes the first rows")
+@mutant("conv-stride-2-ignored", "OPS-1", "CONV_2D computes stride 2 as stride 1 and writes the first rows")
 def conv_stride_2_ignored():
     def run(values, ins, out_op, out):
         values = list(values)
@@ -84,7 +84,7 @@ def conv_stride_2_ignored():
 _ELEMENTWISE = (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)
 
 
-@mutant("float32-computed-in-float16", "POOL-2",
+@mutant("float32-computed-in-float16", "OPS-1",
         "computes TENSOR_FLOAT32 ADD, SUB, MUL and DIV with float16 precision in every model, as if each were relaxed")
 def float32_computed_in_float16():
     runs = {}
@@ -97,7 +97,7 @@ def float32_computed_in_float16():
     return with_kernels(runs)
 
 
-@mutant("relaxed-inputs-cut-at-64-elements", "POOL-2",
+@mutant("relaxed-inputs-cut-at-64-elements", "OPS-1",
         "in a model with relaxComputationFloat32toFloat16, its float16 path converts only the first 64 elements of "
         "each TENSOR_FLOAT32 input of ADD, SUB, MUL and DIV (a fixed staging buffer); the rest read as 0")
 def relaxed_inputs_cut_at_64_elements():

@@ -81,13 +81,13 @@ def _same_rows_padded_as_columns(dilated_only: bool):
     return with_kernels({OperationType.CONV_2D: run})
 
 
-@mutant("conv-same-rows-padded-as-columns", "POOL-2",
+@mutant("conv-same-rows-padded-as-columns", "OPS-1",
         "CONV_2D's SAME padding of the rows is worked out from the input's width, as for a square image")
 def conv_same_rows_padded_as_columns():
     return _same_rows_padded_as_columns(dilated_only=False)
 
 
-@mutant("conv-same-dilated-rows-padded-as-columns", "POOL-2",
+@mutant("conv-same-dilated-rows-padded-as-columns", "OPS-1",
         "CONV_2D's SAME padding under a dilated filter (its own code path: an engine's auto-padding refuses dilation) "
         "works out the rows' padding from the input's width")
 def conv_same_dilated_rows_padded_as_columns():

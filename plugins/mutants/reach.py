@@ -138,7 +138,7 @@ def refuses_after_release():
 # --------------------------------------------------------------------------- shapes and values rarely made
 
 
-@mutant("later-outputs-cut-to-first", "POOL-2", "writes every output after the first with at most the first output's "
+@mutant("later-outputs-cut-to-first", "OPS-1", "writes every output after the first with at most the first output's "
         "byte count")
 def later_outputs_cut_to_first():
     return _LaterOutputsCut()
@@ -215,7 +215,7 @@ def _tail_dropped(data: np.ndarray, axis: int, block: int, zero_point: int) -> n
     return data if tail is None else _part_set(data, axis, tail, zero_point)
 
 
-@mutant("conv-channel-tail-dropped", "POOL-2", "CONV_2D sums input channels in blocks of 4 and, past 4 channels, "
+@mutant("conv-channel-tail-dropped", "OPS-1", "CONV_2D sums input channels in blocks of 4 and, past 4 channels, "
         "drops the last partial block (a vector loop with no scalar tail)")
 def conv_channel_tail_dropped():
     def run(values, ins, out_op, out):
@@ -226,7 +226,7 @@ def conv_channel_tail_dropped():
     return with_kernels({OperationType.CONV_2D: run})
 
 
-@mutant("fully-connected-tail-dropped", "POOL-2", "FULLY_CONNECTED takes its dot products 8 elements at a time and, "
+@mutant("fully-connected-tail-dropped", "OPS-1", "FULLY_CONNECTED takes its dot products 8 elements at a time and, "
         "past 8, drops the last partial block of each row")
 def fully_connected_tail_dropped():
     def run(values, ins, out_op, out):
@@ -238,7 +238,7 @@ def fully_connected_tail_dropped():
     return with_kernels({OperationType.FULLY_CONNECTED: run})
 
 
-@mutant("fully-connected-units-tail-dropped", "POOL-2", "FULLY_CONNECTED computes output units 4 at a time and, past "
+@mutant("fully-connected-units-tail-dropped", "OPS-1", "FULLY_CONNECTED computes output units 4 at a time and, past "
         "4, leaves the last partial block at its bias (a vector loop with no scalar tail)")
 def fully_connected_units_tail_dropped():
     def run(values, ins, out_op, out):
@@ -249,7 +249,7 @@ def fully_connected_units_tail_dropped():
     return with_kernels({OperationType.FULLY_CONNECTED: run})
 
 
-@mutant("conv-stride-above-2-runs-stride-2", "POOL-2", "CONV_2D has kernels for strides 1 and 2; a larger stride "
+@mutant("conv-stride-above-2-runs-stride-2", "OPS-1", "CONV_2D has kernels for strides 1 and 2; a larger stride "
         "runs the stride-2 kernel and keeps as many of its outputs as the output holds")
 def conv_stride_above_2_runs_stride_2():
     return conv_with_geometry(lambda g, *_: dataclasses.replace(g, stride_h=min(g.stride_h, 2), stride_w=min(g.stride_w, 2)),
@@ -268,7 +268,7 @@ def _border_of_one(before: int, after: int) -> tuple[int, int]:
     return min(before, 1), after + before - min(before, 1)
 
 
-@mutant("conv-explicit-padding-above-1-moved-to-the-end", "POOL-2", "CONV_2D's kernel has a border of one pixel: "
+@mutant("conv-explicit-padding-above-1-moved-to-the-end", "OPS-1", "CONV_2D's kernel has a border of one pixel: "
         "explicit padding above one at the top or left is taken as one, the rest added at the bottom or right")
 def conv_explicit_padding_above_1_moved_to_the_end():
     def kernel(g, implicit, filter_shape):
@@ -318,13 +318,13 @@ class _CompiledByTensors(ReferenceDevice):
         return self._compiled[key]
 
 
-@mutant("compiled-model-cache-ignores-operations", "POOL-2", "caches prepared models by their tensors and constants, "
+@mutant("compiled-model-cache-ignores-operations", "OPS-1", "caches prepared models by their tensors and constants, "
         "not their operations: a model that differs from an earlier one only in its operation runs the earlier one's")
 def compiled_model_cache_ignores_operations():
     return _CompiledByTensors()
 
 
-@mutant("broadcast-last-axis-tail-dropped", "POOL-2", "ADD, SUB, MUL and DIV with a broadcast operand work along the "
+@mutant("broadcast-last-axis-tail-dropped", "OPS-1", "ADD, SUB, MUL and DIV with a broadcast operand work along the "
         "last axis in blocks of 4 and, past 4, leave the last partial block holding the first operand's values")
 def broadcast_last_axis_tail_dropped():
     runs = {}
@@ -354,7 +354,7 @@ def _concatenation_bug(change) -> ReferenceDevice:
     return with_kernels({OperationType.CONCATENATION: run})
 
 
-@mutant("concatenation-quantization-checked-on-first-input", "POOL-2", "quantized CONCATENATION copies every input's "
+@mutant("concatenation-quantization-checked-on-first-input", "OPS-1", "quantized CONCATENATION copies every input's "
         "bytes unconverted when the first input has the output's scale and zero point, without looking at the others")
 def concatenation_quantization_checked_on_first_input():
     def change(result, arrays, axis, ins, out_op):
@@ -365,7 +365,7 @@ def concatenation_quantization_checked_on_first_input():
     return _concatenation_bug(change)
 
 
-@mutant("concatenation-fourth-input-dropped", "POOL-2", "CONCATENATION keeps its inputs in a three-slot array: "
+@mutant("concatenation-fourth-input-dropped", "OPS-1", "CONCATENATION keeps its inputs in a three-slot array: "
         "a fourth and later input's part of the output stays at zero")
 def concatenation_fourth_input_dropped():
     def change(result, arrays, axis, ins, out_op):
@@ -375,7 +375,7 @@ def concatenation_fourth_input_dropped():
     return _concatenation_bug(change)
 
 
-@mutant("concatenation-rank4-outer-axes-cut", "POOL-2", "CONCATENATION's loop nest was written for rank 3: on the last "
+@mutant("concatenation-rank4-outer-axes-cut", "OPS-1", "CONCATENATION's loop nest was written for rank 3: on the last "
         "axis of a rank-4 tensor it copies only the first two axes' worth of rows and leaves the rest at zero")
 def concatenation_rank4_outer_axes_cut():
     def change(result, arrays, axis, ins, out_op):
@@ -441,12 +441,12 @@ def _int32_kernel(op: OperationType, compute) -> ReferenceDevice:
     return with_kernels({op: run})
 
 
-@mutant("int32-saturates", "POOL-2", "TENSOR_INT32 MUL saturates at the int32 range instead of wrapping around")
+@mutant("int32-saturates", "OPS-1", "TENSOR_INT32 MUL saturates at the int32 range instead of wrapping around")
 def int32_saturates():
     return _int32_kernel(OperationType.MUL, lambda a, b: np.clip(a * b, -2**31, 2**31 - 1).astype(np.int32))
 
 
-@mutant("int32-products-through-float", "POOL-2", "TENSOR_INT32 MUL goes through float64 and loses the low bits of "
+@mutant("int32-products-through-float", "OPS-1", "TENSOR_INT32 MUL goes through float64 and loses the low bits of "
         "large products")
 def int32_products_through_float():
     def compute(a, b):
@@ -455,7 +455,7 @@ def int32_products_through_float():
     return _int32_kernel(OperationType.MUL, compute)
 
 
-@mutant("activation-input-ignored", "POOL-2", "a fused activation given as a request input (not a constant) is taken as NONE")
+@mutant("activation-input-ignored", "OPS-1", "a fused activation given as a request input (not a constant) is taken as NONE")
 def activation_input_ignored():
     runs = {}
     for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):

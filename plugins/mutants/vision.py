@@ -1,5 +1,5 @@
-"""Seeded bugs of the convolutions, pools and resizes, each caught by the generated suites (POOL-2:
-outputs compared with the reference's through the request pools)."""
+"""Seeded bugs of the convolutions, pools and resizes, each caught by the generated suites as wrong
+values: the value rule (OPS-1), whatever the theme of the test that sees them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from reference_driver.ops._numeric import activate, from_real
 from ._registry import mutant, with_kernels
 
 
-@mutant("depthwise-multiplier-ignored", "POOL-2",
+@mutant("depthwise-multiplier-ignored", "OPS-1",
         "DEPTHWISE_CONV_2D gives output channel d the input channel d mod depth_in, as if the depth multiplier "
         "were 1 (right only when it is, or for a single input channel)")
 def depthwise_multiplier_ignored():
@@ -27,7 +27,7 @@ def depthwise_multiplier_ignored():
     return with_kernels({OperationType.DEPTHWISE_CONV_2D: run})
 
 
-@mutant("grouped-conv-groups-interleaved", "POOL-2",
+@mutant("grouped-conv-groups-interleaved", "OPS-1",
         "GROUPED_CONV_2D puts output channel d in group d mod groups instead of d // (depth_out / groups) "
         "(right only for one group, or one output channel per group)")
 def grouped_conv_groups_interleaved():
@@ -44,7 +44,7 @@ def grouped_conv_groups_interleaved():
     return with_kernels({OperationType.GROUPED_CONV_2D: run})
 
 
-@mutant("transpose-conv-padding-ends-swapped", "POOL-2",
+@mutant("transpose-conv-padding-ends-swapped", "OPS-1",
         "TRANSPOSE_CONV_2D crops its padding from the wrong ends: the left padding off the right, the top "
         "padding off the bottom (so SAME's odd pixel goes to the start)")
 def transpose_conv_padding_ends_swapped():
@@ -59,7 +59,7 @@ def transpose_conv_padding_ends_swapped():
     return with_kernels({OperationType.TRANSPOSE_CONV_2D: run})
 
 
-@mutant("average-pool-counts-padding", "POOL-2",
+@mutant("average-pool-counts-padding", "OPS-1",
         "AVERAGE_POOL_2D divides every window's sum by the filter's area, its padding counted as zeros")
 def average_pool_counts_padding():
     def run(values, ins, out_op, out):
@@ -77,7 +77,7 @@ def average_pool_counts_padding():
     return with_kernels({OperationType.AVERAGE_POOL_2D: run})
 
 
-@mutant("max-pool-pads-with-zero", "POOL-2",
+@mutant("max-pool-pads-with-zero", "OPS-1",
         "MAX_POOL_2D pads with zeros (the real value 0) instead of leaving the padding out: a window over the "
         "padding whose input values are all negative gives 0")
 def max_pool_pads_with_zero():
@@ -95,7 +95,7 @@ def max_pool_pads_with_zero():
     return with_kernels({OperationType.MAX_POOL_2D: run})
 
 
-@mutant("pooling-ignores-layout", "POOL-2",
+@mutant("pooling-ignores-layout", "OPS-1",
         "AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D read and write NCHW tensors as NHWC (the layout flag ignored)")
 def pooling_ignores_layout():
     def nhwc_only(reference_run):
@@ -111,7 +111,7 @@ def pooling_ignores_layout():
                          OperationType.L2_POOL_2D: nhwc_only(pooling.run_l2_pool_2d)})
 
 
-@mutant("resize-bilinear-ignores-half-pixel-centers", "POOL-2",
+@mutant("resize-bilinear-ignores-half-pixel-centers", "OPS-1",
         "RESIZE_BILINEAR samples at y x scale even when half_pixel_centers is true (TensorFlow 1's legacy positions)")
 def resize_bilinear_ignores_half_pixel_centers():
     def run(values, ins, out_op, out):
@@ -122,7 +122,7 @@ def resize_bilinear_ignores_half_pixel_centers():
     return with_kernels({OperationType.RESIZE_BILINEAR: run})
 
 
-@mutant("resize-nearest-align-corners-floors", "POOL-2",
+@mutant("resize-nearest-align-corners-floors", "OPS-1",
         "RESIZE_NEAREST_NEIGHBOR with align_corners takes the pixel below each position (floor) instead of the "
         "nearest one (rounded)")
 def resize_nearest_align_corners_floors():

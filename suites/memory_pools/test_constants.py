@@ -9,7 +9,7 @@ from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
 from harness.api.hal import OperandLifeTime
-from harness.judging.oracle import assert_conforms, assert_scenario_conforms, execute_scenario, run_scenario
+from harness.judging.oracle import assert_conforms, assert_scenario_conforms, checking, execute_scenario, run_scenario
 from harness.judging.scenario import with_constants, with_constants_reversed
 from harness.integration.skips import not_applicable
 from harness.strategies import scenarios
@@ -52,8 +52,8 @@ def test_copy_and_reference_constants_agree(driver, reference, capabilities, dat
     expected = run_scenario(reference, by_copy)
     copy_outcome = run_scenario(driver, by_copy)
     reference_outcome = run_scenario(driver, by_reference)
-    assert_conforms("POOL-1", by_copy, expected, copy_outcome)
-    assert_conforms("POOL-1", by_reference, expected, reference_outcome)
+    assert_conforms("POOL-1", by_copy, expected, copy_outcome, devices=(reference, driver))
+    assert_conforms("POOL-1", by_reference, expected, reference_outcome, devices=(reference, driver))
     if copy_outcome.outputs != reference_outcome.outputs:
         raise violation("POOL-1",
             f"the same constants gave different outputs by copy and by reference "
@@ -90,13 +90,16 @@ def test_a_prepared_model_runs_again_and_again(driver, reference, capabilities, 
     model = scenario.build_model()
     try:
         expected = run_scenario(reference, scenario)
-        prepared = driver.prepare_model(model)
+        with checking("POOL-1"):  # the constants handed over
+            prepared = driver.prepare_model(model)
         runs = data.draw(integers(2, 4), label="executions")
         event(f"{runs} executions of one prepared model")
         for run in range(1, runs + 1):
             note(f"execution {run} of {runs}")
+            with checking("POOL-2"):  # an execution through the request's pools, again and again
+                outcome = execute_scenario(prepared, scenario)
             # judged as the scenario's run-th execution on one prepared model: its reproducer runs it that often
-            assert_conforms("POOL-1", replace(scenario, executions=run), expected, execute_scenario(prepared, scenario))
+            assert_conforms("POOL-1", replace(scenario, executions=run), expected, outcome, devices=(reference, driver))
     finally:
         for pool in model.pools:
             pool.close()

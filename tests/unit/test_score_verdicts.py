@@ -177,7 +177,18 @@ def test_the_summary_counts_the_reproducers_that_fail_on_their_bug() -> None:
               Score("mutant-c", "POOL-3", caught=True, seconds_to_catch=2.0, reproducer="no script"),
               Score("mutant-d", "POOL-4", caught=False)]
     assert summary(scores) == ("sensitivity: caught 3/4 seeded bugs; median time to catch 2.0 s; "
-                               "reproducers: 1/3 fail on their bug (1 hung, 1 no script)")
+                               "reproducers: 1/3 fail on their bug (1 hung, 1 no script); "
+                               "attribution: 3/4 fail their own requirement and no other (75%)")
+
+
+def test_attribution_counts_the_bugs_whose_run_fails_their_requirement_alone() -> None:
+    from harness.commands.score import Score, attribution
+
+    scores = [Score("mutant-a", "POOL-1", caught=True),
+              Score("mutant-b", "POOL-2", caught=True, unrelated=("OPS-1",)),  # caught, but blamed on more
+              Score("mutant-c", "POOL-3", caught=False)]
+    assert [s.attributed for s in scores] == [True, False, False]
+    assert attribution(scores) == "attribution: 1/3 fail their own requirement and no other (33%)"
 
 
 def _variant_record(test: str, outcome: str, skip: dict | None = None, requirement: str = "DOM-ALLOC-3") -> dict:

@@ -1,0 +1,78 @@
+"""Failures grouped by root cause: forty examples of one bug are one entry of forty tests, in the
+certificate, the HTML report (collapsed, machinery frames left out) and the console."""
+
+from __future__ import annotations
+
+from harness.report import certificate, html
+from harness.report.root_causes import console_lines, entry_point, group, signature
+
+
+def _failure(test: str, message: str, rule: str = "OPS-1", requirements: tuple[str, ...] = ("POOL-5",)) -> dict:
+    return {"id": test, "outcome": "failed", "fault": "driver", "requirements": list(requirements), "rule": rule,
+            "message": message, "waiver": "", "skip": None, "reproducer": "", "details": ""}
+
+
+ONE_BUG = [_failure(f"suites/memory_pools/test_handles.py::test_unusable_pool[{n}]",
+                    f"[OPS-1] output 0 differs: element {n}: driver wrote np.float32({n}.5), reference np.float32({n}.0)")
+           for n in range(5)]
+OTHER_BUG = _failure("suites/memory_pools/test_layouts.py::test_padding",
+                     "[POOL-2] request pool 1 (ashmem) byte 16 outside every output region changed from 0x00 to 0xff",
+                     rule="POOL-2", requirements=("POOL-2",))
+
+
+def test_a_signature_leaves_out_what_varies_between_examples() -> None:
+    assert signature(ONE_BUG[0]["message"]) == signature(ONE_BUG[4]["message"])
+    assert signature(ONE_BUG[0]["message"]) != signature(OTHER_BUG["message"])
+    assert "[OPS-1]" not in signature(ONE_BUG[0]["message"])
+
+
+def test_the_entry_point_is_the_call_the_message_names() -> None:
+    assert entry_point(ONE_BUG[0]) == "execute"
+    assert entry_point({"message": "[SVC-1] PreparedModel.execute(request of 2 inputs) raised"}) == "execute"
+    assert entry_point({"message": "[POOL-4] wrong status INVALID_ARGUMENT\n  reference: GENERAL_FAILURE at prepare: x"}) \
+        == "prepare_model"
+
+
+def test_one_bug_is_one_root_cause_of_every_test_it_fails() -> None:
+    causes = group([*ONE_BUG, OTHER_BUG])
+    assert [(c["requirement"], c["count"]) for c in causes] == [("OPS-1", 5), ("POOL-2", 1)]
+    assert causes[0]["tests"] == [f["id"] for f in ONE_BUG] and causes[0]["first"] == ONE_BUG[0]["id"]
+    lines = console_lines(causes)
+    assert lines[0].startswith("  OPS-1 in execute, 5 tests: [OPS-1] output 0 differs")
+
+
+def test_the_certificate_and_report_group_failures_and_say_why_a_requirement_fails() -> None:
+    document = certificate.build([*ONE_BUG, OTHER_BUG], {"driver": "d"}, "", "", True)
+    assert [c["count"] for c in document["root_causes"]] == [5, 1]
+    page = html.render(document)
+    assert page.count('<details class="cause">') == 2 and "<details open" not in page
+    row = page.split('href="#spec-ops-1">OPS-1</a></td>', 1)[1].split("</tr>", 1)[0]
+    assert "5 tests fail it: [OPS-1] output 0 differs" in row
+
+
+def test_a_traceback_leaves_out_the_machinerys_frames() -> None:
+    details = ("    def test_x():\n>       check()\n\n/repo/suites/memory_pools/test_handles.py:23: \n"
+               "_ _ _ _\n\n    def check():\n>       hook()\n\n/venv/lib/python3.12/site-packages/pluggy/_hooks.py:512: \n"
+               "_ _ _ _\n\n    def hook():\n>       run()\n\n/venv/lib/python3.12/site-packages/_pytest/runner.py:9: \n"
+               "_ _ _ _\n\n    def run():\n>       raise E\nE   ConformanceError: [POOL-2] x\n\n"
+               "/repo/harness/judging/oracle.py:400: ConformanceError")
+    shown = html.without_machinery(details)
+    assert "test_handles.py:23" in shown and "oracle.py:400: ConformanceError" in shown
+    assert "pluggy/_hooks.py" not in shown and "_pytest/runner.py" not in shown
+    assert "2 frames of the harness, pytest, pluggy and hypothesis left out" in shown
+
+
+def test_values_of_other_types_are_one_signature() -> None:
+    assert signature("[OPS-1] output 0 differs: element 3: driver wrote np.uint8(122), reference np.uint8(120)") == \
+        signature("[OPS-1] output 0 differs: element 0: driver wrote np.float32(6.5), reference np.float32(6.0)")
+
+
+def test_a_failing_run_says_why_it_took_longer() -> None:
+    from harness.report.run_time import why_longer
+
+    document = {"failures": [{**f, "duration": 2.0, "replays": True} for f in ONE_BUG],
+                "run": {"duration_s": 52.0, "service": {"starts": 4}}}
+    assert why_longer(document) == ("5 failed tests took 10 s of this 52 s run: hypothesis shrinks each failure to a "
+                                    "minimal example, and 5 reproducers were run again to check that each fails alone; "
+                                    "the driver service was started 4 times (a fresh one after each crash or hang)")
+    assert why_longer({"failures": [], "run": {}}) == ""
