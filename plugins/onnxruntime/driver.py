@@ -47,7 +47,7 @@ OPERATIONS = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL,
                         OperationType.FULLY_CONNECTED}) | functions.OPERATIONS | windows.OPERATIONS
 OPERAND_TYPES = frozenset({F32, I32, BOOL8, INT32, FLOAT32, BOOL})
 _TENSORS = (F32, I32, BOOL8)
-_MAX_RANK = 4  # NNAPI's limit on the tensors of every operation this driver supports
+_MAX_RANK = 4  # NNAPI's limit on the tensors of every operation this driver supports but functions.ANY_RANK
 _ELEMENTWISE = {OperationType.ADD: "Add", OperationType.SUB: "Sub", OperationType.MUL: "Mul", OperationType.DIV: "Div"}
 _CLAMP = {OperationType.RELU: (0.0, math.inf), OperationType.RELU1: (-1.0, 1.0), OperationType.RELU6: (0.0, 6.0)}
 #: Fused activation code -> (min, max) of the Clip that applies it (NONE, RELU, RELU1, RELU6).
@@ -101,7 +101,7 @@ class OrtPreparedModel:
         self.input_names = input_names
         # what the graph returns: the model's outputs, then the tensors inside it (checked, not returned)
         self._returned, self.output_names = returned, output_names
-        self._least_ranks = _least_ranks(model.main)
+        self._ranks = _rank_bounds(model.main)
         self._lock = threading.Lock()
 
     def execute(self, request: Request) -> ExecutionResult:
@@ -124,8 +124,8 @@ class OrtPreparedModel:
             dims = self._check_argument(argument, operand, memories, "input")
             if not is_fully_specified(operand.type, dims):  # a 0 (unknown) or negative count, or no rank
                 raise _fail(ErrorStatus.INVALID_ARGUMENT, f"input {name}: dimensions {dims} not fully specified")
-            if index in self._least_ranks:
-                _check_rank(index, len(dims), self._least_ranks[index])
+            if index in self._ranks:
+                _check_rank(index, len(dims), *self._ranks[index])
             raw = _pread(memories[argument.location.pool_index], argument.location.offset, argument.location.length)
             feeds[name] = _tensor(np.frombuffer(raw, numpy_dtype(operand.type)).reshape(dims), operand.type)
         output_dims = [self._check_argument(a, main.operands[i], memories, "output")
@@ -136,8 +136,8 @@ class OrtPreparedModel:
         except Exception as error:  # the runtime's own failure: a general failure of this execution
             raise _fail(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {type(error).__name__}: {error}") from None
         for index, value in zip(self._returned, results):
-            if index in self._least_ranks:
-                _check_rank(index, np.ndim(value), self._least_ranks[index])
+            if index in self._ranks:
+                _check_rank(index, np.ndim(value), *self._ranks[index])
             declared = main.operands[index].dimensions
             if index not in main.output_indexes and _combine(declared, np.shape(value)) is None:
                 raise _fail(ErrorStatus.GENERAL_FAILURE, f"operand {index}: shape {np.shape(value)} at execution, "
@@ -235,7 +235,7 @@ def _check_supported(operation: Operation, operands: Sequence[Operand], values: 
         raise Unsupported(f"{operation.type.name} is not supported")
     if any(o.type not in OPERAND_TYPES for o in (*ins, *outs)):
         raise Unsupported("an operand type other than TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8, INT32, FLOAT32 or BOOL")
-    if any(len(o.dimensions) > 4 for o in (*ins, *outs)):
+    if operation.type not in functions.ANY_RANK and any(len(o.dimensions) > _MAX_RANK for o in (*ins, *outs)):
         raise Unsupported("a tensor of rank above 4")
     kind = operation.type
     data = ins[0]
@@ -263,19 +263,23 @@ def _check_supported(operation: Operation, operands: Sequence[Operand], values: 
             raise Unsupported("FULLY_CONNECTED needs float32 operands and weights of known shape")
 
 
-def _least_ranks(main) -> dict[int, int]:
-    """Operand index -> the least rank NNAPI allows, for each tensor an operation reads or writes whose
-    rank the model leaves unknown: known only at execution, where onnxruntime takes what NNAPI does not
-    (a rank-1 input that FULLY_CONNECTED's Reshape flattens, an Add of rank 5).  Every one has rank 4
-    at most; FULLY_CONNECTED's input at least 2."""
-    least: dict[int, int] = {}
+def _rank_bounds(main) -> dict[int, tuple[int, int | None]]:
+    """Operand index -> the least and the greatest rank NNAPI allows (None: no limit), for each tensor an
+    operation reads or writes whose rank the model leaves unknown: known only at execution, where
+    onnxruntime takes what NNAPI does not (a rank-1 input that FULLY_CONNECTED's Reshape flattens, an
+    Add of rank 5).  Rank 4 at most but for functions.ANY_RANK; FULLY_CONNECTED's input at least 2."""
+    bounds: dict[int, tuple[int, int | None]] = {}
     for operation in main.operations:
         for position, index in enumerate((*operation.inputs, *operation.outputs)):
             operand = main.operands[index]
             if operand.type in _TENSORS and not operand.dimensions:
-                at_least = 2 if operation.type == OperationType.FULLY_CONNECTED and position == 0 else 0
-                least[index] = max(least.get(index, 0), at_least)
-    return least
+                least, most = bounds.get(index, (0, None))
+                if operation.type == OperationType.FULLY_CONNECTED and position == 0:
+                    least = max(least, 2)
+                if operation.type not in functions.ANY_RANK:
+                    most = _MAX_RANK
+                bounds[index] = (least, most)
+    return bounds
 
 
 def _probed(main) -> list[int]:
@@ -286,9 +290,10 @@ def _probed(main) -> list[int]:
     return sorted(outputs.difference(main.output_indexes))
 
 
-def _check_rank(index: int, rank: int, least: int) -> None:
-    if not least <= rank <= _MAX_RANK:
-        raise _fail(ErrorStatus.GENERAL_FAILURE, f"operand {index}: rank {rank} at execution (NNAPI: {least} to {_MAX_RANK})")
+def _check_rank(index: int, rank: int, least: int, most: int | None) -> None:
+    if rank < least or (most is not None and rank > most):
+        raise _fail(ErrorStatus.GENERAL_FAILURE, f"operand {index}: rank {rank} at execution "
+                                                 f"(NNAPI: {least} to {'any' if most is None else most})")
 
 
 def _constant(operand: Operand) -> bool:

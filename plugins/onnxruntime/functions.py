@@ -30,14 +30,17 @@ BINARY: dict[OperationType, tuple[str, frozenset[OperandType]]] = {
     Op.MAXIMUM: ("Max", frozenset({F32, I32})), Op.MINIMUM: ("Min", frozenset({F32, I32})), Op.POW: ("Pow", frozenset({F32})),
     Op.LOGICAL_AND: ("And", frozenset({BOOL8})), Op.LOGICAL_OR: ("Or", frozenset({BOOL8})),
 }
-#: Comparisons give TENSOR_BOOL8; onnxruntime orders numbers only (its Less and Greater take no bool).
+#: Comparisons give TENSOR_BOOL8.  ONNX orders numbers only (its Less and Greater take no bool): booleans
+#: are compared as the integers 0 and 1, false before true, as NNAPI orders them.
 COMPARISONS: dict[OperationType, tuple[str, frozenset[OperandType]]] = {
     Op.EQUAL: ("Equal", frozenset({F32, I32, BOOL8})), Op.NOT_EQUAL: ("Equal", frozenset({F32, I32, BOOL8})),
-    Op.LESS: ("Less", frozenset({F32, I32})), Op.LESS_EQUAL: ("LessOrEqual", frozenset({F32, I32})),
-    Op.GREATER: ("Greater", frozenset({F32, I32})), Op.GREATER_EQUAL: ("GreaterOrEqual", frozenset({F32, I32})),
+    Op.LESS: ("Less", frozenset({F32, I32, BOOL8})), Op.LESS_EQUAL: ("LessOrEqual", frozenset({F32, I32, BOOL8})),
+    Op.GREATER: ("Greater", frozenset({F32, I32, BOOL8})), Op.GREATER_EQUAL: ("GreaterOrEqual", frozenset({F32, I32, BOOL8})),
 }
 OTHERS = frozenset({Op.RSQRT, Op.ELU, Op.PRELU, Op.SOFTMAX, Op.LOG_SOFTMAX, Op.SELECT, Op.CAST})
 OPERATIONS = frozenset(UNARY) | frozenset(BINARY) | frozenset(COMPARISONS) | OTHERS
+#: The operations whose tensors NeuralNetworks.h allows of any rank (those of HAL 1.0 stop at 4).
+ANY_RANK = OPERATIONS - {Op.FLOOR, Op.LOGISTIC, Op.TANH, Op.SOFTMAX}
 _CAST_TYPES = frozenset({F32, I32})
 #: The float32 values nearest INT32's limits from inside (one at 2**31 or above becomes INT32's maximum).
 _INT32_FLOOR, _INT32_CEILING = np.float32(-2.0 ** 31), np.float32(2.0 ** 31 - 128)
@@ -70,13 +73,6 @@ def _need(condition: bool, why: str) -> None:
         raise Unsupported(why)
 
 
-def _unidirectional(data: Sequence[int], alpha: Sequence[int]) -> bool:
-    """Whether alpha broadcasts to data's shape without changing it (ONNX's PRelu broadcasts one way only)."""
-    if not data or not alpha or len(alpha) > len(data):
-        return False
-    return all(a == 1 or (a == d and d > 0) for a, d in zip(reversed(alpha), reversed(data)))
-
-
 def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand]) -> None:
     data, out = ins[0], outs[0]
     if kind in UNARY or kind == Op.RSQRT:
@@ -92,9 +88,7 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand]) 
         _need(len(ins) == 2 and data.type == F32 and out.type == F32 and ins[1].type == FLOAT32 and _constant(ins[1]),
               "ELU: float32 and a constant alpha")
     elif kind == Op.PRELU:
-        _need(len(ins) == 2 and data.type == F32 and ins[1].type == F32 and out.type == F32
-              and _unidirectional(data.dimensions, ins[1].dimensions),
-              "PRELU: float32, alpha of a known shape that broadcasts to the input's")
+        _need(len(ins) == 2 and data.type == F32 and ins[1].type == F32 and out.type == F32, "PRELU: float32")
     elif kind in (Op.SOFTMAX, Op.LOG_SOFTMAX):
         _need(len(ins) in ((2, 3) if kind == Op.SOFTMAX else (3,)) and data.type == F32 and out.type == F32
               and ins[1].type == FLOAT32 and all(_constant(o) for o in ins[1:])
@@ -102,9 +96,6 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand]) 
     elif kind == Op.SELECT:
         _need(len(ins) == 3 and ins[0].type == BOOL8 and ins[1].type in (F32, I32) and ins[2].type == ins[1].type
               and out.type == ins[1].type, "SELECT: operand types")
-        shapes = [o.dimensions for o in (*ins, out)]
-        # NNAPI does not broadcast SELECT's operands, ONNX's Where does: only shapes known to agree
-        _need(all(s and 0 not in s for s in shapes) and len(set(shapes)) == 1, "SELECT: operands of one known shape")
     elif kind == Op.CAST:
         _need(len(ins) == 1 and (data.type == out.type and data.type in (F32, I32, BOOL8)
                                  or {data.type, out.type} <= _CAST_TYPES), "CAST: operand types")
@@ -124,12 +115,17 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
         g.emit(BINARY[kind][0], [x, g.name[ins[1]]], target)
     elif kind == Op.NOT_EQUAL:
         g.emit("Not", [g.node("Equal", [x, g.name[ins[1]]])], target)
+    elif kind in COMPARISONS and operands[ins[0]].type == BOOL8:
+        g.emit(COMPARISONS[kind][0], [g.node("Cast", [x], to=TensorProto.INT32),
+                                      g.node("Cast", [g.name[ins[1]]], to=TensorProto.INT32)], target)
     elif kind in COMPARISONS:
         g.emit(COMPARISONS[kind][0], [x, g.name[ins[1]]], target)
     elif kind == Op.ELU:
         g.emit("Elu", [x], target, alpha=float(g.scalar(ins[1])))
     elif kind == Op.PRELU:
-        g.emit("PRelu", [x, g.name[ins[1]]], target)
+        # ONNX's PRelu broadcasts alpha to the input's shape only; NNAPI broadcasts both ways
+        negative = g.node("Less", [x, g.const(np.float32(0), "zero")])
+        g.emit("Where", [negative, g.node("Mul", [x, g.name[ins[1]]]), x], target)
     elif kind in (Op.SOFTMAX, Op.LOG_SOFTMAX):
         beta = g.scalar(ins[1])
         axis = int(g.scalar(ins[2])) if len(ins) > 2 else -1

@@ -1,6 +1,12 @@
 """The operations over windows of an image: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
-TRANSPOSE_CONV_2D, AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D, RESIZE_BILINEAR and
-RESIZE_NEAREST_NEIGHBOR, translated to ONNX's Conv, ConvTranspose, pools and Resize (float32).
+AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D and RESIZE_NEAREST_NEIGHBOR, translated to ONNX's Conv,
+pools and Resize (float32).
+
+Not translated: TRANSPOSE_CONV_2D, whose output shape may be a model input where ONNX's
+ConvTranspose takes it (and its padding) as attributes; RESIZE_BILINEAR, where onnxruntime works
+out each output pixel's source position as (x + 0.5) / (out / in) in float32 and NNAPI as
+(x + 0.5) x (in / out): the one-ulp difference in a position moves an interpolated value further
+than CHOICE-7's bound allows.
 
 ONNX works on NCHW: an NHWC input is transposed in and its result back out.  Every parameter
 scalar must be a constant (it becomes an attribute); `check` raises `Unsupported` otherwise, or
@@ -23,8 +29,8 @@ Op = OperationType
 SAME, VALID = 1, 2
 _PADS = ("left", "right", "top", "bottom")
 _POOLS = {Op.AVERAGE_POOL_2D: "AveragePool", Op.MAX_POOL_2D: "MaxPool", Op.L2_POOL_2D: "AveragePool"}
-_RESIZES = {Op.RESIZE_BILINEAR: 3, Op.RESIZE_NEAREST_NEIGHBOR: 4}  # the least number of inputs
-CONVOLUTIONS = frozenset({Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.GROUPED_CONV_2D, Op.TRANSPOSE_CONV_2D})
+_RESIZES = {Op.RESIZE_NEAREST_NEIGHBOR: 4}  # the least number of inputs
+CONVOLUTIONS = frozenset({Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.GROUPED_CONV_2D})
 OPERATIONS = CONVOLUTIONS | frozenset(_POOLS) | frozenset(_RESIZES)
 
 #: (operation, padding scheme signature) -> (where the parameters start, their names in order,
@@ -38,8 +44,6 @@ _SIGNATURES: dict[tuple[OperationType, bool], tuple[int, tuple[str, ...], tuple[
                                         "dilation_h"), (11, 12, 14)),
     (Op.GROUPED_CONV_2D, True): (3, ("scheme", "stride_w", "stride_h", "groups", "activation", "layout"), (9,)),
     (Op.GROUPED_CONV_2D, False): (3, (*_PADS, "stride_w", "stride_h", "groups", "activation", "layout"), (12,)),
-    (Op.TRANSPOSE_CONV_2D, True): (3, ("output_shape", "scheme", "stride_w", "stride_h", "activation", "layout"), (9,)),
-    (Op.TRANSPOSE_CONV_2D, False): (3, (*_PADS, "stride_w", "stride_h", "activation", "layout"), (11,)),
     **{(pool, True): (1, ("scheme", "stride_w", "stride_h", "filter_w", "filter_h", "activation", "layout"), (7, 8))
        for pool in _POOLS},
     **{(pool, False): (1, (*_PADS, "stride_w", "stride_h", "filter_w", "filter_h", "activation", "layout"), (10, 11))
@@ -86,13 +90,13 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
         return
     slots = _slots(kind, ins)
     for name, at in slots.items():
-        wanted = BOOL if name == "layout" else I32 if name == "output_shape" else INT32
+        wanted = BOOL if name == "layout" else INT32
         _need(ins[at].type == wanted and _constant(ins[at]) and indexes[at] in values,
               f"{kind.name}: its {name} must be a constant {wanted.name}")
     if kind in CONVOLUTIONS:
         _need(ins[1].type == F32 and ins[2].type == F32, f"{kind.name}: float32 filter and bias")
         _need(len(ins[1].dimensions) == 4 and 0 not in ins[1].dimensions, f"{kind.name}: a filter of known shape")
-    scalars = {name: int(values[indexes[at]].reshape(-1)[0]) for name, at in slots.items() if name != "output_shape"}
+    scalars = {name: int(values[indexes[at]].reshape(-1)[0]) for name, at in slots.items()}
     if "scheme" in scalars:
         _need(scalars["scheme"] in (SAME, VALID), f"{kind.name}: padding scheme {scalars['scheme']}")
     _need(min(v for k, v in scalars.items() if k.startswith(("stride", "dilation", "filter", "groups"))) > 0,
@@ -105,11 +109,7 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
         _need(max(scalars["left"], scalars["right"]) < scalars["filter_w"]
               and max(scalars["top"], scalars["bottom"]) < scalars["filter_h"],
               f"{kind.name}: onnxruntime takes no padding as wide as the filter")
-    if kind == Op.TRANSPOSE_CONV_2D:
-        shape = values[indexes[slots["output_shape"]]] if "output_shape" in slots else None
-        _need(_transpose_pads(scalars, ins[1].dimensions, shape) is not None,
-              "TRANSPOSE_CONV_2D: an output shape of 4 positive values")
-    elif "left" in scalars:
+    if "left" in scalars:
         _need(min(scalars[p] for p in _PADS) >= 0, f"{kind.name}: negative padding")
 
 
@@ -143,7 +143,7 @@ def _finish(result: str, code_index: int, nchw: bool, target: str, g: Builder) -
         g.emit("Transpose", [clipped], target, perm=[0, 2, 3, 1])
 
 
-def _same_padded(data: str, strides: list[int], spans: list[int], g: Builder) -> str:
+def _same_padded(data: str, strides: list[int], spans: list[int], g: Builder, fill: float = 0.0) -> str:
     """NNAPI's SAME padding of an NCHW tensor computed in the graph from its height and width (onnxruntime's
     SAME auto-padding refuses dilation, and the size may be known only at execution): enough for
     ceil(size / stride) outputs, the odd pixel at the end."""
@@ -157,35 +157,7 @@ def _same_padded(data: str, strides: list[int], spans: list[int], g: Builder) ->
     before = g.node("Div", [total, g.const(np.full(2, 2, np.int64), "two")])
     after = g.node("Sub", [total, before])
     pads = g.node("Concat", [zeros, before, zeros, after], axis=0)  # batch and channel axes are not padded
-    return g.node("Pad", [data, pads])
-
-
-def _transpose_pads(scalars: Mapping[str, int], kernel: Sequence[int],
-                    output_shape: np.ndarray | None) -> tuple[list[int], list[int]] | None:
-    """TRANSPOSE_CONV_2D's ONNX pads (top, left, bottom, right) and output padding (height, width), or None
-    for an output shape NNAPI refuses.  The scheme signature pads from the output shape's height and width
-    (SAME: the head half the total, rounded down); a negative tail (NNAPI's CPU implementation allows it, to
-    choose among the output sizes a stride above 1 makes) is ONNX's output padding."""
-    if "scheme" in scalars:
-        assert output_shape is not None  # the scheme signature has one
-        shape = output_shape.reshape(-1)
-        if shape.size != 4:
-            return None
-        nchw = bool(scalars.get("layout", 0))
-        height, width = (int(shape[2]), int(shape[3])) if nchw else (int(shape[1]), int(shape[2]))
-        if min(height, width) < 1:
-            return None
-        padded = []
-        for size, stride, span in ((height, scalars["stride_h"], kernel[1]), (width, scalars["stride_w"], kernel[2])):
-            total = 0 if scalars["scheme"] == VALID else (-(-size // stride) - 1) * stride + span - size
-            head = max(total, 0) // 2
-            padded.append((head, total - head))
-        (top, bottom), (left, right) = padded
-    else:
-        left, right, top, bottom = (scalars[p] for p in _PADS)
-        if min(left, top) < 0:
-            return None
-    return [top, left, max(bottom, 0), max(right, 0)], [max(-bottom, 0), max(-right, 0)]
+    return g.node("Pad", [data, pads, g.const(np.float32(fill), "fill")])
 
 
 def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Sequence[Operand],
@@ -195,14 +167,27 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
         return
     slots = _slots(kind, [operands[i] for i in ins])
     slots = {name: ins[at] for name, at in slots.items()}
-    scalars = {name: int(values[index].reshape(-1)[0]) for name, index in slots.items() if name != "output_shape"}
+    scalars = {name: int(values[index].reshape(-1)[0]) for name, index in slots.items()}
     nchw = bool(scalars.get("layout", 0))
     data = _nchw(g.name[ins[0]], nchw, g)
     strides = [scalars["stride_h"], scalars["stride_w"]]
     attributes: dict = {"strides": strides}
     if kind in _POOLS:
         attributes["kernel_shape"] = [scalars["filter_h"], scalars["filter_w"]]
-        if "scheme" in scalars:
+        dims = operands[ins[0]].dimensions
+        size = (dims[2], dims[3]) if nchw and dims else (dims[1], dims[2]) if dims else (0, 0)
+        if "scheme" in scalars and scalars["scheme"] == SAME and 0 not in size:
+            # onnxruntime's SAME auto-padding fails where the window passes the input with padding to spare
+            # (a negative total, which NNAPI makes 0): worked out here where the size is known
+            (top, bottom), (left, right) = (_same(extent, stride, kernel) for extent, stride, kernel in
+                                            ((size[0], scalars["stride_h"], scalars["filter_h"]),
+                                             (size[1], scalars["stride_w"], scalars["filter_w"])))
+            attributes["pads"] = [top, left, bottom, right]
+        elif "scheme" in scalars and scalars["scheme"] == SAME and min(
+                scalars["filter_h"] - scalars["stride_h"], scalars["filter_w"] - scalars["stride_w"]) < 0:
+            _pool_padded_in_graph(kind, data, strides, attributes["kernel_shape"], slots["activation"], nchw, g.name[out], g)
+            return
+        elif "scheme" in scalars:
             attributes["auto_pad"] = "SAME_UPPER" if scalars["scheme"] == SAME else "VALID"
         else:
             attributes["pads"] = [scalars["top"], scalars["left"], scalars["bottom"], scalars["right"]]
@@ -213,15 +198,6 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
         _finish(result, slots["activation"], nchw, g.name[out], g)
         return
     kernel = operands[ins[1]].dimensions
-    if kind == Op.TRANSPOSE_CONV_2D:
-        found = _transpose_pads(scalars, kernel, values[slots["output_shape"]] if "output_shape" in slots else None)
-        assert found is not None  # check() refused the model otherwise
-        pads, output_padding = found
-        weights = g.node("Transpose", [g.name[ins[1]]], perm=[3, 0, 1, 2])  # [out, h, w, in] -> [in, out, h, w]
-        result = g.node("ConvTranspose", [data, weights, g.name[ins[2]]], strides=strides, pads=pads,
-                        output_padding=output_padding)
-        _finish(result, slots["activation"], nchw, g.name[out], g)
-        return
     dilations = [scalars.get("dilation_h", 1), scalars.get("dilation_w", 1)]
     attributes["dilations"] = dilations
     if kind == Op.DEPTHWISE_CONV_2D:  # [1, h, w, channels x multiplier] -> one group per input channel
@@ -243,6 +219,38 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
     _finish(result, slots["activation"], nchw, g.name[out], g)
 
 
+def _pool_padded_in_graph(kind: OperationType, data: str, strides: list[int], kernel: list[int], code_index: int,
+                          nchw: bool, target: str, g: Builder) -> None:
+    """A SAME pool of an input whose size is known only at execution, its filter narrower than its stride:
+    onnxruntime's auto-padding then fails on a negative total (which NNAPI makes 0), so the padding is
+    worked out in the graph.  The padding never wins a maximum (it is -inf); an average is the window's
+    sum over its count of input pixels, both pooled over the zero-padded values and a padded tensor of ones."""
+    attributes = {"kernel_shape": kernel, "strides": strides}
+    if kind == Op.MAX_POOL_2D:
+        result = g.node("MaxPool", [_same_padded(data, strides, kernel, g, -np.inf)], **attributes)
+    else:
+        values = g.node("Mul", [data, data]) if kind == Op.L2_POOL_2D else data
+        ones = g.node("ConstantOfShape", [g.node("Shape", [values])], value=_one())
+        total = g.node("AveragePool", [_same_padded(values, strides, kernel, g)], count_include_pad=1, **attributes)
+        count = g.node("AveragePool", [_same_padded(ones, strides, kernel, g)], count_include_pad=1, **attributes)
+        result = g.node("Div", [total, count])
+        if kind == Op.L2_POOL_2D:
+            result = g.node("Sqrt", [result])
+    _finish(result, code_index, nchw, target, g)
+
+
+def _one():
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.ones(1, np.float32))
+
+
+def _same(size: int, stride: int, kernel: int) -> tuple[int, int]:
+    """NNAPI's SAME padding of one extent: enough for ceil(size / stride) outputs, the odd pixel at the end."""
+    total = max((-(-size // stride) - 1) * stride + kernel - size, 0)
+    return total // 2, total - total // 2
+
+
 def _resize(kind: OperationType, ins: Sequence[int], out: int, g: Builder) -> None:
     """Resize to sizes worked out in the graph: the batch and depth kept, the height and width given, or
     floor(size x factor) in float32 (NNAPI's CPU implementation); each output pixel then samples the
@@ -262,13 +270,8 @@ def _resize(kind: OperationType, ins: Sequence[int], out: int, g: Builder) -> No
                                                                                        "factors")])
         spatial = g.node("Cast", [g.node("Floor", [scaled])], to=TensorProto.INT64)
     sizes = g.node("Concat", [kept, spatial], axis=0)
-    if kind == Op.RESIZE_BILINEAR:
-        attributes = {"mode": "linear",
-                      "coordinate_transformation_mode": "align_corners" if align else "half_pixel" if half else "asymmetric"}
-    else:
-        attributes = {"mode": "nearest", "nearest_mode": "round_prefer_ceil" if align else "floor",
-                      "coordinate_transformation_mode": ("align_corners" if align else "tf_half_pixel_for_nn" if half
-                                                         else "asymmetric")}
+    attributes = {"mode": "nearest", "nearest_mode": "round_prefer_ceil" if align else "floor",
+                  "coordinate_transformation_mode": "align_corners" if align else "tf_half_pixel_for_nn" if half else "asymmetric"}
     result = g.node("Resize", [data, "", "", sizes], **attributes)
     if nchw:
         g.emit("Identity", [result], g.name[out])
