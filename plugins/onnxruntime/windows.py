@@ -3,10 +3,11 @@ AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D and RESIZE_NEAREST_NEIGHBOR, translated
 pools and Resize (float32).
 
 Not translated: TRANSPOSE_CONV_2D, whose output shape may be a model input where ONNX's
-ConvTranspose takes it (and its padding) as attributes; RESIZE_BILINEAR, where onnxruntime works
-out each output pixel's source position as (x + 0.5) / (out / in) in float32 and NNAPI as
-(x + 0.5) x (in / out): the one-ulp difference in a position moves an interpolated value further
-than CHOICE-7's bound allows.
+ConvTranspose takes it (and its padding) as attributes; RESIZE_BILINEAR, where onnxruntime rounds
+each output pixel's source position otherwise than NNAPI's CPU implementation (with align_corners
+it computes y x (in - 1) / (out - 1), NNAPI y times the quotient rounded to float32): the ulp of
+difference in a position moves an interpolated value further than CHOICE-7's bound allows, though
+NeuralNetworks.h makes neither rounding wrong.
 
 ONNX works on NCHW: an NHWC input is transposed in and its result back out.  Every parameter
 scalar must be a constant (it becomes an attribute); `check` raises `Unsupported` otherwise, or
