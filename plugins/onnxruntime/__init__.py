@@ -23,5 +23,6 @@ def ort_device():
 
 @hookimpl
 def harness_register_drivers() -> list[DriverSpec]:
-    return [DriverSpec("onnxruntime", ort_device, "ONNX Runtime on the CPU: float32 ADD, SUB, MUL, DIV, RELU/1/6, "
-                                                  "RESHAPE, CONCATENATION, FULLY_CONNECTED, CONV_2D; no memory domains")]
+    return [DriverSpec("onnxruntime", ort_device, "ONNX Runtime on the CPU: float32 (int32 and bool8 where ONNX "
+                                                  "takes them) arithmetic, activations, element-wise functions, "
+                                                  "comparisons, convolutions, pools, resizes; no memory domains")]

@@ -11,8 +11,12 @@ its own, without the reference driver:
 - translates each NNAPI operation to ONNX nodes (`_translate`) and runs them with an
   ``InferenceSession`` on the CPU execution provider.
 
-It supports TENSOR_FLOAT32 (and TENSOR_INT32 for ADD, SUB, MUL and RESHAPE's shape); no
-quantized or float16 types, no memory domains (allocation is refused, DOM-ALLOC-3).
+It supports TENSOR_FLOAT32, and TENSOR_INT32 and TENSOR_BOOL8 where an ONNX operator takes them
+(`functions`); every operation ONNX expresses directly: the arithmetic here, the element-wise
+functions, activations, comparisons and conversions in `functions`, the convolutions, pools and
+resizes in `windows`.  No quantized or float16 types (onnxruntime's CPU kernels lack most float16
+operators, and its QLinear operators round otherwise than NNAPI), no memory domains (allocation is
+refused, DOM-ALLOC-3).
 """
 
 from __future__ import annotations
@@ -27,18 +31,23 @@ import numpy as np
 
 from harness.api.hal import (BufferDesc, BufferRole, Capabilities, DataLocation, DriverError, ErrorStatus,
                              ExecutionResult, Model, Operand, OperandLifeTime, OperandType, Operation, OperationType,
-                             OutputShape, Request, RequestArgument, conv_2d_has_padding_scheme, is_fully_specified,
+                             OutputShape, Request, RequestArgument, is_fully_specified,
                              is_scalar_type, numpy_dtype)
 from harness.api.memory import Memory, MemoryKind
 
+from . import functions, windows
+from .functions import Builder, Unsupported
+
 F32, I32, INT32, BOOL = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.INT32, OperandType.BOOL
+BOOL8, FLOAT32 = OperandType.TENSOR_BOOL8, OperandType.FLOAT32
 OPSET = 17
 MEMORY_KINDS = frozenset({MemoryKind.ASHMEM, MemoryKind.MMAP_FD, MemoryKind.HARDWARE_BUFFER_BLOB})
 OPERATIONS = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV, OperationType.RELU,
                         OperationType.RELU1, OperationType.RELU6, OperationType.RESHAPE, OperationType.CONCATENATION,
-                        OperationType.FULLY_CONNECTED, OperationType.CONV_2D})
-OPERAND_TYPES = frozenset({F32, I32, INT32, BOOL})
-_MAX_RANK = 4  # NNAPI's limit on the tensors of every operation this driver supports
+                        OperationType.FULLY_CONNECTED}) | functions.OPERATIONS | windows.OPERATIONS
+OPERAND_TYPES = frozenset({F32, I32, BOOL8, INT32, FLOAT32, BOOL})
+_TENSORS = (F32, I32, BOOL8)
+_MAX_RANK = 4  # NNAPI's limit on the tensors of every operation this driver supports but functions.ANY_RANK
 _ELEMENTWISE = {OperationType.ADD: "Add", OperationType.SUB: "Sub", OperationType.MUL: "Mul", OperationType.DIV: "Div"}
 _CLAMP = {OperationType.RELU: (0.0, math.inf), OperationType.RELU1: (-1.0, 1.0), OperationType.RELU6: (0.0, 6.0)}
 #: Fused activation code -> (min, max) of the Clip that applies it (NONE, RELU, RELU1, RELU6).
@@ -85,10 +94,6 @@ def _combine(model_dims: Sequence[int], request_dims: Sequence[int]) -> tuple[in
     return tuple(a or b for a, b in zip(model_dims, request_dims))
 
 
-class _Unsupported(Exception):
-    """This operation, with these operands, has no translation."""
-
-
 class OrtPreparedModel:
     def __init__(self, model: Model, session, input_names: list[str], returned: list[int], output_names: list[str]) -> None:
         self.model = model
@@ -96,7 +101,7 @@ class OrtPreparedModel:
         self.input_names = input_names
         # what the graph returns: the model's outputs, then the tensors inside it (checked, not returned)
         self._returned, self.output_names = returned, output_names
-        self._least_ranks = _least_ranks(model.main)
+        self._ranks = _rank_bounds(model.main)
         self._lock = threading.Lock()
 
     def execute(self, request: Request) -> ExecutionResult:
@@ -119,10 +124,10 @@ class OrtPreparedModel:
             dims = self._check_argument(argument, operand, memories, "input")
             if not is_fully_specified(operand.type, dims):  # a 0 (unknown) or negative count, or no rank
                 raise _fail(ErrorStatus.INVALID_ARGUMENT, f"input {name}: dimensions {dims} not fully specified")
-            if index in self._least_ranks:
-                _check_rank(index, len(dims), self._least_ranks[index])
+            if index in self._ranks:
+                _check_rank(index, len(dims), *self._ranks[index])
             raw = _pread(memories[argument.location.pool_index], argument.location.offset, argument.location.length)
-            feeds[name] = np.frombuffer(raw, numpy_dtype(operand.type)).reshape(dims)
+            feeds[name] = _tensor(np.frombuffer(raw, numpy_dtype(operand.type)).reshape(dims), operand.type)
         output_dims = [self._check_argument(a, main.operands[i], memories, "output")
                        for a, i in zip(request.outputs, main.output_indexes)]
         try:
@@ -131,8 +136,8 @@ class OrtPreparedModel:
         except Exception as error:  # the runtime's own failure: a general failure of this execution
             raise _fail(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {type(error).__name__}: {error}") from None
         for index, value in zip(self._returned, results):
-            if index in self._least_ranks:
-                _check_rank(index, np.ndim(value), self._least_ranks[index])
+            if index in self._ranks:
+                _check_rank(index, np.ndim(value), *self._ranks[index])
             declared = main.operands[index].dimensions
             if index not in main.output_indexes and _combine(declared, np.shape(value)) is None:
                 raise _fail(ErrorStatus.GENERAL_FAILURE, f"operand {index}: shape {np.shape(value)} at execution, "
@@ -188,12 +193,16 @@ class OrtDevice:
 
     def get_supported_operations(self, model: Model) -> list[bool]:
         operands = model.main.operands
+        try:
+            values = _constants(model)
+        except DriverError:  # a constant it cannot read: the operations that need one are not supported
+            values = {}
         supported = []
         for operation in model.main.operations:
             try:
-                _check_supported(operation, operands)
+                _check_supported(operation, operands, values)
                 supported.append(True)
-            except (_Unsupported, IndexError):
+            except (Unsupported, IndexError):
                 supported.append(False)
         return supported
 
@@ -219,58 +228,58 @@ class OrtDevice:
 # --------------------------------------------------------------------------- model checks
 
 
-def _check_supported(operation: Operation, operands: Sequence[Operand]) -> None:
+def _check_supported(operation: Operation, operands: Sequence[Operand], values: dict[int, np.ndarray]) -> None:
     ins = [operands[i] for i in operation.inputs]
     outs = [operands[i] for i in operation.outputs]
     if operation.type not in OPERATIONS or len(outs) != 1:
-        raise _Unsupported(f"{operation.type.name} is not supported")
+        raise Unsupported(f"{operation.type.name} is not supported")
     if any(o.type not in OPERAND_TYPES for o in (*ins, *outs)):
-        raise _Unsupported("an operand type other than TENSOR_FLOAT32, TENSOR_INT32, INT32 or BOOL")
-    if any(len(o.dimensions) > 4 for o in (*ins, *outs)):
-        raise _Unsupported("a tensor of rank above 4")
+        raise Unsupported("an operand type other than TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8, INT32, FLOAT32 or BOOL")
+    if operation.type not in functions.ANY_RANK and any(len(o.dimensions) > _MAX_RANK for o in (*ins, *outs)):
+        raise Unsupported("a tensor of rank above 4")
     kind = operation.type
     data = ins[0]
-    if kind in _ELEMENTWISE:
+    if kind in functions.OPERATIONS:
+        functions.check(kind, ins, outs)
+    elif kind in windows.OPERATIONS:
+        windows.check(kind, ins, outs, values, operation.inputs)
+    elif kind in _ELEMENTWISE:
         if len(ins) != 3 or ins[1].type != data.type or outs[0].type != data.type or ins[2].type != INT32:
-            raise _Unsupported("operand types")
+            raise Unsupported("operand types")
         if data.type not in (F32, I32):
-            raise _Unsupported("operand types")
+            raise Unsupported("operand types")
     elif kind in _CLAMP:
         if len(ins) != 1 or data.type != F32 or outs[0].type != F32:
-            raise _Unsupported("operand types")
+            raise Unsupported("operand types")
     elif kind == OperationType.RESHAPE:
         if len(ins) != 2 or ins[1].type != I32 or outs[0].type != data.type or len(ins[1].dimensions) > 1:
-            raise _Unsupported("operand types")
+            raise Unsupported("operand types")
     elif kind == OperationType.CONCATENATION:
         if len(ins) < 2 or ins[-1].type != INT32 or not _constant(ins[-1]) or any(t.type != data.type for t in ins[:-1]):
-            raise _Unsupported("CONCATENATION needs tensors of one type and a constant axis")
+            raise Unsupported("CONCATENATION needs tensors of one type and a constant axis")
     elif kind == OperationType.FULLY_CONNECTED:
         if len(ins) != 4 or any(o.type != F32 for o in ins[:3]) or ins[3].type != INT32 or len(ins[1].dimensions) != 2 \
                 or 0 in ins[1].dimensions or len(data.dimensions) == 1:
-            raise _Unsupported("FULLY_CONNECTED needs float32 operands and weights of known shape")
-    elif kind == OperationType.CONV_2D:
-        if len(ins) not in (7, 8, 10, 11, 13) or any(o.type != F32 for o in ins[:3]):
-            raise _Unsupported("CONV_2D signature or types")
-        scalars = ins[3:]
-        if not all(_constant(o) for o in scalars if o.type in (INT32, BOOL)) or any(o.type not in (INT32, BOOL) for o in scalars):
-            raise _Unsupported("CONV_2D's padding, strides and layout must be constants")
-        if len(ins[1].dimensions) != 4 or 0 in ins[1].dimensions:
-            raise _Unsupported("CONV_2D needs a filter of known shape")
+            raise Unsupported("FULLY_CONNECTED needs float32 operands and weights of known shape")
 
 
-def _least_ranks(main) -> dict[int, int]:
-    """Operand index -> the least rank NNAPI allows, for each tensor an operation reads or writes whose
-    rank the model leaves unknown: known only at execution, where onnxruntime takes what NNAPI does not
-    (a rank-1 input that FULLY_CONNECTED's Reshape flattens, an Add of rank 5).  Every one has rank 4
-    at most; FULLY_CONNECTED's input at least 2."""
-    least: dict[int, int] = {}
+def _rank_bounds(main) -> dict[int, tuple[int, int | None]]:
+    """Operand index -> the least and the greatest rank NNAPI allows (None: no limit), for each tensor an
+    operation reads or writes whose rank the model leaves unknown: known only at execution, where
+    onnxruntime takes what NNAPI does not (a rank-1 input that FULLY_CONNECTED's Reshape flattens, an
+    Add of rank 5).  Rank 4 at most but for functions.ANY_RANK; FULLY_CONNECTED's input at least 2."""
+    bounds: dict[int, tuple[int, int | None]] = {}
     for operation in main.operations:
         for position, index in enumerate((*operation.inputs, *operation.outputs)):
             operand = main.operands[index]
-            if operand.type in (F32, I32) and not operand.dimensions:
-                at_least = 2 if operation.type == OperationType.FULLY_CONNECTED and position == 0 else 0
-                least[index] = max(least.get(index, 0), at_least)
-    return least
+            if operand.type in _TENSORS and not operand.dimensions:
+                least, most = bounds.get(index, (0, None))
+                if operation.type == OperationType.FULLY_CONNECTED and position == 0:
+                    least = max(least, 2)
+                if operation.type not in functions.ANY_RANK:
+                    most = _MAX_RANK
+                bounds[index] = (least, most)
+    return bounds
 
 
 def _probed(main) -> list[int]:
@@ -281,9 +290,10 @@ def _probed(main) -> list[int]:
     return sorted(outputs.difference(main.output_indexes))
 
 
-def _check_rank(index: int, rank: int, least: int) -> None:
-    if not least <= rank <= _MAX_RANK:
-        raise _fail(ErrorStatus.GENERAL_FAILURE, f"operand {index}: rank {rank} at execution (NNAPI: {least} to {_MAX_RANK})")
+def _check_rank(index: int, rank: int, least: int, most: int | None) -> None:
+    if rank < least or (most is not None and rank > most):
+        raise _fail(ErrorStatus.GENERAL_FAILURE, f"operand {index}: rank {rank} at execution "
+                                                 f"(NNAPI: {least} to {'any' if most is None else most})")
 
 
 def _constant(operand: Operand) -> bool:
@@ -314,7 +324,7 @@ def _constants(model: Model) -> dict[int, np.ndarray]:
             raw = _pread(pool, loc.offset, loc.length)
         else:
             continue
-        if not operand.dimensions and operand.type in (F32, I32) or 0 in operand.dimensions \
+        if not operand.dimensions and operand.type in _TENSORS or 0 in operand.dimensions \
                 or loc.length != _byte_size(operand.type, operand.dimensions):
             raise _fail(ErrorStatus.INVALID_ARGUMENT, f"operand {index}: length {loc.length} for dimensions {operand.dimensions}")
         values[index] = np.frombuffer(raw, numpy_dtype(operand.type)).reshape(operand.dimensions).copy()
@@ -330,22 +340,22 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
     main = model.main
     for number, operation in enumerate(main.operations):
         try:
-            _check_supported(operation, main.operands)
-        except (_Unsupported, IndexError) as error:
+            _check_supported(operation, main.operands, constants)
+        except (Unsupported, IndexError) as error:
             raise _fail(ErrorStatus.INVALID_ARGUMENT, f"operation {number} ({operation.type.name}): {error}") from None
-    elem = {F32: TensorProto.FLOAT, I32: TensorProto.INT32, INT32: TensorProto.INT32, BOOL: TensorProto.BOOL}
+    elem = {F32: TensorProto.FLOAT, I32: TensorProto.INT32, INT32: TensorProto.INT32, BOOL: TensorProto.BOOL,
+            BOOL8: TensorProto.BOOL, FLOAT32: TensorProto.FLOAT}
     name = [f"t{i}" for i in range(len(main.operands))]
     nodes: list = []
-    initializers = [numpy_helper.from_array(value.astype(np.bool_) if main.operands[i].type == BOOL else value, name[i])
-                    for i, value in constants.items()]
+    initializers = [numpy_helper.from_array(_tensor(value, main.operands[i].type), name[i]) for i, value in constants.items()]
     counter = iter(range(1 << 30))
 
     def fresh(hint: str) -> str:
         return f"{hint}_{next(counter)}"
 
-    def const(value: np.ndarray, hint: str) -> str:
+    def const(value: np.ndarray | np.generic, hint: str) -> str:
         label = fresh(hint)
-        initializers.append(numpy_helper.from_array(value, label))
+        initializers.append(numpy_helper.from_array(np.asarray(value), label))
         return label
 
     def node(op: str, inputs: list[str], **attributes) -> str:
@@ -356,16 +366,25 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
     def scalar(index: int) -> int:
         return int(constants[index].reshape(()))
 
+    def emit(op: str, inputs: list[str], out: str, **attributes) -> None:
+        nodes.append(helper.make_node(op, inputs, [out], **attributes))
+
     def activation(x: str, code_index: int, out: str) -> None:
         code = node("Cast", [name[code_index]], to=TensorProto.INT64)
         low = node("Gather", [const(np.asarray(_ACTIVATION_MIN, np.float32), "act_min"), code])
         high = node("Gather", [const(np.asarray(_ACTIVATION_MAX, np.float32), "act_max"), code])
         nodes.append(helper.make_node("Clip", [x, low, high], [out]))
 
+    builder = Builder(name, node, emit, const, lambda index: constants[index].reshape(()).item(), activation)
+
     for operation in main.operations:
         ins, out = list(operation.inputs), name[operation.outputs[0]]
         kind = operation.type
-        if kind == OperationType.DIV and main.operands[ins[0]].type == I32:
+        if kind in functions.OPERATIONS:
+            functions.translate(kind, ins, operation.outputs[0], main.operands, builder)
+        elif kind in windows.OPERATIONS:
+            windows.translate(kind, ins, operation.outputs[0], main.operands, constants, builder)
+        elif kind == OperationType.DIV and main.operands[ins[0]].type == I32:
             nodes.append(helper.make_node("Identity", [_floor_divide(name[ins[0]], name[ins[1]], node, const)], [out]))
         elif kind in _ELEMENTWISE:
             result = node(_ELEMENTWISE[kind], [name[ins[0]], name[ins[1]]])
@@ -386,8 +405,6 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
             flat = node("Reshape", [name[ins[0]], const(np.asarray([-1, size], np.int64), "fc_shape")])
             result = node("Gemm", [flat, name[ins[1]], name[ins[2]]], transB=1)
             activation(result, ins[3], out)
-        elif kind == OperationType.CONV_2D:
-            _conv(main.operands, ins, out, name, scalar, node, const, activation, nodes, helper)
     graph_inputs = [helper.make_tensor_value_info(name[i], elem[main.operands[i].type],
                                                   _onnx_shape(main.operands[i].dimensions, f"in{i}"))
                     for i in main.input_indexes]
@@ -422,54 +439,6 @@ def _floor_divide(a: str, b: str, node, const) -> str:
     return node("Sub", [quotient, node("Cast", [node("And", [inexact, signs_differ])], to=TensorProto.INT32)])
 
 
-def _same_padded(data: str, strides: list[int], spans: list[int], node, const) -> str:
-    """NNAPI's SAME padding of an NCHW tensor computed in the graph from its height and width (onnxruntime's
-    SAME auto-padding refuses dilation, and the size may be known only at execution): enough for
-    ceil(size / stride) outputs, the odd pixel at the end."""
-    size = node("Gather", [node("Shape", [data]), const(np.asarray([2, 3], np.int64), "hw")])
-    stride = const(np.asarray(strides, np.int64), "strides")
-    one, zeros = const(np.int64(1), "one"), const(np.zeros(2, np.int64), "zeros")
-    outputs = node("Div", [node("Sub", [node("Add", [size, stride]), one]), stride])
-    needed = node("Sub", [node("Add", [node("Mul", [node("Sub", [outputs, one]), stride]),
-                                       const(np.asarray(spans, np.int64), "spans")]), size])
-    total = node("Max", [needed, zeros])
-    before = node("Div", [total, const(np.full(2, 2, np.int64), "two")])
-    after = node("Sub", [total, before])
-    pads = node("Concat", [zeros, before, zeros, after], axis=0)  # batch and channel axes are not padded
-    return node("Pad", [data, pads])
-
-
-def _conv(operands, ins, out, name, scalar, node, const, activation, nodes, helper) -> None:
-    implicit = conv_2d_has_padding_scheme([operands[i] for i in ins])
-    layout_at = 7 if implicit else 10
-    nchw = len(ins) > layout_at and bool(scalar(ins[layout_at]))
-    dilations = [scalar(ins[layout_at + 2]), scalar(ins[layout_at + 1])] if len(ins) > layout_at + 1 else [1, 1]
-    attributes: dict = {"dilations": dilations}
-    same_dilated = False
-    if implicit:
-        scheme, stride_w, stride_h = scalar(ins[3]), scalar(ins[4]), scalar(ins[5])
-        if scheme not in (1, 2):
-            raise _fail(ErrorStatus.INVALID_ARGUMENT, f"CONV_2D: padding scheme {scheme} (NNAPI: 1 SAME or 2 VALID)")
-        # SAME_UPPER: the odd pixel at the end, as NNAPI; with dilation, padded in the graph (_same_padded)
-        same_dilated = scheme == 1 and dilations != [1, 1]
-        attributes["auto_pad"] = "VALID" if scheme == 2 or same_dilated else "SAME_UPPER"
-        code_at = 6
-    else:
-        left, right, top, bottom = (scalar(i) for i in ins[3:7])
-        stride_w, stride_h = scalar(ins[7]), scalar(ins[8])
-        attributes["pads"] = [top, left, bottom, right]
-        code_at = 9
-    attributes["strides"] = [stride_h, stride_w]
-    data = name[ins[0]] if nchw else node("Transpose", [name[ins[0]]], perm=[0, 3, 1, 2])
-    if same_dilated:
-        kernel = operands[ins[1]].dimensions
-        spans = [(kernel[1] - 1) * dilations[0] + 1, (kernel[2] - 1) * dilations[1] + 1]
-        data = _same_padded(data, [stride_h, stride_w], spans, node, const)
-    weights = node("Transpose", [name[ins[1]]], perm=[0, 3, 1, 2])  # OHWI -> OIHW
-    result = node("Conv", [data, weights, name[ins[2]]], **attributes)
-    if nchw:
-        activation(result, ins[code_at], out)
-    else:
-        clipped = f"{out}_nchw"
-        activation(result, ins[code_at], clipped)
-        nodes.append(helper.make_node("Transpose", [clipped], [out], perm=[0, 2, 3, 1]))
+def _tensor(value: np.ndarray, operand_type: OperandType) -> np.ndarray:
+    """A value as ONNX takes it: a TENSOR_BOOL8 or BOOL byte other than 0 is true (NNAPI)."""
+    return value != 0 if operand_type in (BOOL8, BOOL) else value

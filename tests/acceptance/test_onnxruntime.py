@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness.api.hal import DataLocation, Operand, OperandLifeTime, OperandType, Operation, OperationType, RequestArgument, Subgraph
@@ -24,7 +25,7 @@ from reference_driver import ReferenceDevice
 
 pytest.importorskip("onnxruntime", reason="the ort extra installs it (the README's test command does)")
 
-F32, INT32 = OperandType.TENSOR_FLOAT32, OperandType.INT32
+F32, INT32, BOOL8 = OperandType.TENSOR_FLOAT32, OperandType.INT32, OperandType.TENSOR_BOOL8
 INPUT, OUTPUT, CONSTANT = OperandLifeTime.SUBGRAPH_INPUT, OperandLifeTime.SUBGRAPH_OUTPUT, OperandLifeTime.CONSTANT_COPY
 _CANARY = b"\xa5" * 4
 
@@ -84,6 +85,49 @@ def _input_given_a_negative_dimension() -> Scenario:
 def test_onnxruntime_agrees_with_the_reference_on_what_fuzzing_found(scenario: Scenario) -> None:
     with driver_under_test("onnxruntime", "process") as driver:
         assert_conforms("REQ-2", scenario, run_scenario(ReferenceDevice(), scenario), run_scenario(driver, scenario))
+
+
+def _max_pool_of_stride_above_its_filter() -> Scenario:
+    """MAX_POOL_2D, SAME padding, a 1 x 1 filter at stride 2, of an input whose height and width are
+    known only at execution: onnxruntime's SAME auto-padding failed on the negative total padding
+    that NNAPI makes 0."""
+    parameters = np.asarray([1, 2, 2, 1, 1, 0], np.int32)  # SAME, strides, filter, no activation
+    operands = (Operand(F32, (1, 0, 0, 1), lifetime=INPUT),
+                *(Operand(INT32, (), lifetime=CONSTANT, location=DataLocation(0, 4 * i, 4)) for i in range(6)),
+                Operand(F32, (1, 0, 0, 1), lifetime=OUTPUT))
+    subgraph = Subgraph(operands, (Operation(OperationType.MAX_POOL_2D, tuple(range(7)), (7,)),), (0,), (7,))
+    data = np.arange(9, dtype=np.float32).tobytes()
+    return Scenario(subgraph, parameters.tobytes(), (), (_argument(0, 36, (1, 3, 3, 1)),), (_argument(36, 16, (1, 2, 2, 1)),),
+                    (MemorySpec(MemoryKind.ASHMEM, data + bytes(16) + _CANARY),), notes=("MAX_POOL_2D, stride above its filter",))
+
+
+def _booleans_ordered() -> Scenario:
+    """GREATER of two TENSOR_BOOL8 tensors, a byte of 2 among them (true): ONNX orders no booleans."""
+    operands = (Operand(BOOL8, (4,), lifetime=INPUT), Operand(BOOL8, (4,), lifetime=INPUT), Operand(BOOL8, (4,), lifetime=OUTPUT))
+    subgraph = Subgraph(operands, (Operation(OperationType.GREATER, (0, 1), (2,)),), (0, 1), (2,))
+    return Scenario(subgraph, b"", (), (_argument(0, 4), _argument(4, 4)), (_argument(8, 4),),
+                    (MemorySpec(MemoryKind.ASHMEM, bytes([0, 1, 2, 0, 0, 0, 1, 1]) + bytes(4) + _CANARY),),
+                    notes=("GREATER of booleans",))
+
+
+def _prelu_broadcast_both_ways() -> Scenario:
+    """PRELU of a (1, 2) input and a (3, 1) alpha, whose output is (3, 2): ONNX's PRelu is specified to
+    broadcast alpha to the input's shape only, and the driver had refused the model."""
+    alpha = np.asarray([[0.5], [-2.0], [3.0]], np.float32)
+    operands = (Operand(F32, (1, 2), lifetime=INPUT), Operand(F32, (3, 1), lifetime=CONSTANT, location=DataLocation(0, 0, 12)),
+                Operand(F32, (3, 2), lifetime=OUTPUT))
+    subgraph = Subgraph(operands, (Operation(OperationType.PRELU, (0, 1), (2,)),), (0,), (2,))
+    data = np.asarray([-1.5, 2.0], np.float32).tobytes()
+    return Scenario(subgraph, alpha.tobytes(), (), (_argument(0, 8),), (_argument(8, 24),),
+                    (MemorySpec(MemoryKind.ASHMEM, data + bytes(24) + _CANARY),), notes=("PRELU, broadcast both ways",))
+
+
+@pytest.mark.parametrize("scenario", [_max_pool_of_stride_above_its_filter(), _booleans_ordered(), _prelu_broadcast_both_ways()],
+                         ids=lambda scenario: scenario.notes[0])
+def test_onnxruntime_agrees_with_the_reference_where_a_translation_differed(scenario: Scenario) -> None:
+    """What the differential suites found where ONNX's operator is not NNAPI's, worked around in the driver."""
+    with driver_under_test("onnxruntime", "process") as driver:
+        assert_conforms("POOL-2", scenario, run_scenario(ReferenceDevice(), scenario), run_scenario(driver, scenario))
 
 
 def test_onnxruntime_is_certified_with_nothing_left_unrun(tmp_path: Path) -> None:

@@ -1,0 +1,280 @@
+"""The operations over windows of an image: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
+AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D and RESIZE_NEAREST_NEIGHBOR, translated to ONNX's Conv,
+pools and Resize (float32).
+
+Not translated: TRANSPOSE_CONV_2D, whose output shape may be a model input where ONNX's
+ConvTranspose takes it (and its padding) as attributes; RESIZE_BILINEAR, where onnxruntime rounds
+each output pixel's source position otherwise than NNAPI's CPU implementation (with align_corners
+it computes y x (in - 1) / (out - 1), NNAPI y times the quotient rounded to float32): the ulp of
+difference in a position moves an interpolated value further than CHOICE-7's bound allows, though
+NeuralNetworks.h makes neither rounding wrong.
+
+ONNX works on NCHW: an NHWC input is transposed in and its result back out.  Every parameter
+scalar must be a constant (it becomes an attribute); `check` raises `Unsupported` otherwise, or
+where onnxruntime cannot express NNAPI's operation (a pool's padding as wide as its filter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from harness.api.hal import Operand, OperandLifeTime, OperandType, OperationType
+
+from .functions import Builder, Unsupported
+
+F32, I32, INT32, BOOL, FLOAT32 = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.INT32,
+                                  OperandType.BOOL, OperandType.FLOAT32)
+Op = OperationType
+SAME, VALID = 1, 2
+_PADS = ("left", "right", "top", "bottom")
+_POOLS = {Op.AVERAGE_POOL_2D: "AveragePool", Op.MAX_POOL_2D: "MaxPool", Op.L2_POOL_2D: "AveragePool"}
+_RESIZES = {Op.RESIZE_NEAREST_NEIGHBOR: 4}  # the least number of inputs
+CONVOLUTIONS = frozenset({Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.GROUPED_CONV_2D})
+OPERATIONS = CONVOLUTIONS | frozenset(_POOLS) | frozenset(_RESIZES)
+
+#: (operation, padding scheme signature) -> (where the parameters start, their names in order,
+#: the numbers of inputs NeuralNetworks.h allows).
+_SIGNATURES: dict[tuple[OperationType, bool], tuple[int, tuple[str, ...], tuple[int, ...]]] = {
+    (Op.CONV_2D, True): (3, ("scheme", "stride_w", "stride_h", "activation", "layout", "dilation_w", "dilation_h"), (7, 8, 10)),
+    (Op.CONV_2D, False): (3, (*_PADS, "stride_w", "stride_h", "activation", "layout", "dilation_w", "dilation_h"), (10, 11, 13)),
+    (Op.DEPTHWISE_CONV_2D, True): (3, ("scheme", "stride_w", "stride_h", "groups", "activation", "layout", "dilation_w",
+                                       "dilation_h"), (8, 9, 11)),
+    (Op.DEPTHWISE_CONV_2D, False): (3, (*_PADS, "stride_w", "stride_h", "groups", "activation", "layout", "dilation_w",
+                                        "dilation_h"), (11, 12, 14)),
+    (Op.GROUPED_CONV_2D, True): (3, ("scheme", "stride_w", "stride_h", "groups", "activation", "layout"), (9,)),
+    (Op.GROUPED_CONV_2D, False): (3, (*_PADS, "stride_w", "stride_h", "groups", "activation", "layout"), (12,)),
+    **{(pool, True): (1, ("scheme", "stride_w", "stride_h", "filter_w", "filter_h", "activation", "layout"), (7, 8))
+       for pool in _POOLS},
+    **{(pool, False): (1, (*_PADS, "stride_w", "stride_h", "filter_w", "filter_h", "activation", "layout"), (10, 11))
+       for pool in _POOLS},
+}
+
+
+def _constant(operand: Operand) -> bool:
+    return operand.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+
+
+def _need(condition: bool, why: str) -> None:
+    if not condition:
+        raise Unsupported(why)
+
+
+def _implicit(kind: OperationType, ins: Sequence[Operand]) -> bool:
+    """Whether the signature takes a padding scheme (NeuralNetworks.h tells them apart by count, and
+    by the type of the input where an explicit signature has an INT32 and a scheme one the BOOL layout)."""
+    if kind in _POOLS:
+        return len(ins) in (7, 8)
+    if kind == Op.CONV_2D:
+        return len(ins) in (7, 8) or (len(ins) == 10 and ins[7].type == BOOL)
+    if kind == Op.DEPTHWISE_CONV_2D:
+        return len(ins) in (8, 9) or (len(ins) == 11 and ins[8].type == BOOL)
+    return len(ins) == 9
+
+
+def _slots(kind: OperationType, ins: Sequence[Operand]) -> dict[str, int]:
+    """Parameter name -> the operation input that holds it, for the inputs present."""
+    start, names, counts = _SIGNATURES[(kind, _implicit(kind, ins))]
+    _need(len(ins) in counts, f"{kind.name}: {len(ins)} inputs")
+    return {name: start + offset for offset, name in enumerate(names) if start + offset < len(ins)}
+
+
+def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], values: Mapping[int, np.ndarray],
+          indexes: Sequence[int]) -> None:
+    """``values`` holds the constants' values by operand index, ``indexes`` the operation's inputs."""
+    data, out = ins[0], outs[0]
+    _need(data.type == F32 and out.type == F32, f"{kind.name}: float32 only")
+    _need(len(data.dimensions) in (0, 4) and len(out.dimensions) in (0, 4), f"{kind.name}: tensors of rank 4")
+    if kind in _RESIZES:
+        _check_resize(kind, ins, values, indexes)
+        return
+    slots = _slots(kind, ins)
+    for name, at in slots.items():
+        wanted = BOOL if name == "layout" else INT32
+        _need(ins[at].type == wanted and _constant(ins[at]) and indexes[at] in values,
+              f"{kind.name}: its {name} must be a constant {wanted.name}")
+    if kind in CONVOLUTIONS:
+        _need(ins[1].type == F32 and ins[2].type == F32, f"{kind.name}: float32 filter and bias")
+        _need(len(ins[1].dimensions) == 4 and 0 not in ins[1].dimensions, f"{kind.name}: a filter of known shape")
+    scalars = {name: int(values[indexes[at]].reshape(-1)[0]) for name, at in slots.items()}
+    if "scheme" in scalars:
+        _need(scalars["scheme"] in (SAME, VALID), f"{kind.name}: padding scheme {scalars['scheme']}")
+    _need(min(v for k, v in scalars.items() if k.startswith(("stride", "dilation", "filter", "groups"))) > 0,
+          f"{kind.name}: strides, dilations, filter sizes and groups are positive")
+    if kind == Op.DEPTHWISE_CONV_2D:
+        _need(ins[1].dimensions[0] == 1 and ins[1].dimensions[3] % scalars["groups"] == 0,
+              "DEPTHWISE_CONV_2D: filter depth a multiple of the depth multiplier")
+    if kind in _POOLS and "left" in scalars:
+        # onnxruntime's pools refuse padding as wide as the filter, which NNAPI allows
+        _need(max(scalars["left"], scalars["right"]) < scalars["filter_w"]
+              and max(scalars["top"], scalars["bottom"]) < scalars["filter_h"],
+              f"{kind.name}: onnxruntime takes no padding as wide as the filter")
+    if "left" in scalars:
+        _need(min(scalars[p] for p in _PADS) >= 0, f"{kind.name}: negative padding")
+
+
+def _check_resize(kind: OperationType, ins: Sequence[Operand], values: Mapping[int, np.ndarray],
+                  indexes: Sequence[int]) -> None:
+    _need(_RESIZES[kind] <= len(ins) <= 6, f"{kind.name}: {len(ins)} inputs")
+    _need(ins[1].type in (INT32, FLOAT32) and ins[2].type == ins[1].type, f"{kind.name}: output size types")
+    _need(all(_constant(o) and i in values for o, i in zip(ins[1:], indexes[1:])), f"{kind.name}: constant parameters")
+    _need(all(o.type == BOOL for o in ins[3:]), f"{kind.name}: flags of type BOOL")
+    flags = [bool(values[i].reshape(-1)[0]) for i in indexes[3:]]
+    _need(not (len(flags) == 3 and flags[1] and flags[2]), f"{kind.name}: align_corners and half_pixel_centers both true")
+    sizes = [float(values[i].reshape(-1)[0]) for i in indexes[1:3]]
+    _need(min(sizes) > 0 and all(np.isfinite(sizes)), f"{kind.name}: positive output sizes")
+
+
+def _flag(g: Builder, slots: Mapping[str, int], name: str) -> bool:
+    return name in slots and bool(g.scalar(slots[name]))
+
+
+def _nchw(data: str, nchw: bool, g: Builder) -> str:
+    return data if nchw else g.node("Transpose", [data], perm=[0, 3, 1, 2])
+
+
+def _finish(result: str, code_index: int, nchw: bool, target: str, g: Builder) -> None:
+    """The fused activation, then the result in the operation's layout."""
+    if nchw:
+        g.activation(result, code_index, target)
+    else:
+        clipped = f"{target}_nchw"
+        g.activation(result, code_index, clipped)
+        g.emit("Transpose", [clipped], target, perm=[0, 2, 3, 1])
+
+
+def _same_padded(data: str, strides: list[int], spans: list[int], g: Builder, fill: float = 0.0) -> str:
+    """NNAPI's SAME padding of an NCHW tensor computed in the graph from its height and width (onnxruntime's
+    SAME auto-padding refuses dilation, and the size may be known only at execution): enough for
+    ceil(size / stride) outputs, the odd pixel at the end."""
+    size = g.node("Gather", [g.node("Shape", [data]), g.const(np.asarray([2, 3], np.int64), "hw")])
+    stride = g.const(np.asarray(strides, np.int64), "strides")
+    one, zeros = g.const(np.int64(1), "one"), g.const(np.zeros(2, np.int64), "zeros")
+    outputs = g.node("Div", [g.node("Sub", [g.node("Add", [size, stride]), one]), stride])
+    needed = g.node("Sub", [g.node("Add", [g.node("Mul", [g.node("Sub", [outputs, one]), stride]),
+                                           g.const(np.asarray(spans, np.int64), "spans")]), size])
+    total = g.node("Max", [needed, zeros])
+    before = g.node("Div", [total, g.const(np.full(2, 2, np.int64), "two")])
+    after = g.node("Sub", [total, before])
+    pads = g.node("Concat", [zeros, before, zeros, after], axis=0)  # batch and channel axes are not padded
+    return g.node("Pad", [data, pads, g.const(np.float32(fill), "fill")])
+
+
+def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Sequence[Operand],
+              values: Mapping[int, np.ndarray], g: Builder) -> None:
+    if kind in _RESIZES:
+        _resize(kind, ins, out, g)
+        return
+    slots = _slots(kind, [operands[i] for i in ins])
+    slots = {name: ins[at] for name, at in slots.items()}
+    scalars = {name: int(values[index].reshape(-1)[0]) for name, index in slots.items()}
+    nchw = bool(scalars.get("layout", 0))
+    data = _nchw(g.name[ins[0]], nchw, g)
+    strides = [scalars["stride_h"], scalars["stride_w"]]
+    attributes: dict = {"strides": strides}
+    if kind in _POOLS:
+        attributes["kernel_shape"] = [scalars["filter_h"], scalars["filter_w"]]
+        dims = operands[ins[0]].dimensions
+        size = (dims[2], dims[3]) if nchw and dims else (dims[1], dims[2]) if dims else (0, 0)
+        if "scheme" in scalars and scalars["scheme"] == SAME and 0 not in size:
+            # onnxruntime's SAME auto-padding fails where the window passes the input with padding to spare
+            # (a negative total, which NNAPI makes 0): worked out here where the size is known
+            (top, bottom), (left, right) = (_same(extent, stride, kernel) for extent, stride, kernel in
+                                            ((size[0], scalars["stride_h"], scalars["filter_h"]),
+                                             (size[1], scalars["stride_w"], scalars["filter_w"])))
+            attributes["pads"] = [top, left, bottom, right]
+        elif "scheme" in scalars and scalars["scheme"] == SAME and min(
+                scalars["filter_h"] - scalars["stride_h"], scalars["filter_w"] - scalars["stride_w"]) < 0:
+            _pool_padded_in_graph(kind, data, strides, attributes["kernel_shape"], slots["activation"], nchw, g.name[out], g)
+            return
+        elif "scheme" in scalars:
+            attributes["auto_pad"] = "SAME_UPPER" if scalars["scheme"] == SAME else "VALID"
+        else:
+            attributes["pads"] = [scalars["top"], scalars["left"], scalars["bottom"], scalars["right"]]
+        if kind == Op.L2_POOL_2D:  # the root of the mean square over the window, padding not counted
+            result = g.node("Sqrt", [g.node("AveragePool", [g.node("Mul", [data, data])], **attributes)])
+        else:
+            result = g.node(_POOLS[kind], [data], **attributes)
+        _finish(result, slots["activation"], nchw, g.name[out], g)
+        return
+    kernel = operands[ins[1]].dimensions
+    dilations = [scalars.get("dilation_h", 1), scalars.get("dilation_w", 1)]
+    attributes["dilations"] = dilations
+    if kind == Op.DEPTHWISE_CONV_2D:  # [1, h, w, channels x multiplier] -> one group per input channel
+        weights = g.node("Transpose", [g.name[ins[1]]], perm=[3, 0, 1, 2])
+        attributes["group"] = kernel[3] // scalars["groups"]
+    else:
+        weights = g.node("Transpose", [g.name[ins[1]]], perm=[0, 3, 1, 2])  # OHWI -> OIHW
+        attributes["group"] = scalars.get("groups", 1)
+    if "scheme" in scalars:
+        # SAME_UPPER: the odd pixel at the end, as NNAPI; with dilation, padded in the graph (_same_padded)
+        same_dilated = scalars["scheme"] == SAME and dilations != [1, 1]
+        attributes["auto_pad"] = "VALID" if scalars["scheme"] == VALID or same_dilated else "SAME_UPPER"
+        if same_dilated:
+            spans = [(kernel[1] - 1) * dilations[0] + 1, (kernel[2] - 1) * dilations[1] + 1]
+            data = _same_padded(data, strides, spans, g)
+    else:
+        attributes["pads"] = [scalars["top"], scalars["left"], scalars["bottom"], scalars["right"]]
+    result = g.node("Conv", [data, weights, g.name[ins[2]]], **attributes)
+    _finish(result, slots["activation"], nchw, g.name[out], g)
+
+
+def _pool_padded_in_graph(kind: OperationType, data: str, strides: list[int], kernel: list[int], code_index: int,
+                          nchw: bool, target: str, g: Builder) -> None:
+    """A SAME pool of an input whose size is known only at execution, its filter narrower than its stride:
+    onnxruntime's auto-padding then fails on a negative total (which NNAPI makes 0), so the padding is
+    worked out in the graph.  The padding never wins a maximum (it is -inf); an average is the window's
+    sum over its count of input pixels, both pooled over the zero-padded values and a padded tensor of ones."""
+    attributes = {"kernel_shape": kernel, "strides": strides}
+    if kind == Op.MAX_POOL_2D:
+        result = g.node("MaxPool", [_same_padded(data, strides, kernel, g, -np.inf)], **attributes)
+    else:
+        values = g.node("Mul", [data, data]) if kind == Op.L2_POOL_2D else data
+        ones = g.node("ConstantOfShape", [g.node("Shape", [values])], value=_one())
+        total = g.node("AveragePool", [_same_padded(values, strides, kernel, g)], count_include_pad=1, **attributes)
+        count = g.node("AveragePool", [_same_padded(ones, strides, kernel, g)], count_include_pad=1, **attributes)
+        result = g.node("Div", [total, count])
+        if kind == Op.L2_POOL_2D:
+            result = g.node("Sqrt", [result])
+    _finish(result, code_index, nchw, target, g)
+
+
+def _one():
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.ones(1, np.float32))
+
+
+def _same(size: int, stride: int, kernel: int) -> tuple[int, int]:
+    """NNAPI's SAME padding of one extent: enough for ceil(size / stride) outputs, the odd pixel at the end."""
+    total = max((-(-size // stride) - 1) * stride + kernel - size, 0)
+    return total // 2, total - total // 2
+
+
+def _resize(kind: OperationType, ins: Sequence[int], out: int, g: Builder) -> None:
+    """Resize to sizes worked out in the graph: the batch and depth kept, the height and width given, or
+    floor(size x factor) in float32 (NNAPI's CPU implementation); each output pixel then samples the
+    input where NNAPI's does (ONNX's coordinate transformations name NNAPI's three placements)."""
+    from onnx import TensorProto
+
+    nchw, align, half = (len(ins) > at and bool(g.scalar(ins[at])) for at in (3, 4, 5))
+    data = _nchw(g.name[ins[0]], nchw, g)
+    shape = g.node("Shape", [data])
+    kept = g.node("Slice", [shape, g.const(np.asarray([0], np.int64), "start"), g.const(np.asarray([2], np.int64), "end")])
+    height, width = g.scalar(ins[2]), g.scalar(ins[1])
+    if isinstance(height, (int, np.integer)):
+        spatial = g.const(np.asarray([height, width], np.int64), "hw")
+    else:
+        given = g.node("Slice", [shape, g.const(np.asarray([2], np.int64), "start"), g.const(np.asarray([4], np.int64), "end")])
+        scaled = g.node("Mul", [g.node("Cast", [given], to=TensorProto.FLOAT), g.const(np.asarray([height, width], np.float32),
+                                                                                       "factors")])
+        spatial = g.node("Cast", [g.node("Floor", [scaled])], to=TensorProto.INT64)
+    sizes = g.node("Concat", [kept, spatial], axis=0)
+    attributes = {"mode": "nearest", "nearest_mode": "round_prefer_ceil" if align else "floor",
+                  "coordinate_transformation_mode": "align_corners" if align else "tf_half_pixel_for_nn" if half else "asymmetric"}
+    result = g.node("Resize", [data, "", "", sizes], **attributes)
+    if nchw:
+        g.emit("Identity", [result], g.name[out])
+    else:
+        g.emit("Transpose", [result], g.name[out], perm=[0, 2, 3, 1])
