@@ -36,7 +36,7 @@ from harness.api.hal import (
 from harness.api.memory import DetachedRegion, Memory, MemoryMapError, read_detached, seal_against_shrinking
 
 from .buffers import ManagedBuffer, TokenTable, locked
-from .ops import KernelError
+from .ops import OPTIONAL_INPUTS, KernelError
 from .validation import Rules, enforce
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,9 +109,8 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
         operand = subgraph.operands[operand_index]
         enforce(rules.no_value_argument_empty(argument), "REQ-2", lambda: f"{where}: hasNoValue with a location or dimensions")
         if argument.has_no_value:
-            # an input the model declares empty (a 0 extent: an omitted optional operand, such as
-            # TRANSPOSE's permutation) has no value to give; any other input is required
-            if direction is IODirection.INPUT and 0 in operand.dimensions:
+            # an optional input of every operation reading it (TRANSPOSE's permutation) may be omitted
+            if direction is IODirection.INPUT and _omittable(subgraph, operand_index):
                 bindings.append(Binding(direction, io_index, operand_index, operand, argument, operand.dimensions))
                 continue
             if direction is IODirection.INPUT:
@@ -137,6 +136,11 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
         bindings.append(binding)
     enforce(rules.token_output_exclusive(token_uses), "DOM-ROLE-3", "a token used as an output is used again")
     return bindings
+
+
+def _omittable(subgraph, operand_index: int) -> bool:
+    readers = [(o, o.inputs.index(operand_index)) for o in subgraph.operations if operand_index in o.inputs]
+    return bool(readers) and all(at in OPTIONAL_INPUTS.get(o.type, ()) for o, at in readers)
 
 
 def _bind_token(prepared: ReferencePreparedModel, binding: Binding, buffer: ManagedBuffer, where: str) -> None:

@@ -21,7 +21,7 @@ from . import (activations, comparisons, conv, conversions, elementwise, nn, poi
                slicing)
 from ._numeric import KernelError, Refusal
 
-__all__ = ["KERNELS", "Kernel", "KernelError", "Refusal"]
+__all__ = ["KERNELS", "OPTIONAL_INPUTS", "Kernel", "KernelError", "Refusal"]
 
 
 @dataclass(frozen=True)
@@ -58,3 +58,5 @@ KERNELS.update({op: Kernel(*pair) for module in (activations, pointwise, compari
                 for op, pair in module.TABLE.items()})
 # the shape and layout operations (rearrange.py, slicing.py; SPLIT and TOPK_V2 have several outputs)
 KERNELS.update({op: Kernel(*pair) for module in (rearrange, slicing) for op, pair in module.TABLE.items()})
+#: operation -> the positions of its inputs a request may give no value (an omitted optional operand).
+OPTIONAL_INPUTS: dict[OperationType, frozenset[int]] = {**rearrange.OPTIONAL_INPUTS, **slicing.OPTIONAL_INPUTS}

@@ -127,3 +127,19 @@ def test_refusals_name_the_operand_and_the_feature(op, params, outputs, feature)
     with pytest.raises(DriverError) as refused:
         ReferenceDevice().prepare_model(b.build())
     assert refused.value.status == ErrorStatus.INVALID_ARGUMENT and feature in str(refused.value)
+
+
+def test_a_request_may_omit_only_an_optional_input() -> None:
+    b = ModelBuilder()
+    x, perm = b.input(F32, (2, 3)), b.input(I32, (0,))
+    b.operation(Op.TRANSPOSE, [x, perm], F32, (3, 2))
+    model = b.build()
+    prepared = ReferenceDevice().prepare_model(model)
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    request, _, out = pack_request(model, [value, None])  # the permutation omitted: the axes reversed
+    assert prepared.execute(request).output_shapes[0].dimensions == (3, 2)
+    assert np.frombuffer(out.read(), np.float32, count=6).reshape(3, 2).tolist() == value.T.tolist()
+    request, _, _ = pack_request(model, [None, np.array([1, 0], np.int32)])  # the data input is required
+    with pytest.raises(DriverError) as refused:
+        prepared.execute(request)
+    assert refused.value.status == ErrorStatus.INVALID_ARGUMENT and refused.value.rule == "REQ-1"
