@@ -21,7 +21,8 @@ import numpy as np
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from harness.api.hal import Capabilities, OperandType, OperationType
+from harness.api.hal import (Capabilities, DataLocation, Operand, OperandLifeTime, OperandType, Operation, OperationType,
+                              Subgraph)
 
 from .models import ModelCase, _Case, _Choices, _start
 from .values import FLOAT_TYPES, QUANT_TYPES, arrays, usable_types
@@ -48,6 +49,10 @@ FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "tile": (Op.TILE,),
     "several_outputs": (Op.SPLIT, Op.TOPK_V2),
 }
+#: One family per operation above; then two operations in a row: one of a single output, its result a
+#: temporary that a TRANSPOSE reads (the first operation's output shape unknown to the model half the time).
+SINGLE_FAMILIES = dict(FAMILIES)
+FAMILIES["chained"] = tuple(op for name, ops in SINGLE_FAMILIES.items() if name != "several_outputs" for op in ops)
 #: The parameter types each operation's models need declared besides the data type.
 _COMPANIONS: dict[OperationType, frozenset[OperandType]] = {
     Op.SPACE_TO_BATCH_ND: frozenset({I32}), Op.BATCH_TO_SPACE_ND: frozenset({I32}),
@@ -74,6 +79,8 @@ def operation_types(caps: Capabilities, op: OperationType) -> tuple[OperandType,
 
 def operations(caps: Capabilities, family: str) -> tuple[OperationType, ...]:
     """The operations of ``family`` a model can be built of for this driver (declared, on a type it declares)."""
+    if family == "chained" and not (Op.TRANSPOSE in caps.operations and operation_types(caps, Op.TRANSPOSE)):
+        return ()
     return tuple(op for op in FAMILIES[family] if op in caps.operations and operation_types(caps, op))
 
 
@@ -355,6 +362,45 @@ def several_output_models(draw, caps: Capabilities) -> ModelCase:
     return m.case.done([out, out], f"TOPK_V2 {type.name} k {k}")
 
 
+@st.composite
+def chained_models(draw, caps: Capabilities) -> ModelCase:
+    """A model of any single-output family here whose output, a temporary, a TRANSPOSE then reads
+    (on a type both take): each kernel's result is another's input, not only a request's output."""
+    c = _start(draw)
+    ops = tuple(op for op in operations(caps, "chained") if set(operation_types(caps, op)) & set(operation_types(caps, Op.TRANSPOSE)))
+    if not ops:
+        reject()  # no operation shares a type with TRANSPOSE for this driver: not an example
+    first_op = c.choice(ops, "first operation")
+    transposable = frozenset(operation_types(caps, Op.TRANSPOSE))
+    narrowed = dataclasses.replace(caps, operations=frozenset({first_op}), operand_types=frozenset(
+        t for t in caps.operand_types if t not in OPERATION_TYPES[first_op] or t in transposable))
+    family = next(name for name, members in SINGLE_FAMILIES.items() if first_op in members)
+    first = draw(MAKERS[family](narrowed), label="first operation's model")
+    return _then_transpose(first, c)
+
+
+def _then_transpose(first: ModelCase, c: _Choices) -> ModelCase:
+    sub = first.subgraph
+    middle = sub.output_indexes[0]
+    shape = first.output_shapes[0]
+    perm = c.choice(_PERMUTATIONS[len(shape)], "permutation")
+    between = sub.operands[middle]
+    dims = between.dimensions if c.boolean("temporary's shape declared") else tuple(0 for _ in between.dimensions)
+    operands = list(sub.operands)
+    operands[middle] = dataclasses.replace(between, dimensions=dims, lifetime=OperandLifeTime.TEMPORARY_VARIABLE)
+    raw = np.asarray(perm, np.int32).tobytes()
+    at = len(first.operand_values) + (-len(first.operand_values) % 8)
+    operands.append(Operand(I32, (len(perm),), 0.0, 0, OperandLifeTime.CONSTANT_COPY, DataLocation(0, at, len(raw))))
+    out_shape = tuple(shape[a] for a in perm)
+    operands.append(Operand(between.type, c.declared(out_shape, "TRANSPOSE output"), between.scale, between.zero_point,
+                            OperandLifeTime.SUBGRAPH_OUTPUT))
+    operations = (*sub.operations, Operation(Op.TRANSPOSE, (middle, len(operands) - 2), (len(operands) - 1,)))
+    subgraph = Subgraph(tuple(operands), operations, sub.input_indexes, (len(operands) - 1,))
+    values = first.operand_values + b"\0" * (at - len(first.operand_values)) + raw
+    return dataclasses.replace(first, subgraph=subgraph, operand_values=values, output_shapes=(out_shape,),
+                               label=f"{first.label} then TRANSPOSE {perm}", choices=first.choices + tuple(c.made))
+
+
 MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "space_batch": space_batch_models,
     "space_depth": space_depth_models,
@@ -365,11 +411,12 @@ MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "rank_change": rank_change_models,
     "tile": tile_models,
     "several_outputs": several_output_models,
+    "chained": chained_models,
 }
 
 
 @functools.lru_cache(maxsize=256)
 def single_operation_models(caps: Capabilities, op: OperationType) -> st.SearchStrategy[ModelCase]:
     """Models of ``op`` alone (of one of `FAMILIES`): the driver's declarations narrowed to it."""
-    family = next(name for name, ops in FAMILIES.items() if op in ops)
+    family = next(name for name, ops in SINGLE_FAMILIES.items() if op in ops)
     return MAKERS[family](dataclasses.replace(caps, operations=frozenset({op})))

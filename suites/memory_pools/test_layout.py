@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from harness.integration.skips import not_applicable
 from harness.judging.oracle import assert_scenario_conforms
 from harness.strategies import scenarios
-from harness.strategies.layout import FAMILIES, operation_types, single_operation_models
+from harness.strategies.layout import SINGLE_FAMILIES, operation_types, single_operation_models
 
-OPERATIONS = [op for ops in FAMILIES.values() for op in ops]
+OPERATIONS = [op for ops in SINGLE_FAMILIES.values() for op in ops]
 
 
 @pytest.mark.requirement("POOL-2")
