@@ -291,6 +291,9 @@ def load_constants(rules: Rules, model: Model) -> dict[int, np.ndarray]:
             if loc.pool_index not in views:
                 views[loc.pool_index] = executor.map_memory(rules, model.pools[loc.pool_index], writable=False, rule="POOL-4")
             raw = views[loc.pool_index][loc.offset : loc.offset + loc.length].copy()
+        elif operand.lifetime == OperandLifeTime.NO_VALUE:  # an omitted optional operand: an empty value
+            constants[index] = np.empty(0, dtype)
+            continue
         else:
             continue
         constants[index] = raw.view(dtype).reshape(operand.dimensions)

@@ -36,7 +36,7 @@ from harness.api.hal import (
 from harness.api.memory import DetachedRegion, Memory, MemoryMapError, read_detached, seal_against_shrinking
 
 from .buffers import ManagedBuffer, TokenTable, locked
-from .ops import KernelError
+from .ops import OPTIONAL_INPUTS, KernelError
 from .validation import Rules, enforce
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,6 +109,10 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
         operand = subgraph.operands[operand_index]
         enforce(rules.no_value_argument_empty(argument), "REQ-2", lambda: f"{where}: hasNoValue with a location or dimensions")
         if argument.has_no_value:
+            # an optional input of every operation reading it (TRANSPOSE's permutation) may be omitted
+            if direction is IODirection.INPUT and _omittable(subgraph, operand_index):
+                bindings.append(Binding(direction, io_index, operand_index, operand, argument, operand.dimensions))
+                continue
             if direction is IODirection.INPUT:
                 raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[REQ-1] {where}: a required input has no value", rule="REQ-1")
             bindings.append(Binding(direction, io_index, operand_index, operand, argument, operand.dimensions))
@@ -132,6 +136,11 @@ def bind_request(prepared: ReferencePreparedModel, request: Request, tokens: Tok
         bindings.append(binding)
     enforce(rules.token_output_exclusive(token_uses), "DOM-ROLE-3", "a token used as an output is used again")
     return bindings
+
+
+def _omittable(subgraph, operand_index: int) -> bool:
+    readers = [(o, o.inputs.index(operand_index)) for o in subgraph.operations if operand_index in o.inputs]
+    return bool(readers) and all(at in OPTIONAL_INPUTS.get(o.type, ()) for o, at in readers)
 
 
 def _bind_token(prepared: ReferencePreparedModel, binding: Binding, buffer: ManagedBuffer, where: str) -> None:
@@ -202,7 +211,9 @@ def _read_inputs(
     for b in bindings:
         dtype = np.dtype(numpy_dtype(b.operand.type))
         if b.direction is IODirection.INPUT:
-            if b.buffer is not None:
+            if b.argument.has_no_value:
+                values[b.operand_index] = np.empty(0, dtype)
+            elif b.buffer is not None:
                 values[b.operand_index] = _read_token(prepared.device.rules, b)
             else:
                 region = _region(rules, b, views, b.argument.location.length)
@@ -229,17 +240,23 @@ def _run_operations(prepared: ReferencePreparedModel, values: dict[int, np.ndarr
     operands = prepared.model.main.operands
     for number, operation in enumerate(prepared.model.main.operations):
         kernel = kernels[operation.type]
-        output_index = operation.outputs[0]
-        output = operands[output_index]
+        first_output = operation.outputs[0]
         try:
             result = kernel.run([values[i] for i in operation.inputs], [operands[i] for i in operation.inputs],
-                                output, outs.get(output_index))
+                                operands[first_output], outs.get(first_output))
         except KernelError as error:
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"operation {number} ({operation.type.name}): {error}") from None
-        if output.lifetime == OperandLifeTime.TEMPORARY_VARIABLE and rules.combine_dimensions(output.dimensions, result.shape) is None:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE,
-                              f"operation {number} ({operation.type.name}) produced {result.shape}, operand declares {output.dimensions}")
-        values[output_index] = result
+        # a kernel of several outputs (SPLIT, TOPK_V2) returns one array per output operand, each of its own shape
+        results = result if isinstance(result, tuple) else (result,)
+        if len(results) != len(operation.outputs):
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"operation {number} ({operation.type.name}) produced "
+                              f"{len(results)} outputs, the model gives it {len(operation.outputs)}")
+        for output_index, array in zip(operation.outputs, results):
+            output = operands[output_index]
+            if output.lifetime == OperandLifeTime.TEMPORARY_VARIABLE and rules.combine_dimensions(output.dimensions, array.shape) is None:
+                raise DriverError(ErrorStatus.GENERAL_FAILURE,
+                                  f"operation {number} ({operation.type.name}) produced {array.shape}, operand {output_index} declares {output.dimensions}")
+            values[output_index] = array
 
 
 def _check_outputs(rules: Rules, outputs: Sequence[Binding], values: dict[int, np.ndarray]) -> list[OutputShape]:

@@ -298,9 +298,9 @@ def quantized_tolerances(scenario: Scenario) -> dict[int, int]:
         else:  # RELU, RELU1, RELU6, RESHAPE, CONCATENATION, MAXIMUM, SELECT, the pools, the resizes
             # (weights summing to 1)...: an input's error passes through
             propagated = max(carried, default=0.0) * _SLOPES.get(operation.type, 1.0)
-        out = operation.outputs[0]
-        own = operands[out].scale if is_quantized_type(operands[out].type) else 0.0
-        error[out] = propagated + own if ins or own else 0.0
+        for out in operation.outputs:  # each output of SPLIT or TOPK_V2 carries what its input did
+            own = operands[out].scale if is_quantized_type(operands[out].type) else 0.0
+            error[out] = propagated + own if ins or own else 0.0
     tolerances = {}
     for index in scenario.subgraph.output_indexes:
         operand = operands[index]

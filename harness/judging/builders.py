@@ -84,6 +84,16 @@ class ModelBuilder:
             self.outputs.append(result)
         return result
 
+    def operation_outputs(self, op: OperationType, inputs: Sequence[int],
+                          outputs: Sequence[tuple[OperandType, Sequence[int], float, int]], *, output: bool = True) -> list[int]:
+        """Add an operation of several outputs (SPLIT, TOPK_V2), each given as (type, dims, scale, zeroPoint)."""
+        lifetime = OperandLifeTime.SUBGRAPH_OUTPUT if output else OperandLifeTime.TEMPORARY_VARIABLE
+        results = [self._add(Operand(type, tuple(dims), scale, zero_point, lifetime)) for type, dims, scale, zero_point in outputs]
+        self.operations.append(Operation(op, tuple(inputs), tuple(results)))
+        if output:
+            self.outputs.extend(results)
+        return results
+
     def subgraph(self) -> Subgraph:
         return Subgraph(tuple(self.operands), tuple(self.operations), tuple(self.inputs), tuple(self.outputs))
 

@@ -844,6 +844,8 @@ def buildable_families(caps: Capabilities) -> tuple[str, ...]:
             return bool(elementwise_operations(caps))
         if name in functions.FAMILIES:
             return bool(functions.operations(caps, name))
+        if name in layout.FAMILIES:
+            return bool(layout.operations(caps, name))
         return bool(_supported(caps, *FAMILIES[name])) and bool(family_types(name, caps))
     return tuple(name for name in FAMILIES if buildable(name))
 
@@ -980,3 +982,8 @@ from . import functions  # noqa: E402  (it builds on this module's helpers)
 
 FAMILIES.update(functions.FAMILIES)
 _MAKERS.update(functions.MAKERS)
+# the shape and layout operations: their own module too
+from . import layout  # noqa: E402
+
+FAMILIES.update(layout.FAMILIES)
+_MAKERS.update(layout.MAKERS)

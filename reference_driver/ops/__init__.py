@@ -2,8 +2,10 @@
 
 ``validate(inputs, outputs)`` looks only at operand metadata (prepare time) and returns None,
 or a `Refusal` naming the operand and the feature that is not accepted;
-``run(values, inputs, output, out)`` computes the single output from input values,
-writing into ``out`` when it can and returning the result array.
+``run(values, inputs, output, out)`` computes the output from input values, writing into ``out``
+when it can and returning the result array; an operation of several outputs (SPLIT, TOPK_V2)
+returns a tuple of arrays, one per output operand in order, each with its own shape (``output``
+and ``out`` then concern the first).
 """
 
 from __future__ import annotations
@@ -15,16 +17,17 @@ import numpy as np
 
 from harness.api.hal import FusedActivation, Operand, OperationType
 
-from . import activations, comparisons, conv, conversions, elementwise, nn, pointwise, pooling, resize, shape
+from . import (activations, comparisons, conv, conversions, elementwise, nn, pointwise, pooling, rearrange, resize, shape,
+               slicing)
 from ._numeric import KernelError, Refusal
 
-__all__ = ["KERNELS", "Kernel", "KernelError", "Refusal"]
+__all__ = ["KERNELS", "OPTIONAL_INPUTS", "Kernel", "KernelError", "Refusal"]
 
 
 @dataclass(frozen=True)
 class Kernel:
     validate: Callable[[Sequence[Operand], Sequence[Operand]], "Refusal | None"]
-    run: Callable[[Sequence[np.ndarray], Sequence[Operand], Operand, "np.ndarray | None"], np.ndarray]
+    run: Callable[[Sequence[np.ndarray], Sequence[Operand], Operand, "np.ndarray | None"], "np.ndarray | tuple[np.ndarray, ...]"]
 
 
 KERNELS: dict[OperationType, Kernel] = {
@@ -53,3 +56,7 @@ KERNELS: dict[OperationType, Kernel] = {
 # activations, element-wise functions, comparisons, logical operations, SELECT and conversions: one table per module
 KERNELS.update({op: Kernel(*pair) for module in (activations, pointwise, comparisons, conversions)
                 for op, pair in module.TABLE.items()})
+# the shape and layout operations (rearrange.py, slicing.py; SPLIT and TOPK_V2 have several outputs)
+KERNELS.update({op: Kernel(*pair) for module in (rearrange, slicing) for op, pair in module.TABLE.items()})
+#: operation -> the positions of its inputs a request may give no value (an omitted optional operand).
+OPTIONAL_INPUTS: dict[OperationType, frozenset[int]] = {**rearrange.OPTIONAL_INPUTS, **slicing.OPTIONAL_INPUTS}

@@ -98,6 +98,9 @@ def test_the_declarations_drawn_reach_the_companion_types() -> None:
     assert OperationType.RESHAPE in reshape_alone.operations and "reshape" not in buildable_families(reshape_alone)
     # every family whose operations take an INT32 scalar (a fused activation, an axis, a padding) is out;
     # the activations, functions, comparisons, SELECT and conversions take none (ELU's alpha is FLOAT32)
-    scalar_free = {"activation", "prelu", "unary_function", "binary_function", "comparison", "logical", "select", "conversion"}
+    scalar_free = {"activation", "prelu", "unary_function", "binary_function", "comparison", "logical", "select", "conversion",
+                   # and the shape operations whose parameters are all TENSOR_INT32 (PAD, TRANSPOSE, SLICE, TILE,
+                   # SQUEEZE, SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND; PAD_V2's float pad values)
+                   "pad", "transpose", "slice", "tile", "rank_change", "space_batch", "chained"}
     assert set(buildable_families(no_scalars)) == {"relu", "reshape"} | scalar_free
     assert declared_flavor(no_scalars) is None

@@ -1,0 +1,33 @@
+"""POOL-2: each shape and layout operation on its own, compared with the reference.
+
+The families' tests (`test_layouts.test_each_operation_family`) share a run's examples among
+many operations; here every shape and layout operation the driver declares gets examples of
+its own (SPLIT's and TOPK_V2's several outputs each compared), so a rule of one operation (a
+block's order, a mask, a negative axis) is checked in every run.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.integration.skips import not_applicable
+from harness.judging.oracle import assert_scenario_conforms
+from harness.strategies import scenarios
+from harness.strategies.layout import SINGLE_FAMILIES, operation_types, single_operation_models
+
+OPERATIONS = [op for ops in SINGLE_FAMILIES.values() for op in ops]
+
+
+@pytest.mark.requirement("POOL-2")
+@pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: op.name)
+@given(data=st.data())
+def test_each_layout_operation(driver, reference, capabilities, op, data) -> None:
+    if op not in capabilities.operations:
+        not_applicable("operations", f"the driver does not declare {op.name}")
+    if not operation_types(capabilities, op):
+        not_applicable("operand_types", f"the driver declares {op.name} on no type NNAPI gives it (with the types of "
+                                        f"its parameters: TENSOR_INT32, INT32, BOOL, PAD_V2's pad value)")
+    scenario = data.draw(scenarios(capabilities, models=single_operation_models(capabilities, op)), label="scenario")
+    assert_scenario_conforms("POOL-2", scenario, reference, driver)
