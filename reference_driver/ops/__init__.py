@@ -15,7 +15,8 @@ import numpy as np
 
 from harness.api.hal import FusedActivation, Operand, OperationType
 
-from . import activations, comparisons, conv, conversions, elementwise, nn, pointwise, pooling, resize, shape
+from . import (activations, channel_shuffle, comparisons, conv, conversions, elementwise, nn, normalization, pointwise,
+               pooling, reduction, resize, shape, shape_values)
 from ._numeric import KernelError, Refusal
 
 __all__ = ["KERNELS", "Kernel", "KernelError", "Refusal"]
@@ -52,4 +53,7 @@ KERNELS: dict[OperationType, Kernel] = {
 }
 # activations, element-wise functions, comparisons, logical operations, SELECT and conversions: one table per module
 KERNELS.update({op: Kernel(*pair) for module in (activations, pointwise, comparisons, conversions)
+                for op, pair in module.TABLE.items()})
+# the normalizations, reductions, CHANNEL_SHUFFLE, FILL and RANK (issue 87)
+KERNELS.update({op: Kernel(*pair) for module in (normalization, reduction, channel_shuffle, shape_values)
                 for op, pair in module.TABLE.items()})
