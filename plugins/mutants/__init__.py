@@ -9,6 +9,7 @@ from __future__ import annotations
 from harness import DriverSpec, hookimpl
 
 from . import custom_calls, functions, native, numerics, operations, packed_functions, pools, reach, robustness, roles, state, vision  # noqa: F401  (each module registers its mutants on import)
+from . import normalization, reduction  # noqa: F401  (issue 87: the normalizations and reductions)
 from ._registry import MUTANTS
 
 

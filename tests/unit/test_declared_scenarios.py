@@ -98,6 +98,7 @@ def test_the_declarations_drawn_reach_the_companion_types() -> None:
     assert OperationType.RESHAPE in reshape_alone.operations and "reshape" not in buildable_families(reshape_alone)
     # every family whose operations take an INT32 scalar (a fused activation, an axis, a padding) is out;
     # the activations, functions, comparisons, SELECT and conversions take none (ELU's alpha is FLOAT32)
-    scalar_free = {"activation", "prelu", "unary_function", "binary_function", "comparison", "logical", "select", "conversion"}
+    scalar_free = {"activation", "prelu", "unary_function", "binary_function", "comparison", "logical", "select", "conversion",
+                   "reduction", "fill"}  # the REDUCE_ operations' keep_dims is a BOOL; a float FILL's value a float
     assert set(buildable_families(no_scalars)) == {"relu", "reshape"} | scalar_free
     assert declared_flavor(no_scalars) is None
