@@ -194,7 +194,9 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
         if code is not None and code < len(operation.inputs):
             if not rewrite(operation.inputs[code], np.zeros_like):
                 return None
-        kind = {OperationType.SUB: OperationType.ADD, **{c: OperationType.RELU for c in _CLAMPS}}.get(operation.type)
+        # on magnitudes the largest stands for the smallest too: it bounds whichever element is picked
+        kind = {OperationType.SUB: OperationType.ADD, OperationType.REDUCE_MIN: OperationType.REDUCE_MAX,
+                **{c: OperationType.RELU for c in _CLAMPS}}.get(operation.type)
         if operation.type in _ABSOLUTE:
             operation = replace(operation, type=OperationType.LOGISTIC, inputs=operation.inputs[:1])
         elif operation.type == OperationType.LOG_SOFTMAX:  # its error grows with |beta * x| and the log of the sum
@@ -242,7 +244,68 @@ def terms_in_model(scenario: Scenario) -> int:
             total += _windowed_terms(scenario, operation)
         elif operation.type == OperationType.RESIZE_BILINEAR:
             total += 4  # four weighted pixels (a nearest neighbour is a copy, exact)
+        elif operation.type in _NORMALIZATIONS or operation.type in _REDUCTIONS:
+            total += normalization_terms(scenario, operation)
     return max(total, 1)
+
+
+# --------------------------------------------------------------------------- normalizations and reductions
+
+#: On magnitudes these give |reference| (L2: |x| / |x|'s norm; LRN, its bias and alpha positive: |x| /
+#: (bias + alpha * s) ** beta), so the magnitude run's output is the M of their bound.
+_NORMALIZATIONS = (OperationType.L2_NORMALIZATION, OperationType.LOCAL_RESPONSE_NORMALIZATION)
+#: MEAN and REDUCE_SUM on magnitudes give the (averaged) sum of |terms|, REDUCE_PROD |product|.
+_SUMMING = (OperationType.MEAN, OperationType.REDUCE_SUM, OperationType.REDUCE_PROD)
+_REDUCTIONS = (*_SUMMING, OperationType.REDUCE_MAX, OperationType.REDUCE_MIN)
+#: Terms for an unknown count (a shape or parameter not in the scenario).
+_UNKNOWN_TERMS = 1024
+
+
+def _reduced_count(scenario: Scenario, operation: Operation) -> int:
+    """How many elements one output element of a reduction takes (every element, when unknown)."""
+    dims = scenario.subgraph.operands[operation.inputs[0]].dimensions
+    if not dims or not all(dims):
+        return _UNKNOWN_TERMS
+    axes = operand_value(scenario, operation.inputs[1])
+    if axes is None:
+        return math.prod(dims)
+    named = {int(a) % len(dims) for a in axes if -len(dims) <= int(a) < len(dims)}
+    return math.prod(dims[a] for a in named)
+
+
+def _axis_length(scenario: Scenario, operation: Operation, position: int) -> int:
+    """The length of a normalization's axis (its optional axis input at ``position``; the last by default)."""
+    dims = scenario.subgraph.operands[operation.inputs[0]].dimensions
+    axis_value = operand_value(scenario, operation.inputs[position]) if len(operation.inputs) > position else None
+    axis = int(axis_value[0]) if axis_value is not None and axis_value.size else -1
+    if not dims or not -len(dims) <= axis < len(dims) or not dims[axis]:
+        return _UNKNOWN_TERMS
+    return dims[axis]
+
+
+def normalization_terms(scenario: Scenario, operation: Operation) -> int:
+    """Rounded terms of one output element of a normalization or a reduction (CHOICE-7).
+
+    L2_NORMALIZATION: the n squares summed along the axis (relative error n ulps: all positive),
+    the square root (half that, and its own rounding) and the division: n + 3 relative to |x| /
+    norm.  LOCAL_RESPONSE_NORMALIZATION: its window of w = min(2 * radius + 1, n) squares gives the
+    base (bias + alpha * s) a relative error of w + 1 ulps, which pow multiplies by beta, plus pow's
+    own ulps (as `TRANSCENDENTAL_TERMS`) and the division.  MEAN and REDUCE_SUM: k terms summed in
+    any order (k ulps of the sum of magnitudes) and MEAN's division; REDUCE_PROD: k products, k
+    ulps relative.  REDUCE_MAX and REDUCE_MIN pick a value: no rounding of their own.
+    """
+    kind = operation.type
+    if kind == OperationType.L2_NORMALIZATION:
+        return _axis_length(scenario, operation, 1) + 3
+    if kind == OperationType.LOCAL_RESPONSE_NORMALIZATION:
+        radius, beta = (operand_value(scenario, operation.inputs[i]) for i in (1, 4))
+        window = min(2 * int(radius[0]) + 1, _axis_length(scenario, operation, 5)) if radius is not None and radius.size \
+            else _UNKNOWN_TERMS
+        exponent = abs(float(beta[0])) if beta is not None and beta.size else 4.0
+        return math.ceil(max(exponent, 1.0) * (window + 1)) + 16 + 1
+    if kind in _SUMMING:
+        return _reduced_count(scenario, operation) + 1
+    return 0
 
 
 def _largest_real(scenario: Scenario, index: int) -> float:
@@ -295,8 +358,13 @@ def quantized_tolerances(scenario: Scenario) -> dict[int, int]:
         elif operation.type == OperationType.PRELU:
             propagated = carried[0] * max(_largest_real(scenario, operation.inputs[1]), 1.0) + carried[1] * _largest_real(
                 scenario, operation.inputs[0])
+        elif operation.type == OperationType.L2_NORMALIZATION:
+            # a step of the input moves x / |x| by a step over the slice's norm, which can be as small as a
+            # step: an input that carries error leaves any output in [-1, 1] possible
+            propagated = 2.0 if carried[0] else 0.0
         else:  # RELU, RELU1, RELU6, RESHAPE, CONCATENATION, MAXIMUM, SELECT, the pools, the resizes
-            # (weights summing to 1)...: an input's error passes through
+            # (weights summing to 1), CHANNEL_SHUFFLE, MEAN (an average of errors), REDUCE_MAX and
+            # REDUCE_MIN (a value picked)...: an input's error passes through
             propagated = max(carried, default=0.0) * _SLOPES.get(operation.type, 1.0)
         for out in operation.outputs:  # each output of SPLIT or TOPK_V2 carries what its input did
             own = operands[out].scale if is_quantized_type(operands[out].type) else 0.0

@@ -846,6 +846,8 @@ def buildable_families(caps: Capabilities) -> tuple[str, ...]:
             return bool(functions.operations(caps, name))
         if name in layout.FAMILIES:
             return bool(layout.operations(caps, name))
+        if name in reductions.FAMILIES:
+            return bool(reductions.operations(caps, name))
         return bool(_supported(caps, *FAMILIES[name])) and bool(family_types(name, caps))
     return tuple(name for name in FAMILIES if buildable(name))
 
@@ -945,16 +947,18 @@ def twice_over(case: ModelCase) -> ModelCase:
     return _side_by_side(case, case)
 
 
-#: NNAPI operations outside the reference's kernels that a model is easily made of (one float
-#: tensor in, one of the same shape out), for asking a driver about what it does not declare.
-OUTSIDE_OPERATIONS = (OperationType.L2_NORMALIZATION,)
+#: NNAPI operations outside the reference's kernels that a model is easily made of, for asking a
+#: driver about what it does not declare: RANDOM_MULTINOMIAL (logits [batches, classes] as
+#: TENSOR_FLOAT32, a sample count as INT32, two seeds as TENSOR_INT32; TENSOR_INT32 [batches,
+#: samples] out), which the reference does not implement.
+OUTSIDE_OPERATIONS = (OperationType.RANDOM_MULTINOMIAL,)
 
 
 @functools.lru_cache(maxsize=16)
 def outside_models(op: OperationType) -> st.SearchStrategy[ModelCase]:
-    """Models of one `OUTSIDE_OPERATIONS` operation on TENSOR_FLOAT32 (NNAPI's signature: the input's
-    shape out).  Only for POOL-4's question of what a driver reports and prepares: the reference
-    runs none of them, so nothing judges their results."""
+    """Models of one `OUTSIDE_OPERATIONS` operation in NNAPI's signature.  Only for POOL-4's question
+    of what a driver reports and prepares: the reference runs none of them, so nothing judges
+    their results."""
     if op not in OUTSIDE_OPERATIONS:
         raise ValueError(f"{op.name} is not one of {[o.name for o in OUTSIDE_OPERATIONS]}")
     return _outside_models(op)
@@ -963,11 +967,13 @@ def outside_models(op: OperationType) -> st.SearchStrategy[ModelCase]:
 @st.composite
 def _outside_models(draw, op: OperationType) -> ModelCase:
     c = _start(draw)
-    shape = c.shape("shape")
+    batches, classes, samples = (c.integer(1, 4, name) for name in ("batches", "classes", "samples"))
     case = _Case(c)
-    x = case.operand(OperandType.TENSOR_FLOAT32, draw(arrays(OperandType.TENSOR_FLOAT32, shape), label="x"), label="x")
-    case.output(op, [x], OperandType.TENSOR_FLOAT32, shape)
-    return case.done([shape], f"{op.name} {OperandType.TENSOR_FLOAT32.name}")
+    logits = case.operand(OperandType.TENSOR_FLOAT32,
+                          draw(arrays(OperandType.TENSOR_FLOAT32, (batches, classes)), label="logits"), label="logits")
+    seeds = case.b.constant(I32, np.asarray([c.integer(0, 255, "seed 0"), c.integer(0, 255, "seed 1")], np.int32))
+    case.output(op, [logits, case.b.scalar(samples), seeds], I32, (batches, samples))
+    return case.done([(batches, samples)], f"{op.name} {OperandType.TENSOR_FLOAT32.name}")
 
 
 def _noted(case: ModelCase) -> ModelCase:
@@ -979,6 +985,8 @@ def _noted(case: ModelCase) -> ModelCase:
 
 # the activations, element-wise functions, comparisons, logical operations and SELECT: their own module
 from . import functions  # noqa: E402  (it builds on this module's helpers)
+# the normalizations, reductions, ARGMAX/ARGMIN, CHANNEL_SHUFFLE, FILL and RANK: theirs
+from . import reductions  # noqa: E402  (it builds on this module's helpers)
 
 FAMILIES.update(functions.FAMILIES)
 _MAKERS.update(functions.MAKERS)
@@ -987,3 +995,5 @@ from . import layout  # noqa: E402
 
 FAMILIES.update(layout.FAMILIES)
 _MAKERS.update(layout.MAKERS)
+FAMILIES.update(reductions.FAMILIES)
+_MAKERS.update(reductions.MAKERS)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from harness import DriverSpec, hookimpl
 
-from . import custom_calls, functions, layout, native, numerics, operations, packed_functions, pools, reach, robustness, roles, state, vision  # noqa: F401  (each module registers its mutants on import)
+from . import (custom_calls, functions, layout, native, normalization, numerics, operations, packed_functions, pools, reach,  # noqa: F401
+               reduction, robustness, roles, state, vision)  # (each module registers its mutants on import)
 from ._registry import MUTANTS
 
 

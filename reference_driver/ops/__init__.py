@@ -17,8 +17,8 @@ import numpy as np
 
 from harness.api.hal import FusedActivation, Operand, OperationType
 
-from . import (activations, comparisons, conv, conversions, elementwise, nn, pointwise, pooling, rearrange, resize, shape,
-               slicing)
+from . import (activations, channel_shuffle, comparisons, conv, conversions, elementwise, nn, normalization, pointwise,
+               pooling, rearrange, reduction, resize, shape, shape_values, slicing)
 from ._numeric import KernelError, Refusal
 
 __all__ = ["KERNELS", "OPTIONAL_INPUTS", "Kernel", "KernelError", "Refusal"]
@@ -60,3 +60,6 @@ KERNELS.update({op: Kernel(*pair) for module in (activations, pointwise, compari
 KERNELS.update({op: Kernel(*pair) for module in (rearrange, slicing) for op, pair in module.TABLE.items()})
 #: operation -> the positions of its inputs a request may give no value (an omitted optional operand).
 OPTIONAL_INPUTS: dict[OperationType, frozenset[int]] = {**rearrange.OPTIONAL_INPUTS, **slicing.OPTIONAL_INPUTS}
+# the normalizations, reductions, CHANNEL_SHUFFLE, FILL and RANK
+KERNELS.update({op: Kernel(*pair) for module in (normalization, reduction, channel_shuffle, shape_values)
+                for op, pair in module.TABLE.items()})

@@ -1,6 +1,6 @@
 """A driver's declarations (custom-call targets) are served by a process of the plugin's own: its
 code never runs in the harness's process, and a process that dies or lies fails the tests that
-asked it, never passes them (issue 84: no driver code in the harness's process)."""
+asked it, never passes them: no driver code runs in the harness's process."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The four routes a hostile driver took to a forged PASS (issue 84), each tried end to end: a real
+"""The four routes a hostile driver took to a forged PASS, each tried end to end: a real
 ``harness certify`` of a small driver written here, each ending in FAIL or a clear refusal, never
 PASS.  Each run is narrowed to one test that executes a model (``-k``): the driver's failure there
 is a FAIL whatever the rest would say, and a forgery that worked would show as that test's pass.

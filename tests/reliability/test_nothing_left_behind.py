@@ -1,4 +1,4 @@
-"""Nothing is left behind after a run, normal or killed (issue 84): no temporary directory
+"""Nothing is left behind after a run, normal or killed: no temporary directory
 (``driver-harness-*``), no records file of a session, no process.
 
 A warm session (a failure's rerun check, a score's run) killed at its deadline could not remove its

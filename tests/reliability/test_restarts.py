@@ -1,5 +1,5 @@
 """A driver service that could not be started again is not closed for good, and a new service on a
-reused process id is not judged by an earlier process's exit (issue 84)."""
+reused process id is not judged by an earlier process's exit."""
 
 from __future__ import annotations
 

@@ -1,0 +1,82 @@
+"""Seeded bugs of the normalizations and CHANNEL_SHUFFLE: each computes one NNAPI rule
+wrongly, and the generated suites' models of its family catch it (POOL-2: an output region
+written with wrong contents)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.api.hal import OperationType, is_quantized_type
+from reference_driver.ops import channel_shuffle, normalization
+from reference_driver.ops._numeric import from_real, scalar
+
+from ._registry import mutant, with_kernels
+
+
+@mutant("l2-normalization-last-axis-only", "POOL-2",
+        "L2_NORMALIZATION normalizes along the last axis whatever its axis input names")
+def l2_normalization_last_axis_only():
+    def run(values, ins, out_op, out):
+        return normalization.run_l2_normalization(values[:1], ins[:1], out_op, out)
+
+    return with_kernels({OperationType.L2_NORMALIZATION: run})
+
+
+@mutant("l2-normalization-quantized-keeps-zero-point", "POOL-2",
+        "a quantized L2_NORMALIZATION normalizes the stored values, without taking the input's zeroPoint away")
+def l2_normalization_quantized_keeps_zero_point():
+    def run(values, ins, out_op, out):
+        if not is_quantized_type(ins[0].type):
+            return normalization.run_l2_normalization(values, ins, out_op, out)
+        x = values[0].astype(np.float64)
+        axis = scalar(values[1]) if len(values) > 1 else -1
+        norm = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
+        return from_real(x / np.maximum(norm, normalization.L2_NORM_FLOOR), out_op)
+
+    return with_kernels({OperationType.L2_NORMALIZATION: run})
+
+
+@mutant("local-response-alpha-over-window", "POOL-2",
+        "LOCAL_RESPONSE_NORMALIZATION divides alpha by the window's size (2 * radius + 1), Caffe's convention, "
+        "instead of NNAPI's alpha as given")
+def local_response_alpha_over_window():
+    def run(values, ins, out_op, out):
+        radius = scalar(values[1])
+        alpha = np.asarray(values[3]) / (2 * radius + 1)
+        return normalization.run_local_response_normalization([*values[:3], alpha.astype(values[3].dtype), *values[4:]],
+                                                              ins, out_op, out)
+
+    return with_kernels({OperationType.LOCAL_RESPONSE_NORMALIZATION: run})
+
+
+@mutant("local-response-window-behind-only", "POOL-2",
+        "LOCAL_RESPONSE_NORMALIZATION sums the squares of the radius elements before each one and itself, not those "
+        "after it")
+def local_response_window_behind_only():
+    def run(values, ins, out_op, out):
+        x = np.asarray(values[0], np.float64)
+        radius = scalar(values[1])
+        bias, alpha, beta = (float(np.asarray(v, np.float64).reshape(())) for v in values[2:5])
+        axis = scalar(values[5]) if len(values) > 5 else -1
+        moved = np.moveaxis(x, axis, -1)
+        cumulative = np.cumsum(np.concatenate([np.zeros_like(moved[..., :1]), moved * moved], axis=-1), axis=-1)
+        ends = np.arange(1, moved.shape[-1] + 1)
+        sums = cumulative[..., ends] - cumulative[..., np.maximum(ends - radius - 1, 0)]
+        return from_real(np.moveaxis(moved / np.power(bias + alpha * sums, beta), -1, axis), out_op)
+
+    return with_kernels({OperationType.LOCAL_RESPONSE_NORMALIZATION: run})
+
+
+@mutant("channel-shuffle-inverse", "POOL-2",
+        "CHANNEL_SHUFFLE reads the channels as groups of num_groups (the inverse shuffle) instead of as num_groups "
+        "groups")
+def channel_shuffle_inverse():
+    def run(values, ins, out_op, out):
+        channels = values[0].shape[scalar(values[2])]
+        groups = scalar(values[1])
+        if groups <= 0 or channels % groups:
+            return channel_shuffle.run_channel_shuffle(values, ins, out_op, out)
+        swapped = np.asarray(channels // groups, dtype=values[1].dtype)
+        return channel_shuffle.run_channel_shuffle([values[0], swapped, values[2]], ins, out_op, out)
+
+    return with_kernels({OperationType.CHANNEL_SHUFFLE: run})

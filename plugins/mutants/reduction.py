@@ -1,0 +1,70 @@
+"""Seeded bugs of the reductions, ARGMAX/ARGMIN and FILL: each computes one NNAPI rule
+wrongly, and the generated suites' models of its family catch it (POOL-2: an output region
+written with wrong contents)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from harness.api.hal import OperationType, is_quantized_type
+from reference_driver.ops import reduction, shape_values
+
+from ._registry import mutant, with_kernels
+
+
+@mutant("mean-quantized-input-quantization", "POOL-2",
+        "a quantized MEAN stores its result with the input's scale and zeroPoint instead of the output's")
+def mean_quantized_input_quantization():
+    reference = reduction.reduction(OperationType.MEAN)
+
+    def run(values, ins, out_op, out):
+        if not is_quantized_type(out_op.type):
+            return reference(values, ins, out_op, out)
+        return reference(values, ins, dataclasses.replace(out_op, scale=ins[0].scale, zero_point=ins[0].zero_point), out)
+
+    return with_kernels({OperationType.MEAN: run})
+
+
+@mutant("reduction-negative-axis-off-by-one", "POOL-2",
+        "the reductions count a negative axis from one before the end (-1 as the last axis but one, when there "
+        "is one)")
+def reduction_negative_axis_off_by_one():
+    def shifted(op):
+        reference = reduction.reduction(op)
+
+        def run(values, ins, out_op, out):
+            rank = np.ndim(values[0])
+            axes = np.asarray(values[1]).reshape(-1)
+            moved = np.where((axes < 0) & (axes - 1 >= -rank), axes - 1, axes).astype(axes.dtype)
+            return reference([values[0], moved, values[2]], ins, out_op, out)
+        return run
+
+    return with_kernels({op: shifted(op) for op in reduction.REDUCTION_TYPES})
+
+
+@mutant("argmax-last-of-ties", "POOL-2",
+        "ARGMAX and ARGMIN give the index of the last of equal largest (smallest) elements instead of the first")
+def argmax_last_of_ties():
+    def last(op):
+        pick = np.argmax if op == OperationType.ARGMAX else np.argmin
+        reference = reduction.arg(op)
+
+        def run(values, ins, out_op, out):
+            result = reference(values, ins, out_op, out)  # its checks and its output shape
+            x, axis = values[0], int(np.asarray(values[1]).reshape(()))
+            flipped = np.flip(x, axis=axis)
+            return (x.shape[axis] - 1 - pick(flipped, axis=axis)).astype(np.int32).reshape(result.shape)
+        return run
+
+    return with_kernels({op: last(op) for op in (OperationType.ARGMAX, OperationType.ARGMIN)})
+
+
+@mutant("fill-value-truncated", "POOL-2",
+        "FILL converts a float value to an integer (dropping its fraction) before filling a float tensor")
+def fill_value_truncated():
+    def run(values, ins, out_op, out):
+        return shape_values.run_fill([values[0], np.trunc(np.asarray(values[1]))], ins, out_op, out)
+
+    return with_kernels({OperationType.FILL: run})
