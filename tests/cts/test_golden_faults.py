@@ -1,6 +1,6 @@
 """A golden example on which the driver's service crashes or hangs is reported as that fault, carrying
 the example (``golden``), so that its reproducer runs that example again; a circuit breaker's refusal
-carries the example of the call that really failed(one script per refused test, run
+carries the example of the call that really failed (one script per refused test, run
 again in a session of its own each, was most of a crash-every-call driver's certify)."""
 
 from __future__ import annotations
