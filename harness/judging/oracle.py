@@ -214,12 +214,16 @@ def checking(requirement: str) -> Iterator[None]:
         raise
 
 
-def assert_scenario_conforms(requirement: str, scenario: Scenario, reference: Device, driver: Device) -> None:
-    """Run ``scenario`` on the reference and on the driver; the driver's outcome is one SPEC allows."""
+def assert_scenario_conforms(requirement: str, scenario: Scenario, reference: Device, driver: Device,
+                             attributed: bool = True) -> None:
+    """Run ``scenario`` on the reference and on the driver; the driver's outcome is one SPEC allows.
+    ``attributed``: whether a wrong value may fail the rule `culprit` finds (`assert_conforms`);
+    not where what the driver kept from an earlier model is on trial, which culprit's own runs on
+    the same driver would carry too."""
     __tracebackhide__ = True
     with checking(requirement):
         expected, actual = run_on_both(reference, driver, scenario)
-    assert_conforms(requirement, scenario, expected, actual, devices=(reference, driver))
+    assert_conforms(requirement, scenario, expected, actual, devices=(reference, driver) if attributed else None)
 
 
 def execute_scenario(prepared: PreparedModel, scenario: Scenario, tokens: Mapping[str, int] | None = None) -> Outcome:
@@ -403,7 +407,10 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
                     devices: tuple[Device, Device] | None = None) -> None:
     """The driver's outcome is one SPEC allows, given the reference's.  ``requirement`` is the
     test's; a byte written outside the outputs fails POOL-2 whatever it is, and, given the
-    (reference, driver) ``devices``, a wrong output value fails the rule `culprit` finds it breaks."""
+    (reference, driver) ``devices``, a wrong output value fails the rule `culprit` finds it breaks.
+    A test of what one prepared model or one device keeps between runs gives no ``devices`` after
+    its first run: culprit's plain run prepares afresh (losing what an execution left behind) on
+    the same driver (keeping what a model left behind), so it cannot tell what broke."""
     __tracebackhide__ = True
     if actual.constants_changed:
         _fail("POOL-2", f"the driver wrote into the client's constant pool: {actual.constants_changed}", scenario,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import numpy as np
 from hypothesis import event, note, reject
@@ -833,6 +833,19 @@ _MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     **{op.name.lower(): functools.partial(pooling_models, op=op) for op in _POOLS},
     **{op.name.lower(): functools.partial(resize_models, op=op) for op in _RESIZES},
 }
+
+
+#: Families whose models may hold a tensor constant of the operation's own data (a filter, a bias,
+#: a weight, an operand given as a constant), not only of its parameters (a shape, an axis): what a
+#: test of constants draws from, since a driver that mishandles weights shows it there.
+WEIGHTED_FAMILIES: Final = frozenset({"elementwise", "concatenation", "fully_connected", "conv_2d", "depthwise_conv_2d",
+                                      "grouped_conv_2d", "transpose_conv_2d", "prelu", "binary_function", "comparison",
+                                      "select"})
+
+
+def weighted_families(caps: Capabilities) -> tuple[str, ...]:
+    """The buildable families (`buildable_families`) of `WEIGHTED_FAMILIES`."""
+    return tuple(name for name in buildable_families(caps) if name in WEIGHTED_FAMILIES)
 
 
 def buildable_families(caps: Capabilities) -> tuple[str, ...]:

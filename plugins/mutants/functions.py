@@ -1,6 +1,6 @@
 """Seeded bugs in the activations, element-wise functions, comparisons and SELECT: each computes
 one NNAPI rule wrongly, and the generated suites' models of its family catch it (their values
-differ from the reference's: POOL-2, an output region written with wrong contents)."""
+differ from the reference's: OPS-1, the operation's values, whatever the test's theme)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from reference_driver.ops import _numeric, activations, comparisons, conversions
 from ._registry import mutant, with_kernels
 
 
-@mutant("logistic-quantized-as-tanh", "POOL-2",
+@mutant("logistic-quantized-as-tanh", "OPS-1",
         "a quantized LOGISTIC stores its result with TANH's output quantization (scale 1/128, zeroPoint 128, or 0 "
         "signed) instead of its own fixed scale 1/256 and zeroPoint 0 (-128 signed)")
 def logistic_quantized_as_tanh():
@@ -29,7 +29,7 @@ def logistic_quantized_as_tanh():
     return with_kernels({OperationType.LOGISTIC: run})
 
 
-@mutant("comparison-tiles-instead-of-broadcasting", "POOL-2",
+@mutant("comparison-tiles-instead-of-broadcasting", "OPS-1",
         "the comparisons repeat the smaller input's elements in order to fill the larger shape (right when only leading "
         "axes broadcast) instead of broadcasting each axis")
 def comparison_tiles_instead_of_broadcasting():
@@ -47,7 +47,7 @@ def comparison_tiles_instead_of_broadcasting():
     return with_kernels({op: tiled(op) for op in comparisons.COMPARISONS})
 
 
-@mutant("select-quantized-copies-stored-values", "POOL-2",
+@mutant("select-quantized-copies-stored-values", "OPS-1",
         "a quantized SELECT copies the chosen input's stored values, as if its scale and zeroPoint were the output's")
 def select_quantized_copies_stored_values():
     def run(values, ins, out_op, out):
@@ -60,7 +60,7 @@ def select_quantized_copies_stored_values():
     return with_kernels({OperationType.SELECT: run})
 
 
-@mutant("maximum-quantized-copies-stored-values", "POOL-2",
+@mutant("maximum-quantized-copies-stored-values", "OPS-1",
         "a quantized MAXIMUM or MINIMUM compares and copies stored values, as if every input had the output's scale and "
         "zeroPoint")
 def maximum_quantized_copies_stored_values():
@@ -76,7 +76,7 @@ def maximum_quantized_copies_stored_values():
     return with_kernels({op: stored(op) for op in (OperationType.MAXIMUM, OperationType.MINIMUM)})
 
 
-@mutant("elu-alpha-ignored", "POOL-2", "ELU computes exp(x) - 1 below zero whatever its alpha (alpha taken as 1)")
+@mutant("elu-alpha-ignored", "OPS-1", "ELU computes exp(x) - 1 below zero whatever its alpha (alpha taken as 1)")
 def elu_alpha_ignored():
     def run(values, ins, out_op, out):
         alpha = np.ones((), np.float32 if ins[1].type == OperandType.FLOAT32 else np.float16)
@@ -85,7 +85,7 @@ def elu_alpha_ignored():
     return with_kernels({OperationType.ELU: run})
 
 
-@mutant("hard-swish-unclamped", "POOL-2", "HARD_SWISH computes x * relu(x + 3) / 6, without relu6's clamp at 6")
+@mutant("hard-swish-unclamped", "OPS-1", "HARD_SWISH computes x * relu(x + 3) / 6, without relu6's clamp at 6")
 def hard_swish_unclamped():
     def run(values, ins, out_op, out):
         x = _numeric.to_real(values[0], ins[0]).astype(np.float64)
@@ -94,7 +94,7 @@ def hard_swish_unclamped():
     return with_kernels({OperationType.HARD_SWISH: run})
 
 
-@mutant("floor-truncates", "POOL-2", "FLOOR rounds toward zero (C's trunc) instead of toward minus infinity")
+@mutant("floor-truncates", "OPS-1", "FLOOR rounds toward zero (C's trunc) instead of toward minus infinity")
 def floor_truncates():
     def run(values, ins, out_op, out):
         return _numeric.from_real(np.trunc(np.asarray(values[0], np.float64)), out_op)
@@ -102,7 +102,7 @@ def floor_truncates():
     return with_kernels({OperationType.FLOOR: run})
 
 
-@mutant("cast-wraps-around", "POOL-2",
+@mutant("cast-wraps-around", "OPS-1",
         "CAST to TENSOR_QUANT8_ASYMM or TENSOR_INT32 keeps the low bits of an out-of-range value (C's conversion of an "
         "integer) instead of saturating to the target's range")
 def cast_wraps_around():
@@ -116,7 +116,7 @@ def cast_wraps_around():
     return with_kernels({OperationType.CAST: run})
 
 
-@mutant("dequantize-ignores-zero-point", "POOL-2",
+@mutant("dequantize-ignores-zero-point", "OPS-1",
         "DEQUANTIZE multiplies the stored value by the scale without subtracting the zeroPoint, as for a symmetric type")
 def dequantize_ignores_zero_point():
     def run(values, ins, out_op, out):
@@ -126,7 +126,7 @@ def dequantize_ignores_zero_point():
     return with_kernels({OperationType.DEQUANTIZE: run})
 
 
-@mutant("softmax-beta-ignored", "POOL-2", "SOFTMAX and LOG_SOFTMAX take beta as 1 whatever its value")
+@mutant("softmax-beta-ignored", "OPS-1", "SOFTMAX and LOG_SOFTMAX take beta as 1 whatever its value")
 def softmax_beta_ignored():
     def ignoring(op):
         reference = activations.softmax(op)
@@ -138,7 +138,7 @@ def softmax_beta_ignored():
     return with_kernels({op: ignoring(op) for op in (OperationType.SOFTMAX, OperationType.LOG_SOFTMAX)})
 
 
-@mutant("softmax-axis-ignored", "POOL-2", "SOFTMAX and LOG_SOFTMAX normalize along the last axis whatever their axis input")
+@mutant("softmax-axis-ignored", "OPS-1", "SOFTMAX and LOG_SOFTMAX normalize along the last axis whatever their axis input")
 def softmax_axis_ignored():
     def ignoring(op):
         reference = activations.softmax(op)

@@ -1,6 +1,6 @@
 """Seeded bugs of the shape and layout operations: each moves, pads or selects elements by one NNAPI
-rule wrongly, and the generated suites' models of the operation catch it (POOL-2: an output
-region written with the wrong contents, or a wrong shape)."""
+rule wrongly, and the generated suites' models of the operation catch it (OPS-1: the
+operation's values or shape, whatever the test's theme)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ._registry import mutant, with_kernels
 Op = OperationType
 
 
-@mutant("space-to-batch-batch-major", "POOL-2",
+@mutant("space-to-batch-batch-major", "OPS-1",
         "SPACE_TO_BATCH_ND numbers its output batches input batch first, then block offset, where NNAPI puts the "
         "block offset first (right only for one input batch or a 1x1 block)")
 def space_to_batch_batch_major():
@@ -27,7 +27,7 @@ def space_to_batch_batch_major():
     return with_kernels({Op.SPACE_TO_BATCH_ND: run})
 
 
-@mutant("batch-to-space-block-swapped", "POOL-2",
+@mutant("batch-to-space-block-swapped", "OPS-1",
         "BATCH_TO_SPACE_ND reads its block shape as [width, height] (right only for a square block)")
 def batch_to_space_block_swapped():
     def run(values, ins, out_op, out):
@@ -36,7 +36,7 @@ def batch_to_space_block_swapped():
     return with_kernels({Op.BATCH_TO_SPACE_ND: run})
 
 
-@mutant("strided-slice-end-mask-ignored", "POOL-2",
+@mutant("strided-slice-end-mask-ignored", "OPS-1",
         "STRIDED_SLICE ends each axis at its end value even where the end mask says to run to the axis's end")
 def strided_slice_end_mask_ignored():
     def run(values, ins, out_op, out):
@@ -45,7 +45,7 @@ def strided_slice_end_mask_ignored():
     return with_kernels({Op.STRIDED_SLICE: run})
 
 
-@mutant("gather-along-first-axis", "POOL-2",
+@mutant("gather-along-first-axis", "OPS-1",
         "GATHER always gathers along axis 0, whatever its axis operand says (right only for axis 0 or -rank)")
 def gather_along_first_axis():
     def run(values, ins, out_op, out):
@@ -54,7 +54,7 @@ def gather_along_first_axis():
     return with_kernels({Op.GATHER: run})
 
 
-@mutant("pad-quantized-with-stored-zero", "POOL-2",
+@mutant("pad-quantized-with-stored-zero", "OPS-1",
         "PAD fills a quantized tensor's padding with the stored value 0, not its zeroPoint (the real value 0)")
 def pad_quantized_with_stored_zero():
     def run(values, ins, out_op, out):
@@ -65,12 +65,12 @@ def pad_quantized_with_stored_zero():
     return with_kernels({Op.PAD: run})
 
 
-@mutant("pad-v2-value-ignored", "POOL-2", "PAD_V2 pads with the real value 0 whatever its pad value operand says")
+@mutant("pad-v2-value-ignored", "OPS-1", "PAD_V2 pads with the real value 0 whatever its pad value operand says")
 def pad_v2_value_ignored():
     return with_kernels({Op.PAD_V2: lambda values, ins, out_op, out: rearrange.run_pad(values[:2], ins, out_op, out)})
 
 
-@mutant("transpose-permutation-inverted", "POOL-2",
+@mutant("transpose-permutation-inverted", "OPS-1",
         "TRANSPOSE moves input axis i to output axis perm[i] instead of taking output axis i from input axis perm[i] "
         "(right only for a permutation that is its own inverse)")
 def transpose_permutation_inverted():
@@ -83,7 +83,7 @@ def transpose_permutation_inverted():
     return with_kernels({Op.TRANSPOSE: run})
 
 
-@mutant("space-to-depth-channel-major", "POOL-2",
+@mutant("space-to-depth-channel-major", "OPS-1",
         "SPACE_TO_DEPTH orders each output depth by input channel first, then block offset (right only for one "
         "input channel)")
 def space_to_depth_channel_major():
@@ -99,7 +99,7 @@ def space_to_depth_channel_major():
     return with_kernels({Op.SPACE_TO_DEPTH: run})
 
 
-@mutant("depth-to-space-columns-first", "POOL-2",
+@mutant("depth-to-space-columns-first", "OPS-1",
         "DEPTH_TO_SPACE reads each block of an input depth column by column instead of row by row (right only for a "
         "block size of 1)")
 def depth_to_space_columns_first():
@@ -115,13 +115,13 @@ def depth_to_space_columns_first():
     return with_kernels({Op.DEPTH_TO_SPACE: run})
 
 
-@mutant("squeeze-every-unit-axis", "POOL-2",
+@mutant("squeeze-every-unit-axis", "OPS-1",
         "SQUEEZE removes every axis of size 1, even those its axes operand does not name")
 def squeeze_every_unit_axis():
     return with_kernels({Op.SQUEEZE: lambda values, ins, out_op, out: slicing.run_squeeze(values[:1], ins, out_op, out)})
 
 
-@mutant("expand-dims-negative-axis-short", "POOL-2",
+@mutant("expand-dims-negative-axis-short", "OPS-1",
         "EXPAND_DIMS counts a negative axis from the input's rank instead of the output's (-1 inserts before the last "
         "axis, not after it)")
 def expand_dims_negative_axis_short():
@@ -134,7 +134,7 @@ def expand_dims_negative_axis_short():
     return with_kernels({Op.EXPAND_DIMS: run})
 
 
-@mutant("slice-size-read-as-end", "POOL-2", "SLICE reads its size operand as the end index of each axis")
+@mutant("slice-size-read-as-end", "OPS-1", "SLICE reads its size operand as the end index of each axis")
 def slice_size_read_as_end():
     def run(values, ins, out_op, out):
         begins, sizes = np.asarray(values[1]).reshape(-1), np.asarray(values[2]).reshape(-1)
@@ -144,7 +144,7 @@ def slice_size_read_as_end():
     return with_kernels({Op.SLICE: run})
 
 
-@mutant("tile-repeats-elements", "POOL-2",
+@mutant("tile-repeats-elements", "OPS-1",
         "TILE repeats each element in place (a a b b) instead of repeating the whole tensor (a b a b)")
 def tile_repeats_elements():
     def run(values, ins, out_op, out):
@@ -159,12 +159,12 @@ def tile_repeats_elements():
     return with_kernels({Op.TILE: run})
 
 
-@mutant("split-outputs-reversed", "POOL-2", "SPLIT gives its last part to its first output, and so on backwards")
+@mutant("split-outputs-reversed", "OPS-1", "SPLIT gives its last part to its first output, and so on backwards")
 def split_outputs_reversed():
     return with_kernels({Op.SPLIT: lambda values, ins, out_op, out: slicing.run_split(values, ins, out_op, out)[::-1]})
 
 
-@mutant("topk-ascending", "POOL-2", "TOPK_V2 lists the k largest values smallest first (and their indices so)")
+@mutant("topk-ascending", "OPS-1", "TOPK_V2 lists the k largest values smallest first (and their indices so)")
 def topk_ascending():
     def run(values, ins, out_op, out):
         found, indices = slicing.run_topk_v2(values, ins, out_op, out)

@@ -1,6 +1,6 @@
 """Seeded bugs of the normalizations and CHANNEL_SHUFFLE: each computes one NNAPI rule
-wrongly, and the generated suites' models of its family catch it (POOL-2: an output region
-written with wrong contents)."""
+wrongly, and the generated suites' models of its family catch it (OPS-1: the operation's
+values, whatever the test's theme)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from reference_driver.ops._numeric import from_real, scalar
 from ._registry import mutant, with_kernels
 
 
-@mutant("l2-normalization-last-axis-only", "POOL-2",
+@mutant("l2-normalization-last-axis-only", "OPS-1",
         "L2_NORMALIZATION normalizes along the last axis whatever its axis input names")
 def l2_normalization_last_axis_only():
     def run(values, ins, out_op, out):
@@ -22,7 +22,7 @@ def l2_normalization_last_axis_only():
     return with_kernels({OperationType.L2_NORMALIZATION: run})
 
 
-@mutant("l2-normalization-quantized-keeps-zero-point", "POOL-2",
+@mutant("l2-normalization-quantized-keeps-zero-point", "OPS-1",
         "a quantized L2_NORMALIZATION normalizes the stored values, without taking the input's zeroPoint away")
 def l2_normalization_quantized_keeps_zero_point():
     def run(values, ins, out_op, out):
@@ -36,7 +36,7 @@ def l2_normalization_quantized_keeps_zero_point():
     return with_kernels({OperationType.L2_NORMALIZATION: run})
 
 
-@mutant("local-response-alpha-over-window", "POOL-2",
+@mutant("local-response-alpha-over-window", "OPS-1",
         "LOCAL_RESPONSE_NORMALIZATION divides alpha by the window's size (2 * radius + 1), Caffe's convention, "
         "instead of NNAPI's alpha as given")
 def local_response_alpha_over_window():
@@ -49,7 +49,7 @@ def local_response_alpha_over_window():
     return with_kernels({OperationType.LOCAL_RESPONSE_NORMALIZATION: run})
 
 
-@mutant("local-response-window-behind-only", "POOL-2",
+@mutant("local-response-window-behind-only", "OPS-1",
         "LOCAL_RESPONSE_NORMALIZATION sums the squares of the radius elements before each one and itself, not those "
         "after it")
 def local_response_window_behind_only():
@@ -67,7 +67,7 @@ def local_response_window_behind_only():
     return with_kernels({OperationType.LOCAL_RESPONSE_NORMALIZATION: run})
 
 
-@mutant("channel-shuffle-inverse", "POOL-2",
+@mutant("channel-shuffle-inverse", "OPS-1",
         "CHANNEL_SHUFFLE reads the channels as groups of num_groups (the inverse shuffle) instead of as num_groups "
         "groups")
 def channel_shuffle_inverse():

@@ -1,6 +1,6 @@
 """Seeded bugs of the reductions, ARGMAX/ARGMIN and FILL: each computes one NNAPI rule
-wrongly, and the generated suites' models of its family catch it (POOL-2: an output region
-written with wrong contents)."""
+wrongly, and the generated suites' models of its family catch it (OPS-1: the operation's
+values, whatever the test's theme)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from reference_driver.ops import reduction, shape_values
 from ._registry import mutant, with_kernels
 
 
-@mutant("mean-quantized-input-quantization", "POOL-2",
+@mutant("mean-quantized-input-quantization", "OPS-1",
         "a quantized MEAN stores its result with the input's scale and zeroPoint instead of the output's")
 def mean_quantized_input_quantization():
     reference = reduction.reduction(OperationType.MEAN)
@@ -27,7 +27,7 @@ def mean_quantized_input_quantization():
     return with_kernels({OperationType.MEAN: run})
 
 
-@mutant("reduction-negative-axis-off-by-one", "POOL-2",
+@mutant("reduction-negative-axis-off-by-one", "OPS-1",
         "the reductions count a negative axis from one before the end (-1 as the last axis but one, when there "
         "is one)")
 def reduction_negative_axis_off_by_one():
@@ -44,7 +44,7 @@ def reduction_negative_axis_off_by_one():
     return with_kernels({op: shifted(op) for op in reduction.REDUCTION_TYPES})
 
 
-@mutant("argmax-last-of-ties", "POOL-2",
+@mutant("argmax-last-of-ties", "OPS-1",
         "ARGMAX and ARGMIN give the index of the last of equal largest (smallest) elements instead of the first")
 def argmax_last_of_ties():
     def last(op):
@@ -61,7 +61,7 @@ def argmax_last_of_ties():
     return with_kernels({op: last(op) for op in (OperationType.ARGMAX, OperationType.ARGMIN)})
 
 
-@mutant("fill-value-truncated", "POOL-2",
+@mutant("fill-value-truncated", "OPS-1",
         "FILL converts a float value to an integer (dropping its fraction) before filling a float tensor")
 def fill_value_truncated():
     def run(values, ins, out_op, out):
