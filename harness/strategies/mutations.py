@@ -117,6 +117,10 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
     if name == "dimensions-reshaped-same-size":
         # arguments whose shape can be changed within its rank, if any (else any of known rank, given an axis more)
         candidates = [a for a in candidates if _reshapable_axes(_operand(scenario, *a))] or candidates
+    if name.startswith("remove-") or name.startswith("extra-"):
+        # of the list it changes: a model whose inputs are all constants (FILL's) has no input to repeat
+        wanted = "inputs" if name.endswith("input") else "outputs"
+        candidates = [a for a in candidates if a[0] == wanted]
     assume(candidates)
     field, index = draw(sampled(tuple(candidates)), label="argument")
     if name.startswith("remove-") or name.startswith("extra-"):
