@@ -31,7 +31,6 @@ from dataclasses import replace
 from typing import Final
 
 import numpy as np
-from hypothesis.control import current_build_context, currently_in_test_context
 
 from harness.api.errors import ConformanceError
 from harness.api.hal import DataLocation, Device, RequestArgument, numpy_dtype
@@ -74,6 +73,10 @@ def plain_scenario(scenario: Scenario) -> Scenario | None:
 
 def reported_example() -> bool:
     """Whether the running example is one a test reports: outside hypothesis, or its final run."""
+    # imported here: `harness certify` imports this module before pytest loads hypothesis' plugin,
+    # which then could not be rewritten and would warn in every certify run
+    from hypothesis.control import current_build_context, currently_in_test_context
+
     return not currently_in_test_context() or current_build_context().is_final
 
 
