@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from harness.api.errors import ConformanceError, calls_into_driver
@@ -57,16 +57,57 @@ def unavailable() -> str:
     return ""
 
 
-@dataclass
-class LoadedLibrary:
-    """The probes a library registered, as tvm-ffi's registry gave them (a probe it did not register
-    is None).  A probe read as an attribute is called through `calls_into_driver`: what it raises
-    is the driver's."""
+_in_confined_child = False
 
-    library: PackedFunctionLibrary
-    module: Any
-    functions: dict[str, Any]
-    _calls: dict[str, Any] = field(init=False, repr=False, default_factory=dict)
+
+def mark_confined() -> None:
+    """Say that this process is a child of the harness confined to run the driver's code
+    (`harness.integration.forked`): the only process a library is opened in."""
+    global _in_confined_child
+    _in_confined_child = True
+
+
+class LoadedLibrary:
+    """A built library and, once `open` ran, the probes it registered (a probe it did not register
+    is None).  It is opened only in the sandboxed child a packed-function test makes its calls in
+    (`harness.integration.forked`): loading runs the library's static initializers, the driver's
+    code, which must never run in the harness's own process.  A probe read as an attribute is
+    called through `calls_into_driver`: what it raises is the driver's."""
+
+    def __init__(self, library: PackedFunctionLibrary, path: str) -> None:
+        self.library = library
+        self.path = path
+        self._module: Any = None
+        self._functions: dict[str, Any] | None = None
+        self._calls: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"LoadedLibrary({self.library.prefix!r}, {self.path!r}, opened={self._functions is not None})"
+
+    def open(self) -> None:
+        """Load the library here (its static initializers register the probes) and look them up;
+        refused outside a confined child of the harness."""
+        if self._functions is not None:
+            return
+        if not _in_confined_child:
+            raise RuntimeError(f"packed-function library {self.path} may be loaded only in a confined child of "
+                               f"the harness (mark the test in_forked_child)")
+        import tvm_ffi
+
+        self._module = calls_into_driver(tvm_ffi.load_module)(self.path)  # the driver's code
+        self._functions = {name: tvm_ffi.get_global_func(self.library.prefix + name, allow_missing=True)
+                           for name in PROBES}
+
+    @property
+    def module(self) -> Any:
+        self.open()
+        return self._module
+
+    @property
+    def functions(self) -> dict[str, Any]:
+        self.open()
+        assert self._functions is not None
+        return self._functions
 
     def __getattr__(self, name: str) -> Any:
         if name not in PROBES:
@@ -100,12 +141,8 @@ def built(library: PackedFunctionLibrary) -> str:
     return str(calls_into_driver(library.build)())
 
 
-@functools.lru_cache(maxsize=None)
 def load(library: PackedFunctionLibrary) -> LoadedLibrary:
-    """Load the library (its static initializers register the probes) and look them up."""
-    import tvm_ffi
-
+    """The library, built (by the plugin's build, in its declarations process) but not loaded:
+    `LoadedLibrary.open` loads it in the confined child a test runs in."""
     _errors_made_ready()
-    module = calls_into_driver(tvm_ffi.load_module)(built(library))  # the driver's code
-    functions = {name: tvm_ffi.get_global_func(library.prefix + name, allow_missing=True) for name in PROBES}
-    return LoadedLibrary(library, module, functions)
+    return LoadedLibrary(library, built(library))

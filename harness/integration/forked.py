@@ -15,20 +15,25 @@ decided in the child where the traceback is (`harness.report.attribution.fault_o
 
 from __future__ import annotations
 
+import base64
+import binascii
 import builtins
 import json
 import os
 import select
+import shutil
 import signal
+import tempfile
 import time
 import traceback
 import unittest
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NoReturn
 
 import pytest
 
 from harness.api import errors
+from harness.api.packed import LoadedLibrary, mark_confined
 from harness.api.errors import DriverCrash, DriverHang
 from harness.integration.skips import NotApplicable, NotRun
 from harness.service.client import RemoteError
@@ -46,54 +51,190 @@ class RaisedInChild(Exception):
         self.kind = kind
 
 
+#: The keys beside a test's own that hypothesis keeps its examples under (``ConjectureRunner.sub_key``).
+_SUB_KEYS = (b"secondary", b"pareto")
+
+
+class TestExamples:
+    """A hypothesis test's stored examples, lent to the child that runs it.  The child cannot write
+    the database (it is outside its sandbox): it reads what was stored under the test's keys,
+    fetched here beforehand, and every save or delete it makes comes back as data, applied here
+    only under the test's own key (a child cannot touch another test's, or another driver's,
+    examples)."""
+
+    __test__ = False  # not a test class, whatever pytest makes of its name
+
+    def __init__(self, database: Any, key: bytes) -> None:
+        self.database = database
+        self.key = key
+
+    def stored(self) -> dict[bytes, list[bytes]]:
+        keys = (self.key, *(self.key + b"." + sub for sub in _SUB_KEYS))
+        return {key: list(self.database.fetch(key)) for key in keys}
+
+    def owns(self, key: bytes) -> bool:
+        return key == self.key or key.startswith(self.key + b".")
+
+    def apply(self, change: list[str]) -> None:
+        """One save or delete the child made (``[operation, key, value]``, base64); a change under
+        another key is refused."""
+        operation, key, value = change[0], base64.b64decode(change[1]), base64.b64decode(change[2])
+        if not self.owns(key):
+            raise ValueError(f"a change outside the test's key: {key[:80]!r}")
+        if operation == "save":
+            self.database.save(key, value)
+        elif operation == "delete":
+            self.database.delete(key, value)
+        else:
+            raise ValueError(f"an unknown change {operation!r}")
+
+
 def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tuple[BaseException, str]],
                  examples_run: Callable[[], int], count_examples: Callable[[int], None], description: str,
-                 deadline: float) -> None:
-    """Make ``call`` in a forked child and raise here what it raised there (see the module).
-    ``judge(error)``: the exception that carries the verdict, and whose fault it is; a child
-    still running ``deadline`` seconds later is killed (SVC-2)."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: make the call, write its outcome, and leave without running anything else
-        os.close(read_end)
-        status = 0
-        try:
-            before = examples_run()
-            outcome = _outcome(call, judge)
-            outcome["examples"] = examples_run() - before
-            unsent = json.dumps(outcome).encode("utf-8")
-            while unsent:
-                unsent = unsent[os.write(write_end, unsent):]
-        except BaseException:  # noqa: BLE001 -- nothing may leave the child but its exit status
-            status = 70
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    data = _read_until_closed(read_end, time.monotonic() + deadline)
-    if data is None:  # still running at the deadline
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+                 deadline: float, examples: TestExamples | None = None,
+                 lend: Callable[[Any], None] = lambda database: None) -> None:
+    """Make ``call`` in a forked, confined child and raise here what it raised there (see the
+    module).  ``judge(error)``: the exception that carries the verdict, and whose fault it is; a
+    child still running ``deadline`` seconds later is killed (SVC-2).  ``examples``: the test's
+    stored examples, lent to the child, where ``lend(database)`` hands them to the test before
+    ``call``."""
+    stored = examples.stored() if examples is not None else None
+    scratch = tempfile.mkdtemp(prefix="driver-harness-child-")
+    try:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: make the call, write its outcome, and leave without running anything else
+            _child(call, judge, examples_run, stored, lend, scratch, read_end, write_end)
+        os.close(write_end)
+        data = _read_until_closed(read_end, time.monotonic() + deadline)
+        if data is None:  # still running at the deadline
+            os.kill(pid, signal.SIGKILL)
+        _, wait_status = os.waitpid(pid, 0)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # what the child left in its scratch is nobody's
+    if data is None:
         raise DriverHang(f"[SVC-2] {description}: the call into the driver's code did not return within {deadline:g} s "
                          f"(the test's calls made in a child of the harness, which was killed)")
-    _, wait_status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(wait_status) or not data:
+    # The driver's code ran in the child, and could have written to the pipe too: every line is
+    # data, read against its shape.  The test's changes to its examples come first, and are kept
+    # even when the child died afterwards.
+    outcome = None
+    try:
+        for line in data.splitlines():
+            message = json.loads(line)
+            if "change" in message and examples is not None:
+                examples.apply(message["change"])
+            elif "outcome" in message and outcome is None:
+                outcome = message["outcome"]
+                count_examples(int(outcome["examples"]))
+            else:
+                raise ValueError("an unexpected message")
+    except (ValueError, KeyError, TypeError, IndexError, binascii.Error):
+        raise RemoteError(f"[SVC-1] {description}: the child that made the call sent an outcome the harness cannot "
+                          f"read: {data[:200]!r}") from None
+    if os.WIFSIGNALED(wait_status) or outcome is None:
         how = (f"killed by signal {signal.Signals(os.WTERMSIG(wait_status)).name}" if os.WIFSIGNALED(wait_status)
                else f"exited with code {os.WEXITSTATUS(wait_status)}")
         raise DriverCrash(f"[SVC-1] {description}: the process calling the driver's code died ({how}); the harness "
                           f"made the call in a child of its own, and goes on")
-    try:  # the driver's code ran in the child, and could have written to the pipe too
-        outcome = json.loads(data)
-        count_examples(int(outcome["examples"]))
-    except (ValueError, KeyError, TypeError):
-        raise RemoteError(f"[SVC-1] {description}: the child that made the call sent an outcome the harness cannot "
-                          f"read: {data[:200]!r}") from None
     _raise(outcome)
 
 
-def first_in_child(call: Callable[[], object], description: str, deadline: float) -> None:
-    """Make ``call`` (the driver's code: a library's static initializers) in a forked child
-    first, where a crash cannot take the harness down; raise what it raised (SVC-1 if it died)."""
-    run_in_child(call, lambda error: (error, "driver"), lambda: 0, lambda number: None, description, deadline)
+def _child(call: Callable[[], object], judge: Callable[[BaseException], tuple[BaseException, str]],
+           examples_run: Callable[[], int], stored: dict[bytes, list[bytes]] | None,
+           lend: Callable[[Any], None], scratch: str, read_end: int, write_end: int) -> NoReturn:
+    status = 0
+    try:
+        os.close(read_end)
+
+        def send(message: dict[str, Any]) -> None:
+            unsent = (json.dumps(message) + "\n").encode("utf-8")
+            while unsent:
+                unsent = unsent[os.write(write_end, unsent):]
+
+        problem = _confine(scratch, keep=write_end)
+        if problem:
+            outcome: dict[str, Any] = {"kind": "not-run", "fix": "run on Linux 5.13 or newer with Landlock enabled",
+                                       "reason": f"the sandbox for the driver's code could not be set up: {problem}"}
+        else:
+            mark_confined()
+            if stored is not None:
+                lend(_lent_examples(stored, lambda change: send({"change": change})))
+            before = examples_run()
+            outcome = _outcome(call, judge)
+            outcome["examples"] = examples_run() - before
+        outcome.setdefault("examples", 0)
+        send({"outcome": outcome})
+    except BaseException:  # noqa: BLE001 -- nothing may leave the child but its exit status
+        status = 70
+    finally:
+        os._exit(status)
+
+
+def _confine(scratch: str, keep: int) -> str:
+    """Leave the child nothing of the harness's: every descriptor it inherited, but the pipe its
+    outcome goes back through, now reads and writes /dev/null (the records, the reports, the
+    service's sockets, pytest's captured output); its temporary files go to its own ``scratch``;
+    and, where the kernel offers Landlock, it may write nothing else.  What went wrong ('' when
+    nothing did)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for descriptor in _open_descriptors():
+        if descriptor not in (keep, null):
+            try:
+                os.dup2(null, descriptor)
+            except OSError:  # the listing's own descriptor, closed since
+                continue
+    os.close(null)
+    os.environ["TMPDIR"] = scratch
+    tempfile.tempdir = scratch
+    from harness.tooling.sandbox import SandboxError, confine, landlock_abi
+
+    if landlock_abi() == 0:  # the certificate says the run had no sandbox (`harness.tooling.sandbox`)
+        return ""
+    try:
+        confine([scratch])
+    except SandboxError as error:
+        return str(error)
+    return ""
+
+
+def _open_descriptors() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        return list(range(os.sysconf("SC_OPEN_MAX")))
+
+
+def _lent_examples(stored: dict[bytes, list[bytes]], send: Callable[[list[str]], None]) -> Any:
+    """The child's view of a test's examples (see `TestExamples`): what was stored, and its own
+    saves and deletes, each sent back as it is made (a child that dies later keeps them)."""
+    from hypothesis.database import ExampleDatabase  # here, not at import: this module is a pytest plugin
+
+    class LentExamples(ExampleDatabase):
+        def __init__(self) -> None:
+            super().__init__()
+            self._stored = {key: list(values) for key, values in stored.items()}
+
+        def fetch(self, key: bytes) -> Iterable[bytes]:
+            yield from list(self._stored.get(key, ()))
+
+        def save(self, key: bytes, value: bytes) -> None:
+            values = self._stored.setdefault(key, [])
+            if value not in values:
+                values.append(value)
+            send(["save", _b64(key), _b64(value)])
+
+        def delete(self, key: bytes, value: bytes) -> None:
+            values = self._stored.get(key, [])
+            if value in values:
+                values.remove(value)
+            send(["delete", _b64(key), _b64(value)])
+
+    return LentExamples()
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def _read_until_closed(fd: int, deadline: float) -> bytes | None:
@@ -177,8 +318,35 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     given = getattr(pyfuncitem.obj, "_hypothesis_internal_use_settings", None)
     deadline = state_of(pyfuncitem.config).timeout * (2 * (given.max_examples if given is not None else 1) + 10)
     arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    run_in_child(lambda: pyfuncitem.obj(**arguments), lambda error: judged(error, str(pyfuncitem.path)),
+    test = pyfuncitem.obj
+    examples = _examples_of(test, given)
+
+    def lend(database: Any) -> None:  # in the child: the test's settings, with its examples lent
+        from hypothesis import settings
+
+        test._hypothesis_internal_use_settings = settings(given, database=database)
+
+    def call() -> None:
+        for argument in arguments.values():  # loaded here, in the confined child, never in the harness
+            if isinstance(argument, LoadedLibrary):
+                argument.open()
+        test(**arguments)
+
+    run_in_child(call, lambda error: judged(error, str(pyfuncitem.path)),
                  (lambda: recorder.examples_run) if recorder is not None else (lambda: 0),
                  recorder.count_examples if recorder is not None else (lambda number: None),
-                 f"{pyfuncitem.path.name}::{pyfuncitem.name}", deadline)
+                 f"{pyfuncitem.path.name}::{pyfuncitem.name}", deadline, examples, lend)
     return True
+
+
+def _examples_of(test: Any, given: Any) -> TestExamples | None:
+    """A hypothesis test's stored examples, under the key hypothesis keeps them by (None for a
+    plain test, or one with no database)."""
+    if given is None or given.database is None or not hasattr(test, "hypothesis"):
+        return None
+    key = getattr(test, "_hypothesis_internal_database_key", None)
+    if key is None:
+        from hypothesis.internal.reflection import function_digest
+
+        key = function_digest(test.hypothesis.inner_test)
+    return TestExamples(given.database, key)

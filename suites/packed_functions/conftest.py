@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.api.packed import LoadedLibrary, PackedFunctionLibrary, built, load, unavailable
-from harness.integration.forked import first_in_child
+from harness.api.packed import LoadedLibrary, PackedFunctionLibrary, load, unavailable
 from harness.integration.plugin import declared_for_driver, parametrize_declared
 from harness.integration.skips import not_applicable, not_run
 
@@ -24,28 +23,17 @@ def packed_library(request: pytest.FixtureRequest, driver) -> PackedFunctionLibr
     return request.param
 
 
-#: How long loading a library (running its static initializers) may take.
-LOAD_DEADLINE_S = 60.0
-# The libraries loaded once in a forked child: one that crashes there fails its tests on SVC-1.
-_loaded_in_a_child: set[PackedFunctionLibrary] = set()
-
-
 @pytest.fixture
 def probes(packed_library: PackedFunctionLibrary, driver) -> LoadedLibrary:
-    """The library's probe functions, loaded into this process (tvm-ffi calls are in-process),
-    after a first load in a forked child (its static initializers cannot take the harness down)."""
+    """The library's probe functions: built here (by the plugin's build, in its own process) and
+    loaded only in the sandboxed child each test makes its calls in, where its static
+    initializers (the driver's code) cannot reach the harness or the run's files."""
     reason = unavailable()
     if reason:
         not_run(reason, "pip install 'driver-harness[native]'")
-    import tvm_ffi
-
     from harness.tooling import CompilerMissing
 
     try:
-        path = built(packed_library)  # the plugin's build (its code), once per session
-        if packed_library not in _loaded_in_a_child:  # its static initializers are the driver's code
-            first_in_child(lambda: tvm_ffi.load_module(str(path)), f"loading {path}", LOAD_DEADLINE_S)
-            _loaded_in_a_child.add(packed_library)
         return load(packed_library)
     except CompilerMissing as error:
         not_run(f"the packed-function library cannot be built: {error}",

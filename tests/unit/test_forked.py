@@ -10,12 +10,15 @@ import signal
 import time
 
 import pytest
+from hypothesis.database import InMemoryExampleDatabase
 
 from harness.api.errors import ConformanceError, DriverCrash, DriverHang, calls_into_driver
-from harness.integration.forked import RaisedInChild, run_in_child
+from harness.api.packed import LoadedLibrary, PackedFunctionLibrary
+from harness.integration.forked import RaisedInChild, TestExamples, run_in_child
 from harness.integration.recording import judged
 from harness.integration.skips import NotApplicable
 from harness.report.attribution import fault_of
+from harness.tooling.sandbox import landlock_abi
 
 
 def _run(call, deadline: float = 30.0) -> list[int]:
@@ -101,3 +104,58 @@ def test_an_outcome_the_harness_cannot_read_is_the_drivers(monkeypatch) -> None:
     with pytest.raises(RemoteError) as raised:
         _run(lambda: None)
     assert raised.value.requirement == "SVC-1"
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="this kernel offers no Landlock: the certificate says unsandboxed")
+def test_the_child_reaches_no_file_of_the_run(tmp_path) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text("the harness's own\n")
+    with open(records, "a") as held:  # as the recorder holds its records: a descriptor the child inherits
+
+        def forge() -> None:
+            os.write(held.fileno(), b"forged\n")
+            with open(tmp_path / "certificate.json", "w") as forged:
+                forged.write("PASS")
+
+        with pytest.raises(PermissionError):
+            _run(forge)
+    assert records.read_text() == "the harness's own\n"
+    assert not (tmp_path / "certificate.json").exists()
+
+
+def _lent_run(database: InMemoryExampleDatabase, key: bytes, call) -> None:
+    lent: list = []
+    run_in_child(lambda: call(lent[0]), lambda error: judged(error, __file__), lambda: 0, lambda number: None,
+                 "a call", 30.0, TestExamples(database, key), lent.append)
+
+
+def test_a_child_reads_its_test_s_examples_and_its_changes_come_back() -> None:
+    database = InMemoryExampleDatabase()
+    database.save(b"test", b"stored")
+
+    def changes(lent) -> None:
+        assert list(lent.fetch(b"test")) == [b"stored"]
+        lent.save(b"test", b"found")
+        lent.save(b"test.secondary", b"kept")
+        lent.delete(b"test", b"stored")
+
+    _lent_run(database, b"test", changes)
+    assert list(database.fetch(b"test")) == [b"found"]
+    assert list(database.fetch(b"test.secondary")) == [b"kept"]
+
+
+def test_a_child_s_change_to_another_test_s_examples_is_refused() -> None:
+    from harness.service.client import RemoteError
+
+    database = InMemoryExampleDatabase()
+    database.save(b"other", b"theirs")
+    with pytest.raises(RemoteError) as raised:
+        _lent_run(database, b"test", lambda lent: lent.delete(b"other", b"theirs"))
+    assert raised.value.requirement == "SVC-1"
+    assert list(database.fetch(b"other")) == [b"theirs"]
+
+
+def test_a_packed_function_library_is_never_opened_outside_a_confined_child(tmp_path) -> None:
+    library = LoadedLibrary(PackedFunctionLibrary("acme.", lambda: "unused"), str(tmp_path / "libacme.so"))
+    with pytest.raises(RuntimeError, match="confined child"):
+        library.open()
