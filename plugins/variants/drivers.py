@@ -784,8 +784,14 @@ def _relaxed(kernel16: Kernel, kernel: Kernel) -> Kernel:
         operands = [dataclasses.replace(o, type=F16) if o.type == F32 else o for o in ins]
         with np.errstate(all="ignore"):
             result = kernel16.run(halves, operands, dataclasses.replace(out_op, type=F16), None)
-        return np.asarray(result).astype(np.float32)
+        # an operation of several outputs (SPLIT, TOPK_V2) gives a tuple: each float16 one widened
+        return tuple(map(_widened, result)) if isinstance(result, tuple) else _widened(result)
     return Kernel(kernel.validate, run)
+
+
+def _widened(result: np.ndarray) -> np.ndarray:
+    result = np.asarray(result)
+    return result.astype(np.float32) if result.dtype == np.float16 else result
 
 
 def relaxed_float32_in_float16() -> ReferenceDevice:
