@@ -45,6 +45,8 @@ _TENSOR_TYPES = frozenset(
         OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
         OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,  # CONV_2D filters
         OperandType.TENSOR_QUANT8_SYMM,  # DEQUANTIZE's input
+        OperandType.TENSOR_QUANT16_ASYMM,  # CAST to itself
+        OperandType.TENSOR_QUANT16_SYMM,
         OperandType.INT32,
         OperandType.BOOL,  # CONV_2D's layout flag
         OperandType.TENSOR_BOOL8,  # comparisons, logical operations, SELECT

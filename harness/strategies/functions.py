@@ -33,6 +33,11 @@ F32, F16 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16
 _FLOAT_QUANT = FLOAT_TYPES + QUANT_TYPES
 _COMPARED = FLOAT_TYPES + QUANT_TYPES + (I32, BOOL8)
 #: NeuralNetworks.h's data types of each operation (HAL 1.3).
+#: CAST converts between any two of these (HAL 1.2)...
+_CONVERTIBLE = FLOAT_TYPES + (I32, OperandType.TENSOR_QUANT8_ASYMM)
+#: ...and casts each of these to itself only (HAL 1.3): the identity, quantization kept.
+_CAST_TO_ITSELF = (BOOL8, OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM,
+                   OperandType.TENSOR_QUANT16_ASYMM, OperandType.TENSOR_QUANT16_SYMM)
 OPERATION_TYPES: dict[OperationType, tuple[OperandType, ...]] = {
     Op.LOGISTIC: _FLOAT_QUANT, Op.TANH: _FLOAT_QUANT, Op.HARD_SWISH: _FLOAT_QUANT, Op.ELU: FLOAT_TYPES,
     Op.PRELU: _FLOAT_QUANT,
@@ -43,10 +48,11 @@ OPERATION_TYPES: dict[OperationType, tuple[OperandType, ...]] = {
     Op.LOGICAL_AND: (BOOL8,), Op.LOGICAL_OR: (BOOL8,), Op.LOGICAL_NOT: (BOOL8,),
     Op.SELECT: _FLOAT_QUANT + (I32,),
     Op.SOFTMAX: _FLOAT_QUANT, Op.LOG_SOFTMAX: FLOAT_TYPES,
-    Op.QUANTIZE: FLOAT_TYPES, Op.DEQUANTIZE: QUANT_TYPES, Op.CAST: FLOAT_TYPES + (I32, OperandType.TENSOR_QUANT8_ASYMM),
+    Op.QUANTIZE: FLOAT_TYPES, Op.DEQUANTIZE: QUANT_TYPES + (OperandType.TENSOR_QUANT8_SYMM,),
+    Op.CAST: _CONVERTIBLE + _CAST_TO_ITSELF,
 }
 #: The output types of the operations whose output type is not their input's.
-_OUTPUT_TYPES = {Op.QUANTIZE: QUANT_TYPES, Op.DEQUANTIZE: FLOAT_TYPES, Op.CAST: OPERATION_TYPES[Op.CAST]}
+_OUTPUT_TYPES = {Op.QUANTIZE: QUANT_TYPES, Op.DEQUANTIZE: FLOAT_TYPES, Op.CAST: _CONVERTIBLE}
 FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "activation": (Op.LOGISTIC, Op.TANH, Op.HARD_SWISH, Op.ELU),
     "prelu": (Op.PRELU,),
@@ -230,11 +236,12 @@ def select_models(draw, caps: Capabilities) -> ModelCase:
 
 @st.composite
 def conversion_models(draw, caps: Capabilities) -> ModelCase:
-    """QUANTIZE (any output quantization), DEQUANTIZE (to either float type) and CAST between any two
-    of FLOAT16, FLOAT32, INT32 and QUANT8_ASYMM, with values past QUANT8_ASYMM's range, where it saturates."""
+    """QUANTIZE (any output quantization), DEQUANTIZE (from QUANT8_SYMM too, to either float type) and
+    CAST between any two of FLOAT16, FLOAT32, INT32 and QUANT8_ASYMM, with values past QUANT8_ASYMM's
+    range, where it saturates, or from BOOL8 and the other quantized types to themselves."""
     c = _start(draw)
     op, type = _operation_and_type(c, caps, "conversion")
-    out_type = c.choice(output_types(caps, op), "output type")
+    out_type = type if op == Op.CAST and type in _CAST_TO_ITSELF else c.choice(output_types(caps, op), "output type")
     shape = c.shape("shape")
     value = draw(arrays(type, shape), label="x")
     if op == Op.CAST and type in FLOAT_TYPES:  # [-320, 320): past both ends of QUANT8_ASYMM's stored range

@@ -13,7 +13,10 @@ from harness.api.hal import OperandType, is_quantized_type, numpy_dtype
 
 FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
 QUANT_TYPES = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
-ZERO_POINT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127)}
+#: The zeroPoints each quantized type allows (NeuralNetworks.h): the symmetric ones only 0.
+ZERO_POINT_RANGE = {OperandType.TENSOR_QUANT8_ASYMM: (0, 255), OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
+                    OperandType.TENSOR_QUANT8_SYMM: (0, 0), OperandType.TENSOR_QUANT16_ASYMM: (0, 65535),
+                    OperandType.TENSOR_QUANT16_SYMM: (0, 0)}
 #: The scales quantized operands are given: results stay within a few steps of exact.
 SCALES = (0.05, 0.1, 0.25, 0.5, 1.0)
 
@@ -76,7 +79,9 @@ def shapes(min_rank: int = 1, max_rank: int = 4, max_side: int = 4) -> st.Search
 
 #: Bytes that encode one element, per type (see _decode).
 _ENCODED_SIZE = {OperandType.TENSOR_FLOAT32: 4, OperandType.TENSOR_FLOAT16: 2, OperandType.TENSOR_INT32: 5,
-                 OperandType.TENSOR_QUANT8_ASYMM: 1, OperandType.TENSOR_QUANT8_ASYMM_SIGNED: 1}
+                 OperandType.TENSOR_QUANT8_ASYMM: 1, OperandType.TENSOR_QUANT8_ASYMM_SIGNED: 1,
+                 OperandType.TENSOR_QUANT8_SYMM: 1, OperandType.TENSOR_QUANT16_ASYMM: 2, OperandType.TENSOR_QUANT16_SYMM: 2,
+                 OperandType.TENSOR_BOOL8: 1}
 
 
 @functools.lru_cache(maxsize=4096, typed=True)
@@ -115,8 +120,14 @@ def _decode(operand_type: OperandType, shape: tuple[int, ...], nonzero: bool, en
             values = values.astype(np.int32)
         case OperandType.TENSOR_QUANT8_ASYMM:
             values = np.frombuffer(encoded, np.uint8)
-        case OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
+        case OperandType.TENSOR_QUANT8_ASYMM_SIGNED | OperandType.TENSOR_QUANT8_SYMM:
             values = np.frombuffer(encoded, np.int8)
+        case OperandType.TENSOR_QUANT16_ASYMM:
+            values = np.frombuffer(encoded, "<u2").astype(np.uint16)
+        case OperandType.TENSOR_QUANT16_SYMM:
+            values = np.frombuffer(encoded, "<i2").astype(np.int16)
+        case OperandType.TENSOR_BOOL8:  # NNAPI's true is any nonzero byte; the harness sends 0 and 1
+            values = (np.frombuffer(encoded, np.uint8) & 1).astype(np.uint8)
         case _:
             raise ValueError(f"no element encoding for {operand_type!r}")
     return values.reshape(shape).copy()

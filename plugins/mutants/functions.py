@@ -148,3 +148,16 @@ def softmax_axis_ignored():
         return run
 
     return with_kernels({op: ignoring(op) for op in (OperationType.SOFTMAX, OperationType.LOG_SOFTMAX)})
+
+
+@mutant("cast-16-bit-as-8-bit", "OPS-1",
+        "an identity CAST of a 16-bit quantized tensor keeps each element's low byte only (its copy takes every "
+        "quantized type to be 8 bits wide)")
+def cast_16_bit_as_8_bit():
+    def run(values, ins, out_op, out):
+        result = conversions.run_cast(values, ins, out_op, out)
+        if out_op.type in (OperandType.TENSOR_QUANT16_ASYMM, OperandType.TENSOR_QUANT16_SYMM):
+            return (result.view(np.uint16) & 0xFF).astype(np.uint16).view(result.dtype)
+        return result
+
+    return with_kernels({OperationType.CAST: run})
