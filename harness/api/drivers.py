@@ -16,7 +16,9 @@ __all__ = ["DriverSpec"]
 class DriverSpec:
     """A named driver a plugin provides.
 
-    ``breaks`` is set by seeded-bug drivers: the SPEC requirement their bug violates.
+    ``breaks`` is set by seeded-bug drivers: the SPEC requirement their bug violates;
+    ``breaks_operations``, where the bug is in some operations' results: their names (of
+    `OperationType`), whose tests the suites' score runs first.
     ``exercises`` is set by correct variant drivers: the SPEC §8 CHOICE they differ from the
     reference by (they must pass everything).
     """
@@ -26,6 +28,7 @@ class DriverSpec:
     description: str = ""
     capabilities: Capabilities | None = None
     breaks: str = ""
+    breaks_operations: tuple[str, ...] = ()
     exercises: str = ""
     plugin: str = field(default="", compare=False)
 

@@ -128,12 +128,15 @@ def modules_naming_requirements() -> dict[str, tuple[str, ...]]:
 
 
 def score_mutant(driver: str, requirement: str, seed: int = SEED, modules: tuple[str, ...] = (),
-                 profile: str = "ci") -> Score:
-    """A seeded bug's run: the tests naming ``requirement`` first (``modules``: only their files,
-    as only they can catch it), stopping at the first that fails on it."""
+                 profile: str = "ci", operations: tuple[str, ...] = ()) -> Score:
+    """A seeded bug's run: the tests of ``operations`` (whose results the bug gets wrong) first,
+    then those naming ``requirement`` (``modules``: only their files, as only they can catch it),
+    stopping at the first that fails on it.  Every test still runs until one does."""
     score = Score(driver, requirement, caught=False, seed=seed, profile=profile)
+    first = (f"--harness-first-operations={','.join(operations)}",) if operations else ()
     with tempfile.TemporaryDirectory() as scripts:
-        records = run_suites(driver, stop_on=requirement, seed=seed, profile=profile, modules=modules, reproducers=scripts)
+        records = run_suites(driver, stop_on=requirement, extra=first, seed=seed, profile=profile, modules=modules,
+                             reproducers=scripts)
         failed = {failed for record in records for failed in failed_requirements(record)}
         score.unrelated = tuple(sorted(failed - {requirement}))
         for record in records:
@@ -246,8 +249,8 @@ def score_all(names: list[str] | None = None, jobs: int = 2, seed: int = SEED, p
     # bug of the value rule runs every suite (those naming it first, as --harness-stop-on orders them).
     naming.pop(VALUE_RULE, None)
     with ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed, naming.get(spec.breaks, ()), profile),
-                             mutants))
+        return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed, naming.get(spec.breaks, ()), profile,
+                                                       spec.breaks_operations), mutants))
 
 
 def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SEED,

@@ -53,6 +53,7 @@ class DriverEntry:
     capabilities: Capabilities | None = None
     breaks: str = ""
     exercises: str = ""
+    breaks_operations: tuple[str, ...] = ()
     declaration_error: str = ""  # one line: what is wrong with what its plugins declare for it
     expectations: tuple[Expectation, ...] = ()
     declares: frozenset[str] = frozenset()  # of `_DECLARED_HOOKS`: the kinds of things it declares
@@ -222,11 +223,14 @@ def _decode_entry(value: Any) -> DriverEntry:
     declared_by = tuple(_names(value.get("declared_by"), where))
     if not set(declares) <= set(_DECLARED_HOOKS):
         raise _Refused(f"{where}: declares something other than {', '.join(_DECLARED_HOOKS)}")
+    breaks_operations = tuple(_names(value.get("breaks_operations"), where))
+    if not set(breaks_operations) <= set(OperationType.__members__):
+        raise _Refused(f"{where}: breaks_operations names something other than an operation")
     return DriverEntry(_text(value.get("name"), "a driver's name", 1000), _text(value.get("description"), where),
                        _text(value.get("plugin"), where), _decode_capabilities(value.get("capabilities"), where),
                        _text(value.get("breaks"), where, 100), _text(value.get("exercises"), where, 100),
-                       _text(value.get("declaration_error"), where), tuple(expectations), frozenset(declares),
-                       declared_by)
+                       breaks_operations, _text(value.get("declaration_error"), where), tuple(expectations),
+                       frozenset(declares), declared_by)
 
 
 def _decode(reply: Any) -> Catalog:
@@ -286,7 +290,8 @@ def _describe(registry: Any, name: str, spec: Any) -> dict:
             "memory_domains": capabilities.memory_domains, "dynamic_buffers": capabilities.dynamic_buffers,
             "operations": sorted(op.name for op in capabilities.operations),
             "operand_types": sorted(t.name for t in capabilities.operand_types)},
-        "breaks": str(spec.breaks), "exercises": str(spec.exercises), "declaration_error": problem,
+        "breaks": str(spec.breaks), "exercises": str(spec.exercises),
+        "breaks_operations": [str(name) for name in spec.breaks_operations], "declaration_error": problem,
         "expectations": expectations, "declares": sorted(set(declares)), "declared_by": sorted(declared_by),
     }
 

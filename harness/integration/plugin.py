@@ -166,6 +166,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="append one JSON record per test (outcome, requirements, examples) to FILE")
     group.addoption("--harness-stop-on", default="", metavar="REQUIREMENT",
                     help="stop at the first failing test that names REQUIREMENT (used to score seeded bugs)")
+    group.addoption("--harness-first-operations", default="", metavar="OPERATION,...",
+                    help="run the tests of these operations first (used to score seeded bugs in some operations' "
+                         "results)")
     group.addoption("--harness-reproducers", default="", metavar="DIR",
                     help="write each failing scenario as a standalone reproducer script into DIR")
     group.addoption("--harness-db", default=None, metavar="PATH|redis://HOST:PORT/N",
@@ -307,6 +310,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--cts-specs={path}: holds no *.mod.py file (give *.mod.py files or folders of them)")
     _check_outputs(config)
     _check_stop_on(config.getoption("harness_stop_on"))
+    _check_first_operations(config.getoption("harness_first_operations"))
     expectations: list[Expectation] = []
     if config.getoption("expectations"):
         try:
@@ -413,6 +417,31 @@ def _check_stop_on(requirement: str) -> None:
         hint = f"did you mean {guess[0]}? " if guess else ""
         raise pytest.UsageError(f"--harness-stop-on={requirement}: no such requirement; {hint}"
                                 f"the requirements are {', '.join(REQUIREMENTS)}")
+
+
+def _operation_names(option: str) -> frozenset[str]:
+    return frozenset(name.strip().upper() for name in option.split(",") if name.strip())
+
+
+def _check_first_operations(option: str) -> None:
+    """``--harness-first-operations`` names operations (of `OperationType`)."""
+    from harness.api.hal import OperationType
+
+    unknown = sorted(_operation_names(option) - set(OperationType.__members__))
+    if unknown:
+        raise pytest.UsageError(f"--harness-first-operations={option}: {', '.join(unknown)} "
+                                f"{'is not an operation' if len(unknown) == 1 else 'are not operations'} "
+                                f"(NNAPI's names, as OperationType spells them: ADD, CONV_2D, ...)")
+
+
+def _concerns(item: pytest.Item, operations: frozenset[str]) -> bool:
+    """Whether ``item`` is parametrized by one of ``operations``: an operation, or a family named
+    as its only operation is (``resize_bilinear``)."""
+    callspec = getattr(item, "callspec", None)
+    if not operations or callspec is None:
+        return False
+    return any(getattr(value, "name", value if isinstance(value, str) else "").upper() in operations
+               for value in callspec.params.values())
 
 
 class _XdistSeedSharing:
@@ -585,6 +614,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     stop_on = config.getoption("harness_stop_on")
     if stop_on:  # tests naming that requirement first: a run that stops there need not run the rest
         items.sort(key=lambda item: not any(stop_on in m.args for m in item.iter_markers("requirement")))
+    first = _operation_names(config.getoption("harness_first_operations"))
+    if first:  # before them, the tests of the operations a bug is in, whichever rule they name
+        items.sort(key=lambda item: not _concerns(item, first))
     for item in items:
         function = getattr(item, "obj", None)
         if function is not None and state.seeded and getattr(function, "is_hypothesis_test", False):

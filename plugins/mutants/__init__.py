@@ -16,6 +16,7 @@ from ._registry import MUTANTS
 @hookimpl
 def harness_register_drivers() -> list[DriverSpec]:
     return [
-        DriverSpec(f"mutant-{m.name}", m.factory, f"{m.description} (breaks {m.requirement})", breaks=m.requirement)
+        DriverSpec(f"mutant-{m.name}", m.factory, f"{m.description} (breaks {m.requirement})", breaks=m.requirement,
+                   breaks_operations=tuple(op.name for op in m.operations))
         for m in MUTANTS.values()
     ]

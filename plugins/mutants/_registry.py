@@ -18,13 +18,17 @@ class Mutant:
     requirement: str
     description: str
     factory: Callable[[], Device]
+    operations: tuple[OperationType, ...] = ()  # whose results the bug gets wrong, where it is in some
+
+
 
 
 MUTANTS: dict[str, Mutant] = {}
 
 
-def mutant(name: str, requirement: str, description: str):
-    """Register ``factory`` as driver ``mutant-<name>`` breaking ``requirement``."""
+def mutant(name: str, requirement: str, description: str, operations: tuple[OperationType, ...] = ()):
+    """Register ``factory`` as driver ``mutant-<name>`` breaking ``requirement`` (in the results of
+    ``operations``, where the bug is in some operations' kernels)."""
 
     def register(factory: Callable[[], Device]) -> Callable[[], Device]:
         if name in MUTANTS:
@@ -35,7 +39,7 @@ def mutant(name: str, requirement: str, description: str):
             device.name = f"mutant-{name}"
             return device
 
-        MUTANTS[name] = Mutant(name, requirement, description, named)
+        MUTANTS[name] = Mutant(name, requirement, description, named, tuple(operations))
         return factory
 
     return register

@@ -16,7 +16,8 @@ from ._registry import mutant, with_kernels
 
 @mutant("logistic-quantized-as-tanh", "OPS-1",
         "a quantized LOGISTIC stores its result with TANH's output quantization (scale 1/128, zeroPoint 128, or 0 "
-        "signed) instead of its own fixed scale 1/256 and zeroPoint 0 (-128 signed)")
+        "signed) instead of its own fixed scale 1/256 and zeroPoint 0 (-128 signed)",
+        operations=(OperationType.LOGISTIC,))
 def logistic_quantized_as_tanh():
     reference = activations.saturating(OperationType.LOGISTIC)
 
@@ -31,7 +32,8 @@ def logistic_quantized_as_tanh():
 
 @mutant("comparison-tiles-instead-of-broadcasting", "OPS-1",
         "the comparisons repeat the smaller input's elements in order to fill the larger shape (right when only leading "
-        "axes broadcast) instead of broadcasting each axis")
+        "axes broadcast) instead of broadcasting each axis",
+        operations=(OperationType.EQUAL, OperationType.GREATER, OperationType.GREATER_EQUAL, OperationType.LESS, OperationType.LESS_EQUAL, OperationType.NOT_EQUAL))
 def comparison_tiles_instead_of_broadcasting():
     def tiled(op):
         reference = comparisons.comparison(op)
@@ -48,7 +50,8 @@ def comparison_tiles_instead_of_broadcasting():
 
 
 @mutant("select-quantized-copies-stored-values", "OPS-1",
-        "a quantized SELECT copies the chosen input's stored values, as if its scale and zeroPoint were the output's")
+        "a quantized SELECT copies the chosen input's stored values, as if its scale and zeroPoint were the output's",
+        operations=(OperationType.SELECT,))
 def select_quantized_copies_stored_values():
     def run(values, ins, out_op, out):
         condition, a, b = values
@@ -62,7 +65,8 @@ def select_quantized_copies_stored_values():
 
 @mutant("maximum-quantized-copies-stored-values", "OPS-1",
         "a quantized MAXIMUM or MINIMUM compares and copies stored values, as if every input had the output's scale and "
-        "zeroPoint")
+        "zeroPoint",
+        operations=(OperationType.MAXIMUM, OperationType.MINIMUM))
 def maximum_quantized_copies_stored_values():
     def stored(op):
         reference = pointwise.binary(op)
@@ -76,7 +80,8 @@ def maximum_quantized_copies_stored_values():
     return with_kernels({op: stored(op) for op in (OperationType.MAXIMUM, OperationType.MINIMUM)})
 
 
-@mutant("elu-alpha-ignored", "OPS-1", "ELU computes exp(x) - 1 below zero whatever its alpha (alpha taken as 1)")
+@mutant("elu-alpha-ignored", "OPS-1", "ELU computes exp(x) - 1 below zero whatever its alpha (alpha taken as 1)",
+        operations=(OperationType.ELU,))
 def elu_alpha_ignored():
     def run(values, ins, out_op, out):
         alpha = np.ones((), np.float32 if ins[1].type == OperandType.FLOAT32 else np.float16)
@@ -85,7 +90,8 @@ def elu_alpha_ignored():
     return with_kernels({OperationType.ELU: run})
 
 
-@mutant("hard-swish-unclamped", "OPS-1", "HARD_SWISH computes x * relu(x + 3) / 6, without relu6's clamp at 6")
+@mutant("hard-swish-unclamped", "OPS-1", "HARD_SWISH computes x * relu(x + 3) / 6, without relu6's clamp at 6",
+        operations=(OperationType.HARD_SWISH,))
 def hard_swish_unclamped():
     def run(values, ins, out_op, out):
         x = _numeric.to_real(values[0], ins[0]).astype(np.float64)
@@ -94,7 +100,8 @@ def hard_swish_unclamped():
     return with_kernels({OperationType.HARD_SWISH: run})
 
 
-@mutant("floor-truncates", "OPS-1", "FLOOR rounds toward zero (C's trunc) instead of toward minus infinity")
+@mutant("floor-truncates", "OPS-1", "FLOOR rounds toward zero (C's trunc) instead of toward minus infinity",
+        operations=(OperationType.FLOOR,))
 def floor_truncates():
     def run(values, ins, out_op, out):
         return _numeric.from_real(np.trunc(np.asarray(values[0], np.float64)), out_op)
@@ -104,7 +111,8 @@ def floor_truncates():
 
 @mutant("cast-wraps-around", "OPS-1",
         "CAST to TENSOR_QUANT8_ASYMM or TENSOR_INT32 keeps the low bits of an out-of-range value (C's conversion of an "
-        "integer) instead of saturating to the target's range")
+        "integer) instead of saturating to the target's range",
+        operations=(OperationType.CAST,))
 def cast_wraps_around():
     def run(values, ins, out_op, out):
         result = conversions.run_cast(values, ins, out_op, out)
@@ -117,7 +125,8 @@ def cast_wraps_around():
 
 
 @mutant("dequantize-ignores-zero-point", "OPS-1",
-        "DEQUANTIZE multiplies the stored value by the scale without subtracting the zeroPoint, as for a symmetric type")
+        "DEQUANTIZE multiplies the stored value by the scale without subtracting the zeroPoint, as for a symmetric type",
+        operations=(OperationType.DEQUANTIZE,))
 def dequantize_ignores_zero_point():
     def run(values, ins, out_op, out):
         return _numeric.from_real(np.asarray(values[0], np.float64) * ins[0].scale, out_op) if ins[0].scale else \
@@ -126,7 +135,8 @@ def dequantize_ignores_zero_point():
     return with_kernels({OperationType.DEQUANTIZE: run})
 
 
-@mutant("softmax-beta-ignored", "OPS-1", "SOFTMAX and LOG_SOFTMAX take beta as 1 whatever its value")
+@mutant("softmax-beta-ignored", "OPS-1", "SOFTMAX and LOG_SOFTMAX take beta as 1 whatever its value",
+        operations=(OperationType.LOG_SOFTMAX, OperationType.SOFTMAX))
 def softmax_beta_ignored():
     def ignoring(op):
         reference = activations.softmax(op)
@@ -138,7 +148,8 @@ def softmax_beta_ignored():
     return with_kernels({op: ignoring(op) for op in (OperationType.SOFTMAX, OperationType.LOG_SOFTMAX)})
 
 
-@mutant("softmax-axis-ignored", "OPS-1", "SOFTMAX and LOG_SOFTMAX normalize along the last axis whatever their axis input")
+@mutant("softmax-axis-ignored", "OPS-1", "SOFTMAX and LOG_SOFTMAX normalize along the last axis whatever their axis input",
+        operations=(OperationType.LOG_SOFTMAX, OperationType.SOFTMAX))
 def softmax_axis_ignored():
     def ignoring(op):
         reference = activations.softmax(op)
@@ -152,7 +163,8 @@ def softmax_axis_ignored():
 
 @mutant("cast-16-bit-as-8-bit", "OPS-1",
         "an identity CAST of a 16-bit quantized tensor keeps each element's low byte only (its copy takes every "
-        "quantized type to be 8 bits wide)")
+        "quantized type to be 8 bits wide)",
+        operations=(OperationType.CAST,))
 def cast_16_bit_as_8_bit():
     def run(values, ins, out_op, out):
         result = conversions.run_cast(values, ins, out_op, out)

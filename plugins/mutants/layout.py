@@ -16,7 +16,8 @@ Op = OperationType
 
 @mutant("space-to-batch-batch-major", "OPS-1",
         "SPACE_TO_BATCH_ND numbers its output batches input batch first, then block offset, where NNAPI puts the "
-        "block offset first (right only for one input batch or a 1x1 block)")
+        "block offset first (right only for one input batch or a 1x1 block)",
+        operations=(OperationType.SPACE_TO_BATCH_ND,))
 def space_to_batch_batch_major():
     def run(values, ins, out_op, out):
         result = rearrange.run_space_to_batch_nd(values, ins, out_op, out)
@@ -28,7 +29,8 @@ def space_to_batch_batch_major():
 
 
 @mutant("batch-to-space-block-swapped", "OPS-1",
-        "BATCH_TO_SPACE_ND reads its block shape as [width, height] (right only for a square block)")
+        "BATCH_TO_SPACE_ND reads its block shape as [width, height] (right only for a square block)",
+        operations=(OperationType.BATCH_TO_SPACE_ND,))
 def batch_to_space_block_swapped():
     def run(values, ins, out_op, out):
         return rearrange.run_batch_to_space_nd([values[0], np.asarray(values[1])[::-1], *values[2:]], ins, out_op, out)
@@ -37,7 +39,8 @@ def batch_to_space_block_swapped():
 
 
 @mutant("strided-slice-end-mask-ignored", "OPS-1",
-        "STRIDED_SLICE ends each axis at its end value even where the end mask says to run to the axis's end")
+        "STRIDED_SLICE ends each axis at its end value even where the end mask says to run to the axis's end",
+        operations=(OperationType.STRIDED_SLICE,))
 def strided_slice_end_mask_ignored():
     def run(values, ins, out_op, out):
         return slicing.run_strided_slice([*values[:5], np.int32(0), values[6]], ins, out_op, out)
@@ -46,7 +49,8 @@ def strided_slice_end_mask_ignored():
 
 
 @mutant("gather-along-first-axis", "OPS-1",
-        "GATHER always gathers along axis 0, whatever its axis operand says (right only for axis 0 or -rank)")
+        "GATHER always gathers along axis 0, whatever its axis operand says (right only for axis 0 or -rank)",
+        operations=(OperationType.GATHER,))
 def gather_along_first_axis():
     def run(values, ins, out_op, out):
         return slicing.run_gather([values[0], np.int32(0), values[2]], ins, out_op, out)
@@ -55,7 +59,8 @@ def gather_along_first_axis():
 
 
 @mutant("pad-quantized-with-stored-zero", "OPS-1",
-        "PAD fills a quantized tensor's padding with the stored value 0, not its zeroPoint (the real value 0)")
+        "PAD fills a quantized tensor's padding with the stored value 0, not its zeroPoint (the real value 0)",
+        operations=(OperationType.PAD,))
 def pad_quantized_with_stored_zero():
     def run(values, ins, out_op, out):
         if is_quantized_type(ins[0].type):
@@ -65,14 +70,16 @@ def pad_quantized_with_stored_zero():
     return with_kernels({Op.PAD: run})
 
 
-@mutant("pad-v2-value-ignored", "OPS-1", "PAD_V2 pads with the real value 0 whatever its pad value operand says")
+@mutant("pad-v2-value-ignored", "OPS-1", "PAD_V2 pads with the real value 0 whatever its pad value operand says",
+        operations=(OperationType.PAD_V2,))
 def pad_v2_value_ignored():
     return with_kernels({Op.PAD_V2: lambda values, ins, out_op, out: rearrange.run_pad(values[:2], ins, out_op, out)})
 
 
 @mutant("transpose-permutation-inverted", "OPS-1",
         "TRANSPOSE moves input axis i to output axis perm[i] instead of taking output axis i from input axis perm[i] "
-        "(right only for a permutation that is its own inverse)")
+        "(right only for a permutation that is its own inverse)",
+        operations=(OperationType.TRANSPOSE,))
 def transpose_permutation_inverted():
     def run(values, ins, out_op, out):
         if len(values) > 1 and np.size(values[1]):
@@ -85,7 +92,8 @@ def transpose_permutation_inverted():
 
 @mutant("space-to-depth-channel-major", "OPS-1",
         "SPACE_TO_DEPTH orders each output depth by input channel first, then block offset (right only for one "
-        "input channel)")
+        "input channel)",
+        operations=(OperationType.SPACE_TO_DEPTH,))
 def space_to_depth_channel_major():
     def run(values, ins, out_op, out):
         result = rearrange.run_space_to_depth(values, ins, out_op, out)
@@ -101,7 +109,8 @@ def space_to_depth_channel_major():
 
 @mutant("depth-to-space-columns-first", "OPS-1",
         "DEPTH_TO_SPACE reads each block of an input depth column by column instead of row by row (right only for a "
-        "block size of 1)")
+        "block size of 1)",
+        operations=(OperationType.DEPTH_TO_SPACE,))
 def depth_to_space_columns_first():
     def run(values, ins, out_op, out):
         result = rearrange.run_depth_to_space(values, ins, out_op, out)
@@ -116,14 +125,16 @@ def depth_to_space_columns_first():
 
 
 @mutant("squeeze-every-unit-axis", "OPS-1",
-        "SQUEEZE removes every axis of size 1, even those its axes operand does not name")
+        "SQUEEZE removes every axis of size 1, even those its axes operand does not name",
+        operations=(OperationType.SQUEEZE,))
 def squeeze_every_unit_axis():
     return with_kernels({Op.SQUEEZE: lambda values, ins, out_op, out: slicing.run_squeeze(values[:1], ins, out_op, out)})
 
 
 @mutant("expand-dims-negative-axis-short", "OPS-1",
         "EXPAND_DIMS counts a negative axis from the input's rank instead of the output's (-1 inserts before the last "
-        "axis, not after it)")
+        "axis, not after it)",
+        operations=(OperationType.EXPAND_DIMS,))
 def expand_dims_negative_axis_short():
     def run(values, ins, out_op, out):
         axis = int(np.asarray(values[1]).reshape(()))
@@ -134,7 +145,8 @@ def expand_dims_negative_axis_short():
     return with_kernels({Op.EXPAND_DIMS: run})
 
 
-@mutant("slice-size-read-as-end", "OPS-1", "SLICE reads its size operand as the end index of each axis")
+@mutant("slice-size-read-as-end", "OPS-1", "SLICE reads its size operand as the end index of each axis",
+        operations=(OperationType.SLICE,))
 def slice_size_read_as_end():
     def run(values, ins, out_op, out):
         begins, sizes = np.asarray(values[1]).reshape(-1), np.asarray(values[2]).reshape(-1)
@@ -145,7 +157,8 @@ def slice_size_read_as_end():
 
 
 @mutant("tile-repeats-elements", "OPS-1",
-        "TILE repeats each element in place (a a b b) instead of repeating the whole tensor (a b a b)")
+        "TILE repeats each element in place (a a b b) instead of repeating the whole tensor (a b a b)",
+        operations=(OperationType.TILE,))
 def tile_repeats_elements():
     def run(values, ins, out_op, out):
         x = values[0]
@@ -159,12 +172,14 @@ def tile_repeats_elements():
     return with_kernels({Op.TILE: run})
 
 
-@mutant("split-outputs-reversed", "OPS-1", "SPLIT gives its last part to its first output, and so on backwards")
+@mutant("split-outputs-reversed", "OPS-1", "SPLIT gives its last part to its first output, and so on backwards",
+        operations=(OperationType.SPLIT,))
 def split_outputs_reversed():
     return with_kernels({Op.SPLIT: lambda values, ins, out_op, out: slicing.run_split(values, ins, out_op, out)[::-1]})
 
 
-@mutant("topk-ascending", "OPS-1", "TOPK_V2 lists the k largest values smallest first (and their indices so)")
+@mutant("topk-ascending", "OPS-1", "TOPK_V2 lists the k largest values smallest first (and their indices so)",
+        operations=(OperationType.TOPK_V2,))
 def topk_ascending():
     def run(values, ins, out_op, out):
         found, indices = slicing.run_topk_v2(values, ins, out_op, out)

@@ -14,7 +14,8 @@ from ._registry import mutant, with_kernels
 
 
 @mutant("l2-normalization-last-axis-only", "OPS-1",
-        "L2_NORMALIZATION normalizes along the last axis whatever its axis input names")
+        "L2_NORMALIZATION normalizes along the last axis whatever its axis input names",
+        operations=(OperationType.L2_NORMALIZATION,))
 def l2_normalization_last_axis_only():
     def run(values, ins, out_op, out):
         return normalization.run_l2_normalization(values[:1], ins[:1], out_op, out)
@@ -23,7 +24,8 @@ def l2_normalization_last_axis_only():
 
 
 @mutant("l2-normalization-quantized-keeps-zero-point", "OPS-1",
-        "a quantized L2_NORMALIZATION normalizes the stored values, without taking the input's zeroPoint away")
+        "a quantized L2_NORMALIZATION normalizes the stored values, without taking the input's zeroPoint away",
+        operations=(OperationType.L2_NORMALIZATION,))
 def l2_normalization_quantized_keeps_zero_point():
     def run(values, ins, out_op, out):
         if not is_quantized_type(ins[0].type):
@@ -38,7 +40,8 @@ def l2_normalization_quantized_keeps_zero_point():
 
 @mutant("local-response-alpha-over-window", "OPS-1",
         "LOCAL_RESPONSE_NORMALIZATION divides alpha by the window's size (2 * radius + 1), Caffe's convention, "
-        "instead of NNAPI's alpha as given")
+        "instead of NNAPI's alpha as given",
+        operations=(OperationType.LOCAL_RESPONSE_NORMALIZATION,))
 def local_response_alpha_over_window():
     def run(values, ins, out_op, out):
         radius = scalar(values[1])
@@ -51,7 +54,8 @@ def local_response_alpha_over_window():
 
 @mutant("local-response-window-behind-only", "OPS-1",
         "LOCAL_RESPONSE_NORMALIZATION sums the squares of the radius elements before each one and itself, not those "
-        "after it")
+        "after it",
+        operations=(OperationType.LOCAL_RESPONSE_NORMALIZATION,))
 def local_response_window_behind_only():
     def run(values, ins, out_op, out):
         x = np.asarray(values[0], np.float64)
@@ -69,7 +73,8 @@ def local_response_window_behind_only():
 
 @mutant("channel-shuffle-inverse", "OPS-1",
         "CHANNEL_SHUFFLE reads the channels as groups of num_groups (the inverse shuffle) instead of as num_groups "
-        "groups")
+        "groups",
+        operations=(OperationType.CHANNEL_SHUFFLE,))
 def channel_shuffle_inverse():
     def run(values, ins, out_op, out):
         channels = values[0].shape[scalar(values[2])]

@@ -11,7 +11,8 @@ from ..variants.drivers import in_relaxed_model, relaxed_float32_in_float16
 from ._registry import mutant, with_kernels
 
 
-@mutant("broadcast-rank-1-wrong", "OPS-1", "ADD walks a broadcast rank-1 operand backwards")
+@mutant("broadcast-rank-1-wrong", "OPS-1", "ADD walks a broadcast rank-1 operand backwards",
+        operations=(OperationType.ADD,))
 def broadcast_rank_1_wrong():
     add = elementwise.binary(np.add)
 
@@ -24,7 +25,8 @@ def broadcast_rank_1_wrong():
     return with_kernels({OperationType.ADD: run})
 
 
-@mutant("relu6-clamps-at-6.5", "OPS-1", "the fused RELU6 activation clamps at 6.5")
+@mutant("relu6-clamps-at-6.5", "OPS-1", "the fused RELU6 activation clamps at 6.5",
+        operations=(OperationType.ADD, OperationType.DIV, OperationType.MUL, OperationType.SUB))
 def relu6_clamps_at_6_5():
     runs = {}
     for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
@@ -42,7 +44,8 @@ def relu6_clamps_at_6_5():
     return with_kernels(runs)
 
 
-@mutant("quantized-rounding-truncates", "OPS-1", "requantizes by truncating toward minus infinity (one step low for half the values)")
+@mutant("quantized-rounding-truncates", "OPS-1", "requantizes by truncating toward minus infinity (one step low for half the values)",
+        operations=(OperationType.ADD, OperationType.MUL, OperationType.SUB))
 def quantized_rounding_truncates():
     original = _numeric.from_real
 
@@ -69,7 +72,8 @@ def quantized_rounding_truncates():
     return with_kernels(runs)
 
 
-@mutant("conv-stride-2-ignored", "OPS-1", "CONV_2D computes stride 2 as stride 1 and writes the first rows")
+@mutant("conv-stride-2-ignored", "OPS-1", "CONV_2D computes stride 2 as stride 1 and writes the first rows",
+        operations=(OperationType.CONV_2D,))
 def conv_stride_2_ignored():
     def run(values, ins, out_op, out):
         values = list(values)
@@ -85,7 +89,8 @@ _ELEMENTWISE = (OperationType.ADD, OperationType.SUB, OperationType.MUL, Operati
 
 
 @mutant("float32-computed-in-float16", "OPS-1",
-        "computes TENSOR_FLOAT32 ADD, SUB, MUL and DIV with float16 precision in every model, as if each were relaxed")
+        "computes TENSOR_FLOAT32 ADD, SUB, MUL and DIV with float16 precision in every model, as if each were relaxed",
+        operations=(OperationType.ADD, OperationType.DIV, OperationType.MUL, OperationType.SUB))
 def float32_computed_in_float16():
     runs = {}
     for op in _ELEMENTWISE:

@@ -14,7 +14,8 @@ from reference_driver.ops import _numeric, elementwise, nn
 from ._registry import mutant, with_kernels
 
 
-@mutant("div-int32-truncates", "OPS-1", "DIV on TENSOR_INT32 rounds toward zero (C division) instead of toward minus infinity")
+@mutant("div-int32-truncates", "OPS-1", "DIV on TENSOR_INT32 rounds toward zero (C division) instead of toward minus infinity",
+        operations=(OperationType.DIV,))
 def div_int32_truncates():
     def truncate(a, b, out=None):
         with np.errstate(all="ignore"):
@@ -28,7 +29,8 @@ def div_int32_truncates():
 
 
 @mutant("div-int32-by-zero-traps", "OPS-1", "DIV on TENSOR_INT32 divides as C does on x86: a zero divisor raises SIGFPE, "
-        "which kills the driver's process (NNAPI leaves the quotient undefined; the execution must still complete)")
+        "which kills the driver's process (NNAPI leaves the quotient undefined; the execution must still complete)",
+        operations=(OperationType.DIV,))
 def div_int32_by_zero_traps():
     def divide(a, b, out=None):
         if not np.all(b):  # the trap is the dividing thread's own, as a faulting instruction's is
@@ -56,7 +58,8 @@ def conv_with_geometry(change, *, right_sized: bool = False):
     return with_kernels({OperationType.CONV_2D: run})
 
 
-@mutant("conv-same-pads-at-start", "OPS-1", "CONV_2D's SAME padding puts the odd row and column at the start, not the end")
+@mutant("conv-same-pads-at-start", "OPS-1", "CONV_2D's SAME padding puts the odd row and column at the start, not the end",
+        operations=(OperationType.CONV_2D,))
 def conv_same_pads_at_start():
     return conv_with_geometry(lambda g, *_: dataclasses.replace(g, pad_top=g.pad_bottom, pad_bottom=g.pad_top,
                                                                pad_left=g.pad_right, pad_right=g.pad_left))
@@ -82,29 +85,34 @@ def _same_rows_padded_as_columns(dilated_only: bool):
 
 
 @mutant("conv-same-rows-padded-as-columns", "OPS-1",
-        "CONV_2D's SAME padding of the rows is worked out from the input's width, as for a square image")
+        "CONV_2D's SAME padding of the rows is worked out from the input's width, as for a square image",
+        operations=(OperationType.CONV_2D,))
 def conv_same_rows_padded_as_columns():
     return _same_rows_padded_as_columns(dilated_only=False)
 
 
 @mutant("conv-same-dilated-rows-padded-as-columns", "OPS-1",
         "CONV_2D's SAME padding under a dilated filter (its own code path: an engine's auto-padding refuses dilation) "
-        "works out the rows' padding from the input's width")
+        "works out the rows' padding from the input's width",
+        operations=(OperationType.CONV_2D,))
 def conv_same_dilated_rows_padded_as_columns():
     return _same_rows_padded_as_columns(dilated_only=True)
 
 
-@mutant("conv-ignores-dilation", "OPS-1", "CONV_2D ignores its dilation factors")
+@mutant("conv-ignores-dilation", "OPS-1", "CONV_2D ignores its dilation factors",
+        operations=(OperationType.CONV_2D,))
 def conv_ignores_dilation():
     return conv_with_geometry(lambda g, *_: dataclasses.replace(g, dilation_h=1, dilation_w=1))
 
 
-@mutant("conv-ignores-layout", "OPS-1", "CONV_2D reads NCHW input as NHWC (the layout flag ignored)")
+@mutant("conv-ignores-layout", "OPS-1", "CONV_2D reads NCHW input as NHWC (the layout flag ignored)",
+        operations=(OperationType.CONV_2D,))
 def conv_ignores_layout():
     return conv_with_geometry(lambda g, *_: dataclasses.replace(g, nchw=False))
 
 
-@mutant("conv-per-channel-first-scale", "OPS-1", "a per-channel quantized CONV_2D filter uses its first scale for every channel")
+@mutant("conv-per-channel-first-scale", "OPS-1", "a per-channel quantized CONV_2D filter uses its first scale for every channel",
+        operations=(OperationType.CONV_2D,))
 def conv_per_channel_first_scale():
     def run(values, ins, out_op, out):
         quant = ins[1].channel_quant
@@ -116,7 +124,8 @@ def conv_per_channel_first_scale():
     return with_kernels({OperationType.CONV_2D: run})
 
 
-@mutant("relu1-clamps-at-zero", "OPS-1", "the RELU1 operation clamps at 0 below instead of -1")
+@mutant("relu1-clamps-at-zero", "OPS-1", "the RELU1 operation clamps at 0 below instead of -1",
+        operations=(OperationType.RELU1,))
 def relu1_clamps_at_zero():
     def run(values, ins, out_op, out):
         return _numeric.from_real(np.clip(_numeric.to_real(values[0], ins[0]), 0, 1), out_op)

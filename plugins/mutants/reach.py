@@ -183,7 +183,8 @@ def output_shapes_reversed():
 
 
 @mutant("fully-connected-batch-from-first-axis", "POOL-2", "FULLY_CONNECTED takes the batch from the input's first axis "
-        "and fails inputs of rank above 2")
+        "and fails inputs of rank above 2",
+        operations=(OperationType.FULLY_CONNECTED,))
 def fully_connected_batch_from_first_axis():
     def run(values, ins, out_op, out):
         data, weights = np.asarray(values[0]), np.asarray(values[1])
@@ -216,7 +217,8 @@ def _tail_dropped(data: np.ndarray, axis: int, block: int, zero_point: int) -> n
 
 
 @mutant("conv-channel-tail-dropped", "OPS-1", "CONV_2D sums input channels in blocks of 4 and, past 4 channels, "
-        "drops the last partial block (a vector loop with no scalar tail)")
+        "drops the last partial block (a vector loop with no scalar tail)",
+        operations=(OperationType.CONV_2D,))
 def conv_channel_tail_dropped():
     def run(values, ins, out_op, out):
         data, filt, bias = nn.conv_weights(values, ins)
@@ -227,7 +229,8 @@ def conv_channel_tail_dropped():
 
 
 @mutant("fully-connected-tail-dropped", "OPS-1", "FULLY_CONNECTED takes its dot products 8 elements at a time and, "
-        "past 8, drops the last partial block of each row")
+        "past 8, drops the last partial block of each row",
+        operations=(OperationType.FULLY_CONNECTED,))
 def fully_connected_tail_dropped():
     def run(values, ins, out_op, out):
         data, weights = np.asarray(values[0]), np.asarray(values[1])
@@ -239,7 +242,8 @@ def fully_connected_tail_dropped():
 
 
 @mutant("fully-connected-units-tail-dropped", "OPS-1", "FULLY_CONNECTED computes output units 4 at a time and, past "
-        "4, leaves the last partial block at its bias (a vector loop with no scalar tail)")
+        "4, leaves the last partial block at its bias (a vector loop with no scalar tail)",
+        operations=(OperationType.FULLY_CONNECTED,))
 def fully_connected_units_tail_dropped():
     def run(values, ins, out_op, out):
         weights = np.asarray(values[1])
@@ -250,14 +254,16 @@ def fully_connected_units_tail_dropped():
 
 
 @mutant("conv-stride-above-2-runs-stride-2", "OPS-1", "CONV_2D has kernels for strides 1 and 2; a larger stride "
-        "runs the stride-2 kernel and keeps as many of its outputs as the output holds")
+        "runs the stride-2 kernel and keeps as many of its outputs as the output holds",
+        operations=(OperationType.CONV_2D,))
 def conv_stride_above_2_runs_stride_2():
     return conv_with_geometry(lambda g, *_: dataclasses.replace(g, stride_h=min(g.stride_h, 2), stride_w=min(g.stride_w, 2)),
                               right_sized=True)
 
 
 @mutant("conv-dilation-above-2-runs-dilation-2", "OPS-1", "CONV_2D has kernels for dilation 1 and 2; a larger "
-        "dilation runs the dilation-2 kernel and keeps as many of its outputs as the output holds")
+        "dilation runs the dilation-2 kernel and keeps as many of its outputs as the output holds",
+        operations=(OperationType.CONV_2D,))
 def conv_dilation_above_2_runs_dilation_2():
     return conv_with_geometry(lambda g, *_: dataclasses.replace(g, dilation_h=min(g.dilation_h, 2),
                                                                 dilation_w=min(g.dilation_w, 2)), right_sized=True)
@@ -269,7 +275,8 @@ def _border_of_one(before: int, after: int) -> tuple[int, int]:
 
 
 @mutant("conv-explicit-padding-above-1-moved-to-the-end", "OPS-1", "CONV_2D's kernel has a border of one pixel: "
-        "explicit padding above one at the top or left is taken as one, the rest added at the bottom or right")
+        "explicit padding above one at the top or left is taken as one, the rest added at the bottom or right",
+        operations=(OperationType.CONV_2D,))
 def conv_explicit_padding_above_1_moved_to_the_end():
     def kernel(g, implicit, filter_shape):
         if implicit:
@@ -287,7 +294,8 @@ def _same_split_undilated(before: int, after: int, kernel: int, dilation: int) -
 
 
 @mutant("conv-same-padding-ignores-dilation", "OPS-1", "CONV_2D's SAME padding is split as for an undilated "
-        "filter: a dilated filter's windows start too few pixels before the input")
+        "filter: a dilated filter's windows start too few pixels before the input",
+        operations=(OperationType.CONV_2D,))
 def conv_same_padding_ignores_dilation():
     def kernel(g, implicit, filter_shape):
         if not implicit:
@@ -325,7 +333,8 @@ def compiled_model_cache_ignores_operations():
 
 
 @mutant("broadcast-last-axis-tail-dropped", "OPS-1", "ADD, SUB, MUL and DIV with a broadcast operand work along the "
-        "last axis in blocks of 4 and, past 4, leave the last partial block holding the first operand's values")
+        "last axis in blocks of 4 and, past 4, leave the last partial block holding the first operand's values",
+        operations=(OperationType.ADD, OperationType.DIV, OperationType.MUL, OperationType.SUB))
 def broadcast_last_axis_tail_dropped():
     runs = {}
     for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):
@@ -355,7 +364,8 @@ def _concatenation_bug(change) -> ReferenceDevice:
 
 
 @mutant("concatenation-quantization-checked-on-first-input", "OPS-1", "quantized CONCATENATION copies every input's "
-        "bytes unconverted when the first input has the output's scale and zero point, without looking at the others")
+        "bytes unconverted when the first input has the output's scale and zero point, without looking at the others",
+        operations=(OperationType.CONCATENATION,))
 def concatenation_quantization_checked_on_first_input():
     def change(result, arrays, axis, ins, out_op):
         first = ins[0]
@@ -366,7 +376,8 @@ def concatenation_quantization_checked_on_first_input():
 
 
 @mutant("concatenation-fourth-input-dropped", "OPS-1", "CONCATENATION keeps its inputs in a three-slot array: "
-        "a fourth and later input's part of the output stays at zero")
+        "a fourth and later input's part of the output stays at zero",
+        operations=(OperationType.CONCATENATION,))
 def concatenation_fourth_input_dropped():
     def change(result, arrays, axis, ins, out_op):
         if len(arrays) <= 3:
@@ -376,7 +387,8 @@ def concatenation_fourth_input_dropped():
 
 
 @mutant("concatenation-rank4-outer-axes-cut", "OPS-1", "CONCATENATION's loop nest was written for rank 3: on the last "
-        "axis of a rank-4 tensor it copies only the first two axes' worth of rows and leaves the rest at zero")
+        "axis of a rank-4 tensor it copies only the first two axes' worth of rows and leaves the rest at zero",
+        operations=(OperationType.CONCATENATION,))
 def concatenation_rank4_outer_axes_cut():
     def change(result, arrays, axis, ins, out_op):
         if result.ndim < 4 or axis < 3:
@@ -399,7 +411,8 @@ class _FirstExecutions:
 
 
 @mutant("reshape-shape-from-first-execution", "POOL-2", "RESHAPE whose shape is a request input takes the shape "
-        "its first execution gave, on every later execution of the prepared model that has as many elements")
+        "its first execution gave, on every later execution of the prepared model that has as many elements",
+        operations=(OperationType.RESHAPE,))
 def reshape_shape_from_first_execution():
     reference = KERNELS[OperationType.RESHAPE]
     first = _FirstExecutions()
@@ -414,7 +427,8 @@ def reshape_shape_from_first_execution():
 
 
 @mutant("activation-input-from-first-execution", "POOL-2", "a fused activation given as a request input is read at "
-        "the prepared model's first execution and kept for every later one")
+        "the prepared model's first execution and kept for every later one",
+        operations=(OperationType.ADD, OperationType.DIV, OperationType.MUL, OperationType.SUB))
 def activation_input_from_first_execution():
     runs = {}
     first = _FirstExecutions()
@@ -441,13 +455,15 @@ def _int32_kernel(op: OperationType, compute) -> ReferenceDevice:
     return with_kernels({op: run})
 
 
-@mutant("int32-saturates", "OPS-1", "TENSOR_INT32 MUL saturates at the int32 range instead of wrapping around")
+@mutant("int32-saturates", "OPS-1", "TENSOR_INT32 MUL saturates at the int32 range instead of wrapping around",
+        operations=(OperationType.MUL,))
 def int32_saturates():
     return _int32_kernel(OperationType.MUL, lambda a, b: np.clip(a * b, -2**31, 2**31 - 1).astype(np.int32))
 
 
 @mutant("int32-products-through-float", "OPS-1", "TENSOR_INT32 MUL goes through float64 and loses the low bits of "
-        "large products")
+        "large products",
+        operations=(OperationType.MUL,))
 def int32_products_through_float():
     def compute(a, b):
         product = a.astype(np.float64) * b.astype(np.float64)
@@ -455,7 +471,8 @@ def int32_products_through_float():
     return _int32_kernel(OperationType.MUL, compute)
 
 
-@mutant("activation-input-ignored", "OPS-1", "a fused activation given as a request input (not a constant) is taken as NONE")
+@mutant("activation-input-ignored", "OPS-1", "a fused activation given as a request input (not a constant) is taken as NONE",
+        operations=(OperationType.ADD, OperationType.DIV, OperationType.MUL, OperationType.SUB))
 def activation_input_ignored():
     runs = {}
     for op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV):

@@ -15,7 +15,8 @@ from ._registry import mutant, with_kernels
 
 
 @mutant("mean-quantized-input-quantization", "OPS-1",
-        "a quantized MEAN stores its result with the input's scale and zeroPoint instead of the output's")
+        "a quantized MEAN stores its result with the input's scale and zeroPoint instead of the output's",
+        operations=(OperationType.MEAN,))
 def mean_quantized_input_quantization():
     reference = reduction.reduction(OperationType.MEAN)
 
@@ -29,7 +30,8 @@ def mean_quantized_input_quantization():
 
 @mutant("reduction-negative-axis-off-by-one", "OPS-1",
         "the reductions count a negative axis from one before the end (-1 as the last axis but one, when there "
-        "is one)")
+        "is one)",
+        operations=(OperationType.MEAN, OperationType.REDUCE_ALL, OperationType.REDUCE_ANY, OperationType.REDUCE_MAX, OperationType.REDUCE_MIN, OperationType.REDUCE_PROD, OperationType.REDUCE_SUM))
 def reduction_negative_axis_off_by_one():
     def shifted(op):
         reference = reduction.reduction(op)
@@ -45,7 +47,8 @@ def reduction_negative_axis_off_by_one():
 
 
 @mutant("argmax-last-of-ties", "OPS-1",
-        "ARGMAX and ARGMIN give the index of the last of equal largest (smallest) elements instead of the first")
+        "ARGMAX and ARGMIN give the index of the last of equal largest (smallest) elements instead of the first",
+        operations=(OperationType.ARGMAX, OperationType.ARGMIN))
 def argmax_last_of_ties():
     def last(op):
         pick = np.argmax if op == OperationType.ARGMAX else np.argmin
@@ -62,7 +65,8 @@ def argmax_last_of_ties():
 
 
 @mutant("fill-value-truncated", "OPS-1",
-        "FILL converts a float value to an integer (dropping its fraction) before filling a float tensor")
+        "FILL converts a float value to an integer (dropping its fraction) before filling a float tensor",
+        operations=(OperationType.FILL,))
 def fill_value_truncated():
     def run(values, ins, out_op, out):
         return shape_values.run_fill([values[0], np.trunc(np.asarray(values[1]))], ins, out_op, out)

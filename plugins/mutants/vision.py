@@ -16,7 +16,8 @@ from ._registry import mutant, with_kernels
 
 @mutant("depthwise-multiplier-ignored", "OPS-1",
         "DEPTHWISE_CONV_2D gives output channel d the input channel d mod depth_in, as if the depth multiplier "
-        "were 1 (right only when it is, or for a single input channel)")
+        "were 1 (right only when it is, or for a single input channel)",
+        operations=(OperationType.DEPTHWISE_CONV_2D,))
 def depthwise_multiplier_ignored():
     def run(values, ins, out_op, out):
         p = conv.prepare_depthwise(values, ins)
@@ -29,7 +30,8 @@ def depthwise_multiplier_ignored():
 
 @mutant("grouped-conv-groups-interleaved", "OPS-1",
         "GROUPED_CONV_2D puts output channel d in group d mod groups instead of d // (depth_out / groups) "
-        "(right only for one group, or one output channel per group)")
+        "(right only for one group, or one output channel per group)",
+        operations=(OperationType.GROUPED_CONV_2D,))
 def grouped_conv_groups_interleaved():
     def run(values, ins, out_op, out):
         p = conv.prepare_grouped(values, ins)
@@ -46,7 +48,8 @@ def grouped_conv_groups_interleaved():
 
 @mutant("transpose-conv-padding-ends-swapped", "OPS-1",
         "TRANSPOSE_CONV_2D crops its padding from the wrong ends: the left padding off the right, the top "
-        "padding off the bottom (so SAME's odd pixel goes to the start)")
+        "padding off the bottom (so SAME's odd pixel goes to the start)",
+        operations=(OperationType.TRANSPOSE_CONV_2D,))
 def transpose_conv_padding_ends_swapped():
     def run(values, ins, out_op, out):
         p, out_h, out_w = conv.prepare_transpose(values, ins)
@@ -60,7 +63,8 @@ def transpose_conv_padding_ends_swapped():
 
 
 @mutant("average-pool-counts-padding", "OPS-1",
-        "AVERAGE_POOL_2D divides every window's sum by the filter's area, its padding counted as zeros")
+        "AVERAGE_POOL_2D divides every window's sum by the filter's area, its padding counted as zeros",
+        operations=(OperationType.AVERAGE_POOL_2D,))
 def average_pool_counts_padding():
     def run(values, ins, out_op, out):
         g, filter_h, filter_w = pooling.pool_geometry(values, ins, "AVERAGE_POOL_2D")
@@ -79,7 +83,8 @@ def average_pool_counts_padding():
 
 @mutant("max-pool-pads-with-zero", "OPS-1",
         "MAX_POOL_2D pads with zeros (the real value 0) instead of leaving the padding out: a window over the "
-        "padding whose input values are all negative gives 0")
+        "padding whose input values are all negative gives 0",
+        operations=(OperationType.MAX_POOL_2D,))
 def max_pool_pads_with_zero():
     def run(values, ins, out_op, out):
         g, filter_h, filter_w = pooling.pool_geometry(values, ins, "MAX_POOL_2D")
@@ -96,7 +101,8 @@ def max_pool_pads_with_zero():
 
 
 @mutant("pooling-ignores-layout", "OPS-1",
-        "AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D read and write NCHW tensors as NHWC (the layout flag ignored)")
+        "AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D read and write NCHW tensors as NHWC (the layout flag ignored)",
+        operations=(OperationType.AVERAGE_POOL_2D, OperationType.L2_POOL_2D, OperationType.MAX_POOL_2D))
 def pooling_ignores_layout():
     def nhwc_only(reference_run):
         def run(values, ins, out_op, out):
@@ -112,7 +118,8 @@ def pooling_ignores_layout():
 
 
 @mutant("resize-bilinear-ignores-half-pixel-centers", "OPS-1",
-        "RESIZE_BILINEAR samples at y x scale even when half_pixel_centers is true (TensorFlow 1's legacy positions)")
+        "RESIZE_BILINEAR samples at y x scale even when half_pixel_centers is true (TensorFlow 1's legacy positions)",
+        operations=(OperationType.RESIZE_BILINEAR,))
 def resize_bilinear_ignores_half_pixel_centers():
     def run(values, ins, out_op, out):
         if len(values) > 5:
@@ -124,7 +131,8 @@ def resize_bilinear_ignores_half_pixel_centers():
 
 @mutant("resize-nearest-align-corners-floors", "OPS-1",
         "RESIZE_NEAREST_NEIGHBOR with align_corners takes the pixel below each position (floor) instead of the "
-        "nearest one (rounded)")
+        "nearest one (rounded)",
+        operations=(OperationType.RESIZE_NEAREST_NEIGHBOR,))
 def resize_nearest_align_corners_floors():
     def run(values, ins, out_op, out):
         nchw, align, half, out_h, out_w = resize.geometry(values, ins, "RESIZE_NEAREST_NEIGHBOR")

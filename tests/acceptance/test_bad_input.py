@@ -97,6 +97,8 @@ PYTEST_CASES = [
     # a full disk: the first record written (the session's, at collection) is refused, and the run ends
     ("harness-record-full-disk", ["--harness-record=/dev/full"], {}, ["--harness-record"]),
     ("harness-stop-on-unknown", ["--harness-stop-on=BOGUS-9"], {}, ["--harness-stop-on=BOGUS-9", "POOL-1"]),
+    ("harness-first-operations-unknown", ["--harness-first-operations=ADD,CONV2D"], {},
+     ["--harness-first-operations=ADD,CONV2D", "CONV2D is not an operation"]),
     ("harness-reproducers-a-file", ["--harness-record=r.jsonl", "--harness-reproducers=afile"], {},
      ["--harness-reproducers=afile"]),
     ("harness-reproducers-read-only", ["--harness-record=r.jsonl", "--harness-reproducers={ro}/scripts"], {},

@@ -13,6 +13,7 @@ from harness.drivers.registry import load_registry
 from harness.commands.score import (format_table, format_variants, modules_naming_requirements, run_suites, score_all,
                                     score_variants, specificity, summary, unmeasured_requirements)
 from harness.report.attribution import failed_requirements
+from reference_driver.ops import KERNELS
 
 
 #: Examples per generative test in the variants' runs here: a third of the ci profile's.
@@ -51,6 +52,24 @@ def test_a_mutant_run_collects_only_the_files_naming_its_requirement() -> None:
     records = run_suites("mutant-cc-symbol-hidden", stop_on="CC-1", modules=naming["CC-1"])
     assert records and {r["id"].split("::")[0] for r in records} <= {f"suites/custom_calls/{Path(p).name}" for p in naming["CC-1"]}
     assert any(r["outcome"] == "failed" and "CC-1" in failed_requirements(r) for r in records)
+
+
+def test_a_mutant_run_takes_the_tests_of_the_operations_it_breaks_first() -> None:
+    records = run_suites("mutant-strided-slice-end-mask-ignored", stop_on="OPS-1",
+                         extra=("--harness-first-operations=STRIDED_SLICE",))
+    ran = [r["id"] for r in records if r["outcome"] in ("passed", "failed")]
+    failed = [r for r in records if r["outcome"] == "failed"]
+    assert len(failed) == 1 and "STRIDED_SLICE" in failed[0]["id"] and "OPS-1" in failed_requirements(failed[0])
+    assert all("STRIDED_SLICE" in name for name in ran), ran
+
+
+def test_every_operation_a_mutant_breaks_is_one_it_changes() -> None:
+    registry = load_registry()
+    breaking = {name: spec for name, spec in registry.drivers.items() if spec.breaks_operations}
+    assert len(breaking) >= 50
+    for name, spec in breaking.items():
+        changed = {op.name for op, kernel in spec.create().kernels.items() if kernel is not KERNELS[op]}
+        assert set(spec.breaks_operations) == changed, name
 
 
 def test_there_are_enough_correct_variants_covering_every_choice() -> None:
