@@ -92,19 +92,20 @@ class TestExamples:
 def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tuple[BaseException, str]],
                  examples_run: Callable[[], int], count_examples: Callable[[int], None], description: str,
                  deadline: float, examples: TestExamples | None = None,
-                 lend: Callable[[Any], None] = lambda database: None) -> None:
+                 in_child: Callable[[Any], None] = lambda database: None) -> None:
     """Make ``call`` in a forked, confined child and raise here what it raised there (see the
     module).  ``judge(error)``: the exception that carries the verdict, and whose fault it is; a
     child still running ``deadline`` seconds later is killed (SVC-2).  ``examples``: the test's
-    stored examples, lent to the child, where ``lend(database)`` hands them to the test before
-    ``call``."""
+    stored examples, lent to the child; ``in_child(database)`` runs there before ``call``, with
+    the examples to hand to the test (None when none were lent).  What ``call`` says it is doing
+    (`entering`) names where a child that died or hung was."""
     stored = examples.stored() if examples is not None else None
     scratch = tempfile.mkdtemp(prefix="driver-harness-child-")
     try:
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: make the call, write its outcome, and leave without running anything else
-            _child(call, judge, examples_run, stored, lend, scratch, read_end, write_end)
+            _child(call, judge, examples_run, stored, in_child, scratch, read_end, write_end)
         os.close(write_end)
         data = _read_until_closed(read_end, time.monotonic() + deadline)
         if data is None:  # still running at the deadline
@@ -112,9 +113,10 @@ def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tu
         _, wait_status = os.waitpid(pid, 0)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # what the child left in its scratch is nobody's
+    stage = _last_stage(data or b"")
     if data is None:
-        raise DriverHang(f"[SVC-2] {description}: the call into the driver's code did not return within {deadline:g} s "
-                         f"(the test's calls made in a child of the harness, which was killed)")
+        raise DriverHang(f"[SVC-2] {description}: the call into the driver's code did not return within {deadline:g} s"
+                         f"{stage} (the test's calls made in a child of the harness, which was killed)")
     # The driver's code ran in the child, and could have written to the pipe too: every line is
     # data, read against its shape.  The test's changes to its examples come first, and are kept
     # even when the child died afterwards.
@@ -124,6 +126,8 @@ def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tu
             message = json.loads(line)
             if "change" in message and examples is not None:
                 examples.apply(message["change"])
+            elif "stage" in message and isinstance(message["stage"], str):
+                continue
             elif "outcome" in message and outcome is None:
                 outcome = message["outcome"]
                 count_examples(int(outcome["examples"]))
@@ -135,14 +139,38 @@ def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tu
     if os.WIFSIGNALED(wait_status) or outcome is None:
         how = (f"killed by signal {signal.Signals(os.WTERMSIG(wait_status)).name}" if os.WIFSIGNALED(wait_status)
                else f"exited with code {os.WEXITSTATUS(wait_status)}")
-        raise DriverCrash(f"[SVC-1] {description}: the process calling the driver's code died ({how}); the harness "
-                          f"made the call in a child of its own, and goes on")
+        raise DriverCrash(f"[SVC-1] {description}: the process calling the driver's code died ({how}){stage}; the "
+                          f"harness made the call in a child of its own, and goes on")
     _raise(outcome)
+
+
+def entering(stage: str) -> None:
+    """Say, from the child, what the call is doing now ('loading libdriver.so'; '' when done with
+    it): a crash or a hang then names it."""
+    if _stage_sender is not None:
+        _stage_sender(stage)
+
+
+_stage_sender: Callable[[str], None] | None = None
+
+
+def _last_stage(data: bytes) -> str:
+    """' while <stage>' of the last stage the child said it entered, '' for none (or a cleared one)."""
+    stage = ""
+    for line in data.splitlines():
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and isinstance(message.get("stage"), str):
+            stage = message["stage"][:300]
+    return f" while {stage}" if stage else ""
 
 
 def _child(call: Callable[[], object], judge: Callable[[BaseException], tuple[BaseException, str]],
            examples_run: Callable[[], int], stored: dict[bytes, list[bytes]] | None,
-           lend: Callable[[Any], None], scratch: str, read_end: int, write_end: int) -> NoReturn:
+           in_child: Callable[[Any], None], scratch: str, read_end: int, write_end: int) -> NoReturn:
+    global _stage_sender
     status = 0
     try:
         os.close(read_end)
@@ -158,8 +186,8 @@ def _child(call: Callable[[], object], judge: Callable[[BaseException], tuple[Ba
                                        "reason": f"the sandbox for the driver's code could not be set up: {problem}"}
         else:
             mark_confined()
-            if stored is not None:
-                lend(_lent_examples(stored, lambda change: send({"change": change})))
+            _stage_sender = lambda stage: send({"stage": stage})  # noqa: E731
+            in_child(_lent_examples(stored, lambda change: send({"change": change})) if stored is not None else None)
             before = examples_run()
             outcome = _outcome(call, judge)
             outcome["examples"] = examples_run() - before
@@ -321,21 +349,26 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     test = pyfuncitem.obj
     examples = _examples_of(test, given)
 
-    def lend(database: Any) -> None:  # in the child: the test's settings, with its examples lent
-        from hypothesis import settings
+    def in_child(database: Any) -> None:
+        if recorder is not None:  # the harness's progress file is out of the child's reach: the parent writes it
+            recorder.progress_path = ""
+        if database is not None:  # the test's settings, with its examples lent
+            from hypothesis import settings
 
-        test._hypothesis_internal_use_settings = settings(given, database=database)
+            test._hypothesis_internal_use_settings = settings(given, database=database)
 
     def call() -> None:
         for argument in arguments.values():  # loaded here, in the confined child, never in the harness
             if isinstance(argument, LoadedLibrary):
+                entering(f"loading {argument.path}")
                 argument.open()
+                entering("")
         test(**arguments)
 
     run_in_child(call, lambda error: judged(error, str(pyfuncitem.path)),
                  (lambda: recorder.examples_run) if recorder is not None else (lambda: 0),
                  recorder.count_examples if recorder is not None else (lambda number: None),
-                 f"{pyfuncitem.path.name}::{pyfuncitem.name}", deadline, examples, lend)
+                 f"{pyfuncitem.path.name}::{pyfuncitem.name}", deadline, examples, in_child)
     return True
 
 

@@ -159,3 +159,23 @@ def test_a_packed_function_library_is_never_opened_outside_a_confined_child(tmp_
     library = LoadedLibrary(PackedFunctionLibrary("acme.", lambda: "unused"), str(tmp_path / "libacme.so"))
     with pytest.raises(RuntimeError, match="confined child"):
         library.open()
+
+
+def test_a_crash_names_what_the_child_said_it_was_doing() -> None:
+    from harness.integration.forked import entering
+
+    def crashes_loading() -> None:
+        entering("loading libacme.so")
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    with pytest.raises(DriverCrash, match="SIGSEGV.*while loading libacme.so"):
+        _run(crashes_loading)
+
+    def crashes_later() -> None:
+        entering("loading libacme.so")
+        entering("")
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    with pytest.raises(DriverCrash) as raised:
+        _run(crashes_later)
+    assert "while" not in str(raised.value)

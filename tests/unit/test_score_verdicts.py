@@ -124,11 +124,11 @@ def test_a_failure_on_another_of_the_tests_rules_is_not_a_catch(monkeypatch) -> 
     records = [record("handles", ["POOL-4", "POOL-5"], "POOL-5"),  # the test stopped on POOL-5: not a catch
                record("crash", ["POOL-4", "POOL-5"], "SVC-1"),  # the driver crashed during it: a catch
                record("stage", ["POOL-4"], "POOL-4")]
-    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0, profile="ci", modules=(), reproducers="": records)
+    monkeypatch.setattr(score, "run_suites", lambda driver, **_: records)
     caught = score.score_mutant("mutant-x", "POOL-4")
     assert caught.caught and caught.first_test == "crash" and caught.failures_elsewhere == 1
     assert caught.reproducer == "no script"  # the run wrote none for it
-    monkeypatch.setattr(score, "run_suites", lambda driver, stop_on="", seed=0, profile="ci", modules=(), reproducers="": records[:1])
+    monkeypatch.setattr(score, "run_suites", lambda driver, **_: records[:1])
     assert not score.score_mutant("mutant-x", "POOL-4").caught
     assert score.score_mutant("mutant-x", "POOL-4", seed=2).seed == 2  # the JSON says which seed caught (or missed) it
     asked: dict = {}  # a seeded bug run in the profile harness certify runs (--mutant-profile certify)
