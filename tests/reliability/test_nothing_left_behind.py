@@ -94,6 +94,12 @@ def _certify(tmp_path: Path, temporary: Path, driver: str, *extra: str, stop: si
         return process, out, marker + "\n" + output.read()
 
 
+#: 64 tests of every kind (handles, roles, mutated requests, golden examples): enough to stop a run
+#: in the middle of, and, should a signal come too late to stop it, a run that ends in seconds
+#: rather than the whole certification's minutes.
+_SOME_TESTS = "test_handles or test_roles or test_validation or add_broadcast_none"
+
+
 def _records(out: Path) -> list[dict]:
     path = out / "records.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
@@ -109,8 +115,7 @@ def _assert_nothing_left(temporary: Path, output: str) -> None:
 @pytest.mark.timeout(900)
 def test_certify_of_a_crashing_driver_leaves_nothing(tmp_path: Path, temporary: Path) -> None:
     # golden examples whose failures (before: every one) were checked by running their test again
-    process, out, output = _certify(tmp_path, temporary, f"{DRILLS}:segfault_every_execute", "--",
-                                    "-k", "test_handles or test_roles or test_validation or add_broadcast_none")
+    process, out, output = _certify(tmp_path, temporary, f"{DRILLS}:segfault_every_execute", "--", "-k", _SOME_TESTS)
     assert process.returncode == 1 and json.loads((out / "certificate.json").read_text())["verdict"] == "FAIL", output[-3000:]
     _assert_nothing_left(temporary, output)
 
@@ -119,8 +124,8 @@ def test_certify_of_a_crashing_driver_leaves_nothing(tmp_path: Path, temporary: 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_certify_stopped_by_a_signal_leaves_nothing(tmp_path: Path, temporary: Path, stop: signal.Signals) -> None:
     """Stopped in the middle of its tests (after the first failures, while their checks run)."""
-    process, out, output = _certify(tmp_path, temporary, f"{DRILLS}:segfault_every_execute", stop=stop,
-                                    when=lambda out, temporary: sum("id" in r for r in _records(out)) >= 40)
+    process, out, output = _certify(tmp_path, temporary, f"{DRILLS}:segfault_every_execute", "--", "-k", _SOME_TESTS,
+                                    stop=stop, when=lambda out, temporary: sum("id" in r for r in _records(out)) >= 40)
     assert process.returncode != 0, output[-3000:]
     certificate = json.loads((out / "certificate.json").read_text())
     assert certificate["verdict"] in ("FAIL", "INCOMPLETE"), output[-3000:]
@@ -132,7 +137,7 @@ def test_certify_stopped_by_a_signal_leaves_nothing(tmp_path: Path, temporary: P
 def test_certify_stopped_while_it_starts_leaves_nothing(tmp_path: Path, temporary: Path, stop: signal.Signals) -> None:
     """Stopped as soon as its driver service has a socket directory (its start-up)."""
     process, out, output = _certify(
-        tmp_path, temporary, f"{DRILLS}:segfault_every_execute", stop=stop,
+        tmp_path, temporary, f"{DRILLS}:segfault_every_execute", "--", "-k", _SOME_TESTS, stop=stop,
         when=lambda out, temporary: any(p.name.startswith("driver-harness-") for p in temporary.iterdir()))
     assert any(p.name.startswith("driver-harness-") for p in temporary.iterdir()) or process.returncode is not None
     _assert_nothing_left(temporary, output)
