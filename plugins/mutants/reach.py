@@ -182,7 +182,7 @@ def output_shapes_reversed():
 
 
 
-@mutant("fully-connected-batch-from-first-axis", "POOL-2", "FULLY_CONNECTED takes the batch from the input's first axis "
+@mutant("fully-connected-batch-from-first-axis", "OPS-1", "FULLY_CONNECTED takes the batch from the input's first axis "
         "and fails inputs of rank above 2",
         operations=(OperationType.FULLY_CONNECTED,))
 def fully_connected_batch_from_first_axis():
