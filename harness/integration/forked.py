@@ -107,27 +107,24 @@ def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tu
         if pid == 0:  # the child: make the call, write its outcome, and leave without running anything else
             _child(call, judge, examples_run, stored, in_child, scratch, read_end, write_end)
         os.close(write_end)
-        data = _read_until_closed(read_end, time.monotonic() + deadline)
-        if data is None:  # still running at the deadline
+        data, closed = _read_until_closed(read_end, time.monotonic() + deadline)
+        if not closed:  # still running at the deadline
             os.kill(pid, signal.SIGKILL)
+            data = data[:data.rfind(b"\n") + 1]  # the line it was writing when killed is not a message
         _, wait_status = os.waitpid(pid, 0)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # what the child left in its scratch is nobody's
-    stage = _last_stage(data or b"")
-    if data is None:
-        raise DriverHang(f"[SVC-2] {description}: the call into the driver's code did not return within {deadline:g} s"
-                         f"{stage} (the test's calls made in a child of the harness, which was killed)")
     # The driver's code ran in the child, and could have written to the pipe too: every line is
-    # data, read against its shape.  The test's changes to its examples come first, and are kept
-    # even when the child died afterwards.
-    outcome = None
+    # data, read against its shape.  The test's changes to its examples are applied as they come,
+    # and are kept even when the child died or hung afterwards.
+    outcome, stage = None, ""
     try:
         for line in data.splitlines():
             message = json.loads(line)
             if "change" in message and examples is not None:
                 examples.apply(message["change"])
             elif "stage" in message and isinstance(message["stage"], str):
-                continue
+                stage = message["stage"][:300]
             elif "outcome" in message and outcome is None:
                 outcome = message["outcome"]
                 count_examples(int(outcome["examples"]))
@@ -136,6 +133,10 @@ def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tu
     except (ValueError, KeyError, TypeError, IndexError, binascii.Error):
         raise RemoteError(f"[SVC-1] {description}: the child that made the call sent an outcome the harness cannot "
                           f"read: {data[:200]!r}") from None
+    stage = f" while {stage}" if stage else ""
+    if not closed:
+        raise DriverHang(f"[SVC-2] {description}: the call into the driver's code did not return within {deadline:g} s"
+                         f"{stage} (the test's calls made in a child of the harness, which was killed)")
     if os.WIFSIGNALED(wait_status) or outcome is None:
         how = (f"killed by signal {signal.Signals(os.WTERMSIG(wait_status)).name}" if os.WIFSIGNALED(wait_status)
                else f"exited with code {os.WEXITSTATUS(wait_status)}")
@@ -152,19 +153,6 @@ def entering(stage: str) -> None:
 
 
 _stage_sender: Callable[[str], None] | None = None
-
-
-def _last_stage(data: bytes) -> str:
-    """' while <stage>' of the last stage the child said it entered, '' for none (or a cleared one)."""
-    stage = ""
-    for line in data.splitlines():
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(message, dict) and isinstance(message.get("stage"), str):
-            stage = message["stage"][:300]
-    return f" while {stage}" if stage else ""
 
 
 def _child(call: Callable[[], object], judge: Callable[[BaseException], tuple[BaseException, str]],
@@ -265,17 +253,17 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _read_until_closed(fd: int, deadline: float) -> bytes | None:
-    """Everything written to the pipe ``fd`` until its writer closed it; None at ``deadline``."""
+def _read_until_closed(fd: int, deadline: float) -> tuple[bytes, bool]:
+    """What was written to the pipe ``fd``, and whether its writer closed it before ``deadline``."""
     chunks: list[bytes] = []
     try:
         while True:
             ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0.0))
             if not ready:
-                return None
+                return b"".join(chunks), False
             chunk = os.read(fd, 65536)
             if not chunk:
-                return b"".join(chunks)
+                return b"".join(chunks), True
             chunks.append(chunk)
     finally:
         os.close(fd)

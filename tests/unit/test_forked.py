@@ -179,3 +179,20 @@ def test_a_crash_names_what_the_child_said_it_was_doing() -> None:
     with pytest.raises(DriverCrash) as raised:
         _run(crashes_later)
     assert "while" not in str(raised.value)
+
+
+def test_a_hang_names_its_stage_and_keeps_the_examples_saved_before_it() -> None:
+    from harness.integration.forked import entering
+
+    database = InMemoryExampleDatabase()
+    lent: list = []
+
+    def hangs() -> None:
+        lent[0].save(b"test", b"found")
+        entering("loading libacme.so")
+        time.sleep(60)
+
+    with pytest.raises(DriverHang, match=r"within 0\.5 s while loading libacme\.so"):
+        run_in_child(hangs, lambda error: judged(error, __file__), lambda: 0, lambda number: None, "a call", 0.5,
+                     TestExamples(database, b"test"), lent.append)
+    assert list(database.fetch(b"test")) == [b"found"]
