@@ -32,12 +32,12 @@ F32, F16 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16
 
 _FLOAT_QUANT = FLOAT_TYPES + QUANT_TYPES
 _COMPARED = FLOAT_TYPES + QUANT_TYPES + (I32, BOOL8)
-#: NeuralNetworks.h's data types of each operation (HAL 1.3).
 #: CAST converts between any two of these (HAL 1.2)...
 _CONVERTIBLE = FLOAT_TYPES + (I32, OperandType.TENSOR_QUANT8_ASYMM)
 #: ...and casts each of these to itself only (HAL 1.3): the identity, quantization kept.
 _CAST_TO_ITSELF = (BOOL8, OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM,
                    OperandType.TENSOR_QUANT16_ASYMM, OperandType.TENSOR_QUANT16_SYMM)
+#: NeuralNetworks.h's data types of each operation (HAL 1.3).
 OPERATION_TYPES: dict[OperationType, tuple[OperandType, ...]] = {
     Op.LOGISTIC: _FLOAT_QUANT, Op.TANH: _FLOAT_QUANT, Op.HARD_SWISH: _FLOAT_QUANT, Op.ELU: FLOAT_TYPES,
     Op.PRELU: _FLOAT_QUANT,

@@ -21,8 +21,6 @@ class Mutant:
     operations: tuple[OperationType, ...] = ()  # whose results the bug gets wrong, where it is in some
 
 
-
-
 MUTANTS: dict[str, Mutant] = {}
 
 

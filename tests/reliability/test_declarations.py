@@ -4,10 +4,7 @@ asked it, never passes them: no driver code runs in the harness's process."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -17,6 +14,7 @@ import pytest
 from harness.api.errors import HarnessError
 from harness.drivers.declarations import Declarations, DeclarationsFailed
 from harness.tooling.sandbox import plan
+from witnessed import run_witnessed  # this directory is on sys.path under pytest's default import mode
 
 MARKER = "DRIVER_HARNESS_DECLARER_WAS_HERE"
 
@@ -90,17 +88,8 @@ def _declarer(tmp_path: Path, lie: str = "zeros") -> str:
 
 
 def test_a_declaring_plugin_leaves_the_pytest_process_untouched_and_fails(tmp_path: Path) -> None:
-    (tmp_path / "witness.py").write_text(_WITNESS.format(marker=MARKER))
-    witness = tmp_path / "witness.json"
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
-                   "WITNESS_FILE": str(witness)}
-    environment.pop(MARKER, None)
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "witness", "-p", "no:randomly",
-                           str(root / "suites" / "custom_calls" / "test_host_convention.py"),
-                           f"--driver={_declarer(tmp_path)}", "--harness-profile=ci", "-k", "add_mod128"],
-                          cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600)
-    seen = json.loads(witness.read_text())
+    done, seen = run_witnessed(tmp_path, _WITNESS.format(marker=MARKER), MARKER,
+                               "custom_calls/test_host_convention.py", f"--driver={_declarer(tmp_path)}", "-k", "add_mod128")
     assert seen == {"marker": None, "reports_patched": False}, done.stdout[-3000:]
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     assert "1 failed" in done.stdout and "differs from the reference" in done.stdout, done.stdout[-3000:]

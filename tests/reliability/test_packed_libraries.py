@@ -4,12 +4,10 @@ and from there they reach none of the run's files."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from witnessed import run_witnessed  # this directory is on sys.path under pytest's default import mode
 
 MARKER = "DRIVER_HARNESS_LIBRARY_WAS_HERE"
 
@@ -78,17 +76,8 @@ def test_a_library_s_initializers_never_run_in_the_harness_and_reach_no_run_file
     source.write_text(_LIBRARY.format(marker=MARKER, target=target))
     driver = tmp_path / "forger_driver.py"
     driver.write_text(_DRIVER.format(source=str(source)))
-    (tmp_path / "witness.py").write_text(_WITNESS.format(marker=MARKER))
-    witness = tmp_path / "witness.json"
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
-                   "WITNESS_FILE": str(witness)}
-    environment.pop(MARKER, None)
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "witness", "-p", "no:randomly",
-                           str(root / "suites" / "packed_functions" / "test_registry.py"),
-                           f"--driver={driver}:factory", "--harness-profile=ci"],
-                          cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600)
-    seen = json.loads(witness.read_text())
+    done, seen = run_witnessed(tmp_path, _WITNESS.format(marker=MARKER), MARKER, "packed_functions/test_registry.py",
+                               f"--driver={driver}:factory")
     assert seen["tvm_ffi"], seen  # the witness reads the map: tvm-ffi itself is loaded here
     assert seen["marker"] is False and seen["forger"] == [], seen
     assert target.read_text() == "the harness's own\n"
