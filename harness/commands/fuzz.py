@@ -312,6 +312,14 @@ def _check_driver_name(driver: str) -> None:
     load_catalog().resolve(driver)
 
 
+def _holds_nothing(directory: str) -> bool:
+    """Whether a local example database is missing or empty."""
+    if not os.path.isdir(directory):
+        return True
+    with os.scandir(directory) as entries:
+        return next(entries, None) is None
+
+
 def _absolute(db: str) -> str:
     return db if db.startswith("redis://") else os.path.abspath(db)
 
@@ -461,6 +469,10 @@ def replay(driver: str, db: str, out: str) -> int:
         raise UsageError(f"--out={out}: {record} is a directory")
     if os.path.exists(record):
         os.unlink(record)
+    if not db.startswith("redis://") and _holds_nothing(db):
+        # no example of any driver: nothing for a run of every suite to find
+        print(f"harness replay: {driver}: nothing is stored for this driver in {db} (0 examples replayed)")
+        return 0
     # Only the tests that store examples (a fixed test has nothing stored, and a failure of one
     # would be reported as a stored failure that still reproduces).
     command = _pytest(driver, db, record, os.path.join(out, "reproducers"), ["--harness-replay", "--harness-generative-only"])

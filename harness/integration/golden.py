@@ -97,7 +97,7 @@ def parametrize_golden(metafunc: pytest.Metafunc, caps: Capabilities) -> None:
                 tests.append(GoldenTest(case, GoldenKind.DYNAMIC_OUTPUT_SHAPE))
             tests.append(GoldenTest(case, GoldenKind.MEMORY_DOMAIN))
         for test in tests:
-            marks = [pytest.mark.requirement(REQUIREMENT[test.kind]),
+            marks = [pytest.mark.requirement(REQUIREMENT[test.kind]), pytest.mark.operations(*case.operations),
                      pytest.mark.golden(spec=case.case.spec, case=case.id, kind=test.kind.value,
                                         coverage=[list(pair) for pair in case.coverage_key])]
             params.append(pytest.param(test, marks=marks, id=test.id))

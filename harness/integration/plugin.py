@@ -22,6 +22,7 @@ import harness
 from harness.api.errors import ConformanceError, DriverFault, HarnessError, UsageError
 from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
+from harness.api.requirements import VALUE_RULE
 from harness.integration.inputs import Number, directory_problem, file_problem, one_of
 from harness.integration.recording import EXPECTATION, is_generative, suite_of
 from harness.integration import forked
@@ -285,6 +286,8 @@ def _apply_run_settings(config: pytest.Config, profile: str, seeded: bool) -> No
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requirement(*ids): the SPEC requirement IDs a test checks")
     config.addinivalue_line("markers", "golden(spec, case, kind, coverage): a golden example (recorded for coverage)")
+    config.addinivalue_line("markers", "operations(*ops): the operations (OperationType) a test draws, when no "
+                                       "parameter of it names them (--harness-first-operations takes it first)")
     config.addinivalue_line("markers", "generative: a test that generates examples without @given (a state machine run); "
                                        "it counts each run through the example_counter fixture")
     config.addinivalue_line("markers", f"{forked.MARKER}: the test calls the driver's code in this process (packed "
@@ -435,13 +438,25 @@ def _check_first_operations(option: str) -> None:
 
 
 def _concerns(item: pytest.Item, operations: frozenset[str]) -> bool:
-    """Whether ``item`` is parametrized by one of ``operations``: an operation, or a family named
-    as its only operation is (``resize_bilinear``)."""
-    callspec = getattr(item, "callspec", None)
-    if not operations or callspec is None:
+    """Whether ``item`` draws one of ``operations``: its ``operations`` marker names it, or it is
+    parametrized by it or by a family of models that draws it (`models.FAMILIES`: ``conversion``
+    draws CAST and DEQUANTIZE)."""
+    from harness.strategies.models import FAMILIES
+
+    if not operations:
         return False
-    return any(getattr(value, "name", value if isinstance(value, str) else "").upper() in operations
-               for value in callspec.params.values())
+    if any(op.name in operations for marker in item.iter_markers("operations") for op in marker.args):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return False
+    for value in callspec.params.values():
+        if getattr(value, "name", "").upper() in operations:
+            return True
+        if isinstance(value, str) and (value.upper() in operations
+                                       or any(op.name in operations for op in FAMILIES.get(value, ()))):
+            return True
+    return False
 
 
 class _XdistSeedSharing:
@@ -609,10 +624,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=fixed)
             items[:] = [item for item in items if item not in fixed]
     # The harness's own guarantees (SPEC §7, canary drivers) are proved first: a run whose
-    # service cannot report a crash or a hang has nothing trustworthy to say after them.
-    items.sort(key=lambda item: not canonical_id(item).startswith("suites/service/"))
+    # service cannot report a crash or a hang has nothing trustworthy to say after them.  A run
+    # that stops at the value rule takes the generated tests next: every test that judges an
+    # output can fail that rule, whatever it names, and generated ones reach the shapes, types and
+    # layouts no fixed example tried.
     stop_on = config.getoption("harness_stop_on")
-    if stop_on:  # tests naming that requirement first: a run that stops there need not run the rest
+    items.sort(key=lambda item: (not canonical_id(item).startswith("suites/service/"),
+                                 stop_on == VALUE_RULE and not is_generative(item)))
+    if stop_on and stop_on != VALUE_RULE:  # tests naming that requirement first: a run that stops there need not run the rest
         items.sort(key=lambda item: not any(stop_on in m.args for m in item.iter_markers("requirement")))
     first = _operation_names(config.getoption("harness_first_operations"))
     if first:  # before them, the tests of the operations a bug is in, whichever rule they name

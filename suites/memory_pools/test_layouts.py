@@ -81,6 +81,7 @@ def test_each_operation_family(driver, reference, capabilities, family, data) ->
 
 @pytest.mark.requirement("POOL-2")
 @pytest.mark.parametrize("dilated", [False, True], ids=["every-signature", "dilated"])
+@pytest.mark.operations(OperationType.CONV_2D)
 @given(data=st.data())
 def test_conv_2d_same_padding(driver, reference, capabilities, dilated, data) -> None:
     """CONV_2D with SAME padding alone and strides above 1: its padding on each axis then follows

@@ -34,6 +34,7 @@ QUANTIZED = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SI
 
 
 @pytest.mark.requirement("POOL-2")
+@pytest.mark.operations(*ARITHMETIC)
 @given(data=st.data())
 def test_quantized_arithmetic_is_within_a_step_and_unbiased(driver, reference, capabilities, data) -> None:
     types = family_types("elementwise", capabilities, QUANTIZED)  # with the INT32 scalar of the activation

@@ -56,6 +56,7 @@ def test_relaxed_models_match_the_reference_within_float16(driver, reference, ca
 
 
 @pytest.mark.requirement("POOL-2")
+@pytest.mark.operations(*FAMILIES["elementwise"])
 @given(data=st.data())
 def test_relaxed_element_wise_operations_at_every_size(driver, reference, capabilities, data) -> None:
     declared = tuple(op for op in FAMILIES["elementwise"] if op in capabilities.operations)

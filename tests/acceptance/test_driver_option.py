@@ -97,9 +97,11 @@ def test_out_of_tree_driver_with_a_role_bug_fails_naming_dom_role_2(pytester: py
 
 
 def test_reference_passes_the_suites_under_xdist(pytester: pytest.Pytester) -> None:
-    # The suites whose state lives in the service (pools, domains) and the native-code ones.
+    # The suites whose state lives in the service (pools, domains) and the native-code ones, every
+    # test of them on two workers; a few examples each, as what is checked here is the workers'
+    # plumbing (the reference's verdict at the profile's count is the certify test's).
     result = run(pytester, "--pyargs", "harness.suites.memory_pools", "harness.suites.memory_domains", "harness.suites.custom_calls",
-                 "--driver=reference", "-n", "2", "-q")
+                 "--driver=reference", "-n", "2", "-q", "--harness-examples=3")
     assert result.ret == pytest.ExitCode.OK, output(result)[-3000:]
 
 

@@ -92,3 +92,24 @@ def test_every_correct_variant_passes() -> None:
     false_alarms = [s for s in scores if s.caught]
     assert not false_alarms, f"false alarms on correct drivers:\n{format_variants(scores)}\n{specificity(scores)}"
     print(format_variants(scores))
+
+
+def test_a_test_concerns_an_operation_through_its_family_or_its_marker() -> None:
+    """What --harness-first-operations takes first: a test parametrized by the operation, by a
+    family of models that draws it, or marked with it; not the other tests."""
+    from types import SimpleNamespace
+
+    from harness.api.hal import OperationType
+    from harness.integration.plugin import _concerns
+
+    def item(params: dict, marked: tuple = ()) -> SimpleNamespace:
+        markers = [SimpleNamespace(args=marked)] if marked else []
+        return SimpleNamespace(callspec=SimpleNamespace(params=params), iter_markers=lambda name: iter(markers))
+
+    cast = frozenset({"CAST"})
+    assert _concerns(item({"op": OperationType.CAST}), cast)
+    assert _concerns(item({"family": "conversion"}), cast)
+    assert _concerns(item({"dilated": False}, (OperationType.CAST,)), cast)
+    assert not _concerns(item({"family": "elementwise"}), cast)
+    assert not _concerns(item({"op": OperationType.ADD}), cast)
+    assert not _concerns(item({"family": "conversion"}), frozenset())
