@@ -163,6 +163,10 @@ class Lockstep:
         # read-back is judged within CHOICE-7's bound; a copied value must come back exact).
         self._types: dict[str, OperandType] = {}
         self._computed: dict[str, bool] = {}
+        # The buffers a successful copy_from or execution wrote at least once: the reference refuses
+        # to read one of the others because nothing ever initialized it (DOM-STATE-2), and one of
+        # these because a failed write made it uninitialized again (DOM-STATE-1).
+        self._written: set[str] = set()
         # A memory limit may count buffers or bytes: a refusal is a leak only beside no more than the
         # driver served the same allocation beside.  Per live buffer, what it holds (its allocation's
         # signature, and once written the bytes last written into it); per allocation signature, the
@@ -347,6 +351,7 @@ class Lockstep:
         self._computed[name] = False
         if expected.ok:
             self._holding[name] = (self._holding[name][0], memory.size)
+            self._written.add(name)
         return expected.ok
 
     @_keeps_steps
@@ -374,6 +379,8 @@ class Lockstep:
 
             actual = _call(copy_out)
         sized_by_lost_contents = not expected.ok and expected.rule == "DOM-COPY-1" and _size_lost_with_contents(pair.reference)
+        if not expected.ok and expected.rule == "DOM-STATE-2" and name not in self._written:
+            requirement = "DOM-STATE-2"  # nothing ever wrote it: whatever the step checks, reading it is the rule
         self._compare(requirement, call, expected, actual, frozenset({ErrorStatus.GENERAL_FAILURE}) if sized_by_lost_contents
                       else frozenset())
         if around and around[0] != GUARD_BYTE * len(around[0]):
@@ -412,6 +419,8 @@ class Lockstep:
             pool = scenario.request_pools[argument.location.pool_index] if not argument.has_no_value else None
             if isinstance(pool, TokenRef):
                 self._computed[pool.buffer] = expected.ok
+                if expected.ok:
+                    self._written.add(pool.buffer)
                 if expected.ok and index < len(expected.output_shapes) and pool.buffer in self._holding:
                     type = self._types.get(pool.buffer)
                     held = None if type is None else operand_byte_size(type, tuple(expected.output_shapes[index].dimensions))

@@ -67,3 +67,39 @@ def test_without_other_rules_the_label_stands() -> None:
 
 def test_the_same_sequence_on_a_correct_driver_is_no_verdict() -> None:
     assert _read_after_a_release(ReferenceDevice(), READ_RULES) is None
+
+
+def _copy_out(driver, written_first: bool) -> ConformanceError | None:
+    """A buffer copied out in a step labelled DOM-COPY-1: after nothing wrote it, or after a
+    successful write and then a failed one (which makes it uninitialized again, DOM-STATE-1)."""
+    step = Lockstep(driver, ReferenceDevice())
+    pair = step.prepare(FLAVOR.model(DIMS))
+    step.allocate("buffer", BufferDesc(), [pair], [BufferRole(0, 0)], [])
+    size = nbytes(FLAVOR.type, DIMS)
+    if written_first:
+        step.copy_from("buffer", MemorySpec("ashmem", values_for(FLAVOR.type, DIMS, 3).tobytes()), ())
+        step.copy_from("buffer", MemorySpec("ashmem", bytes(size + 4)), (), requirement="DOM-STATE-1")
+    try:
+        step.copy_to("buffer", size, requirement="DOM-COPY-1")
+    except ConformanceError as verdict:
+        return verdict
+    finally:
+        step.close()
+    return None
+
+
+def test_a_copy_of_a_buffer_nothing_wrote_fails_the_state_rule_whatever_the_step_checks() -> None:
+    verdict = _copy_out(load_registry().resolve("mutant-copy-to-uninitialized").create(), written_first=False)
+    assert verdict is not None and verdict.requirement == "DOM-STATE-2", verdict
+
+
+def test_a_copy_after_a_failed_write_keeps_the_step_s_rule() -> None:
+    """The reference refuses it by DOM-STATE-2 too, but the state the driver kept is what a failed
+    write should have undone: the step names the rule it checks."""
+    verdict = _copy_out(load_registry().resolve("mutant-failed-copy-keeps-initialized").create(), written_first=True)
+    assert verdict is not None and verdict.requirement == "DOM-COPY-1", verdict
+
+
+def test_both_copies_are_no_verdict_on_a_correct_driver() -> None:
+    assert _copy_out(ReferenceDevice(), written_first=False) is None
+    assert _copy_out(ReferenceDevice(), written_first=True) is None
