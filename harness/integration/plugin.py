@@ -30,6 +30,7 @@ from harness.integration.generation import pin_local_constants
 from harness.drivers.catalog import DriverEntry, load_catalog, native_entry
 from harness.drivers.declarations import Declarations
 from harness.drivers.registry import check_capabilities
+from harness.integration.tracebacks import from_the_test
 from harness.integration.skips import models_buildable, not_applicable, not_run, refused_allocation
 from harness.service import DEFAULT_CALL_DEADLINE_S, DriverService
 
@@ -596,6 +597,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     state = item.config.stash.get(STATE_KEY, None)
     if state is not None and state.service is not None:
         state.service.breaker.context = item.nodeid
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failure in Python's format starts at the test: innermost of the wrappers, so the run's
+    record, the console and junit.xml all take it so (`harness.integration.tracebacks`)."""
+    report = yield
+    if report.failed and call.excinfo is not None and item.config.getoption("tbstyle") == "native":
+        report.longrepr = from_the_test(call.excinfo.value, getattr(getattr(item, "obj", None), "__code__", None))
+    return report
 
 
 @pytest.hookimpl(wrapper=True)

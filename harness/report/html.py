@@ -96,24 +96,47 @@ def _first_line(message: str) -> str:
 #: harness's own machinery, pytest's, pluggy's and hypothesis'.  The suites' frames stay.
 _MACHINERY = re.compile(r"/(?:_pytest|pluggy|hypothesis|harness/(?!suites/)(?:[a-z_]+/)*[a-z_]+\.py)")
 _FRAME_END = re.compile(r"^(\S+\.py):\d+: .*$", re.MULTILINE)
+#: a frame in Python's own format (--tb=native, the harness's sessions): its line, then its source, indented
+_NATIVE_FRAME = re.compile(r'^  File "([^"]+)", line \d+, in .*\n(?:    .*\n)*', re.MULTILINE)
 
 
-def without_machinery(details: str) -> str:
-    """A failure's traceback with the harness's, pytest's, pluggy's and hypothesis' frames left
-    out (the last frame, which holds the error, always stays), and a line saying how many."""
+def _native_without_machinery(details: str) -> tuple[str, int]:
+    """A traceback in Python's own format without the machinery's frames, but the last of each
+    traceback in it (chained exceptions have one each), and how many it left out."""
+    frames = list(_NATIVE_FRAME.finditer(details))
+    kept, at, dropped = [], 0, 0
+    for index, frame in enumerate(frames):
+        kept.append(details[at:frame.start()])
+        last_of_its_traceback = index == len(frames) - 1 or frames[index + 1].start() != frame.end()
+        if last_of_its_traceback or not _MACHINERY.search(frame.group(1)):
+            kept.append(frame.group(0))
+        else:
+            dropped += 1
+        at = frame.end()
+    return "".join(kept) + details[at:], dropped
+
+
+def _long_without_machinery(details: str) -> tuple[str, int]:
+    """The same for pytest's long format, whose frames end with their file and line."""
     frames, start = [], 0
     for end in _FRAME_END.finditer(details):
         frames.append((details[start:end.end()], end.group(1)))
         start = end.end()
     if not frames:
-        return details
-    tail = details[start:]
+        return details, 0
     kept = [text for index, (text, path) in enumerate(frames)
             if index == len(frames) - 1 or not _MACHINERY.search(path)]
-    dropped = len(frames) - len(kept)
+    return "".join(kept).strip("\n_ ") + details[start:], len(frames) - len(kept)
+
+
+def without_machinery(details: str) -> str:
+    """A failure's traceback (pytest's long format or Python's own) with the harness's, pytest's,
+    pluggy's and hypothesis' frames left out (the last frame, which holds the error, always
+    stays), and a line saying how many."""
+    shown, dropped = (_native_without_machinery if _NATIVE_FRAME.search(details) else _long_without_machinery)(details)
     note = f"\n({dropped} frame{'s' if dropped != 1 else ''} of the harness, pytest, pluggy and hypothesis left out)" \
         if dropped else ""
-    return "".join(kept).strip("\n_ ") + tail + note
+    return shown + note
 
 
 def _isolation(driver: dict) -> str:

@@ -76,3 +76,49 @@ def test_a_failing_run_says_why_it_took_longer() -> None:
                                     "minimal example, and 5 reproducers were run again to check that each fails alone; "
                                     "the driver service was started 4 times (a fresh one after each crash or hang)")
     assert why_longer({"failures": [], "run": {}}) == ""
+
+
+def test_a_native_traceback_leaves_out_the_machinerys_frames_but_each_error() -> None:
+    """Python's own format (the harness's sessions' --tb=native), with a chained exception: each
+    traceback keeps its last frame, the one that raised."""
+    frame = '  File "{}", line {}, in {}\n    {}\n'
+    details = ("Traceback (most recent call last):\n"
+               + frame.format("/repo/harness/service/client.py", 7, "call", "raise RemoteError()")
+               + "harness.service.client.RemoteError: gone\n\nDuring handling of the above exception, another exception "
+                 "occurred:\n\nTraceback (most recent call last):\n"
+               + frame.format("/repo/suites/memory_pools/test_handles.py", 23, "test_x", "check()")
+               + frame.format("/venv/lib/python3.12/site-packages/hypothesis/core.py", 9, "run", "test()")
+               + frame.format("/repo/harness/judging/oracle.py", 400, "_fail", "raise ConformanceError(...)")
+               + "harness.api.errors.ConformanceError: [POOL-2] x\nFalsifying example: test_x()\n")
+    shown = html.without_machinery(details)
+    assert "client.py\", line 7" in shown and "RemoteError: gone" in shown and "During handling" in shown
+    assert "test_handles.py\", line 23" in shown and "oracle.py\", line 400" in shown
+    assert "hypothesis/core.py" not in shown and "Falsifying example: test_x()" in shown
+    assert "1 frame of the harness, pytest, pluggy and hypothesis left out" in shown
+
+
+def test_a_failure_in_pythons_format_starts_at_the_test_function() -> None:
+    from harness.integration.tracebacks import from_the_test
+
+    def the_test() -> None:
+        raise ValueError("the driver's fault")
+
+    def runner() -> None:  # stands for pytest's and the harness's hooks around the test
+        the_test()
+
+    try:
+        runner()
+    except ValueError as error:
+        shown = from_the_test(error, the_test.__code__)
+    assert shown.startswith("Traceback (most recent call last):\n") and "in runner" not in shown
+    assert "in the_test" in shown and shown.endswith("ValueError: the driver's fault")
+
+
+def test_one_bug_in_many_golden_examples_is_one_signature() -> None:
+    """Which example, variation and test kind, and how many elements are listed, vary with the example."""
+    assert signature("[OPS-1] add_broadcast.mod.py:20 example 0 (add_broadcast_relu6), variation relu6, general in "
+                     "ashmem: output 0 (TENSOR_FLOAT32): 2 of 4 elements beyond atol 1e-05 + rtol 5.96046e-07 x "
+                     "|expected|: [0] expected 6 got 6.5, [2] expected 6 got 6.5") == \
+        signature("[OPS-1] mul.mod.py:31 example 2 (mul_relu6_float16), variation float16+relu6, "
+                  "dynamic_output_shape: output 0 (TENSOR_FLOAT16): 1 of 4 elements beyond atol 0.00488281 + rtol "
+                  "0.00488281 x |expected|: [3] expected 6 got 6.5")
