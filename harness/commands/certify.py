@@ -124,7 +124,7 @@ def _run_and_report(driver: str, out: str, given: str, expectations: str | None,
               f"{len(causes)} root cause{'s' if len(causes) != 1 else ''} (requirement broken, call, message):")
         for line in root_causes.console_lines(causes):
             print(line)
-        print(f"harness {command}: why it took longer than a passing run: {why_longer(document)}")
+        print(f"harness {command}: where the failing tests' time went: {why_longer(document)}")
     corpus = document["golden"]["corpus"]
     if corpus:
         cells = [c for types in document["golden"]["coverage"].values() for c in types.values()]

@@ -24,7 +24,7 @@ from harness.api.expectations import Expectation, load_expectations
 from harness.api.hal import Capabilities, Device
 from harness.api.requirements import VALUE_RULE
 from harness.integration.inputs import Number, directory_problem, file_problem, one_of
-from harness.integration.recording import EXPECTATION, is_generative, suite_of
+from harness.integration.recording import EXPECTATION, RefusedByBreaker, is_generative, suite_of
 from harness.integration import forked
 from harness.integration.generation import pin_local_constants
 from harness.drivers.catalog import DriverEntry, load_catalog, native_entry
@@ -611,6 +611,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
+    """A test that a circuit breaker's refusal ended (`RefusedByBreaker`) fails with that refusal."""
+    try:
+        return (yield from _counting_allocations(item))
+    except RefusedByBreaker as stopped:
+        raise stopped.refusal from None  # its traceback, from the test down, kept
+
+
+def _counting_allocations(item: pytest.Item):
     """A suite test in which the driver refused every valid allocation it was asked for (all its
     examples together) checked nothing it is for: not run, never a silent pass (DOM-ALLOC-3)."""
     if not canonical_id(item).startswith("suites/"):

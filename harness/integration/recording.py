@@ -32,12 +32,27 @@ from harness.api.errors import ConformanceError, DriverHang, HarnessError
 from harness.api.expectations import Expectation
 from harness.integration.skips import NotApplicable, NotRun
 from harness.integration.warm_sessions import run_script
+from harness.judging.verdict import forget_rules_held, rules_held
 from harness.report.attribution import failed_requirements, fault_of, raised_by_hypothesis
 from harness.report.files import append_whole, write_atomically
 from harness.report.reproducer import DriverSetup, earlier_test
 
 #: The expectations-file entry that applies to a test (set at collection): its skip or xfail is a waiver.
 EXPECTATION = pytest.StashKey[Expectation]()
+
+
+class RefusedByBreaker(BaseException):
+    """Ends a hypothesis test at its first example whose call the service's circuit breaker refused.
+
+    Every example fails so (the method fails on every call), and the refusal's reproducer replays
+    the call that really failed: shrinking it has nothing to find, and each try would still build a
+    model and run it on the reference (most of the time of a certify run of a driver that crashes
+    on every call).  Not an ``Exception``, so that hypothesis lets it through at once;
+    `harness.integration.plugin` raises the refusal it carries in its place, as the test's failure."""
+
+    def __init__(self, refusal: Exception) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
 
 
 def suite_of(test_id: str) -> str:
@@ -162,6 +177,8 @@ class Recorder:
                 raise  # an example rejected, or a skip: not a failure
             except Exception as error:
                 self.note_failure(error)
+                if getattr(error, "by_breaker", False):
+                    raise RefusedByBreaker(error) from None
                 raise
 
         handle.inner_test = watched
@@ -194,6 +211,7 @@ class Recorder:
         self._suite = suite_of(self.canonical_id(item))
         self._examples_at_start = self.examples_run
         self._running, self._running_since, self._first_failure = item, time.monotonic(), None
+        forget_rules_held()
         service = self._service()
         self._output_mark = service.output_mark() if service is not None else None
         self._note_service_start()
@@ -519,6 +537,8 @@ class Recorder:
             # the service's circuit breaker gave the verdict in place of a call (harness.service.breaker)
             "by_breaker": bool(getattr(verdict, "by_breaker", False)),
             "fault": fault,
+            # the rules it checked, and the driver met, before it failed: it counts for them (the certificate)
+            "held": rules_held() if outcome == "failed" else [],
             "duration": round(duration, 4),
             "elapsed": round(time.monotonic() - self.started, 3),
             "examples": (self.examples_run - self._examples_at_start) if is_generative(item) else None,

@@ -23,6 +23,7 @@ from harness.api.errors import ConformanceError, DriverFault
 from harness.api.hal import (BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType, is_fully_specified, is_token,
                              operand_byte_size)
 from harness.api.memory import Memory
+from harness.judging import verdict
 from harness.judging.driver_history import history_of, lifetime_of
 from harness.judging.oracle import Outcome, Stage, assert_conforms, compare_values, execute_on_both, written_over
 from harness.judging.scenario import GUARD_BYTE, Defect, MemorySpec, Scenario, TokenRef, make_memory, outside_region
@@ -199,10 +200,10 @@ class Lockstep:
 
     def _failure(self, requirement: str, message: str) -> ConformanceError:
         """The error for a mismatch, with the history shown and the steps attached."""
-        verdict = ConformanceError(f"{message}\n{self._call_log()}", requirement=requirement, steps=self.steps_so_far(),
+        failure = ConformanceError(f"{message}\n{self._call_log()}", requirement=requirement, steps=self.steps_so_far(),
                                    earlier=self._earlier_on_a_verdict())
-        self._on_verdict(verdict)
-        return verdict
+        self._on_verdict(failure)
+        return failure
 
     def _compare(self, requirement: str, call: str, expected: _Result, actual: _Result,
                  also: frozenset[ErrorStatus] = frozenset()) -> None:
@@ -254,7 +255,7 @@ class Lockstep:
         actual_call = begin_call(self.driver, "prepare_model", scenario.build_model())  # the driver works meanwhile
         expected = _call(lambda: self.reference.prepare_model(scenario.build_model()))
         actual = _call(actual_call)
-        self._compare(requirement, call, expected, actual)
+        self._compare(requirement, call, expected, actual)  # its rule names a failure, not what a prepare checks
         self._scenarios[name] = scenario
         if actual.ok:
             self._driver_models.append(actual.value)
@@ -309,6 +310,7 @@ class Lockstep:
             return None
         self._compare(requirement, call, expected, actual)
         if not expected.ok:
+            verdict.held(requirement)
             return None
         if not (isinstance(actual.value, tuple) and len(actual.value) == 2):
             raise self._failure("DOM-ALLOC-1", f"[DOM-ALLOC-1] {call}: allocate returned {actual.value!r:.100}; SPEC "
@@ -332,6 +334,8 @@ class Lockstep:
             indexes = model.subgraph.input_indexes if direction == "input" else model.subgraph.output_indexes
             self._types[name] = model.subgraph.operands[indexes[role.io_index]].type
         self._computed[name] = False
+        verdict.held(requirement)
+        verdict.held("DOM-ALLOC-3")  # its token: positive, and no live buffer's
         return self.buffers[name]
 
     @_keeps_steps
@@ -352,6 +356,7 @@ class Lockstep:
         if expected.ok:
             self._holding[name] = (self._holding[name][0], memory.size)
             self._written.add(name)
+        verdict.held(requirement)
         return expected.ok
 
     @_keeps_steps
@@ -393,6 +398,7 @@ class Lockstep:
                 f"[{requirement}] {call}: the driver's buffer holds different bytes than the reference's\n"
                 f"  reference: {expected.value[:64].hex()}{'...' if len(expected.value) > 64 else ''}\n"
                 f"  driver:    {actual.value[:64].hex()}{'...' if len(actual.value) > 64 else ''}"))
+        verdict.held(requirement)
         return expected.value if expected.ok else None
 
     @_keeps_steps
@@ -425,6 +431,7 @@ class Lockstep:
                     type = self._types.get(pool.buffer)
                     held = None if type is None else operand_byte_size(type, tuple(expected.output_shapes[index].dimensions))
                     self._holding[pool.buffer] = (self._holding[pool.buffer][0], held)
+        verdict.held(requirement)
         return expected
 
     def _within_bound(self, name: str, expected: bytes, actual: bytes) -> bool:

@@ -46,6 +46,8 @@ def _test_status(test: dict) -> str:
         return "fail" if test.get("fault", "driver") == "driver" else "not-run"
     if outcome in ("stopped", "no-verdict", "deselected"):
         return "not-run"
+    if outcome == "held":  # checked, and met, before the test stopped at another rule
+        return "pass"
     if outcome in ("xfailed", "xpassed"):
         return "waived"  # an expectations-file xfail is never a pass in a certificate
     if outcome == "skipped":
@@ -153,13 +155,20 @@ _NO_VERDICT = {
 
 def _as_covering(test: dict, requirement: str) -> dict:
     """A test's line under ``requirement``.  A test that failed on another of the rules it names
-    stopped before it checked this one: not-run here (the certificate fails on that rule)."""
+    passes here when it had checked this one, and the driver met it, before it failed (its record's
+    ``held``); otherwise it stopped before it checked this one: not-run here (the certificate
+    fails on that rule)."""
     entry = {"test": test["id"], "outcome": test["outcome"], "message": test.get("message", ""),
              "waiver": test.get("waiver", ""), "skip": test.get("skip"), "reproducer": test.get("reproducer", "")}
     failed = failed_requirements(test)
     if test["outcome"] == "failed" and not failed:  # the harness's fault, or the run's: no verdict
         entry["outcome"] = "no-verdict"
         entry["skip"] = _NO_VERDICT[test.get("fault", "harness")](test)
+    elif failed and requirement not in failed and requirement in test.get("held", ()):
+        entry["outcome"] = "held"
+        entry["skip"] = None
+        entry["message"] = (f"checked, and met, before the test stopped at its failure of {', '.join(failed)}: "
+                            f"{entry['message']}")
     elif failed and requirement not in failed:
         entry["outcome"] = "stopped"
         entry["skip"] = {"kind": "not-run", "reason": f"{test['id']} stopped at its failure of {', '.join(failed)}",

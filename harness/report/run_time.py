@@ -1,8 +1,9 @@
-"""Why a failing driver's run takes longer than a passing one's, in one line for the console.
+"""Where a failing driver's run spent its time, in one line for the console.
 
 A failure costs more than a pass: hypothesis shrinks it to a minimal example, a reproducer is
 written and run again to check that it fails alone, and a crash or a hang costs a fresh driver
-service (and, for a hang, the call's deadline waited out).  The line gives each figure of the run.
+service (and, for a hang, the call's deadline waited out); a test the circuit breaker ended is not
+shrunk, and costs little.  The line gives each figure of the run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ def why_longer(document: dict) -> str:
     starts = int(service.get("starts") or 0)
     restarts = f"; the driver service was started {starts} times (a fresh one after each crash or hang)" if starts > 1 else ""
     count = len(failures)
+    refused = sum(bool(f.get("by_breaker")) for f in failures)
+    unshrunk = (f" (but the {refused} the circuit breaker refused: every example fails those alike)" if refused > 1
+                else " (but the one the circuit breaker refused)" if refused else "")
     return (f"{count} failed test{'s' if count != 1 else ''} took {spent:.0f} s{of_run}: hypothesis shrinks each "
-            f"failure to a minimal example, and {checked} reproducer{'s were' if checked != 1 else ' was'} run again "
-            f"to check that each fails alone{restarts}")
+            f"failure to a minimal example{unshrunk}, and {checked} reproducer{'s were' if checked != 1 else ' was'} "
+            f"run again to check that each fails alone{restarts}")

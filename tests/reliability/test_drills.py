@@ -47,7 +47,7 @@ def _processes_with(marker: str) -> list[str]:
 
 
 class Drill:
-    def __init__(self, name: str, tmp_path: Path, *options: str, tests: tuple[str, ...] = (SUITE,)) -> None:
+    def __init__(self, name: str, tmp_path: Path, *options: str, tests: tuple[str, ...] = (SUITE,), shrink: bool = False) -> None:
         self.marker = f"drill-{secrets.token_hex(6)}"
         self.temporary = tmp_path / "tmp"
         self.temporary.mkdir()
@@ -56,7 +56,7 @@ class Drill:
         env = {**os.environ, "TMPDIR": str(self.temporary), "DRILL_MARKER": self.marker}
         done = subprocess.run([sys.executable, "-m", "pytest", *own_pytest_options(), "-q", "--pyargs", *tests,
                                f"--driver={DRILLS}:{name}", "--harness-profile=ci", f"--harness-record={record}",
-                               "--harness-examples=4", "--harness-no-shrink", *options], capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+                               "--harness-examples=4", *(() if shrink else ("--harness-no-shrink",)), *options], capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
         self.code, self.output = done.returncode, done.stdout + done.stderr
         lines = [json.loads(line) for line in record.read_text().splitlines() if line.strip()] if record.exists() else []
         self.tests = [r for r in lines if "id" in r]
@@ -100,6 +100,22 @@ def test_a_driver_that_fails_every_call_gets_one_classified_fail(tmp_path, name,
     assert "circuit breaker" in drill.output
     drill.assert_bounded()
     drill.assert_nothing_left_behind()
+
+
+@pytest.mark.timeout(600)
+def test_a_test_the_breaker_refused_ends_at_its_first_refusal(tmp_path) -> None:
+    """Shrinking a refusal has nothing to find (every example fails alike, and its reproducer replays
+    the call that really failed): a test ends at the example the breaker first refused.  Most are
+    among the 4 examples the drill draws (a test still shrinking a real crash when a refusal came
+    took a few more), where shrinking each refusal ran dozens more."""
+    drill = Drill("segfault_every_execute", tmp_path, shrink=True)
+    refused = [r for r in drill.failures if r["by_breaker"]]
+    assert refused and drill.failure_types() == {"DriverCrash"}, drill.explain()
+    examples = [r["examples"] for r in refused if r["examples"] is not None]
+    assert len(examples) > 50 and sum(examples) <= 4 * len(examples), sorted(examples)
+    assert all(r["error_type"] == "DriverCrash" and r["rule"] == "SVC-1" and not r.get("unshrunk") for r in refused)
+    # a few calls of the driver per failed test, where shrinking each refusal made about 140
+    assert drill.service["calls"] <= 10 * len(drill.failures), drill.service
 
 
 @pytest.mark.timeout(600)

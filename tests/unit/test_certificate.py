@@ -147,6 +147,24 @@ def test_a_failure_fails_the_rule_it_carries_and_leaves_the_others_not_run(rule,
         assert [t["outcome"] for t in entry["tests"] if t["test"] == "t::handles"] == ["stopped"]
 
 
+def test_a_rule_a_failed_test_checked_before_its_failure_counts_as_checked() -> None:
+    """A test of the allocation and roles rules whose execution crashed had served its buffers
+    first: it passes the allocation rule (held before the failure), and fails the roles rule."""
+    records = every_requirement_passing()
+    records.append({**record("t::first_buffers", "DOM-ALLOC-3", "failed"), "requirements": ["DOM-ALLOC-3", "DOM-ROLE-1"],
+                    "rule": "SVC-1", "checking": "DOM-ROLE-1", "held": ["DOM-ALLOC-3"], "message": "[SVC-1] crashed"})
+    document = certificate.build(records, {"driver": "d"}, "start", "end", True, 61.0)
+    allocation, roles = document["requirements"]["DOM-ALLOC-3"], document["requirements"]["DOM-ROLE-1"]
+    assert (allocation["status"], roles["status"]) == ("pass", "fail")
+    line = next(t for t in allocation["tests"] if t["test"] == "t::first_buffers")
+    assert line["outcome"] == "held" and line["message"].startswith("checked, and met, before the test stopped at its "
+                                                                    "failure of DOM-ROLE-1")
+    # without it, the same failure leaves the allocation rule not run
+    records[-1]["held"] = []
+    document = certificate.build(records, {"driver": "d"}, "start", "end", True, 61.0)
+    assert document["requirements"]["DOM-ALLOC-3"]["status"] == "not-run"
+
+
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_reports_get_the_users_umask(tmp_path, umask, mode) -> None:
     previous = os.umask(umask)

@@ -76,6 +76,9 @@ def test_a_failing_run_says_why_it_took_longer() -> None:
                                     "minimal example, and 5 reproducers were run again to check that each fails alone; "
                                     "the driver service was started 4 times (a fresh one after each crash or hang)")
     assert why_longer({"failures": [], "run": {}}) == ""
+    refused = [{**f, "duration": 0.01, "by_breaker": True} for f in ONE_BUG]
+    assert "minimal example (but the 5 the circuit breaker refused: every example fails those alike)" in \
+        why_longer({"failures": refused, "run": {"duration_s": 20.0}})
 
 
 def test_a_native_traceback_leaves_out_the_machinerys_frames_but_each_error() -> None:
