@@ -16,8 +16,11 @@ padding, each output's region filled beforehand with `CANARY` bytes.
   does not deliver that output through its region, POOL-2 (`OUTPUT_RULE`);
 - the plain run is wrong too: the operation computes wrong values, `VALUE_RULE`.
 
-Anything else (the plain run fails, crashes or is not built: driver-managed buffers have no
-plain form) leaves the test's requirement: nothing shows that another rule is the one broken.
+An argument in a driver-managed buffer travels plainly too, as the bytes the reference's buffer
+holds (the memory-domain lockstep gives them); a right plain run then leaves the test's rule (the
+buffer's handling is the cause).  Anything else (the plain run fails, crashes or is not built: a
+buffer whose contents are not given) leaves the test's requirement: nothing shows that another
+rule is the one broken.
 
 The extra runs are made once per failure: for the example a test reports (hypothesis' final run
 of it), never for each example hypothesis tries while it shrinks, where they would multiply a
@@ -27,6 +30,7 @@ failing driver's run time.  Shrinking keeps the failure's type and place, which 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final
 
@@ -36,7 +40,7 @@ from harness.api.errors import ConformanceError
 from harness.api.hal import DataLocation, Device, RequestArgument, numpy_dtype
 from harness.api.requirements import CONSTANT_RULE, OUTPUT_RULE, VALUE_RULE
 from harness.judging import bounds
-from harness.judging.scenario import MemorySpec, Scenario, with_constants
+from harness.judging.scenario import MemorySpec, Scenario, TokenRef, with_constants
 
 __all__ = ["CANARY", "plain_scenario", "reported_example", "rule_of_wrong_output"]
 
@@ -45,29 +49,43 @@ __all__ = ["CANARY", "plain_scenario", "reported_example", "rule_of_wrong_output
 CANARY: Final = 0xA5
 
 
-def plain_scenario(scenario: Scenario) -> Scenario | None:
+def plain_scenario(scenario: Scenario, buffers: Mapping[str, tuple[bytes, tuple[int, ...]]] | None = None) -> Scenario | None:
     """``scenario``'s model and input values, plainly laid out (see the module), or None when its
-    request has no plain form: an argument in a driver-managed buffer.  Pools the test made
+    request has no plain form: an argument in a driver-managed buffer whose contents ``buffers``
+    (name -> the reference's bytes and dimensions of it) does not give.  Pools the test made
     unusable are left out or made afresh: the plain run asks what the model computes."""
-    used = {a.location.pool_index for a in (*scenario.inputs, *scenario.outputs) if not a.has_no_value}
-    if any(not isinstance(scenario.request_pools[index], MemorySpec) for index in used):
-        return None
+    held = buffers or {}
     pools: list[MemorySpec] = []
 
-    def alone(argument: RequestArgument, content: bytes) -> RequestArgument:
-        if argument.has_no_value:
-            return RequestArgument(True, DataLocation(), argument.dimensions)
-        pools.append(MemorySpec("ashmem", content))
-        return RequestArgument(False, DataLocation(len(pools) - 1, 0, len(content), 0), argument.dimensions)
-
-    inputs = []
-    for argument in scenario.inputs:
+    def region(argument: RequestArgument) -> tuple[bytes, tuple[int, ...]] | None:
         location = argument.location
         source = scenario.request_pools[location.pool_index]
-        assert isinstance(source, MemorySpec)
-        inputs.append(alone(argument, source.content[location.offset : location.offset + location.length]))
-    outputs = [alone(argument, bytes([CANARY]) * argument.location.length) for argument in scenario.outputs]
-    return replace(with_constants(scenario, "copy"), inputs=tuple(inputs), outputs=tuple(outputs),
+        if isinstance(source, MemorySpec):
+            return source.content[location.offset: location.offset + location.length], tuple(argument.dimensions)
+        if isinstance(source, TokenRef) and source.buffer in held:
+            content, dimensions = held[source.buffer]
+            return content, tuple(argument.dimensions) or dimensions
+        return None
+
+    def alone(argument: RequestArgument, output: bool) -> RequestArgument | None:
+        if argument.has_no_value:
+            return RequestArgument(True, DataLocation(), argument.dimensions)
+        found = region(argument)
+        if found is None:
+            return None
+        content, dimensions = found
+        if output:
+            content = bytes([CANARY]) * len(content)
+        pools.append(MemorySpec("ashmem", content))
+        return RequestArgument(False, DataLocation(len(pools) - 1, 0, len(content), 0), dimensions)
+
+    inputs = [alone(argument, False) for argument in scenario.inputs]
+    outputs = [alone(argument, True) for argument in scenario.outputs]
+    plain_inputs = tuple(argument for argument in inputs if argument is not None)
+    plain_outputs = tuple(argument for argument in outputs if argument is not None)
+    if len(plain_inputs) < len(inputs) or len(plain_outputs) < len(outputs):
+        return None
+    return replace(with_constants(scenario, "copy"), inputs=plain_inputs, outputs=plain_outputs,
                    request_pools=tuple(pools), executions=1, notes=(*scenario.notes, "plain I/O"))
 
 
@@ -80,9 +98,11 @@ def reported_example() -> bool:
     return not currently_in_test_context() or current_build_context().is_final
 
 
-def rule_of_wrong_output(requirement: str, scenario: Scenario, reference: Device, driver: Device) -> tuple[str, str]:
-    """The rule a wrong output of ``scenario`` breaks (``requirement``: the test's), and why."""
-    plain = plain_scenario(scenario)
+def rule_of_wrong_output(requirement: str, scenario: Scenario, reference: Device, driver: Device,
+                         buffers: Mapping[str, tuple[bytes, tuple[int, ...]]] | None = None) -> tuple[str, str]:
+    """The rule a wrong output of ``scenario`` breaks (``requirement``: the test's), and why;
+    ``buffers``: what its driver-managed buffers hold (`plain_scenario`)."""
+    plain = plain_scenario(scenario, buffers)
     if plain is None:
         return requirement, ""
     verdict = _first_wrong_output(plain, reference, driver)
@@ -91,7 +111,7 @@ def rule_of_wrong_output(requirement: str, scenario: Scenario, reference: Device
     if verdict != _RIGHT:
         return verdict
     request = "the difference comes from how this request's pools and layout are handled"
-    if requirement in (CONSTANT_RULE, OUTPUT_RULE) and scenario.constant_pools and _first_wrong_output(with_constants(scenario, "copy"), reference, driver) == _RIGHT:
+    if requirement in (CONSTANT_RULE, OUTPUT_RULE) and not buffers and scenario.constant_pools and _first_wrong_output(with_constants(scenario, "copy"), reference, driver) == _RIGHT:
         return CONSTANT_RULE, (f"{_PLAIN} every output is right, and so is this request with its constants as "
                                f"copies: the constants read from a pool are the cause")
     return (OUTPUT_RULE if requirement == CONSTANT_RULE else requirement), f"{_PLAIN} every output is right: {request}"

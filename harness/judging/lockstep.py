@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from harness.api.errors import ConformanceError, DriverFault
 from harness.api.hal import (BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType, is_fully_specified, is_token,
                              operand_byte_size)
@@ -418,9 +420,10 @@ class Lockstep:
         if not expected.ok and expected.rule in refusal_rules:
             requirement = expected.rule
         try:
-            assert_conforms(requirement, scenario, expected, actual)
-        except ConformanceError as error:
-            raise self._failure(requirement, str(error)) from None
+            assert_conforms(requirement, scenario, expected, actual, devices=(self.reference, self.driver),
+                            buffers=self._reference_contents(scenario))
+        except ConformanceError as error:  # under the rule it breaks (a wrong value: culprit's plain run)
+            raise self._failure(error.requirement or requirement, str(error)) from None
         for index, argument in enumerate(scenario.outputs):
             pool = scenario.request_pools[argument.location.pool_index] if not argument.has_no_value else None
             if isinstance(pool, TokenRef):
@@ -433,6 +436,17 @@ class Lockstep:
                     self._holding[pool.buffer] = (self._holding[pool.buffer][0], held)
         verdict.held(requirement)
         return expected
+
+    def _reference_contents(self, scenario: Scenario) -> dict[str, tuple[bytes, tuple[int, ...]]]:
+        """What each driver-managed buffer of ``scenario``'s request holds on the reference, with its
+        dimensions: a wrong output's plain run passes these as plain arguments (`culprit`)."""
+        contents = {}
+        for pool in scenario.request_pools:
+            if isinstance(pool, TokenRef) and pool.buffer in self.buffers:
+                state = getattr(self.buffers[pool.buffer].reference, "state", None)
+                if state is not None and state.initialized:
+                    contents[pool.buffer] = (np.ascontiguousarray(state.data).tobytes(), tuple(state.dimensions))
+        return contents
 
     def _within_bound(self, name: str, expected: bytes, actual: bytes) -> bool:
         """A computed buffer read back within CHOICE-7's bound of the reference's value."""

@@ -404,13 +404,15 @@ def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *,
 
 
 def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, actual: Outcome,
-                    devices: tuple[Device, Device] | None = None) -> None:
+                    devices: tuple[Device, Device] | None = None,
+                    buffers: Mapping[str, tuple[bytes, tuple[int, ...]]] | None = None) -> None:
     """The driver's outcome is one SPEC allows, given the reference's.  ``requirement`` is the
     test's; a byte written outside the outputs fails POOL-2 whatever it is, and, given the
     (reference, driver) ``devices``, a wrong output value fails the rule `culprit` finds it breaks.
     A test of what one prepared model or one device keeps between runs gives no ``devices`` after
     its first run: culprit's plain run prepares afresh (losing what an execution left behind) on
-    the same driver (keeping what a model left behind), so it cannot tell what broke."""
+    the same driver (keeping what a model left behind), so it cannot tell what broke.  ``buffers``:
+    what the scenario's driver-managed buffers hold on the reference, for that plain run."""
     __tracebackhide__ = True
     if actual.constants_changed:
         _fail("POOL-2", f"the driver wrote into the client's constant pool: {actual.constants_changed}", scenario,
@@ -440,14 +442,14 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
     if not actual.ok:
         if _unused_defective_pool_explains(scenario, actual):
             return  # CHOICE-2: a driver may validate a pool nothing uses, and then fail as POOL-4 says
-        _fail_on_output(requirement, "the driver failed a valid request", scenario, expected, actual, devices)
+        _fail_on_output(requirement, "the driver failed a valid request", scenario, expected, actual, devices, buffers)
     if actual.shape_problem:
         _fail(requirement, actual.shape_problem, scenario, expected, actual)
     want_shapes = [s.dimensions for s in expected.output_shapes]
     got_shapes = [tuple(s.dimensions) for s in actual.output_shapes]
     if want_shapes != got_shapes:
         _fail_on_output(requirement, f"output shapes {got_shapes}, reference {want_shapes}", scenario, expected, actual,
-                        devices)
+                        devices, buffers)
     assert_outside_outputs_untouched(scenario, actual)  # before the values: a stray write explains wrong ones
     steps = bounds.quantized_tolerances(scenario)
     terms = bounds.terms_in_model(scenario)
@@ -459,14 +461,15 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
                                     terms=terms, magnitudes=functools.partial(_nth, magnitudes, i),
                                     judge_bias=scenario.sampled_values, relaxed=scenario.relaxed)
         if difference:
-            _fail_on_output(requirement, f"output {i} differs: {difference}", scenario, expected, actual, devices)
+            _fail_on_output(requirement, f"output {i} differs: {difference}", scenario, expected, actual, devices, buffers)
 
 
 def _fail_on_output(requirement: str, what: str, scenario: Scenario, expected: Outcome, actual: Outcome,
-                    devices: tuple[Device, Device] | None) -> None:
+                    devices: tuple[Device, Device] | None,
+                    buffers: Mapping[str, tuple[bytes, tuple[int, ...]]] | None = None) -> None:
     """Fail a wrong output of a valid request on the rule it breaks (`culprit`), given ``devices``."""
     __tracebackhide__ = True
-    rule, why = (rule_of_wrong_output(requirement, scenario, *devices) if devices and reported_example()
+    rule, why = (rule_of_wrong_output(requirement, scenario, *devices, buffers) if devices and reported_example()
                  else (requirement, ""))
     _fail(rule, what + (f"\n  why {rule}: {why}" if why else ""), scenario, expected, actual)
 

@@ -103,3 +103,46 @@ def test_a_copy_after_a_failed_write_keeps_the_step_s_rule() -> None:
 def test_both_copies_are_no_verdict_on_a_correct_driver() -> None:
     assert _copy_out(ReferenceDevice(), written_first=False) is None
     assert _copy_out(ReferenceDevice(), written_first=True) is None
+
+
+def _add_one_more(values, ins, out_op, out):
+    """ADD computed one too high: a wrong value however the operands travel."""
+    from reference_driver.ops import KERNELS
+
+    return KERNELS[OperationType.ADD].run(values, ins, out_op, None) + 1
+
+
+def _read_from_a_buffer(driver, dims: tuple[int, ...] = DIMS) -> ConformanceError | None:
+    """An execution whose input 0 is a driver-managed buffer written by copy_from, checked as a
+    test of roles would check it."""
+    step = Lockstep(driver, ReferenceDevice())
+    model = FLAVOR.model(dims)
+    pair = step.prepare(model)
+    step.allocate("in", BufferDesc(), [pair], [BufferRole(0, 0)], [])
+    step.copy_from("in", MemorySpec("ashmem", values_for(FLAVOR.type, dims, 3).tobytes()), ())
+    try:
+        step.execute(pair, request(model, [TokenUse("in"), values_for(FLAVOR.type, dims, 1)],
+                                   [nbytes(FLAVOR.type, dims)], label="read in"), "DOM-ROLE-1")
+    except ConformanceError as verdict:
+        return verdict
+    finally:
+        step.close()
+    return None
+
+
+def test_a_wrong_value_read_through_a_driver_managed_buffer_is_the_value_rule() -> None:
+    """The plain run takes the buffer's contents as a plain argument: wrong there too, the
+    operation computes wrong values (OPS-1), whatever the memory-domain test checked."""
+    from harness.plugins.mutants._registry import with_kernels
+
+    verdict = _read_from_a_buffer(with_kernels({OperationType.ADD: _add_one_more}))
+    assert verdict is not None and verdict.requirement == "OPS-1", verdict
+    assert "why OPS-1: with plain I/O" in str(verdict)
+
+
+def test_a_wrong_value_of_the_buffers_own_making_keeps_the_tests_rule() -> None:
+    """A driver that keeps rank-4 buffers in another layout computes right from plain arguments:
+    the buffer's handling is the cause, the test's own rule stays."""
+    verdict = _read_from_a_buffer(load_registry().resolve("mutant-rank-4-buffers-kept-channels-first").create(),
+                                  dims=(1, 2, 2, 3))
+    assert verdict is not None and verdict.requirement == "DOM-ROLE-1", verdict
