@@ -14,7 +14,7 @@ its own, without the reference driver:
 It supports TENSOR_FLOAT32, and TENSOR_INT32 and TENSOR_BOOL8 where an ONNX operator takes them
 (`functions`); every operation ONNX expresses directly: the arithmetic here, the element-wise
 functions, activations, comparisons and conversions in `functions`, the convolutions, pools and
-resizes in `windows`, the shape and layout operations in `layouts`.  No quantized or float16 types (onnxruntime's CPU kernels lack most float16
+resizes in `windows`, the shape and layout operations in `layouts`, the reductions in `reductions`.  No quantized or float16 types (onnxruntime's CPU kernels lack most float16
 operators, and its QLinear operators round otherwise than NNAPI), no memory domains (allocation is
 refused, DOM-ALLOC-3).
 """
@@ -35,7 +35,7 @@ from harness.api.hal import (BufferDesc, BufferRole, Capabilities, DataLocation,
                              is_scalar_type, numpy_dtype)
 from harness.api.memory import Memory, MemoryKind
 
-from . import functions, layouts, windows
+from . import functions, layouts, reductions, windows
 from .functions import Builder, Unsupported
 
 F32, I32, INT32, BOOL = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.INT32, OperandType.BOOL
@@ -44,7 +44,8 @@ OPSET = 17
 MEMORY_KINDS = frozenset({MemoryKind.ASHMEM, MemoryKind.MMAP_FD, MemoryKind.HARDWARE_BUFFER_BLOB})
 OPERATIONS = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV, OperationType.RELU,
                         OperationType.RELU1, OperationType.RELU6, OperationType.RESHAPE, OperationType.CONCATENATION,
-                        OperationType.FULLY_CONNECTED}) | functions.OPERATIONS | windows.OPERATIONS | layouts.OPERATIONS
+                        OperationType.FULLY_CONNECTED}) | functions.OPERATIONS | windows.OPERATIONS | layouts.OPERATIONS \
+    | reductions.OPERATIONS
 OPERAND_TYPES = frozenset({F32, I32, BOOL8, INT32, FLOAT32, BOOL})
 _TENSORS = (F32, I32, BOOL8)
 _MAX_RANK = 4  # NNAPI's limit on the tensors of every operation this driver supports but _ANY_RANK
@@ -246,6 +247,8 @@ def _check_supported(operation: Operation, operands: Sequence[Operand], values: 
         windows.check(kind, ins, outs, values, operation.inputs)
     elif kind in layouts.OPERATIONS:
         layouts.check(kind, ins, outs, values, operation.inputs)
+    elif kind in reductions.OPERATIONS:
+        reductions.check(kind, ins, outs, values, operation.inputs)
     elif kind in _ELEMENTWISE:
         if len(ins) != 3 or ins[1].type != data.type or outs[0].type != data.type or ins[2].type != INT32:
             raise Unsupported("operand types")
@@ -392,6 +395,8 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
             windows.translate(kind, ins, operation.outputs[0], main.operands, constants, builder)
         elif kind in layouts.OPERATIONS:
             layouts.translate(kind, ins, operation.outputs, main.operands, constants, builder)
+        elif kind in reductions.OPERATIONS:
+            reductions.translate(kind, ins, operation.outputs[0], main.operands, constants, builder)
         elif kind == OperationType.DIV and main.operands[ins[0]].type == I32:
             nodes.append(helper.make_node("Identity", [_floor_divide(name[ins[0]], name[ins[1]], node, const)], [out]))
         elif kind in _ELEMENTWISE:
