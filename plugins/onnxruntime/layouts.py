@@ -1,10 +1,10 @@
 """The operations that move elements without computing on them: TRANSPOSE, SQUEEZE, EXPAND_DIMS,
-TILE, GATHER, SLICE, PAD, PAD_V2, SPLIT (one output per part), DEPTH_TO_SPACE and SPACE_TO_DEPTH,
-each translated to the ONNX operator that does the same move (Transpose, Squeeze, Unsqueeze, Tile,
-Gather, Slice, Pad, Split, DepthToSpace, SpaceToDepth).
+TILE, GATHER, SLICE, STRIDED_SLICE, PAD, PAD_V2, SPLIT and TOPK_V2 (several outputs), DEPTH_TO_SPACE
+and SPACE_TO_DEPTH, each translated to the ONNX operator that does the same move (Transpose, Squeeze,
+Unsqueeze, Tile, Gather, Slice, Pad, Split, TopK, DepthToSpace, SpaceToDepth).
 
 Types: TENSOR_FLOAT32, and TENSOR_INT32 where NeuralNetworks.h gives it to the operation (SLICE,
-GATHER, EXPAND_DIMS, TILE, SPLIT); no quantized type (the driver declares none).
+GATHER, EXPAND_DIMS, TILE, SPLIT, TOPK_V2); no quantized type (the driver declares none).
 
 Every parameter must be a constant (`check` raises `Unsupported` otherwise): ONNX takes most of them
 as attributes, and where it takes a tensor it reads values NNAPI refuses as something else (a
@@ -28,14 +28,15 @@ F32, I32, INT32, BOOL, FLOAT32 = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR
 Op = OperationType
 #: Operation -> the data types it takes here (NeuralNetworks.h's, less those the driver does not declare).
 TYPES: dict[OperationType, frozenset[OperandType]] = {
-    **{op: frozenset({F32}) for op in (Op.TRANSPOSE, Op.SQUEEZE, Op.PAD, Op.PAD_V2, Op.DEPTH_TO_SPACE, Op.SPACE_TO_DEPTH)},
-    **{op: frozenset({F32, I32}) for op in (Op.EXPAND_DIMS, Op.TILE, Op.GATHER, Op.SLICE, Op.SPLIT)},
+    **{op: frozenset({F32}) for op in (Op.TRANSPOSE, Op.SQUEEZE, Op.PAD, Op.PAD_V2, Op.DEPTH_TO_SPACE, Op.SPACE_TO_DEPTH,
+                                       Op.STRIDED_SLICE)},
+    **{op: frozenset({F32, I32}) for op in (Op.EXPAND_DIMS, Op.TILE, Op.GATHER, Op.SLICE, Op.SPLIT, Op.TOPK_V2)},
 }
 OPERATIONS = frozenset(TYPES)
 #: The operations whose tensors NeuralNetworks.h allows of any rank (n-D); the others stop at 4.
 ANY_RANK = frozenset({Op.EXPAND_DIMS, Op.TILE, Op.GATHER, Op.SPLIT})
 #: The operations with several outputs (every other one here has one).
-SEVERAL_OUTPUTS = frozenset({Op.SPLIT})
+SEVERAL_OUTPUTS = frozenset({Op.SPLIT, Op.TOPK_V2})
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -76,7 +77,8 @@ def _axis_in(axis: int, rank: int | None, kind: OperationType) -> None:
 def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], values: Mapping[int, np.ndarray],
           indexes: Sequence[int]) -> None:
     data = ins[0]
-    _need(data.type in TYPES[kind] and all(o.type == data.type for o in outs), f"{kind.name}: operand types")
+    data_outputs = outs[:1] if kind == Op.TOPK_V2 else outs  # TOPK_V2's second output: the indices
+    _need(data.type in TYPES[kind] and all(o.type == data.type for o in data_outputs), f"{kind.name}: operand types")
     _need(len(outs) >= 1 and (len(outs) == 1 or kind in SEVERAL_OUTPUTS), f"{kind.name}: {len(outs)} outputs")
     rank = len(data.dimensions) or None  # None: known only at execution
     size = {axis: d for axis, d in enumerate(data.dimensions) if d > 0}  # the sizes the model gives
@@ -120,6 +122,19 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
         (axis,), (splits,) = _parameters(kind, ins, indexes, values, (INT32, INT32))
         _axis_in(axis, rank, kind)
         _need(splits == len(outs), f"SPLIT: {splits} splits into {len(outs)} outputs")
+    elif kind == Op.STRIDED_SLICE:
+        begins, ends, strides, (begin_mask,), (end_mask,), (shrink,) = _parameters(
+            kind, ins, indexes, values, (I32, I32, I32, INT32, INT32, INT32))
+        count = rank or len(begins)
+        _need(len(begins) == len(ends) == len(strides) == count and 0 not in strides, f"STRIDED_SLICE: begin {begins}, "
+              f"end {ends}, strides {strides}")
+        for axis in range(count):
+            if shrink >> axis & 1:  # one element, a positive stride (NNAPI; the reference checks the count at execution)
+                _need(strides[axis] > 0, f"STRIDED_SLICE: axis {axis} shrunk with stride {strides[axis]}")
+    elif kind == Op.TOPK_V2:
+        (k,), = _parameters(kind, ins, indexes, values, (INT32,))
+        limit = size.get(rank - 1) if rank is not None else None
+        _need(len(outs) == 2 and outs[1].type == I32 and k >= 1 and (limit is None or k <= limit), f"TOPK_V2: k {k}")
     elif kind in (Op.DEPTH_TO_SPACE, Op.SPACE_TO_DEPTH):
         _need(rank in (None, 4) and len(ins) in (2, 3), f"{kind.name}: rank {rank}, {len(ins)} inputs")
         (block,), = _parameters(kind, ins[:2], indexes[:2], values, (INT32,))
@@ -167,6 +182,17 @@ def translate(kind: OperationType, ins: Sequence[int], outs: Sequence[int], oper
     elif kind == Op.SPLIT:
         # no split sizes: equal parts, one per output, as NNAPI's number of splits (checked equal to it)
         g.emit_several("Split", [x], [g.name[o] for o in outs], axis=_ints(values, ins[1])[0])
+    elif kind == Op.STRIDED_SLICE:
+        g.emit("Identity", [_strided_slice(x, [_ints(values, i) for i in ins[1:4]],
+                                           *(_ints(values, i)[0] for i in ins[4:7]), g)], target)
+    elif kind == Op.TOPK_V2:
+        from onnx import TensorProto
+
+        k = g.const(np.asarray([_ints(values, ins[1])[0]], np.int64), "k")
+        # largest first (largest=1, sorted=1) along the last axis, as NNAPI's
+        indices = g.name[outs[1]] + "_int64"
+        g.emit_several("TopK", [x, k], [target, indices], axis=-1, largest=1, sorted=1)
+        g.emit("Cast", [indices], g.name[outs[1]], to=TensorProto.INT32)
     elif kind in (Op.DEPTH_TO_SPACE, Op.SPACE_TO_DEPTH):
         block = _ints(values, ins[1])[0]
         nchw = len(ins) > 2 and bool(np.asarray(values[ins[2]]).reshape(()))
@@ -192,3 +218,26 @@ def at_least_one_axis(squeezed: str, g: Builder) -> str:
     length = g.node("Max", [rank, g.const(np.int64(1), "one")])
     return g.node("Slice", [extended, g.const(np.asarray([0], np.int64), "zero"),
                             g.node("Unsqueeze", [length, g.const(np.asarray([0], np.int64), "axis")])])
+
+
+def _strided_slice(x: str, bounds: list[list[int]], begin_mask: int, end_mask: int, shrink: int, g: Builder) -> str:
+    """STRIDED_SLICE as ONNX's Slice, then a Squeeze of the shrunk axes.  Slice counts a negative
+    start or end from the end of the axis and clamps them to where the step's direction reaches,
+    as TensorFlow's kernel (NNAPI's) does; a masked start or end becomes the int64 extreme that
+    Slice clamps to the axis's first or last element in that direction."""
+    begins, ends, strides = bounds
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    starts = [(low if step > 0 else high) if begin_mask >> axis & 1 else begin
+              for axis, (begin, step) in enumerate(zip(begins, strides))]
+    stops = [(high if step > 0 else low) if end_mask >> axis & 1 else end
+             for axis, (end, step) in enumerate(zip(ends, strides))]
+    sliced = g.node("Slice", [x, g.const(np.asarray(starts, np.int64), "starts"), g.const(np.asarray(stops, np.int64), "ends"),
+                              g.const(np.arange(len(begins), dtype=np.int64), "axes"),
+                              g.const(np.asarray(strides, np.int64), "steps")])
+    shrunk = [axis for axis in range(len(begins)) if shrink >> axis & 1]
+    if not shrunk:
+        return sliced
+    # Squeeze fails on an axis of other than one element: the execution fails, as NNAPI's does.  Every
+    # axis shrunk gives [1] (NNAPI's CTS, strided_slice_b155662254), where ONNX's Squeeze gives a scalar.
+    squeezed = g.node("Squeeze", [sliced, g.const(np.asarray(shrunk, np.int64), "axes")])
+    return g.node("Reshape", [squeezed, at_least_one_axis(squeezed, g)]) if len(shrunk) == len(begins) else squeezed
