@@ -7,6 +7,13 @@ declares none), no REDUCE_ALL or REDUCE_ANY (ONNX reduces no booleans).  The axe
 an input there, but a constant one all the same).  NNAPI names an axis once or more, counted from
 either end, and gives shape [1] where every axis is reduced away; ONNX names each axis once and
 gives a scalar, so such a result is reshaped to [1].
+
+Not translated, though ONNX has operators of their names: L2_NORMALIZATION, since LpNormalization
+divides by the norm itself where NNAPI's CPU implementation divides by at least 1e-6 (a slice of
+norm below it would come out up to a million times larger); LOCAL_RESPONSE_NORMALIZATION, since
+onnxruntime's LRN raises to the power beta approximately, hundreds of float32 ulps from the exact
+value where CHOICE-7's bound allows a few.  Composing either from Pow, ReduceL2 or Max would emulate
+NNAPI's operation, not translate it.
 """
 
 from __future__ import annotations
