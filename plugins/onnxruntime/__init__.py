@@ -25,4 +25,5 @@ def ort_device():
 def harness_register_drivers() -> list[DriverSpec]:
     return [DriverSpec("onnxruntime", ort_device, "ONNX Runtime on the CPU: float32 (int32 and bool8 where ONNX "
                                                   "takes them) arithmetic, activations, element-wise functions, "
-                                                  "comparisons, convolutions, pools, resizes; no memory domains")]
+                                                  "comparisons, convolutions, pools, resizes, shape and layout "
+                                                  "operations, reductions; no memory domains")]

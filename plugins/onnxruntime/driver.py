@@ -14,7 +14,7 @@ its own, without the reference driver:
 It supports TENSOR_FLOAT32, and TENSOR_INT32 and TENSOR_BOOL8 where an ONNX operator takes them
 (`functions`); every operation ONNX expresses directly: the arithmetic here, the element-wise
 functions, activations, comparisons and conversions in `functions`, the convolutions, pools and
-resizes in `windows`.  No quantized or float16 types (onnxruntime's CPU kernels lack most float16
+resizes in `windows`, the shape and layout operations in `layouts`, the reductions in `reductions`.  No quantized or float16 types (onnxruntime's CPU kernels lack most float16
 operators, and its QLinear operators round otherwise than NNAPI), no memory domains (allocation is
 refused, DOM-ALLOC-3).
 """
@@ -35,7 +35,7 @@ from harness.api.hal import (BufferDesc, BufferRole, Capabilities, DataLocation,
                              is_scalar_type, numpy_dtype)
 from harness.api.memory import Memory, MemoryKind
 
-from . import functions, windows
+from . import functions, layouts, reductions, windows
 from .functions import Builder, Unsupported
 
 F32, I32, INT32, BOOL = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.INT32, OperandType.BOOL
@@ -44,10 +44,12 @@ OPSET = 17
 MEMORY_KINDS = frozenset({MemoryKind.ASHMEM, MemoryKind.MMAP_FD, MemoryKind.HARDWARE_BUFFER_BLOB})
 OPERATIONS = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV, OperationType.RELU,
                         OperationType.RELU1, OperationType.RELU6, OperationType.RESHAPE, OperationType.CONCATENATION,
-                        OperationType.FULLY_CONNECTED}) | functions.OPERATIONS | windows.OPERATIONS
+                        OperationType.FULLY_CONNECTED}) | functions.OPERATIONS | windows.OPERATIONS | layouts.OPERATIONS \
+    | reductions.OPERATIONS
 OPERAND_TYPES = frozenset({F32, I32, BOOL8, INT32, FLOAT32, BOOL})
 _TENSORS = (F32, I32, BOOL8)
-_MAX_RANK = 4  # NNAPI's limit on the tensors of every operation this driver supports but functions.ANY_RANK
+_MAX_RANK = 4  # NNAPI's limit on the tensors of every operation this driver supports but _ANY_RANK
+_ANY_RANK = functions.ANY_RANK | layouts.ANY_RANK
 _ELEMENTWISE = {OperationType.ADD: "Add", OperationType.SUB: "Sub", OperationType.MUL: "Mul", OperationType.DIV: "Div"}
 _CLAMP = {OperationType.RELU: (0.0, math.inf), OperationType.RELU1: (-1.0, 1.0), OperationType.RELU6: (0.0, 6.0)}
 #: Fused activation code -> (min, max) of the Clip that applies it (NONE, RELU, RELU1, RELU6).
@@ -231,11 +233,11 @@ class OrtDevice:
 def _check_supported(operation: Operation, operands: Sequence[Operand], values: dict[int, np.ndarray]) -> None:
     ins = [operands[i] for i in operation.inputs]
     outs = [operands[i] for i in operation.outputs]
-    if operation.type not in OPERATIONS or len(outs) != 1:
+    if operation.type not in OPERATIONS or (len(outs) != 1 and operation.type not in layouts.SEVERAL_OUTPUTS):
         raise Unsupported(f"{operation.type.name} is not supported")
     if any(o.type not in OPERAND_TYPES for o in (*ins, *outs)):
         raise Unsupported("an operand type other than TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8, INT32, FLOAT32 or BOOL")
-    if operation.type not in functions.ANY_RANK and any(len(o.dimensions) > _MAX_RANK for o in (*ins, *outs)):
+    if operation.type not in _ANY_RANK and any(len(o.dimensions) > _MAX_RANK for o in (*ins, *outs)):
         raise Unsupported("a tensor of rank above 4")
     kind = operation.type
     data = ins[0]
@@ -243,6 +245,10 @@ def _check_supported(operation: Operation, operands: Sequence[Operand], values: 
         functions.check(kind, ins, outs)
     elif kind in windows.OPERATIONS:
         windows.check(kind, ins, outs, values, operation.inputs)
+    elif kind in layouts.OPERATIONS:
+        layouts.check(kind, ins, outs, values, operation.inputs)
+    elif kind in reductions.OPERATIONS:
+        reductions.check(kind, ins, outs, values, operation.inputs)
     elif kind in _ELEMENTWISE:
         if len(ins) != 3 or ins[1].type != data.type or outs[0].type != data.type or ins[2].type != INT32:
             raise Unsupported("operand types")
@@ -267,7 +273,7 @@ def _rank_bounds(main) -> dict[int, tuple[int, int | None]]:
     """Operand index -> the least and the greatest rank NNAPI allows (None: no limit), for each tensor an
     operation reads or writes whose rank the model leaves unknown: known only at execution, where
     onnxruntime takes what NNAPI does not (a rank-1 input that FULLY_CONNECTED's Reshape flattens, an
-    Add of rank 5).  Rank 4 at most but for functions.ANY_RANK; FULLY_CONNECTED's input at least 2."""
+    Add of rank 5).  Rank 4 at most but for _ANY_RANK; FULLY_CONNECTED's input at least 2."""
     bounds: dict[int, tuple[int, int | None]] = {}
     for operation in main.operations:
         for position, index in enumerate((*operation.inputs, *operation.outputs)):
@@ -276,7 +282,7 @@ def _rank_bounds(main) -> dict[int, tuple[int, int | None]]:
                 least, most = bounds.get(index, (0, None))
                 if operation.type == OperationType.FULLY_CONNECTED and position == 0:
                     least = max(least, 2)
-                if operation.type not in functions.ANY_RANK:
+                if operation.type not in _ANY_RANK:
                     most = _MAX_RANK
                 bounds[index] = (least, most)
     return bounds
@@ -369,13 +375,16 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
     def emit(op: str, inputs: list[str], out: str, **attributes) -> None:
         nodes.append(helper.make_node(op, inputs, [out], **attributes))
 
+    def emit_several(op: str, inputs: list[str], outs: list[str], **attributes) -> None:
+        nodes.append(helper.make_node(op, inputs, outs, **attributes))
+
     def activation(x: str, code_index: int, out: str) -> None:
         code = node("Cast", [name[code_index]], to=TensorProto.INT64)
         low = node("Gather", [const(np.asarray(_ACTIVATION_MIN, np.float32), "act_min"), code])
         high = node("Gather", [const(np.asarray(_ACTIVATION_MAX, np.float32), "act_max"), code])
         nodes.append(helper.make_node("Clip", [x, low, high], [out]))
 
-    builder = Builder(name, node, emit, const, lambda index: constants[index].reshape(()).item(), activation)
+    builder = Builder(name, node, emit, const, lambda index: constants[index].reshape(()).item(), activation, emit_several)
 
     for operation in main.operations:
         ins, out = list(operation.inputs), name[operation.outputs[0]]
@@ -384,6 +393,10 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
             functions.translate(kind, ins, operation.outputs[0], main.operands, builder)
         elif kind in windows.OPERATIONS:
             windows.translate(kind, ins, operation.outputs[0], main.operands, constants, builder)
+        elif kind in layouts.OPERATIONS:
+            layouts.translate(kind, ins, operation.outputs, main.operands, constants, builder)
+        elif kind in reductions.OPERATIONS:
+            reductions.translate(kind, ins, operation.outputs[0], main.operands, constants, builder)
         elif kind == OperationType.DIV and main.operands[ins[0]].type == I32:
             nodes.append(helper.make_node("Identity", [_floor_divide(name[ins[0]], name[ins[1]], node, const)], [out]))
         elif kind in _ELEMENTWISE:

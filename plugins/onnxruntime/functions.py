@@ -54,7 +54,8 @@ class Unsupported(Exception):
 class Builder:
     """What a translation appends nodes with: `name` of each operand, `node` (a new node, its output
     named fresh), `emit` (a node writing a given name), `const` (an initializer), `scalar` (a
-    constant scalar operand's value), `activation` (a fused activation code's Clip, writing a name)."""
+    constant scalar operand's value), `activation` (a fused activation code's Clip, writing a name),
+    `emit_several` (a node writing several given names)."""
 
     name: Sequence[str]
     node: Callable[..., str]
@@ -62,6 +63,7 @@ class Builder:
     const: Callable[[np.ndarray | np.generic, str], str]
     scalar: Callable[[int], float]
     activation: Callable[[str, int, str], None]
+    emit_several: Callable[..., None]
 
 
 def _constant(operand: Operand) -> bool:

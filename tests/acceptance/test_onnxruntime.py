@@ -122,10 +122,27 @@ def _prelu_broadcast_both_ways() -> Scenario:
                     (MemorySpec(MemoryKind.ASHMEM, data + bytes(24) + _CANARY),), notes=("PRELU, broadcast both ways",))
 
 
-@pytest.mark.parametrize("scenario", [_max_pool_of_stride_above_its_filter(), _booleans_ordered(), _prelu_broadcast_both_ways()],
+def _strided_slice_of_every_axis_shrunk() -> Scenario:
+    """STRIDED_SLICE of a rank-1 input shrinking its one axis, then EXPAND_DIMS of its result: ONNX's
+    Squeeze gives a scalar, where NNAPI's CTS (strided_slice_b155662254) and the reference give [1],
+    and the rank shows in the shape EXPAND_DIMS makes of it."""
+    parameters = np.asarray([0, 1, 1, 0, 0, 1, 0], np.int32)  # begin, end, strides; the three masks; the new axis
+    operands = (Operand(F32, (4,), lifetime=INPUT),
+                *(Operand(OperandType.TENSOR_INT32, (1,), lifetime=CONSTANT, location=DataLocation(0, 4 * i, 4)) for i in range(3)),
+                *(Operand(INT32, (), lifetime=CONSTANT, location=DataLocation(0, 4 * i, 4)) for i in range(3, 7)),
+                Operand(F32, (), lifetime=OperandLifeTime.TEMPORARY_VARIABLE), Operand(F32, (), lifetime=OUTPUT))
+    operations = (Operation(OperationType.STRIDED_SLICE, tuple(range(7)), (8,)), Operation(OperationType.EXPAND_DIMS, (8, 7), (9,)))
+    subgraph = Subgraph(operands, operations, (0,), (9,))
+    data = np.arange(4, dtype=np.float32).tobytes()
+    return Scenario(subgraph, parameters.tobytes(), (), (_argument(0, 16),), (_argument(16, 4),),
+                    (MemorySpec(MemoryKind.ASHMEM, data + bytes(4) + _CANARY),), notes=("STRIDED_SLICE, every axis shrunk",))
+
+
+@pytest.mark.parametrize("scenario", [_max_pool_of_stride_above_its_filter(), _booleans_ordered(), _prelu_broadcast_both_ways(),
+                                      _strided_slice_of_every_axis_shrunk()],
                          ids=lambda scenario: scenario.notes[0])
 def test_onnxruntime_agrees_with_the_reference_where_a_translation_differed(scenario: Scenario) -> None:
-    """What the differential suites found where ONNX's operator is not NNAPI's, worked around in the driver."""
+    """What the differential suites or NNAPI's CTS found where ONNX's operator is not NNAPI's, worked around in the driver."""
     with driver_under_test("onnxruntime", "process") as driver:
         assert_conforms("POOL-2", scenario, run_scenario(ReferenceDevice(), scenario), run_scenario(driver, scenario))
 
