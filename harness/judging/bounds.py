@@ -45,6 +45,8 @@ from harness.api.hal import (
     Operation,
     OperationType,
     conv_2d_has_padding_scheme,
+    dimensions_at_execution,
+    is_fully_specified,
     is_quantized_type,
     numpy_dtype,
 )
@@ -329,9 +331,20 @@ def _plane_axes(scenario: Scenario, operation: Operation) -> tuple[int, int] | N
     return (2, 3) if bool(layout[0]) else (1, 2)
 
 
+def _input_dimensions(scenario: Scenario, index: int) -> tuple[int, ...]:
+    """Operand ``index``'s dimensions, those a request gives filling the model's unknown ones."""
+    operand = scenario.subgraph.operands[index]
+    if operand.lifetime != OperandLifeTime.SUBGRAPH_INPUT or is_fully_specified(operand.type, operand.dimensions):
+        return tuple(operand.dimensions)
+    position = scenario.subgraph.input_indexes.index(index)
+    if position >= len(scenario.inputs):
+        return tuple(operand.dimensions)
+    return dimensions_at_execution(operand.dimensions, scenario.inputs[position].dimensions)
+
+
 def _plane_size(scenario: Scenario, operation: Operation) -> int:
     """Elements in one of INSTANCE_NORMALIZATION's planes (the largest two axes' when the layout is unknown)."""
-    dims = scenario.subgraph.operands[operation.inputs[0]].dimensions
+    dims = _input_dimensions(scenario, operation.inputs[0])
     if len(dims) != 4 or not all(dims):
         return _UNKNOWN_TERMS
     axes = _plane_axes(scenario, operation)
@@ -369,7 +382,7 @@ def instance_normalization_magnitudes(scenario: Scenario, operation: Operation) 
     if len(operation.inputs) != 5 or x_index in scenario.subgraph.output_indexes or sum(
             x_index in other.inputs for other in scenario.subgraph.operations) != 1:
         return None
-    dims = operands[x_index].dimensions
+    dims = _input_dimensions(scenario, x_index)
     stored = operand_value(scenario, x_index)
     gamma, _, epsilon = (operand_value(scenario, i) for i in operation.inputs[1:4])
     axes = _plane_axes(scenario, operation)

@@ -23,9 +23,9 @@ SCALAR = {F32: OperandType.FLOAT32, F16: OperandType.FLOAT16}
 
 
 def _instance_normalization(x: np.ndarray, type: OperandType, epsilon: float, nchw: bool, relaxed: bool = False,
-                            gamma: float = 1.5, beta: float = -1.0) -> Scenario:
+                            gamma: float = 1.5, beta: float = -1.0, batches_given_by_request: bool = False) -> Scenario:
     builder = ModelBuilder()
-    given = builder.input(type, x.shape)
+    given = builder.input(type, (0, *x.shape[1:]) if batches_given_by_request else x.shape)
     parameters = [builder.constant(SCALAR[type], value) for value in (gamma, beta, epsilon)]
     builder.operation(OperationType.INSTANCE_NORMALIZATION, [given, *parameters, builder.constant(OperandType.BOOL, nchw)],
                       type, x.shape)
@@ -75,6 +75,16 @@ def test_a_plane_of_equal_values_far_from_zero_is_not_judged_past_its_bound() ->
     assert magnitudes is not None and np.isinf(magnitudes).all()
     centred = _instance_normalization(np.asarray(_planes(0.0, 1), np.float16), F16, 1e-3, False)
     assert np.isfinite(bounds.instance_normalization_magnitudes(centred, centred.subgraph.operations[0])).all()
+
+
+def test_the_bound_takes_the_dimensions_a_request_gives() -> None:
+    x = _planes(0.0, 2).astype(np.float32)
+    scenario = _instance_normalization(x, F32, 1e-2, nchw=False, batches_given_by_request=True)
+    magnitudes = bounds.instance_normalization_magnitudes(scenario, scenario.subgraph.operations[0])
+    assert magnitudes is not None and magnitudes.shape == x.shape and np.isfinite(magnitudes).all()
+    assert bounds.magnitude_scenario(scenario) is not None
+    assert bounds.terms_in_model(scenario) == 6 * 6 + 3
+    _judge(_computing_in(np.float32, one_pass=True), scenario)
 
 
 @pytest.mark.parametrize("name, epsilon", [("instance-normalization-ignores-layout", 1e-3),
