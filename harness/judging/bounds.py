@@ -27,6 +27,9 @@ each element, not with the result, which cancellation can make arbitrarily small
   magnitude run they become LOGISTIC of their input, whose value is in [0.5, 1).  POW's base
   becomes max(|b|, 1/|b|) there, so that ``b ** |e|`` is at least as large as ``|b ** e|``, and
   LOG_SOFTMAX becomes EXP of its input, at least 1 and growing with |x|.
+- INSTANCE_NORMALIZATION centres and divides, so its error grows with its plane's statistics, not
+  with sums of magnitudes: the magnitude run replaces it by RELU of its bound's own ``M``, computed
+  here from its input (`instance_normalization_magnitudes`).
 """
 
 from __future__ import annotations
@@ -42,13 +45,15 @@ from harness.api.hal import (
     Operation,
     OperationType,
     conv_2d_has_padding_scheme,
+    dimensions_at_execution,
+    is_fully_specified,
     is_quantized_type,
     numpy_dtype,
 )
 from harness.judging.scenario import MemorySpec, Scenario
 
-__all__ = ["BIAS_LIMIT", "BIAS_MIN_ELEMENTS", "FLOAT_TYPES", "float_format", "magnitude_scenario", "quantized_tolerances",
-           "terms_in_model"]
+__all__ = ["BIAS_LIMIT", "BIAS_MIN_ELEMENTS", "FLOAT_TYPES", "float_format", "instance_normalization_magnitudes",
+           "magnitude_scenario", "quantized_tolerances", "terms_in_model"]
 
 FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
 BIAS_MIN_ELEMENTS = 32
@@ -190,6 +195,13 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
 
     operations = []
     for operation in scenario.subgraph.operations:
+        if operation.type == OperationType.INSTANCE_NORMALIZATION:
+            # its magnitudes are not a run on magnitudes: computed from its input, then passed on as they are
+            magnitudes = instance_normalization_magnitudes(scenario, operation)
+            if magnitudes is None or not rewrite(operation.inputs[0], lambda old, m=magnitudes: m.reshape(-1)):
+                return None
+            operations.append(replace(operation, type=OperationType.RELU, inputs=operation.inputs[:1]))
+            continue
         code = _activation_input(scenario, operation)
         if code is not None and code < len(operation.inputs):
             if not rewrite(operation.inputs[code], np.zeros_like):
@@ -244,7 +256,8 @@ def terms_in_model(scenario: Scenario) -> int:
             total += _windowed_terms(scenario, operation)
         elif operation.type == OperationType.RESIZE_BILINEAR:
             total += 4  # four weighted pixels (a nearest neighbour is a copy, exact)
-        elif operation.type in _NORMALIZATIONS or operation.type in _REDUCTIONS:
+        elif operation.type in _NORMALIZATIONS or operation.type in _REDUCTIONS or \
+                operation.type == OperationType.INSTANCE_NORMALIZATION:
             total += normalization_terms(scenario, operation)
     return max(total, 1)
 
@@ -303,9 +316,97 @@ def normalization_terms(scenario: Scenario, operation: Operation) -> int:
             else _UNKNOWN_TERMS
         exponent = abs(float(beta[0])) if beta is not None and beta.size else 4.0
         return math.ceil(max(exponent, 1.0) * (window + 1)) + 16 + 1
+    if kind == OperationType.INSTANCE_NORMALIZATION:
+        return _plane_size(scenario, operation) + 3
     if kind in _SUMMING:
         return _reduced_count(scenario, operation) + 1
     return 0
+
+
+def _plane_axes(scenario: Scenario, operation: Operation) -> tuple[int, int] | None:
+    """The axes of INSTANCE_NORMALIZATION's planes: H and W of NHWC or of NCHW by its layout flag."""
+    layout = operand_value(scenario, operation.inputs[4]) if len(operation.inputs) > 4 else None
+    if layout is None or not layout.size:
+        return None
+    return (2, 3) if bool(layout[0]) else (1, 2)
+
+
+def _input_dimensions(scenario: Scenario, index: int) -> tuple[int, ...]:
+    """Operand ``index``'s dimensions, those a request gives filling the model's unknown ones."""
+    operand = scenario.subgraph.operands[index]
+    if operand.lifetime != OperandLifeTime.SUBGRAPH_INPUT or is_fully_specified(operand.type, operand.dimensions):
+        return tuple(operand.dimensions)
+    position = scenario.subgraph.input_indexes.index(index)
+    if position >= len(scenario.inputs):
+        return tuple(operand.dimensions)
+    return dimensions_at_execution(operand.dimensions, scenario.inputs[position].dimensions)
+
+
+def _plane_size(scenario: Scenario, operation: Operation) -> int:
+    """Elements in one of INSTANCE_NORMALIZATION's planes (the largest two axes' when the layout is unknown)."""
+    dims = _input_dimensions(scenario, operation.inputs[0])
+    if len(dims) != 4 or not all(dims):
+        return _UNKNOWN_TERMS
+    axes = _plane_axes(scenario, operation)
+    return dims[axes[0]] * dims[axes[1]] if axes is not None else math.prod(sorted(dims)[2:])
+
+
+def instance_normalization_magnitudes(scenario: Scenario, operation: Operation) -> np.ndarray | None:
+    """The ``M`` of INSTANCE_NORMALIZATION's bound (CHOICE-7), per element: what, times its
+    `normalization_terms` ``n + 3`` and eps (twice the unit roundoff u), bounds a correct driver's
+    error beyond the final rounding.  None when its input or parameters are not in the scenario,
+    or its input feeds another operation or is an output (its values are replaced).
+
+    Per plane of n elements x with mean mu, centred c = x - mu, variance v, mean of squares Q and
+    mean magnitude A, and r = 1 / sqrt(v + epsilon):
+
+    - the mean, n terms summed in any order, is off by d <= (n + 1) u A; each centred value by
+      d + u |c| (the subtraction's rounding);
+    - the variance, two-pass (mean of the centred squares: d cancels to first order) or one-pass
+      (mean of squares minus the squared mean, which cancels: 2 A d more), is off by at most
+      V = ((3n + 6) u + ((n + 1) u) ** 2) Q;
+    - so v + epsilon is off by t = (V + u (v + epsilon)) / (v + epsilon) relative, and while
+      t <= 1/2, 1 / sqrt of it by at most t (0.83 t at worst, where linearising says t / 2),
+      plus a few ulps of the square root and the division;
+    - the output, c * (gamma * r) + beta, is then off by |gamma| r (d + |c| (t + 8 u)) besides its
+      final rounding, which the oracle's eps * |reference| covers.
+
+    So M = |gamma| r (A + |c| (t / u + 8) / (n + 3)): times (n + 3) and eps = 2u it is twice that,
+    the slack taking in the second-order terms (the computed r is up to 1.5 r) and a relaxed model's
+    inputs rounded to float16.  Where t > 1/2 (a plane whose squares dwarf its variance plus
+    epsilon: one-pass variance may lose every digit) M is infinite, and the element is not judged.
+    Epsilon at least 1e-3 keeps that to nearly constant planes far from 0 (`reductions`).
+    """
+    operands = scenario.subgraph.operands
+    x_index = operation.inputs[0]
+    if len(operation.inputs) != 5 or x_index in scenario.subgraph.output_indexes or sum(
+            x_index in other.inputs for other in scenario.subgraph.operations) != 1:
+        return None
+    dims = _input_dimensions(scenario, x_index)
+    stored = operand_value(scenario, x_index)
+    gamma, _, epsilon = (operand_value(scenario, i) for i in operation.inputs[1:4])
+    axes = _plane_axes(scenario, operation)
+    if stored is None or gamma is None or epsilon is None or axes is None or not gamma.size or not epsilon.size or \
+            len(dims) != 4 or stored.size != math.prod(dims):
+        return None
+    u = float(float_format(operands[x_index].type, scenario.relaxed).eps) / 2
+    x = stored.astype(np.float64).reshape(dims)
+    if x.size == 0:
+        return x
+    n = dims[axes[0]] * dims[axes[1]]
+    with np.errstate(all="ignore"):
+        mean = x.mean(axis=axes, keepdims=True)
+        centred = x - mean
+        variance = np.mean(centred * centred, axis=axes, keepdims=True)
+        squares = np.mean(x * x, axis=axes, keepdims=True)
+        absolute = np.mean(np.abs(x), axis=axes, keepdims=True)
+        denominator = variance + float(epsilon[0])
+        variance_error = ((3 * n + 6) * u + ((n + 1) * u) ** 2) * squares
+        relative = (variance_error + u * denominator) / denominator
+        scale = abs(float(gamma[0])) / np.sqrt(denominator)
+        magnitudes = scale * (absolute + np.abs(centred) * (relative / u + 8) / (n + 3))
+        sane = (denominator > 0) & (relative <= 0.5)
+        return np.where(np.broadcast_to(sane, x.shape) & np.isfinite(magnitudes), magnitudes, np.inf)
 
 
 def _largest_real(scenario: Scenario, index: int) -> float:

@@ -1,6 +1,6 @@
-"""Models of the normalizations (L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION), CHANNEL_SHUFFLE,
-the reductions (MEAN, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ALL, REDUCE_ANY),
-ARGMAX and ARGMIN, FILL and RANK.
+"""Models of the normalizations (L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION,
+INSTANCE_NORMALIZATION), CHANNEL_SHUFFLE, the reductions (MEAN, REDUCE_SUM, REDUCE_PROD,
+REDUCE_MAX, REDUCE_MIN, REDUCE_ALL, REDUCE_ANY), ARGMAX and ARGMIN, FILL and RANK.
 
 One family per kind of signature (`FAMILIES`); each model is one operation of a type NNAPI gives
 it and the driver declares, its parameters as constants of types the driver declares too.  Axes
@@ -9,6 +9,11 @@ one or several axes, repeated sometimes, and keep or drop them.  REDUCE_PROD's v
 magnitudes in [1, 1.125): a product of up to 81 of them stays within float16's range.  ARGMAX's
 and ARGMIN's values take a few levels only, so that ties, where the first index must win, are
 common.  LOCAL_RESPONSE_NORMALIZATION's bias and alpha are positive, as its uses have them.
+INSTANCE_NORMALIZATION's epsilon is one of 1e-3, 1e-2, 0.1 and 1, small values as NNAPI's CTS
+examples use: at least 1e-3 because epsilon is all that keeps the division sane where a plane's
+variance is about 0 (a plane of equal values, a plane of one element), and a correct driver's
+variance (one-pass, in float16) may be that far off, so a smaller one would leave such planes
+unjudged (`bounds.instance_normalization_magnitudes`) or divide by a rounding error.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ INT32, BOOL = OperandType.INT32, OperandType.BOOL
 _FLOAT_QUANT = FLOAT_TYPES + QUANT_TYPES
 #: NeuralNetworks.h's data types of each operation (HAL 1.3); FILL's are its output's.
 OPERATION_TYPES: dict[OperationType, tuple[OperandType, ...]] = {
-    Op.L2_NORMALIZATION: _FLOAT_QUANT, Op.LOCAL_RESPONSE_NORMALIZATION: FLOAT_TYPES, Op.CHANNEL_SHUFFLE: _FLOAT_QUANT,
+    Op.L2_NORMALIZATION: _FLOAT_QUANT, Op.LOCAL_RESPONSE_NORMALIZATION: FLOAT_TYPES,
+    Op.INSTANCE_NORMALIZATION: FLOAT_TYPES, Op.CHANNEL_SHUFFLE: _FLOAT_QUANT,
     Op.MEAN: _FLOAT_QUANT, Op.REDUCE_SUM: FLOAT_TYPES, Op.REDUCE_PROD: FLOAT_TYPES, Op.REDUCE_MAX: _FLOAT_QUANT,
     Op.REDUCE_MIN: _FLOAT_QUANT, Op.REDUCE_ALL: (BOOL8,), Op.REDUCE_ANY: (BOOL8,),
     Op.ARGMAX: _FLOAT_QUANT + (I32,), Op.ARGMIN: _FLOAT_QUANT + (I32,),
@@ -42,6 +48,7 @@ OPERATION_TYPES: dict[OperationType, tuple[OperandType, ...]] = {
 FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "l2_normalization": (Op.L2_NORMALIZATION,),
     "local_response_normalization": (Op.LOCAL_RESPONSE_NORMALIZATION,),
+    "instance_normalization": (Op.INSTANCE_NORMALIZATION,),
     "channel_shuffle": (Op.CHANNEL_SHUFFLE,),
     "reduction": (Op.MEAN, Op.REDUCE_SUM, Op.REDUCE_PROD, Op.REDUCE_MAX, Op.REDUCE_MIN, Op.REDUCE_ALL, Op.REDUCE_ANY),
     "arg": (Op.ARGMAX, Op.ARGMIN),
@@ -57,6 +64,8 @@ def _companions(op: OperationType, type: OperandType) -> frozenset[OperandType]:
     """The operand types a model of ``op`` on ``type`` needs besides it (its parameters' and output's)."""
     if op == Op.LOCAL_RESPONSE_NORMALIZATION:  # radius, axis; bias, alpha, beta of the input's float type
         return frozenset({INT32, OperandType.FLOAT16 if type == F16 else OperandType.FLOAT32})
+    if op == Op.INSTANCE_NORMALIZATION:  # gamma, beta, epsilon of the input's float type; the layout flag
+        return frozenset({BOOL, OperandType.FLOAT16 if type == F16 else OperandType.FLOAT32})
     if op in (Op.L2_NORMALIZATION, Op.CHANNEL_SHUFFLE, Op.RANK):
         return frozenset({INT32})
     if op == Op.MEAN:
@@ -134,6 +143,26 @@ def local_response_normalization_models(draw, caps: Capabilities) -> ModelCase:
         inputs.append(case.b.scalar(_axis(c, len(shape), "axis")[1]))
     case.output(op, inputs, type, shape)
     return case.done([shape], f"LOCAL_RESPONSE_NORMALIZATION {type.name} radius {radius}")
+
+
+@st.composite
+def instance_normalization_models(draw, caps: Capabilities) -> ModelCase:
+    """INSTANCE_NORMALIZATION of a 4-D tensor of planes up to 6 by 6, NHWC or NCHW, with gamma
+    (negative sometimes), beta and epsilon of the input's float type."""
+    c = _start(draw)
+    op, type = _operation_and_type(c, caps, "instance_normalization")
+    shape = tuple(c.integer(1, side, f"shape axis {axis}") for axis, side in enumerate((2, 6, 6, 3)))
+    nchw = c.boolean("NCHW")
+    if nchw:  # the same sizes, the channels moved ahead of the plane
+        shape = (shape[0], shape[3], shape[1], shape[2])
+    case = _Case(c)
+    x = case.operand(type, _values(draw, type, shape, "x"), label="x")
+    scalar_type = OperandType.FLOAT16 if type == F16 else OperandType.FLOAT32
+    parameters = [case.b.constant(scalar_type, c.choice(options, name))
+                  for name, options in (("gamma", (1.0, 0.5, -2.0, 1.5)), ("beta", (0.0, 0.5, -1.0, 3.0)),
+                                        ("epsilon", (1e-3, 1e-2, 0.1, 1.0)))]
+    case.output(op, [x, *parameters, case.b.constant(BOOL, nchw)], type, shape)
+    return case.done([shape], f"INSTANCE_NORMALIZATION {type.name} {'NCHW' if nchw else 'NHWC'}")
 
 
 @st.composite
@@ -245,6 +274,7 @@ def rank_models(draw, caps: Capabilities) -> ModelCase:
 MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "l2_normalization": l2_normalization_models,
     "local_response_normalization": local_response_normalization_models,
+    "instance_normalization": instance_normalization_models,
     "channel_shuffle": channel_shuffle_models,
     "reduction": reduction_models,
     "arg": arg_models,

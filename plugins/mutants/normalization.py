@@ -71,6 +71,35 @@ def local_response_window_behind_only():
     return with_kernels({OperationType.LOCAL_RESPONSE_NORMALIZATION: run})
 
 
+@mutant("instance-normalization-ignores-layout", "OPS-1",
+        "INSTANCE_NORMALIZATION normalizes over axes 1 and 2 (NHWC's height and width) whatever its layout flag says",
+        operations=(OperationType.INSTANCE_NORMALIZATION,))
+def instance_normalization_ignores_layout():
+    def run(values, ins, out_op, out):
+        nhwc = np.zeros_like(np.asarray(values[4]))
+        return normalization.run_instance_normalization([*values[:4], nhwc], ins, out_op, out)
+
+    return with_kernels({OperationType.INSTANCE_NORMALIZATION: run})
+
+
+@mutant("instance-normalization-epsilon-outside-sqrt", "OPS-1",
+        "INSTANCE_NORMALIZATION divides by sqrt(variance) + epsilon instead of sqrt(variance + epsilon)",
+        operations=(OperationType.INSTANCE_NORMALIZATION,))
+def instance_normalization_epsilon_outside_sqrt():
+    def run(values, ins, out_op, out):
+        x = np.asarray(values[0], np.float64)
+        if x.ndim != 4 or x.size == 0:
+            return normalization.run_instance_normalization(values, ins, out_op, out)
+        gamma, beta, epsilon = (float(np.asarray(v, np.float64).reshape(())) for v in values[1:4])
+        plane = (2, 3) if bool(np.asarray(values[4]).reshape(())) else (1, 2)
+        centred = x - x.mean(axis=plane, keepdims=True)
+        deviation = np.sqrt(np.mean(centred * centred, axis=plane, keepdims=True))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return from_real(centred * (gamma / (deviation + epsilon)) + beta, out_op)
+
+    return with_kernels({OperationType.INSTANCE_NORMALIZATION: run})
+
+
 @mutant("channel-shuffle-inverse", "OPS-1",
         "CHANNEL_SHUFFLE reads the channels as groups of num_groups (the inverse shuffle) instead of as num_groups "
         "groups",

@@ -569,11 +569,53 @@ def _windowed_in(dtype) -> dict[OperationType, Kernel]:
     return {op: Kernel(KERNELS[op].validate, run) for op, run in runs.items()}
 
 
+def _sequential_sum(terms: np.ndarray, dtype) -> np.ndarray:
+    """The sum over the last axis, last term first, rounding to ``dtype`` after each addition."""
+    total = np.zeros(terms.shape[:-1], dtype)
+    for k in reversed(range(terms.shape[-1])):
+        total = (total + terms[..., k]).astype(dtype)
+    return total
+
+
+def instance_normalization_in(dtype, one_pass: bool) -> Kernel:
+    """INSTANCE_NORMALIZATION of a float input computed in ``dtype`` step by step: the plane's sums
+    term by term, the variance as the mean of squares less the squared mean (``one_pass``, which
+    cancels) or as the mean of the centred squares, then 1 / sqrt(variance + epsilon)."""
+    reference = KERNELS[OperationType.INSTANCE_NORMALIZATION]
+
+    def run(values, ins, out_op, out):
+        checked = reference.run(values, ins, out_op, None)  # the reference's errors
+        if ins[0].type not in FLOAT_TENSORS or checked.size == 0:
+            return checked
+        nchw = bool(np.asarray(values[4]).reshape(()))
+        x = np.asarray(values[0], dtype)
+        x = x if nchw else x.transpose(0, 3, 1, 2)  # N, C, H, W
+        gamma, beta, epsilon = (dtype(np.asarray(v).reshape(())) for v in values[1:4])
+        planes = x.reshape(*x.shape[:2], -1)
+        count = dtype(planes.shape[-1])
+        with np.errstate(all="ignore"):
+            mean = (_sequential_sum(planes, dtype) / count).astype(dtype)[..., None]
+            centred = (planes - mean).astype(dtype)
+            if one_pass:
+                variance = (_sequential_sum((planes * planes).astype(dtype), dtype) / count).astype(dtype)
+                variance = (variance - (mean[..., 0] * mean[..., 0]).astype(dtype)).astype(dtype)
+            else:
+                variance = (_sequential_sum((centred * centred).astype(dtype), dtype) / count).astype(dtype)
+            scale = (gamma / np.sqrt((variance + epsilon).astype(dtype)).astype(dtype)).astype(dtype)[..., None]
+            result = (centred * scale + beta).astype(dtype).reshape(x.shape)
+        result = result if nchw else result.transpose(0, 2, 3, 1)
+        return from_real(result.astype(np.float64), out_op)
+
+    return Kernel(reference.validate, run)
+
+
 def float32_fma_reordered() -> ReferenceDevice:
     """CHOICE-7: FULLY_CONNECTED and CONV_2D accumulate in float32, last term first, one fused
-    multiply-add at a time, and the other convolutions and the pools sum in float32 in their own
-    order (the reference sums in float64 and rounds once)."""
+    multiply-add at a time, the other convolutions and the pools sum in float32 in their own
+    order, and INSTANCE_NORMALIZATION computes in float32 with a one-pass variance (the reference
+    sums in float64 and rounds once)."""
     device = ReferenceDevice()
+    device.kernels[OperationType.INSTANCE_NORMALIZATION] = instance_normalization_in(np.float32, one_pass=True)
     device.kernels[OperationType.FULLY_CONNECTED] = Kernel(KERNELS[OperationType.FULLY_CONNECTED].validate,
                                                            _fully_connected_in(np.float32))
     device.kernels[OperationType.CONV_2D] = Kernel(KERNELS[OperationType.CONV_2D].validate, _conv_in(np.float32))
@@ -648,9 +690,10 @@ def fixed_point_quantized() -> ReferenceDevice:
 
 
 def float16_in_float16() -> ReferenceDevice:
-    """CHOICE-7: FLOAT16 arithmetic in float16: element-wise operations rounded to float16, and
-    FULLY_CONNECTED, the convolutions and the pools accumulating in float16 (float32 stays as the
-    reference does it)."""
+    """CHOICE-7: FLOAT16 arithmetic in float16: element-wise operations rounded to float16,
+    FULLY_CONNECTED, the convolutions and the pools accumulating in float16, and
+    INSTANCE_NORMALIZATION's sums and two-pass variance in float16 (float32 stays as the reference
+    does it)."""
     device = ReferenceDevice()
     for op, ufunc in ((OperationType.ADD, np.add), (OperationType.SUB, np.subtract), (OperationType.MUL, np.multiply),
                       (OperationType.DIV, np.divide)):
@@ -667,6 +710,9 @@ def float16_in_float16() -> ReferenceDevice:
         KERNELS[OperationType.CONV_2D].validate, only_f16(_conv_in(np.float16), nn.run_conv_2d))
     for op, kernel in _windowed_in(np.float16).items():  # the other convolutions and the pools
         device.kernels[op] = Kernel(kernel.validate, only_f16(kernel.run, KERNELS[op].run))
+    instance = instance_normalization_in(np.float16, one_pass=False)
+    device.kernels[OperationType.INSTANCE_NORMALIZATION] = Kernel(
+        instance.validate, only_f16(instance.run, KERNELS[OperationType.INSTANCE_NORMALIZATION].run))
     return device
 
 
