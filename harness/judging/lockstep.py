@@ -421,7 +421,7 @@ class Lockstep:
             requirement = expected.rule
         try:
             assert_conforms(requirement, scenario, expected, actual, devices=(self.reference, self.driver),
-                            buffers=self._reference_contents(scenario))
+                            buffers=lambda: self._reference_contents(scenario))
         except ConformanceError as error:  # under the rule it breaks (a wrong value: culprit's plain run)
             raise self._failure(error.requirement or requirement, str(error)) from None
         for index, argument in enumerate(scenario.outputs):

@@ -405,14 +405,15 @@ def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *,
 
 def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, actual: Outcome,
                     devices: tuple[Device, Device] | None = None,
-                    buffers: Mapping[str, tuple[bytes, tuple[int, ...]]] | None = None) -> None:
+                    buffers: Callable[[], Mapping[str, tuple[bytes, tuple[int, ...]]]] | None = None) -> None:
     """The driver's outcome is one SPEC allows, given the reference's.  ``requirement`` is the
     test's; a byte written outside the outputs fails POOL-2 whatever it is, and, given the
     (reference, driver) ``devices``, a wrong output value fails the rule `culprit` finds it breaks.
     A test of what one prepared model or one device keeps between runs gives no ``devices`` after
     its first run: culprit's plain run prepares afresh (losing what an execution left behind) on
     the same driver (keeping what a model left behind), so it cannot tell what broke.  ``buffers``:
-    what the scenario's driver-managed buffers hold on the reference, for that plain run."""
+    what the scenario's driver-managed buffers hold on the reference, for that plain run (asked
+    only when an output is wrong)."""
     __tracebackhide__ = True
     if actual.constants_changed:
         _fail("POOL-2", f"the driver wrote into the client's constant pool: {actual.constants_changed}", scenario,
@@ -466,11 +467,11 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
 
 def _fail_on_output(requirement: str, what: str, scenario: Scenario, expected: Outcome, actual: Outcome,
                     devices: tuple[Device, Device] | None,
-                    buffers: Mapping[str, tuple[bytes, tuple[int, ...]]] | None = None) -> None:
+                    buffers: Callable[[], Mapping[str, tuple[bytes, tuple[int, ...]]]] | None = None) -> None:
     """Fail a wrong output of a valid request on the rule it breaks (`culprit`), given ``devices``."""
     __tracebackhide__ = True
-    rule, why = (rule_of_wrong_output(requirement, scenario, *devices, buffers) if devices and reported_example()
-                 else (requirement, ""))
+    rule, why = ((requirement, "") if not devices or not reported_example() else
+                 rule_of_wrong_output(requirement, scenario, *devices, buffers() if buffers else None))
     _fail(rule, what + (f"\n  why {rule}: {why}" if why else ""), scenario, expected, actual)
 
 
