@@ -107,7 +107,8 @@ class OperandLifeTime(enum.IntEnum):
 
 
 class OperationType(enum.IntEnum):
-    """Every NNAPI operation code of HAL 1.3, numbered as in NeuralNetworks.h (0 to 101)."""
+    """Every NNAPI operation code of HAL 1.3, numbered as in NeuralNetworks.h (0 to 101), and the
+    HAL's OEM operation."""
 
     ADD = 0
     AVERAGE_POOL_2D = 1
@@ -211,6 +212,7 @@ class OperationType(enum.IntEnum):
     HARD_SWISH = 99
     FILL = 100
     RANK = 101
+    OEM_OPERATION = 10000  # HAL 1.0-1.3: a vendor's own operation, opaque to every driver but its vendor's
 
 
 class FusedActivation(enum.IntEnum):

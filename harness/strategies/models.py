@@ -960,18 +960,16 @@ def twice_over(case: ModelCase) -> ModelCase:
     return _side_by_side(case, case)
 
 
-#: NNAPI operations outside the reference's kernels that a model is easily made of, for asking a
-#: driver about what it does not declare: RANDOM_MULTINOMIAL (logits [batches, classes] as
-#: TENSOR_FLOAT32, a sample count as INT32, two seeds as TENSOR_INT32; TENSOR_INT32 [batches,
-#: samples] out), which the reference does not implement.
-OUTSIDE_OPERATIONS = (OperationType.RANDOM_MULTINOMIAL,)
+#: An operation outside every driver's kernels but its vendor's, that a model is easily made of, for
+#: asking a driver about what it does not declare: the HAL's OEM_OPERATION, here on one
+#: TENSOR_FLOAT32 input and an output of its shape, which the reference does not implement.
+OUTSIDE_OPERATIONS = (OperationType.OEM_OPERATION,)
 
 
 @functools.lru_cache(maxsize=16)
 def outside_models(op: OperationType) -> st.SearchStrategy[ModelCase]:
-    """Models of one `OUTSIDE_OPERATIONS` operation in NNAPI's signature.  Only for POOL-4's question
-    of what a driver reports and prepares: the reference runs none of them, so nothing judges
-    their results."""
+    """Models of one `OUTSIDE_OPERATIONS` operation.  Only for POOL-4's question of what a driver
+    reports and prepares: the reference runs none of them, so nothing judges their results."""
     if op not in OUTSIDE_OPERATIONS:
         raise ValueError(f"{op.name} is not one of {[o.name for o in OUTSIDE_OPERATIONS]}")
     return _outside_models(op)
@@ -980,13 +978,12 @@ def outside_models(op: OperationType) -> st.SearchStrategy[ModelCase]:
 @st.composite
 def _outside_models(draw, op: OperationType) -> ModelCase:
     c = _start(draw)
-    batches, classes, samples = (c.integer(1, 4, name) for name in ("batches", "classes", "samples"))
+    shape = tuple(c.integer(1, 4, f"dimension {axis}") for axis in range(c.integer(1, 3, "rank")))
     case = _Case(c)
-    logits = case.operand(OperandType.TENSOR_FLOAT32,
-                          draw(arrays(OperandType.TENSOR_FLOAT32, (batches, classes)), label="logits"), label="logits")
-    seeds = case.b.constant(I32, np.asarray([c.integer(0, 255, "seed 0"), c.integer(0, 255, "seed 1")], np.int32))
-    case.output(op, [logits, case.b.scalar(samples), seeds], I32, (batches, samples))
-    return case.done([(batches, samples)], f"{op.name} {OperandType.TENSOR_FLOAT32.name}")
+    data = case.operand(OperandType.TENSOR_FLOAT32, draw(arrays(OperandType.TENSOR_FLOAT32, shape), label="input"),
+                        label="input")
+    case.output(op, [data], OperandType.TENSOR_FLOAT32, shape)
+    return case.done([shape], f"{op.name} {OperandType.TENSOR_FLOAT32.name}")
 
 
 def _noted(case: ModelCase) -> ModelCase:

@@ -17,8 +17,8 @@ import numpy as np
 
 from harness.api.hal import FusedActivation, Operand, OperationType
 
-from . import (activations, channel_shuffle, comparisons, conv, conversions, elementwise, nn, normalization, pointwise,
-               pooling, rearrange, reduction, resize, shape, shape_values, slicing)
+from . import (activations, channel_shuffle, comparisons, conv, conversions, elementwise, lookup, nn, normalization,
+               pointwise, pooling, rearrange, reduction, resize, sampling, shape, shape_values, slicing)
 from ._numeric import KernelError, Refusal
 
 __all__ = ["KERNELS", "OPTIONAL_INPUTS", "Kernel", "KernelError", "Refusal"]
@@ -63,3 +63,6 @@ OPTIONAL_INPUTS: dict[OperationType, frozenset[int]] = {**rearrange.OPTIONAL_INP
 # the normalizations, reductions, CHANNEL_SHUFFLE, FILL and RANK
 KERNELS.update({op: Kernel(*pair) for module in (normalization, reduction, channel_shuffle, shape_values)
                 for op, pair in module.TABLE.items()})
+# the lookups (EMBEDDING_LOOKUP, HASHTABLE_LOOKUP, LSH_PROJECTION) and RANDOM_MULTINOMIAL
+KERNELS.update({op: Kernel(*pair) for module in (lookup, sampling) for op, pair in module.TABLE.items()})
+OPTIONAL_INPUTS.update(lookup.OPTIONAL_INPUTS)

@@ -70,9 +70,9 @@ def checks(document: dict) -> tuple[int, int]:
 
 
 def test_a_corpus_the_driver_declares_nothing_of_is_incomplete(tmp_path: Path) -> None:
-    # EMBEDDING_LOOKUP is not among the operations the reference declares.
-    lookup = ADD_SPEC.replace('"ADD", a, b, 0', '"EMBEDDING_LOOKUP", a, b')
-    done, document = cts(tmp_path, "reference", {"lookup.mod.py": lookup})
+    # the HAL's OEM operation: no driver but its vendor's declares it, the reference neither
+    vendors = ADD_SPEC.replace('"ADD", a, b, 0', '"OEM_OPERATION", a, b')
+    done, document = cts(tmp_path, "reference", {"vendors.mod.py": vendors})
     assert done.returncode == 1, done.stdout + done.stderr
     assert document["verdict"] == "INCOMPLETE" and document["nothing_checked"], document["requirements"]
     assert certificate.NOTHING_CHECKED_FIX in document["fixes"] and "no check ran" in done.stderr
