@@ -54,6 +54,7 @@ __all__ = [
     "numpy_dtype",
     "operand_byte_size",
     "support_answers",
+    "truth_value_outputs",
 ]
 
 
@@ -346,6 +347,18 @@ class Operation:
     type: OperationType
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+
+
+#: Outputs NeuralNetworks.h defines as truth values stored in bytes, any non-zero byte being True
+#: (operation -> output positions): HASHTABLE_LOOKUP's hits.
+_TRUTH_OUTPUTS = {OperationType.HASHTABLE_LOOKUP: (1,)}
+
+
+def truth_value_outputs(subgraph: Subgraph) -> frozenset[int]:
+    """The operands of ``subgraph`` that hold truth values as bytes (any non-zero byte is True), which
+    two correct drivers may store differently."""
+    return frozenset(operation.outputs[k] for operation in subgraph.operations
+                     for k in _TRUTH_OUTPUTS.get(operation.type, ()) if k < len(operation.outputs))
 
 
 def conv_2d_has_padding_scheme(inputs: Sequence[Operand]) -> bool:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.api.errors import DriverFault
-from harness.api.hal import Device, DriverError, OperandType
+from harness.api.hal import Device, DriverError, OperandType, truth_value_outputs
 from harness.api.memory import MemoryKind
 
 from .corpus import GoldenCase
@@ -100,11 +100,14 @@ def _check_example(driver: Device, test: GoldenTest) -> None:
 def _mismatch(golden: GoldenCase, outputs: list[np.ndarray]) -> str | None:
     """How the first output that misses CTS's criteria misses them (None: every one meets them)."""
     has_float16 = any(o.type == OperandType.TENSOR_FLOAT16 for o in golden.main.operands)
+    truths = truth_value_outputs(golden.main)
     for number, (expected, actual, ignored, index) in enumerate(
             zip(golden.outputs, outputs, golden.ignored, golden.main.output_indexes)):
         if ignored:
             continue
         operand = golden.main.operands[index]
+        if index in truths:  # truth values: any non-zero byte is True, whatever byte a driver writes
+            expected, actual = np.not_equal(expected, 0), np.not_equal(actual, 0)
         mismatch = compare(expected, actual, criterion_for(operand.type, golden.case.relaxed, has_float16))
         if mismatch is not None:
             return f"output {number} ({operand.type.name}): {mismatch.describe()}"

@@ -23,7 +23,7 @@ import numpy as np
 
 from harness.api.errors import ConformanceError, DriverFault
 from harness.api.hal import (BufferDesc, BufferRole, Device, DriverError, ErrorStatus, OperandType, is_fully_specified, is_token,
-                             operand_byte_size)
+                             operand_byte_size, truth_value_outputs)
 from harness.api.memory import Memory
 from harness.judging import verdict
 from harness.judging.driver_history import history_of, lifetime_of
@@ -165,6 +165,7 @@ class Lockstep:
         # Per buffer: its element type, and whether an execution computed what it holds (then a
         # read-back is judged within CHOICE-7's bound; a copied value must come back exact).
         self._types: dict[str, OperandType] = {}
+        self._truths: dict[str, bool] = {}  # buffers holding truth values (`truth_value_outputs`)
         self._computed: dict[str, bool] = {}
         # The buffers a successful copy_from or execution wrote at least once: the reference refuses
         # to read one of the others because nothing ever initialized it (DOM-STATE-2), and one of
@@ -335,6 +336,7 @@ class Lockstep:
         if model is not None:
             indexes = model.subgraph.input_indexes if direction == "input" else model.subgraph.output_indexes
             self._types[name] = model.subgraph.operands[indexes[role.io_index]].type
+            self._truths[name] = indexes[role.io_index] in truth_value_outputs(model.subgraph)
         self._computed[name] = False
         verdict.held(requirement)
         verdict.held("DOM-ALLOC-3")  # its token: positive, and no live buffer's
@@ -453,7 +455,7 @@ class Lockstep:
         type = self._types.get(name)
         if not self._computed.get(name) or type is None or len(expected) != len(actual):
             return False
-        return not compare_values(type, expected, actual)
+        return not compare_values(type, expected, actual, truth=self._truths.get(name, False))
 
     @_keeps_steps
     def release(self, name: str) -> None:

@@ -35,6 +35,7 @@ from harness.api.hal import (
     is_quantized_type,
     numpy_dtype,
     operand_byte_size,
+    truth_value_outputs,
 )
 from harness.api.memory import Memory, MemoryMapError
 from harness.judging.culprit import reported_example, rule_of_wrong_output
@@ -352,20 +353,24 @@ def _fail(requirement: str, what: str, scenario: Scenario, expected: Outcome, ac
 
 def compare_values(operand_type: OperandType, expected: bytes, actual: bytes, *, steps: int = 1, terms: int = 1,
                    magnitudes: Callable[[], bytes | None] | None = None, judge_bias: bool = False,
-                   relaxed: bool = False) -> str:
+                   relaxed: bool = False, truth: bool = False) -> str:
     """Empty when ``actual`` is within what CHOICE-7 allows of ``expected``; otherwise the first
     element outside it and why.  ``steps``: quantized tolerance; ``terms`` and ``magnitudes``
     (the sum of |terms| per element, computed on demand): the float error bound.  ``judge_bias``:
     the values come from a uniform sample (`Scenario.sampled_values`), so a quantized tensor's mean
     signed error is judged too.  ``relaxed``: the model lets TENSOR_FLOAT32 be computed in float16
     (`bounds.float_format`); an element whose terms reach past float16's range is then not judged,
-    as float16 has no value for it."""
+    as float16 has no value for it.  ``truth``: the bytes are truth values (`truth_value_outputs`),
+    equal when both are zero or both are not."""
     dtype = np.dtype(numpy_dtype(operand_type))
     want = np.frombuffer(expected, dtype)
     got = np.frombuffer(actual, dtype)
     if want.shape != got.shape:
         return f"{got.size} elements written, {want.size} expected"
-    if is_quantized_type(operand_type):
+    if truth:
+        bad = (want != 0) != (got != 0)
+        allowed = "as truth values (any non-zero byte is True)"
+    elif is_quantized_type(operand_type):
         error = got.astype(np.int64) - want.astype(np.int64)
         bad = np.abs(error) > steps
         info = np.iinfo(dtype)
@@ -454,13 +459,15 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
     assert_outside_outputs_untouched(scenario, actual)  # before the values: a stray write explains wrong ones
     steps = bounds.quantized_tolerances(scenario)
     terms = bounds.terms_in_model(scenario)
+    truths = truth_value_outputs(scenario.subgraph)
     magnitudes = functools.cache(expected.magnitudes) if expected.magnitudes is not None else None
     for i, (want, got, index) in enumerate(zip(expected.outputs, actual.outputs, scenario.subgraph.output_indexes)):
         if want is None:
             continue
         difference = compare_values(scenario.subgraph.operands[index].type, want, got or b"", steps=steps.get(index, 1),
                                     terms=terms, magnitudes=functools.partial(_nth, magnitudes, i),
-                                    judge_bias=scenario.sampled_values, relaxed=scenario.relaxed)
+                                    judge_bias=scenario.sampled_values, relaxed=scenario.relaxed,
+                                    truth=index in truths)
         if difference:
             _fail_on_output(requirement, f"output {i} differs: {difference}", scenario, expected, actual, devices, buffers)
 

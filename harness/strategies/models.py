@@ -861,6 +861,8 @@ def buildable_families(caps: Capabilities) -> tuple[str, ...]:
             return bool(layout.operations(caps, name))
         if name in reductions.FAMILIES:
             return bool(reductions.operations(caps, name))
+        if name in lookups.FAMILIES:
+            return bool(lookups.operations(caps, name))
         return bool(_supported(caps, *FAMILIES[name])) and bool(family_types(name, caps))
     return tuple(name for name in FAMILIES if buildable(name))
 
@@ -1007,3 +1009,8 @@ FAMILIES.update(layout.FAMILIES)
 _MAKERS.update(layout.MAKERS)
 FAMILIES.update(reductions.FAMILIES)
 _MAKERS.update(reductions.MAKERS)
+# the lookups (EMBEDDING_LOOKUP, HASHTABLE_LOOKUP, LSH_PROJECTION): theirs
+from . import lookups  # noqa: E402
+
+FAMILIES.update(lookups.FAMILIES)
+_MAKERS.update(lookups.MAKERS)

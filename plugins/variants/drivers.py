@@ -785,6 +785,20 @@ def concatenation_axis_from_the_end() -> ReferenceDevice:
     return device
 
 
+def hashtable_hits_any_non_zero() -> ReferenceDevice:
+    """CHOICE-8: marks HASHTABLE_LOOKUP's hits with 0xFF, not 1: NeuralNetworks.h stores each hit
+    as a byte, any non-zero byte being True, so which one a driver writes is its own."""
+    device = ReferenceDevice()
+    kernel = KERNELS[OperationType.HASHTABLE_LOOKUP]
+
+    def run(values, ins, out_op, out):
+        rows, hits = kernel.run(values, ins, out_op, out)
+        return rows, np.where(hits != 0, 0xFF, 0).astype(hits.dtype)
+
+    device.kernels[OperationType.HASHTABLE_LOOKUP] = Kernel(kernel.validate, run)
+    return device
+
+
 def conv_padding_past_the_filter() -> ReferenceDevice:
     """CHOICE-8: runs CONV_2D with explicit padding as wide as its dilated filter or wider (an
     output whose window lies in the padding holds its bias, activated), where NeuralNetworks.h says
