@@ -40,6 +40,7 @@ from harness.api.errors import ConformanceError
 from harness.api.hal import DataLocation, Device, RequestArgument, numpy_dtype, truth_value_outputs
 from harness.api.requirements import CONSTANT_RULE, OUTPUT_RULE, VALUE_RULE
 from harness.judging import bounds
+from harness.judging.distributions import random_outputs, samples_mismatch
 from harness.judging.scenario import MemorySpec, Scenario, TokenRef, with_constants
 
 __all__ = ["CANARY", "plain_scenario", "reported_example", "rule_of_wrong_output"]
@@ -142,15 +143,16 @@ def _first_wrong_output(scenario: Scenario, reference: Device, driver: Device) -
     if want_shapes != got_shapes:
         return VALUE_RULE, f"{_PLAIN} too, output shapes {got_shapes}, reference {want_shapes}"
     steps, terms = bounds.quantized_tolerances(scenario), bounds.terms_in_model(scenario)
-    truths = truth_value_outputs(scenario.subgraph)
+    truths, randoms = truth_value_outputs(scenario.subgraph), random_outputs(scenario.subgraph)
     for i, (want, got, index) in enumerate(zip(expected.outputs, actual.outputs, scenario.subgraph.output_indexes)):
         if want is None or got is None:
             continue
         operand_type = scenario.subgraph.operands[index].type
         magnitudes = functools.partial(_nth, expected, i)
-        difference = compare_values(operand_type, want, got, steps=steps.get(index, 1), terms=terms,
-                                    magnitudes=magnitudes, judge_bias=scenario.sampled_values, relaxed=scenario.relaxed,
-                                    truth=index in truths)
+        # samples differ between correct drivers: only their distribution is judged
+        difference = samples_mismatch(scenario, index, got) if index in randoms else compare_values(
+            operand_type, want, got, steps=steps.get(index, 1), terms=terms, magnitudes=magnitudes,
+            judge_bias=scenario.sampled_values, relaxed=scenario.relaxed, truth=index in truths)
         if not difference:
             continue
         if _unwritten(np.dtype(numpy_dtype(operand_type)).itemsize, want, got):

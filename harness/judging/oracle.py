@@ -39,6 +39,7 @@ from harness.api.hal import (
 )
 from harness.api.memory import Memory, MemoryMapError
 from harness.judging.culprit import reported_example, rule_of_wrong_output
+from harness.judging.distributions import random_outputs, samples_mismatch
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.service.proxies import begin_call
 
@@ -459,10 +460,16 @@ def assert_conforms(requirement: str, scenario: Scenario, expected: Outcome, act
     assert_outside_outputs_untouched(scenario, actual)  # before the values: a stray write explains wrong ones
     steps = bounds.quantized_tolerances(scenario)
     terms = bounds.terms_in_model(scenario)
-    truths = truth_value_outputs(scenario.subgraph)
+    truths, randoms = truth_value_outputs(scenario.subgraph), random_outputs(scenario.subgraph)
     magnitudes = functools.cache(expected.magnitudes) if expected.magnitudes is not None else None
     for i, (want, got, index) in enumerate(zip(expected.outputs, actual.outputs, scenario.subgraph.output_indexes)):
         if want is None:
+            continue
+        if index in randoms:  # samples: their distribution is NNAPI's, their values the driver's
+            difference = samples_mismatch(scenario, index, got or b"")
+            if difference:
+                _fail_on_output(requirement, f"output {i}'s samples do not follow their distribution: {difference}",
+                                scenario, expected, actual, devices, buffers)
             continue
         difference = compare_values(scenario.subgraph.operands[index].type, want, got or b"", steps=steps.get(index, 1),
                                     terms=terms, magnitudes=functools.partial(_nth, magnitudes, i),

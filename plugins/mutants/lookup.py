@@ -112,3 +112,49 @@ def lsh_projection_seed_as_double():
         return packed.astype(np.int32)
 
     return with_kernels({OperationType.LSH_PROJECTION: run})
+
+
+def _draw(probabilities: np.ndarray, samples: int, seeds: np.ndarray) -> np.ndarray:
+    """``samples`` classes per row of ``probabilities``, from a generator keyed by the seeds."""
+    generator = np.random.default_rng([int(s) & 0xFFFFFFFF for s in seeds.reshape(-1)])
+    cdf = np.cumsum(probabilities, axis=1)
+    uniform = generator.random((probabilities.shape[0], samples)) * cdf[:, -1:]
+    drawn = np.stack([np.searchsorted(cdf[r], uniform[r], side="right") for r in range(probabilities.shape[0])])
+    return np.minimum(drawn, probabilities.shape[1] - 1).astype(np.int32)
+
+
+@mutant("random-multinomial-uniform", "OPS-1",
+        "RANDOM_MULTINOMIAL draws every class with the same probability, whatever the logits",
+        operations=(OperationType.RANDOM_MULTINOMIAL,))
+def random_multinomial_uniform():
+    def run(values, ins, out_op, out):
+        logits = np.asarray(values[0], np.float64)
+        return _draw(np.ones_like(logits), scalar(values[1]), values[2])
+
+    return with_kernels({OperationType.RANDOM_MULTINOMIAL: run})
+
+
+@mutant("random-multinomial-logits-as-probabilities", "OPS-1",
+        "RANDOM_MULTINOMIAL reads its input as probabilities (negative ones as 0), not as log-probabilities",
+        operations=(OperationType.RANDOM_MULTINOMIAL,))
+def random_multinomial_logits_as_probabilities():
+    def run(values, ins, out_op, out):
+        weights = np.maximum(np.asarray(values[0], np.float64), 0.0)
+        weights[weights.sum(axis=1) == 0] = 1.0  # a row of no positive value: uniform
+        return _draw(weights, scalar(values[1]), values[2])
+
+    return with_kernels({OperationType.RANDOM_MULTINOMIAL: run})
+
+
+@mutant("random-multinomial-last-class-never-drawn", "OPS-1",
+        "RANDOM_MULTINOMIAL's search through the cumulative probabilities stops one class short: the last class is "
+        "never drawn, its share going to the one before",
+        operations=(OperationType.RANDOM_MULTINOMIAL,))
+def random_multinomial_last_class_never_drawn():
+    def run(values, ins, out_op, out):
+        logits = np.asarray(values[0], np.float64)
+        weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+        drawn = _draw(weights, scalar(values[1]), values[2])
+        return np.minimum(drawn, logits.shape[1] - 2).astype(np.int32)
+
+    return with_kernels({OperationType.RANDOM_MULTINOMIAL: run})

@@ -799,6 +799,26 @@ def hashtable_hits_any_non_zero() -> ReferenceDevice:
     return device
 
 
+def random_multinomial_own_stream() -> ReferenceDevice:
+    """CHOICE-8: draws RANDOM_MULTINOMIAL's samples from a random stream of its own (numpy's PCG64
+    keyed by the seeds, each class found by bisecting the cumulative probabilities in float32):
+    NNAPI fixes the samples' distribution, not which samples given seeds give."""
+    device = ReferenceDevice()
+    kernel = KERNELS[OperationType.RANDOM_MULTINOMIAL]
+
+    def run(values, ins, out_op, out):
+        logits = np.asarray(values[0], np.float32)
+        weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+        cdf = np.cumsum(weights / weights.sum(axis=1, keepdims=True), axis=1, dtype=np.float32)
+        generator = np.random.Generator(np.random.PCG64([int(s) & 0xFFFFFFFF for s in np.asarray(values[2]).reshape(-1)]))
+        uniform = generator.random((logits.shape[0], scalar(values[1])), dtype=np.float32)
+        drawn = np.stack([np.searchsorted(cdf[r], uniform[r], side="right") for r in range(logits.shape[0])])
+        return np.minimum(drawn, logits.shape[1] - 1).astype(np.int32)
+
+    device.kernels[OperationType.RANDOM_MULTINOMIAL] = Kernel(kernel.validate, run)
+    return device
+
+
 def conv_padding_past_the_filter() -> ReferenceDevice:
     """CHOICE-8: runs CONV_2D with explicit padding as wide as its dilated filter or wider (an
     output whose window lies in the padding holds its bias, activated), where NeuralNetworks.h says
