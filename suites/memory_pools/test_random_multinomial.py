@@ -20,6 +20,7 @@ from harness.strategies.sampling import logit_types, random_multinomial_models
 
 
 @pytest.mark.requirement("POOL-2")
+@pytest.mark.operations(OperationType.RANDOM_MULTINOMIAL)
 @given(data=st.data())
 def test_random_multinomial_samples_follow_their_distribution(driver, reference, capabilities, data) -> None:
     if OperationType.RANDOM_MULTINOMIAL not in capabilities.operations:
