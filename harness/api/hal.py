@@ -349,16 +349,18 @@ class Operation:
     outputs: tuple[int, ...]
 
 
-#: Outputs NeuralNetworks.h defines as truth values stored in bytes, any non-zero byte being True
-#: (operation -> output positions): HASHTABLE_LOOKUP's hits.
+#: Outputs NeuralNetworks.h defines as truth values stored in bytes of another type, any non-zero
+#: byte being True (operation -> output positions): HASHTABLE_LOOKUP's hits.
 _TRUTH_OUTPUTS = {OperationType.HASHTABLE_LOOKUP: (1,)}
 
 
 def truth_value_outputs(subgraph: Subgraph) -> frozenset[int]:
-    """The operands of ``subgraph`` that hold truth values as bytes (any non-zero byte is True), which
-    two correct drivers may store differently."""
-    return frozenset(operation.outputs[k] for operation in subgraph.operations
-                     for k in _TRUTH_OUTPUTS.get(operation.type, ()) if k < len(operation.outputs))
+    """The operands of ``subgraph`` that hold truth values as bytes, any non-zero byte being True, which
+    two correct drivers may store differently: every TENSOR_BOOL8 (NeuralNetworks.h: zero is false,
+    any other value true) and HASHTABLE_LOOKUP's hits."""
+    hits = {operation.outputs[k] for operation in subgraph.operations
+            for k in _TRUTH_OUTPUTS.get(operation.type, ()) if k < len(operation.outputs)}
+    return frozenset(hits | {i for i, o in enumerate(subgraph.operands) if o.type == OperandType.TENSOR_BOOL8})
 
 
 def conv_2d_has_padding_scheme(inputs: Sequence[Operand]) -> bool:

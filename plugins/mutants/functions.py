@@ -173,3 +173,30 @@ def cast_16_bit_as_8_bit():
         return result
 
     return with_kernels({OperationType.CAST: run})
+
+
+@mutant("prelu-quantized-alpha-keeps-zero-point", "OPS-1",
+        "a quantized PRELU scales alpha's stored values by alpha's scale without taking alpha's zeroPoint away",
+        operations=(OperationType.PRELU,))
+def prelu_quantized_alpha_keeps_zero_point():
+    reference = activations.run_prelu
+
+    def run(values, ins, out_op, out):
+        if not is_quantized_type(ins[1].type):
+            return reference(values, ins, out_op, out)
+        x = np.asarray(_numeric.to_real(values[0], ins[0]), np.float64)
+        alpha = values[1].astype(np.float64) * ins[1].scale
+        return _numeric.from_real(np.where(x >= 0, x, alpha * x), out_op)
+
+    return with_kernels({OperationType.PRELU: run})
+
+
+@mutant("logical-not-bitwise", "OPS-1",
+        "LOGICAL_NOT inverts every bit of its byte (~x): False becomes 0xFF, rightly True, but True becomes 0xFE, "
+        "still True",
+        operations=(OperationType.LOGICAL_NOT,))
+def logical_not_bitwise():
+    def run(values, ins, out_op, out):
+        return np.invert(np.asarray(values[0], np.uint8))
+
+    return with_kernels({OperationType.LOGICAL_NOT: run})

@@ -72,3 +72,13 @@ def fill_value_truncated():
         return shape_values.run_fill([values[0], np.trunc(np.asarray(values[1]))], ins, out_op, out)
 
     return with_kernels({OperationType.FILL: run})
+
+
+@mutant("rank-without-size-one-axes", "OPS-1",
+        "RANK counts the axes of its input's shape with the axes of size 1 squeezed away",
+        operations=(OperationType.RANK,))
+def rank_without_size_one_axes():
+    def run(values, ins, out_op, out):
+        return np.asarray(sum(1 for d in np.shape(values[0]) if d != 1), np.int32)
+
+    return with_kernels({OperationType.RANK: run})

@@ -39,7 +39,7 @@ VARIANTS = {
     "nnapi-quantization-rules": (drivers.nnapi_quantization_rules, "CHOICE-8"),
     "concatenation-axis-from-the-end": (drivers.concatenation_axis_from_the_end, "CHOICE-8"),
     "conv-padding-past-the-filter": (drivers.conv_padding_past_the_filter, "CHOICE-8"),
-    "hashtable-hits-any-non-zero": (drivers.hashtable_hits_any_non_zero, "CHOICE-8"),
+    "true-as-0xff": (drivers.true_as_0xff, "CHOICE-8"),
     "random-multinomial-own-stream": (drivers.random_multinomial_own_stream, "CHOICE-8"),
     "relaxed-float32-in-float16": (drivers.relaxed_float32_in_float16, "CHOICE-8"),
     "custom-call-scratch-left-dirty": (drivers.custom_call_scratch_left_dirty, "CC-5"),

@@ -785,17 +785,29 @@ def concatenation_axis_from_the_end() -> ReferenceDevice:
     return device
 
 
-def hashtable_hits_any_non_zero() -> ReferenceDevice:
-    """CHOICE-8: marks HASHTABLE_LOOKUP's hits with 0xFF, not 1: NeuralNetworks.h stores each hit
-    as a byte, any non-zero byte being True, so which one a driver writes is its own."""
+def true_as_0xff() -> ReferenceDevice:
+    """CHOICE-8: writes True as 0xFF, not 1, in every TENSOR_BOOL8 output and in HASHTABLE_LOOKUP's
+    hits: NeuralNetworks.h reads any non-zero byte of these as True, so which one a driver writes
+    is its own (and it reads any as True, as the reference's kernels do)."""
     device = ReferenceDevice()
-    kernel = KERNELS[OperationType.HASHTABLE_LOOKUP]
 
-    def run(values, ins, out_op, out):
-        rows, hits = kernel.run(values, ins, out_op, out)
-        return rows, np.where(hits != 0, 0xFF, 0).astype(hits.dtype)
+    def as_0xff(truths: np.ndarray) -> np.ndarray:
+        return np.where(np.asarray(truths) != 0, 0xFF, 0).astype(np.uint8)
 
-    device.kernels[OperationType.HASHTABLE_LOOKUP] = Kernel(kernel.validate, run)
+    def bool8_outputs(kernel: Kernel) -> Kernel:
+        def run(values, ins, out_op, out):
+            result = kernel.run(values, ins, out_op, out)
+            return as_0xff(result) if out_op.type == OperandType.TENSOR_BOOL8 and not isinstance(result, tuple) else result
+        return Kernel(kernel.validate, run)
+
+    def hits(kernel: Kernel) -> Kernel:
+        def run(values, ins, out_op, out):
+            rows, found = kernel.run(values, ins, out_op, out)
+            return rows, as_0xff(found)
+        return Kernel(kernel.validate, run)
+
+    for op, kernel in KERNELS.items():
+        device.kernels[op] = hits(kernel) if op == OperationType.HASHTABLE_LOOKUP else bool8_outputs(kernel)
     return device
 
 
