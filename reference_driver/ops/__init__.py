@@ -63,3 +63,7 @@ OPTIONAL_INPUTS: dict[OperationType, frozenset[int]] = {**rearrange.OPTIONAL_INP
 # the normalizations, reductions, CHANNEL_SHUFFLE, FILL and RANK
 KERNELS.update({op: Kernel(*pair) for module in (normalization, reduction, channel_shuffle, shape_values)
                 for op, pair in module.TABLE.items()})
+# IF and WHILE: checked against the referenced subgraphs by the device and run by the executor (control_flow.py)
+from . import control_flow  # noqa: E402
+
+KERNELS.update({op: Kernel(*pair) for op, pair in control_flow.TABLE.items()})
