@@ -272,15 +272,15 @@ def validate_model(rules: Rules, kernels: Mapping[OperationType, Kernel], model:
     _validate_structure(rules, model.main, "")
     for number, referenced in enumerate(model.referenced):
         _validate_structure(rules, referenced, f"referenced subgraph {number}: ")
+    enforce(rules.subgraph_references_acyclic(model), "MODEL",
+            lambda: f"referenced subgraphs {list(subgraph_reference_cycle(model))} reference each other in a cycle "
+                    "(NNAPI: no recursion)")
     for index, pool in enumerate(model.pools):
         enforce(rules.memory_kind_known(pool), "POOL-5", lambda: f"model pool {index}: unknown kind {pool.kind!r}")
         enforce(rules.constant_pool_kind_allowed(pool), "POOL-3", lambda: f"model pool {index}: non-BLOB hardware buffer")
     _validate_contents(rules, kernels, model, model.main, "")
     for number, referenced in enumerate(model.referenced):
         _validate_contents(rules, kernels, model, referenced, f"referenced subgraph {number}: ")
-    enforce(rules.subgraph_references_acyclic(model), "MODEL",
-            lambda: f"referenced subgraphs {list(subgraph_reference_cycle(model))} reference each other in a cycle "
-                    "(NNAPI: no recursion)")
 
 
 def validate_subgraph(rules: Rules, kernels: Mapping[OperationType, Kernel], model: Model, subgraph: Subgraph,

@@ -130,13 +130,15 @@ def mismatch(inner: Operand, outer: Operand) -> str | None:
     return None
 
 
-def _compare(pairs: Sequence[tuple[Operand, Operand]], position: Callable[[int], int], output: bool,
-             where: Callable[[int], str]) -> Refusal | None:
-    for number, (inner, outer) in enumerate(pairs):
+def _compare(pairs: Sequence[tuple[Operand, Operand]], positions: Sequence[int], output: bool,
+             places: Sequence[str]) -> Refusal | None:
+    """The first (subgraph operand, outer operand) pair that differs, refused at the operation's
+    operand ``positions[n]`` and described as at ``places[n]``."""
+    for (inner, outer), position, place in zip(pairs, positions, places):
         problem = mismatch(inner, outer)
         if problem is not None:
-            return Refusal(f"{problem}, at {where(number)} (NNAPI: same type, scale, zeroPoint, compatible "
-                           "dimensions)", position(number), output)
+            return Refusal(f"{problem}, at {place} (NNAPI: same type, scale, zeroPoint, compatible dimensions)",
+                           position, output)
     return None
 
 
@@ -169,9 +171,10 @@ def if_refusal(ins: Sequence[Operand], outs: Sequence[Operand], referenced: Sequ
         if len(inner_ins) != len(data) or len(inner_outs) != len(outs):
             return Refusal(f"{label} has {len(inner_ins)} inputs and {len(inner_outs)} outputs, IF passes it {len(data)} "
                            f"and takes {len(outs)} (NNAPI: the same counts)", position)
-        refusal = (_compare(list(zip(inner_ins, data)), lambda n: IF_FIRST_INPUT + n, False,
-                            lambda n, label=label: f"{label} input {n}")
-                   or _compare(list(zip(inner_outs, outs)), lambda n: n, True, lambda n, label=label: f"{label} output {n}"))
+        refusal = (_compare(list(zip(inner_ins, data)), range(IF_FIRST_INPUT, len(ins)), False,
+                            [f"{label} input {n}" for n in range(len(data))])
+                   or _compare(list(zip(inner_outs, outs)), range(len(outs)), True,
+                               [f"{label} output {n}" for n in range(len(outs))]))
         if refusal is not None:
             return refusal
     return None
@@ -202,11 +205,12 @@ def while_refusal(ins: Sequence[Operand], outs: Sequence[Operand], referenced: S
                        f"{len(data)} and takes {m} (NNAPI: all the loop's inputs; m input-output and k state-only "
                        "outputs, m the WHILE's outputs)", 1)
     carried = len(body_outs)  # m input-output and k state-only operands
-    return (_compare(list(zip(cond_ins, data)), lambda n: WHILE_FIRST_INPUT + n, False, lambda n: f"{cond_label} input {n}")
-            or _compare(list(zip(body_ins, data)), lambda n: WHILE_FIRST_INPUT + n, False, lambda n: f"{body_label} input {n}")
-            or _compare(list(zip(body_outs, outs)), lambda n: n, True, lambda n: f"{body_label} output {n}")
-            or _compare(list(zip(body_ins[:carried], body_outs)), lambda n: 1, False,
-                        lambda n: f"{body_label} output {n} against its input {n}, which it feeds"))
+    data_positions = range(WHILE_FIRST_INPUT, len(ins))
+    return (_compare(list(zip(cond_ins, data)), data_positions, False, [f"{cond_label} input {n}" for n in range(len(data))])
+            or _compare(list(zip(body_ins, data)), data_positions, False, [f"{body_label} input {n}" for n in range(len(data))])
+            or _compare(list(zip(body_outs, outs)), range(m), True, [f"{body_label} output {n}" for n in range(m)])
+            or _compare(list(zip(body_ins[:carried], body_outs)), [1] * carried, False,
+                        [f"{body_label} output {n} against its input {n}, which it feeds" for n in range(carried)]))
 
 
 #: The checks of each control-flow operation against the referenced subgraphs.
