@@ -24,14 +24,15 @@ from harness.api.hal import (
     Operation,
     OperationType,
     Request,
+    Subgraph,
     numpy_dtype,
 )
 from harness.api.memory import MEMORY_KINDS, DetachedRegion, Memory
 
 from . import executor
 from .buffers import ManagedBuffer, Role, TokenTable
-from .ops import KERNELS, Kernel, Refusal
-from .validation import OK, Rules, enforce
+from .ops import KERNELS, Kernel, Refusal, control_flow
+from .validation import OK, Rules, enforce, subgraph_reference_cycle
 
 __all__ = ["ReferenceBuffer", "ReferenceDevice", "ReferencePreparedModel"]
 
@@ -63,6 +64,8 @@ class ReferencePreparedModel:
         self.device = device
         self.model = model
         self.constants = constants
+        # the referenced subgraphs' constants, read at preparation as the main subgraph's are
+        self.referenced_constants = load_referenced_constants(device.rules, model) if model.referenced else ()
 
     def execute(self, request: Request) -> ExecutionResult:
         return executor.execute(self, request, self.device.tokens)
@@ -183,10 +186,33 @@ class ReferenceDevice:
         operands = model.main.operands
         supported = []
         for operation in model.main.operations:
-            ok = operation_refusal(self.kernels, operands, operation) is None
+            ok = operation_refusal(self.kernels, operands, operation, model.referenced) is None
             ok = ok and all(_constant_pool_usable(rules, operands[i], model) for i in operation.inputs)
+            ok = ok and self._referenced_supported(model, operation, operands, frozenset())
             supported.append(ok)
         return supported
+
+    def _referenced_supported(self, model: Model, operation: Operation, operands: Sequence[Operand],
+                              enclosing: frozenset[int]) -> bool:
+        """Whether every subgraph an IF or WHILE names (and those they name) is valid and all its
+        operations supported: the operation runs them all.  ``enclosing``: the subgraphs on the way here."""
+        for position in operation.inputs:
+            if operands[position].lifetime != OperandLifeTime.SUBGRAPH:
+                continue
+            index = operands[position].location.offset
+            if not 0 <= index < len(model.referenced) or index in enclosing:  # a cycle is never supported
+                return False
+            graph = model.referenced[index]
+            try:
+                validate_subgraph(self.rules, self.kernels, model, graph, "")
+            except DriverError:
+                return False
+            if not all(_constant_pool_usable(self.rules, operand, model) for operand in graph.operands):
+                return False
+            if not all(self._referenced_supported(model, inner, graph.operands, enclosing | {index})
+                       for inner in graph.operations):
+                return False
+        return True
 
     def prepare_model(self, model: Model) -> ReferencePreparedModel:
         validate_model(self.rules, self.kernels, model)
@@ -241,33 +267,59 @@ class ReferenceDevice:
 
 
 def validate_model(rules: Rules, kernels: Mapping[OperationType, Kernel], model: Model) -> None:
-    """Every static rule a model must meet; INVALID_ARGUMENT at the first broken one."""
-    subgraph = model.main
-    enforce(rules.operand_indexes_in_range(subgraph), "MODEL", "an operand index is out of range")
-    enforce(rules.io_lifetimes_match(subgraph), "MODEL", "model inputs and outputs do not have the SUBGRAPH_INPUT/OUTPUT lifetimes")
-    enforce(rules.operations_in_dataflow_order(subgraph), "MODEL", "an operation reads an operand no earlier operation wrote")
+    """Every static rule a model must meet; INVALID_ARGUMENT at the first broken one.  The referenced
+    subgraphs (IF's branches, WHILE's condition and body) meet the main subgraph's rules too."""
+    _validate_structure(rules, model.main, "")
+    for number, referenced in enumerate(model.referenced):
+        _validate_structure(rules, referenced, f"referenced subgraph {number}: ")
+    enforce(rules.subgraph_references_acyclic(model), "MODEL",
+            lambda: f"referenced subgraphs {list(subgraph_reference_cycle(model))} reference each other in a cycle "
+                    "(NNAPI: no recursion)")
     for index, pool in enumerate(model.pools):
         enforce(rules.memory_kind_known(pool), "POOL-5", lambda: f"model pool {index}: unknown kind {pool.kind!r}")
         enforce(rules.constant_pool_kind_allowed(pool), "POOL-3", lambda: f"model pool {index}: non-BLOB hardware buffer")
+    _validate_contents(rules, kernels, model, model.main, "")
+    for number, referenced in enumerate(model.referenced):
+        _validate_contents(rules, kernels, model, referenced, f"referenced subgraph {number}: ")
+
+
+def validate_subgraph(rules: Rules, kernels: Mapping[OperationType, Kernel], model: Model, subgraph: Subgraph,
+                      where: str) -> None:
+    """One subgraph's rules; ``where`` names it in a refusal ("" for the main subgraph)."""
+    _validate_structure(rules, subgraph, where)
+    _validate_contents(rules, kernels, model, subgraph, where)
+
+
+def _validate_structure(rules: Rules, subgraph: Subgraph, where: str) -> None:
+    enforce(rules.operand_indexes_in_range(subgraph), "MODEL", f"{where}an operand index is out of range")
+    enforce(rules.io_lifetimes_match(subgraph), "MODEL", f"{where or 'model '}inputs and outputs do not have the SUBGRAPH_INPUT/OUTPUT lifetimes")
+    enforce(rules.operations_in_dataflow_order(subgraph), "MODEL", f"{where}an operation reads an operand no earlier operation wrote")
+
+
+def _validate_contents(rules: Rules, kernels: Mapping[OperationType, Kernel], model: Model, subgraph: Subgraph,
+                       where: str) -> None:
     for index, operand in enumerate(subgraph.operands):
-        where = f"operand {index} ({operand.type.name})"
-        enforce(rules.operand_location_valid(operand, model), "POOL-1", lambda: f"{where}: location {operand.location}")
+        at = f"{where}operand {index} ({operand.type.name})"
+        enforce(rules.operand_location_valid(operand, model), "POOL-1", lambda: f"{at}: location {operand.location}")
         enforce(rules.operand_quantization_valid(operand), "MODEL",
-                lambda: f"{where}: scale {operand.scale}, zeroPoint {operand.zero_point}, channel quantization {operand.channel_quant}")
-        enforce(rules.scalar_has_no_dimensions(operand), "MODEL", lambda: f"{where}: scalar with dimensions {operand.dimensions}")
+                lambda: f"{at}: scale {operand.scale}, zeroPoint {operand.zero_point}, channel quantization {operand.channel_quant}")
+        enforce(rules.scalar_has_no_dimensions(operand), "MODEL", lambda: f"{at}: scalar with dimensions {operand.dimensions}")
     for number, operation in enumerate(subgraph.operations):
-        refusal = operation_refusal(kernels, subgraph.operands, operation)
+        refusal = operation_refusal(kernels, subgraph.operands, operation, model.referenced)
         if refusal is not None:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[MODEL] operation {number} ({operation.type.name}): "
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"[MODEL] {where}operation {number} ({operation.type.name}): "
                               f"{describe_refusal(refusal, operation, subgraph.operands)}", rule="MODEL")
 
 
-def operation_refusal(kernels: Mapping[OperationType, Kernel], operands: Sequence[Operand], operation: Operation) -> Refusal | None:
-    """Why the reference does not accept this operation, or None when it does."""
+def operation_refusal(kernels: Mapping[OperationType, Kernel], operands: Sequence[Operand], operation: Operation,
+                      referenced: Sequence[Subgraph] = ()) -> Refusal | None:
+    """Why the reference does not accept this operation, or None when it does (IF and WHILE are
+    checked against the ``referenced`` subgraphs they name too)."""
     kernel = kernels.get(operation.type)
     if kernel is None:
         return Refusal("operation not implemented by this driver")
-    return kernel.validate([operands[i] for i in operation.inputs], [operands[i] for i in operation.outputs])
+    ins, outs = [operands[i] for i in operation.inputs], [operands[i] for i in operation.outputs]
+    return kernel.validate(ins, outs) or control_flow.referenced_refusal(operation.type, ins, outs, referenced)
 
 
 def describe_refusal(refusal: Refusal, operation: Operation, operands: Sequence[Operand]) -> str:
@@ -280,11 +332,21 @@ def describe_refusal(refusal: Refusal, operation: Operation, operands: Sequence[
 
 
 def load_constants(rules: Rules, model: Model) -> dict[int, np.ndarray]:
-    """Constant operand values.  Values from pools are copied out at preparation, so a client
-    that later shrinks or closes the pool cannot make execution fault (SVC-3)."""
-    views = {}
+    """Constant operand values of the main subgraph.  Values from pools are copied out at preparation,
+    so a client that later shrinks or closes the pool cannot make execution fault (SVC-3)."""
+    return subgraph_constants(rules, model, model.main, {})
+
+
+def load_referenced_constants(rules: Rules, model: Model) -> tuple[dict[int, np.ndarray], ...]:
+    """Constant operand values of each referenced subgraph, as `load_constants` reads the main one's."""
+    views: dict[int, np.ndarray] = {}
+    return tuple(subgraph_constants(rules, model, graph, views) for graph in model.referenced)
+
+
+def subgraph_constants(rules: Rules, model: Model, subgraph: Subgraph, views: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """``subgraph``'s constant values (``views``: the model pools mapped so far, shared between subgraphs)."""
     constants = {}
-    for index, operand in enumerate(model.main.operands):
+    for index, operand in enumerate(subgraph.operands):
         loc = operand.location
         dtype = np.dtype(numpy_dtype(operand.type))
         if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
@@ -295,6 +357,9 @@ def load_constants(rules: Rules, model: Model) -> dict[int, np.ndarray]:
             raw = views[loc.pool_index][loc.offset : loc.offset + loc.length].copy()
         elif operand.lifetime == OperandLifeTime.NO_VALUE:  # an omitted optional operand: an empty value
             constants[index] = np.empty(0, dtype)
+            continue
+        elif operand.lifetime == OperandLifeTime.SUBGRAPH:  # a reference's value: the subgraph it names
+            constants[index] = np.asarray(loc.offset, dtype)
             continue
         else:
             continue

@@ -29,6 +29,7 @@ from harness.api.hal import (
     OutputShape,
     Request,
     RequestArgument,
+    Subgraph,
     Timing,
     is_fully_specified,
     numpy_dtype,
@@ -36,7 +37,7 @@ from harness.api.hal import (
 from harness.api.memory import DetachedRegion, Memory, MemoryMapError, read_detached, seal_against_shrinking
 
 from .buffers import ManagedBuffer, TokenTable, locked
-from .ops import OPTIONAL_INPUTS, KernelError
+from .ops import OPTIONAL_INPUTS, KernelError, control_flow
 from .validation import Rules, enforce
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -236,27 +237,65 @@ def _read_token(rules: Rules, binding: Binding) -> np.ndarray:
 
 
 def _run_operations(prepared: ReferencePreparedModel, values: dict[int, np.ndarray], outs: dict[int, np.ndarray]) -> None:
+    _run_subgraph(prepared, prepared.model.main, values, outs, "")
+
+
+def _run_subgraph(prepared: ReferencePreparedModel, subgraph: Subgraph, values: dict[int, np.ndarray],
+                  outs: dict[int, np.ndarray], where: str) -> None:
+    """Run ``subgraph``'s operations on ``values`` (its inputs and constants), adding every operand they
+    compute; ``where`` names a referenced subgraph in errors ("" for the main one)."""
     rules, kernels = prepared.device.rules, prepared.device.kernels
-    operands = prepared.model.main.operands
-    for number, operation in enumerate(prepared.model.main.operations):
-        kernel = kernels[operation.type]
+    operands = subgraph.operands
+    for number, operation in enumerate(subgraph.operations):
         first_output = operation.outputs[0]
+        inputs = [values[i] for i in operation.inputs]
         try:
-            result = kernel.run([values[i] for i in operation.inputs], [operands[i] for i in operation.inputs],
-                                operands[first_output], outs.get(first_output))
+            runner = control_flow.RUNNERS.get(operation.type)
+            if runner is not None:  # IF and WHILE run referenced subgraphs, which no kernel is given
+                result: np.ndarray | tuple[np.ndarray, ...] = runner(
+                    inputs, [operands[i] for i in operation.inputs], len(operation.outputs),
+                    lambda index, arrays: _run_referenced(prepared, index, arrays, f"{where}operation {number} "
+                                                          f"({operation.type.name}) > "))
+            else:
+                result = kernels[operation.type].run(inputs, [operands[i] for i in operation.inputs], operands[first_output],
+                                                     outs.get(first_output))
         except KernelError as error:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"operation {number} ({operation.type.name}): {error}") from None
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"{where}operation {number} ({operation.type.name}): {error}") from None
         # a kernel of several outputs (SPLIT, TOPK_V2) returns one array per output operand, each of its own shape
         results = result if isinstance(result, tuple) else (result,)
         if len(results) != len(operation.outputs):
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"operation {number} ({operation.type.name}) produced "
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"{where}operation {number} ({operation.type.name}) produced "
                               f"{len(results)} outputs, the model gives it {len(operation.outputs)}")
         for output_index, array in zip(operation.outputs, results):
             output = operands[output_index]
             if output.lifetime == OperandLifeTime.TEMPORARY_VARIABLE and rules.combine_dimensions(output.dimensions, array.shape) is None:
                 raise DriverError(ErrorStatus.GENERAL_FAILURE,
-                                  f"operation {number} ({operation.type.name}) produced {array.shape}, operand {output_index} declares {output.dimensions}")
+                                  f"{where}operation {number} ({operation.type.name}) produced {array.shape}, operand {output_index} declares {output.dimensions}")
             values[output_index] = array
+
+
+def _run_referenced(prepared: ReferencePreparedModel, index: int, arrays: Sequence[np.ndarray], where: str) -> list[np.ndarray]:
+    """Referenced subgraph ``index`` run on ``arrays``, its outputs' values.  A value whose shape its
+    subgraph's operand does not allow fails the execution, as an operation's output would."""
+    rules = prepared.device.rules
+    subgraph = prepared.model.referenced[index]
+    where = f"{where}referenced subgraph {index}: "
+    values = dict(prepared.referenced_constants[index])
+    for io_index, (operand_index, array) in enumerate(zip(subgraph.input_indexes, arrays)):
+        declared = subgraph.operands[operand_index].dimensions
+        if rules.combine_dimensions(declared, array.shape) is None:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"{where}input {io_index} of shape {array.shape}, "
+                              f"operand {operand_index} declares {declared}")
+        values[operand_index] = array
+    _run_subgraph(prepared, subgraph, values, {}, where)
+    results = []
+    for io_index, operand_index in enumerate(subgraph.output_indexes):
+        array, declared = values[operand_index], subgraph.operands[operand_index].dimensions
+        if rules.combine_dimensions(declared, array.shape) is None:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"{where}output {io_index} of shape {array.shape}, "
+                              f"operand {operand_index} declares {declared}")
+        results.append(array)
+    return results
 
 
 def _check_outputs(rules: Rules, outputs: Sequence[Binding], values: dict[int, np.ndarray]) -> list[OutputShape]:

@@ -125,6 +125,38 @@ def operations_in_dataflow_order(subgraph: Subgraph) -> ErrorStatus:
     return OK if all(i in defined for i in subgraph.output_indexes) else INVALID
 
 
+def subgraph_reference_cycle(model: Model) -> tuple[int, ...]:
+    """The first cycle of subgraph references (referenced subgraph indexes, the first repeated at
+    the end), or () when there is none; the main subgraph cannot be referenced, so no cycle holds it."""
+    def named(graph: Subgraph) -> list[int]:
+        return [o.location.offset for o in graph.operands
+                if o.lifetime == OperandLifeTime.SUBGRAPH and 0 <= o.location.offset < len(model.referenced)]
+
+    finished: set[int] = set()
+    for start in range(len(model.referenced)):
+        path: list[int] = []
+        stack = [(start, iter(named(model.referenced[start])))]
+        path.append(start)
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                path.pop()
+                finished.add(node)
+            elif child in path:
+                return (*path[path.index(child):], child)
+            elif child not in finished:
+                stack.append((child, iter(named(model.referenced[child]))))
+                path.append(child)
+    return ()
+
+
+def subgraph_references_acyclic(model: Model) -> ErrorStatus:
+    """No subgraph references itself, directly or through others (NNAPI: no recursion)."""
+    return INVALID if subgraph_reference_cycle(model) else OK
+
+
 def operand_location_valid(operand: Operand, model: Model) -> ErrorStatus:
     """POOL-1: CONSTANT_COPY in operandValues, CONSTANT_REFERENCE in a pool, each of the exact byte size;
     a SUBGRAPH operand names a referenced subgraph by its offset."""
@@ -386,6 +418,7 @@ class Rules:
     io_lifetimes_match = staticmethod(io_lifetimes_match)
     operations_in_dataflow_order = staticmethod(operations_in_dataflow_order)
     operand_location_valid = staticmethod(operand_location_valid)
+    subgraph_references_acyclic = staticmethod(subgraph_references_acyclic)
     operand_quantization_valid = staticmethod(operand_quantization_valid)
     scalar_has_no_dimensions = staticmethod(scalar_has_no_dimensions)
     argument_counts_match = staticmethod(argument_counts_match)

@@ -66,3 +66,7 @@ KERNELS.update({op: Kernel(*pair) for module in (normalization, reduction, chann
 # the lookups (EMBEDDING_LOOKUP, HASHTABLE_LOOKUP, LSH_PROJECTION) and RANDOM_MULTINOMIAL
 KERNELS.update({op: Kernel(*pair) for module in (lookup, sampling) for op, pair in module.TABLE.items()})
 OPTIONAL_INPUTS.update(lookup.OPTIONAL_INPUTS)
+# IF and WHILE: checked against the referenced subgraphs by the device and run by the executor (control_flow.py)
+from . import control_flow  # noqa: E402
+
+KERNELS.update({op: Kernel(*pair) for op, pair in control_flow.TABLE.items()})
