@@ -273,7 +273,8 @@ def _rank_bounds(main) -> dict[int, tuple[int, int | None]]:
     """Operand index -> the least and the greatest rank NNAPI allows (None: no limit), for each tensor an
     operation reads or writes whose rank the model leaves unknown: known only at execution, where
     onnxruntime takes what NNAPI does not (a rank-1 input that FULLY_CONNECTED's Reshape flattens, an
-    Add of rank 5).  Rank 4 at most but for _ANY_RANK; FULLY_CONNECTED's input at least 2."""
+    Add of rank 5).  Rank 4 at most but for _ANY_RANK; FULLY_CONNECTED's input at least 2,
+    INSTANCE_NORMALIZATION's input and output 4."""
     bounds: dict[int, tuple[int, int | None]] = {}
     for operation in main.operations:
         for position, index in enumerate((*operation.inputs, *operation.outputs)):
@@ -282,6 +283,8 @@ def _rank_bounds(main) -> dict[int, tuple[int, int | None]]:
                 least, most = bounds.get(index, (0, None))
                 if operation.type == OperationType.FULLY_CONNECTED and position == 0:
                     least = max(least, 2)
+                if operation.type == OperationType.INSTANCE_NORMALIZATION and position in (0, 5):
+                    least = max(least, 4)  # onnxruntime normalizes a rank-3 input too
                 if operation.type not in _ANY_RANK:
                     most = _MAX_RANK
                 bounds[index] = (least, most)
