@@ -1,5 +1,7 @@
-"""The reductions MEAN, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX and REDUCE_MIN, and ARGMAX and ARGMIN,
-translated to ONNX's ReduceMean, ReduceSum, ReduceProd, ReduceMax, ReduceMin, ArgMax and ArgMin.
+"""The reductions MEAN, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX and REDUCE_MIN, ARGMAX and ARGMIN, and
+INSTANCE_NORMALIZATION, translated to ONNX's ReduceMean, ReduceSum, ReduceProd, ReduceMax, ReduceMin,
+ArgMax, ArgMin and InstanceNormalization (NNAPI's scalar gamma and beta expanded to one per channel,
+its epsilon a constant, the attribute).
 
 Types: TENSOR_FLOAT32 (ARGMAX and ARGMIN on TENSOR_INT32 too); no quantized type (the driver
 declares none), no REDUCE_ALL or REDUCE_ANY (ONNX reduces no booleans).  The axes and keep_dims

@@ -1,17 +1,21 @@
 """The operations over windows of an image: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
-AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D and RESIZE_NEAREST_NEIGHBOR, translated to ONNX's Conv,
-pools and Resize (float32).
+TRANSPOSE_CONV_2D, AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D and RESIZE_NEAREST_NEIGHBOR, translated to
+ONNX's Conv, ConvTranspose, pools and Resize (float32).
 
-Not translated: TRANSPOSE_CONV_2D, whose output shape may be a model input where ONNX's
-ConvTranspose takes it (and its padding) as attributes; RESIZE_BILINEAR, where onnxruntime rounds
-each output pixel's source position otherwise than NNAPI's CPU implementation (with align_corners
-it computes y x (in - 1) / (out - 1), NNAPI y times the quotient rounded to float32): the ulp of
-difference in a position moves an interpolated value further than CHOICE-7's bound allows, though
-NeuralNetworks.h makes neither rounding wrong.
+Not translated: RESIZE_BILINEAR, though Resize in linear mode names NNAPI's three placements
+(asymmetric, align_corners, half_pixel).  onnxruntime works out each output pixel's source position
+otherwise than NNAPI's CPU implementation: x / (out / in) and x * (in - 1) / (out - 1), where NNAPI
+multiplies x by the quotient rounded to float32.  Both are float32 arithmetic NeuralNetworks.h
+allows, but the ulp of difference in a position moves the interpolated value by that ulp times the
+difference of the two neighbours, which CHOICE-7's bound (four terms of the weighted neighbours'
+magnitudes) does not cover where the smaller weight is small: the differential suites fail about
+one drawn model in a hundred, by about ten ulps.
 
 ONNX works on NCHW: an NHWC input is transposed in and its result back out.  Every parameter
 scalar must be a constant (it becomes an attribute); `check` raises `Unsupported` otherwise, or
-where onnxruntime cannot express NNAPI's operation (a pool's padding as wide as its filter).
+where onnxruntime cannot express NNAPI's operation (a pool's padding as wide as its filter, a
+transposed convolution's negative tail padding as long as its stride).  TRANSPOSE_CONV_2D's output
+shape input may be a request input: its SAME padding is then worked out in the graph.
 """
 
 from __future__ import annotations
