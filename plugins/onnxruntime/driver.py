@@ -13,10 +13,16 @@ its own, without the reference driver:
 
 It supports TENSOR_FLOAT32, and TENSOR_INT32 and TENSOR_BOOL8 where an ONNX operator takes them
 (`functions`); every operation ONNX expresses directly: the arithmetic here, the element-wise
-functions, activations, comparisons and conversions in `functions`, the convolutions, pools and
-resizes in `windows`, the shape and layout operations in `layouts`, the reductions in `reductions`.  No quantized or float16 types (onnxruntime's CPU kernels lack most float16
-operators, and its QLinear operators round otherwise than NNAPI), no memory domains (allocation is
-refused, DOM-ALLOC-3).
+functions, activations, comparisons and conversions in `functions`, the convolutions (transposed
+too), pools and nearest-neighbour resizes in `windows`, the shape and layout operations in
+`layouts`, the reductions and INSTANCE_NORMALIZATION in `reductions`.  No float16 (onnxruntime's
+CPU kernels lack most float16 operators), no memory domains (allocation is refused, DOM-ALLOC-3).
+
+No quantized type either, though QuantizeLinear and DequantizeLinear would translate QUANTIZE and
+DEQUANTIZE: `Capabilities` declares operand types for the driver as a whole, and the generated
+suites draw every declared operation on every declared type NNAPI gives it (a RELU or an ADD of
+TENSOR_QUANT8_ASYMM), which a driver reporting them unsupported then fails.  RESIZE_BILINEAR is not
+declared either (`windows` says why).
 """
 
 from __future__ import annotations
@@ -273,7 +279,8 @@ def _rank_bounds(main) -> dict[int, tuple[int, int | None]]:
     """Operand index -> the least and the greatest rank NNAPI allows (None: no limit), for each tensor an
     operation reads or writes whose rank the model leaves unknown: known only at execution, where
     onnxruntime takes what NNAPI does not (a rank-1 input that FULLY_CONNECTED's Reshape flattens, an
-    Add of rank 5).  Rank 4 at most but for _ANY_RANK; FULLY_CONNECTED's input at least 2."""
+    Add of rank 5).  Rank 4 at most but for _ANY_RANK; FULLY_CONNECTED's input at least 2,
+    INSTANCE_NORMALIZATION's input and output 4."""
     bounds: dict[int, tuple[int, int | None]] = {}
     for operation in main.operations:
         for position, index in enumerate((*operation.inputs, *operation.outputs)):
@@ -282,6 +289,8 @@ def _rank_bounds(main) -> dict[int, tuple[int, int | None]]:
                 least, most = bounds.get(index, (0, None))
                 if operation.type == OperationType.FULLY_CONNECTED and position == 0:
                     least = max(least, 2)
+                if operation.type == OperationType.INSTANCE_NORMALIZATION and position in (0, 5):
+                    least = max(least, 4)  # onnxruntime normalizes a rank-3 input too
                 if operation.type not in _ANY_RANK:
                     most = _MAX_RANK
                 bounds[index] = (least, most)

@@ -1,5 +1,7 @@
-"""The reductions MEAN, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX and REDUCE_MIN, and ARGMAX and ARGMIN,
-translated to ONNX's ReduceMean, ReduceSum, ReduceProd, ReduceMax, ReduceMin, ArgMax and ArgMin.
+"""The reductions MEAN, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX and REDUCE_MIN, ARGMAX and ARGMIN, and
+INSTANCE_NORMALIZATION, translated to ONNX's ReduceMean, ReduceSum, ReduceProd, ReduceMax, ReduceMin,
+ArgMax, ArgMin and InstanceNormalization (NNAPI's scalar gamma and beta expanded to one per channel,
+its epsilon a constant, the attribute).
 
 Types: TENSOR_FLOAT32 (ARGMAX and ARGMIN on TENSOR_INT32 too); no quantized type (the driver
 declares none), no REDUCE_ALL or REDUCE_ANY (ONNX reduces no booleans).  The axes and keep_dims
@@ -32,7 +34,8 @@ Op = OperationType
 REDUCTIONS: dict[OperationType, str] = {Op.MEAN: "ReduceMean", Op.REDUCE_SUM: "ReduceSum", Op.REDUCE_PROD: "ReduceProd",
                                         Op.REDUCE_MAX: "ReduceMax", Op.REDUCE_MIN: "ReduceMin"}
 ARGS: dict[OperationType, str] = {Op.ARGMAX: "ArgMax", Op.ARGMIN: "ArgMin"}
-OPERATIONS = frozenset(REDUCTIONS) | frozenset(ARGS)
+OPERATIONS = frozenset(REDUCTIONS) | frozenset(ARGS) | {Op.INSTANCE_NORMALIZATION}
+FLOAT32 = OperandType.FLOAT32
 
 
 def _constant(operand: Operand) -> bool:
@@ -72,8 +75,33 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
         _need(len(ins) == 2 and data.type in (F32, I32) and out.type == I32, f"{kind.name}: operand types")
         _need(_given(ins, indexes, values, 1, INT32), f"{kind.name}: a constant axis")
         _axes([int(values[indexes[1]].reshape(()))], rank)
+    elif kind == Op.INSTANCE_NORMALIZATION:
+        # gamma and beta may be inputs (broadcast over the channels in the graph); epsilon and the
+        # layout flag become an attribute and a transpose, so they must be constants
+        _need(len(ins) == 5 and data.type == F32 and out.type == F32 and rank in (None, 4)
+              and all(o.type == FLOAT32 for o in ins[1:4]), "INSTANCE_NORMALIZATION: float32 operands of rank 4")
+        _need(_given(ins, indexes, values, 3, FLOAT32) and _given(ins, indexes, values, 4, BOOL),
+              "INSTANCE_NORMALIZATION: a constant epsilon and layout flag")
     else:
         raise Unsupported(f"{kind.name} is not supported")
+
+
+def _instance_normalization(ins: Sequence[int], out: int, values: Mapping[int, np.ndarray], g: Builder) -> None:
+    """InstanceNormalization of the NCHW input (an NHWC one transposed in and out), NNAPI's scalar
+    gamma and beta expanded to one per channel: each (batch, channel) plane centred on its mean,
+    divided by sqrt(its population variance + epsilon), scaled and shifted."""
+    nchw = bool(values[ins[4]].reshape(()))
+    x = g.name[ins[0]] if nchw else g.node("Transpose", [g.name[ins[0]]], perm=[0, 3, 1, 2])
+    channels = g.node("Slice", [g.node("Shape", [x]), g.const(np.asarray([1], np.int64), "start"),
+                                g.const(np.asarray([2], np.int64), "end")])
+    gamma, beta = (g.node("Expand", [g.node("Reshape", [g.name[i], g.const(np.asarray([1], np.int64), "one")]), channels])
+                   for i in ins[1:3])
+    epsilon = float(values[ins[3]].reshape(()))
+    if nchw:
+        g.emit("InstanceNormalization", [x, gamma, beta], g.name[out], epsilon=epsilon)
+    else:
+        normalized = g.node("InstanceNormalization", [x, gamma, beta], epsilon=epsilon)
+        g.emit("Transpose", [normalized], g.name[out], perm=[0, 2, 3, 1])
 
 
 def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Sequence[Operand],
@@ -82,6 +110,9 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
 
     x, target = g.name[ins[0]], g.name[out]
     rank = len(operands[ins[0]].dimensions) or None
+    if kind == Op.INSTANCE_NORMALIZATION:
+        _instance_normalization(ins, out, values, g)
+        return
     if kind in REDUCTIONS:
         axes = _axes([int(a) for a in values[ins[1]].reshape(-1)], rank)
         keep = int(values[ins[2]].reshape(())) > 0  # MEAN keeps when positive; a BOOL is 0 or 1 here

@@ -1,17 +1,21 @@
 """The operations over windows of an image: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
-AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D and RESIZE_NEAREST_NEIGHBOR, translated to ONNX's Conv,
-pools and Resize (float32).
+TRANSPOSE_CONV_2D, AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D and RESIZE_NEAREST_NEIGHBOR, translated to
+ONNX's Conv, ConvTranspose, pools and Resize (float32).
 
-Not translated: TRANSPOSE_CONV_2D, whose output shape may be a model input where ONNX's
-ConvTranspose takes it (and its padding) as attributes; RESIZE_BILINEAR, where onnxruntime rounds
-each output pixel's source position otherwise than NNAPI's CPU implementation (with align_corners
-it computes y x (in - 1) / (out - 1), NNAPI y times the quotient rounded to float32): the ulp of
-difference in a position moves an interpolated value further than CHOICE-7's bound allows, though
-NeuralNetworks.h makes neither rounding wrong.
+Not translated: RESIZE_BILINEAR, though Resize in linear mode names NNAPI's three placements
+(asymmetric, align_corners, half_pixel).  onnxruntime works out each output pixel's source position
+otherwise than NNAPI's CPU implementation: x / (out / in) and x * (in - 1) / (out - 1), where NNAPI
+multiplies x by the quotient rounded to float32.  Both are float32 arithmetic NeuralNetworks.h
+allows, but the ulp of difference in a position moves the interpolated value by that ulp times the
+difference of the two neighbours, which CHOICE-7's bound (four terms of the weighted neighbours'
+magnitudes) does not cover where the smaller weight is small: the differential suites fail about
+one drawn model in a hundred, by about ten ulps.
 
 ONNX works on NCHW: an NHWC input is transposed in and its result back out.  Every parameter
 scalar must be a constant (it becomes an attribute); `check` raises `Unsupported` otherwise, or
-where onnxruntime cannot express NNAPI's operation (a pool's padding as wide as its filter).
+where onnxruntime cannot express NNAPI's operation (a pool's padding as wide as its filter, a
+transposed convolution's negative tail padding as long as its stride).  TRANSPOSE_CONV_2D's output
+shape input may be a request input: its SAME padding is then worked out in the graph.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ _PADS = ("left", "right", "top", "bottom")
 _POOLS = {Op.AVERAGE_POOL_2D: "AveragePool", Op.MAX_POOL_2D: "MaxPool", Op.L2_POOL_2D: "AveragePool"}
 _RESIZES = {Op.RESIZE_NEAREST_NEIGHBOR: 4}  # the least number of inputs
 CONVOLUTIONS = frozenset({Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.GROUPED_CONV_2D})
-OPERATIONS = CONVOLUTIONS | frozenset(_POOLS) | frozenset(_RESIZES)
+OPERATIONS = CONVOLUTIONS | frozenset(_POOLS) | frozenset(_RESIZES) | {Op.TRANSPOSE_CONV_2D}
 
 #: (operation, padding scheme signature) -> (where the parameters start, their names in order,
 #: the numbers of inputs NeuralNetworks.h allows).
@@ -45,6 +49,9 @@ _SIGNATURES: dict[tuple[OperationType, bool], tuple[int, tuple[str, ...], tuple[
                                         "dilation_h"), (11, 12, 14)),
     (Op.GROUPED_CONV_2D, True): (3, ("scheme", "stride_w", "stride_h", "groups", "activation", "layout"), (9,)),
     (Op.GROUPED_CONV_2D, False): (3, (*_PADS, "stride_w", "stride_h", "groups", "activation", "layout"), (12,)),
+    # the scheme signature's output shape (input 3) is a tensor, checked on its own (`_check_transpose`)
+    (Op.TRANSPOSE_CONV_2D, True): (4, ("scheme", "stride_w", "stride_h", "activation", "layout"), (9,)),
+    (Op.TRANSPOSE_CONV_2D, False): (3, (*_PADS, "stride_w", "stride_h", "activation", "layout"), (11,)),
     **{(pool, True): (1, ("scheme", "stride_w", "stride_h", "filter_w", "filter_h", "activation", "layout"), (7, 8))
        for pool in _POOLS},
     **{(pool, False): (1, (*_PADS, "stride_w", "stride_h", "filter_w", "filter_h", "activation", "layout"), (10, 11))
@@ -70,7 +77,7 @@ def _implicit(kind: OperationType, ins: Sequence[Operand]) -> bool:
         return len(ins) in (7, 8) or (len(ins) == 10 and ins[7].type == BOOL)
     if kind == Op.DEPTHWISE_CONV_2D:
         return len(ins) in (8, 9) or (len(ins) == 11 and ins[8].type == BOOL)
-    return len(ins) == 9
+    return len(ins) == 9  # GROUPED_CONV_2D's and TRANSPOSE_CONV_2D's
 
 
 def _slots(kind: OperationType, ins: Sequence[Operand]) -> dict[str, int]:
@@ -94,7 +101,7 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
         wanted = BOOL if name == "layout" else INT32
         _need(ins[at].type == wanted and _constant(ins[at]) and indexes[at] in values,
               f"{kind.name}: its {name} must be a constant {wanted.name}")
-    if kind in CONVOLUTIONS:
+    if kind in CONVOLUTIONS or kind == Op.TRANSPOSE_CONV_2D:
         _need(ins[1].type == F32 and ins[2].type == F32, f"{kind.name}: float32 filter and bias")
         _need(len(ins[1].dimensions) == 4 and 0 not in ins[1].dimensions, f"{kind.name}: a filter of known shape")
     scalars = {name: int(values[indexes[at]].reshape(-1)[0]) for name, at in slots.items()}
@@ -110,8 +117,48 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
         _need(max(scalars["left"], scalars["right"]) < scalars["filter_w"]
               and max(scalars["top"], scalars["bottom"]) < scalars["filter_h"],
               f"{kind.name}: onnxruntime takes no padding as wide as the filter")
-    if "left" in scalars:
+    if kind == Op.TRANSPOSE_CONV_2D:
+        _check_transpose(ins, values, indexes, scalars)
+    elif "left" in scalars:
         _need(min(scalars[p] for p in _PADS) >= 0, f"{kind.name}: negative padding")
+
+
+def _check_transpose(ins: Sequence[Operand], values: Mapping[int, np.ndarray], indexes: Sequence[int],
+                     scalars: Mapping[str, int]) -> None:
+    """TRANSPOSE_CONV_2D: the head padding is not negative (NNAPI); a negative tail (which NNAPI's
+    CPU implementation allows, the output then longer than the full transposed convolution)
+    becomes ConvTranspose's output_padding, which ONNX keeps below the stride.  The scheme
+    signature's output shape, a constant, sets the padding attributes; given as an input, its
+    padding is worked out in the graph (`_transpose_conv_cropped`)."""
+    if "scheme" in scalars:
+        shape = ins[3]
+        _need(shape.type == I32 and len(shape.dimensions) <= 1, "TRANSPOSE_CONV_2D: an output shape of TENSOR_INT32")
+        if not (_constant(shape) and indexes[3] in values):
+            return
+        _need(values[indexes[3]].size == 4, "TRANSPOSE_CONV_2D: an output shape of 4 values")
+    pads = _transpose_pads(ins[1].dimensions[1:3], values[indexes[3]].reshape(-1).tolist() if "scheme" in scalars else None,
+                           scalars)
+    top, left, bottom, right = pads
+    _need(min(top, left) >= 0, "TRANSPOSE_CONV_2D: negative head padding")
+    _need(-bottom < scalars["stride_h"] and -right < scalars["stride_w"],
+          "TRANSPOSE_CONV_2D: a negative tail padding as long as the stride")
+
+
+def _transpose_pads(kernel: Sequence[int], output_shape: list[int] | None, scalars: Mapping[str, int]) -> list[int]:
+    """[top, left, bottom, right]: the explicit padding, or NNAPI's for the scheme and the output's
+    height and width (the output shape input, NHWC or NCHW by the layout flag): SAME pads to
+    ceil(size / stride) inputs, the head half the total rounded down, the tail the rest, negative
+    where the total is."""
+    if output_shape is None:
+        return [scalars["top"], scalars["left"], scalars["bottom"], scalars["right"]]
+    height, width = output_shape[2:4] if scalars["layout"] else output_shape[1:3]
+    _need(min(height, width) > 0, f"TRANSPOSE_CONV_2D: output shape {output_shape}")
+    pads = []
+    for size, stride, extent in ((height, scalars["stride_h"], kernel[0]), (width, scalars["stride_w"], kernel[1])):
+        total = 0 if scalars["scheme"] == VALID else (-(-size // stride) - 1) * stride + extent - size
+        pads.append((max(total, 0) // 2, total - max(total, 0) // 2))
+    (top, bottom), (left, right) = pads
+    return [top, left, bottom, right]
 
 
 def _check_resize(kind: OperationType, ins: Sequence[Operand], values: Mapping[int, np.ndarray],
@@ -199,6 +246,9 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
         _finish(result, slots["activation"], nchw, g.name[out], g)
         return
     kernel = operands[ins[1]].dimensions
+    if kind == Op.TRANSPOSE_CONV_2D:
+        _transpose_conv(ins, kernel, scalars, values, data, nchw, slots["activation"], g.name[out], g)
+        return
     dilations = [scalars.get("dilation_h", 1), scalars.get("dilation_w", 1)]
     attributes["dilations"] = dilations
     if kind == Op.DEPTHWISE_CONV_2D:  # [1, h, w, channels x multiplier] -> one group per input channel
@@ -218,6 +268,54 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
         attributes["pads"] = [scalars["top"], scalars["left"], scalars["bottom"], scalars["right"]]
     result = g.node("Conv", [data, weights, g.name[ins[2]]], **attributes)
     _finish(result, slots["activation"], nchw, g.name[out], g)
+
+
+def _transpose_conv(ins: Sequence[int], kernel: Sequence[int], scalars: Mapping[str, int],
+                    values: Mapping[int, np.ndarray], data: str, nchw: bool, code_index: int, target: str,
+                    g: Builder) -> None:
+    """ConvTranspose of the NCHW input: NNAPI's filter [depth_out, h, w, depth_in] becomes ONNX's
+    [depth_in, depth_out, h, w]; a negative tail padding becomes output_padding (`_check_transpose`)."""
+    weights = g.node("Transpose", [g.name[ins[1]]], perm=[3, 0, 1, 2])
+    strides = [scalars["stride_h"], scalars["stride_w"]]
+    if "scheme" in scalars and ins[3] not in values and scalars["scheme"] == SAME:
+        result = _transpose_conv_cropped(ins, kernel, strides, data, weights, g)
+    else:
+        output_shape = values[ins[3]].reshape(-1).tolist() if "scheme" in scalars and scalars["scheme"] == SAME else None
+        if "scheme" in scalars and output_shape is None:
+            top = left = bottom = right = 0  # VALID: the full transposed convolution, whatever the output shape says
+        else:
+            top, left, bottom, right = _transpose_pads(kernel[1:3], output_shape, scalars)
+        result = g.node("ConvTranspose", [data, weights, g.name[ins[2]]], strides=strides,
+                        pads=[top, left, max(bottom, 0), max(right, 0)], output_padding=[max(-bottom, 0), max(-right, 0)])
+    _finish(result, code_index, nchw, target, g)
+
+
+def _transpose_conv_cropped(ins: Sequence[int], kernel: Sequence[int], strides: list[int], data: str, weights: str,
+                            g: Builder) -> str:
+    """SAME padding set by an output shape known only at execution: the full transposed convolution,
+    then NNAPI's padding worked out in the graph from the output shape's height and width (as
+    `_transpose_pads` does) and applied to it, a Slice for the head and a positive tail, a Pad for a
+    negative tail; the bias is added after, so that a padded pixel holds it too."""
+    from onnx import TensorProto
+
+    int64 = g.node("Cast", [g.name[ins[3]]], to=TensorProto.INT64)
+    layout = bool(g.scalar(ins[8]))
+    size = g.node("Gather", [int64, g.const(np.asarray([2, 3] if layout else [1, 2], np.int64), "hw")])
+    stride = g.const(np.asarray(strides, np.int64), "strides")
+    extent = g.const(np.asarray(kernel[1:3], np.int64), "kernel")
+    one, zeros = g.const(np.int64(1), "one"), g.const(np.zeros(2, np.int64), "zeros")
+    inputs = g.node("Div", [g.node("Sub", [g.node("Add", [size, stride]), one]), stride])
+    total = g.node("Sub", [g.node("Add", [g.node("Mul", [g.node("Sub", [inputs, one]), stride]), extent]), size])
+    head = g.node("Div", [g.node("Max", [total, zeros]), g.const(np.full(2, 2, np.int64), "two")])
+    tail = g.node("Sub", [total, head])
+    given = g.node("Gather", [g.node("Shape", [data]), g.const(np.asarray([2, 3], np.int64), "hw")])
+    full = g.node("Add", [g.node("Mul", [g.node("Sub", [given, one]), stride]), extent])
+    conv = g.node("ConvTranspose", [data, weights], strides=strides)
+    pads = g.node("Concat", [g.const(np.zeros(6, np.int64), "zeros"), g.node("Max", [g.node("Neg", [tail]), zeros])], axis=0)
+    padded = g.node("Pad", [conv, pads])
+    cropped = g.node("Slice", [padded, head, g.node("Sub", [full, tail]), g.const(np.asarray([2, 3], np.int64), "axes")])
+    bias = g.node("Reshape", [g.name[ins[2]], g.const(np.asarray([1, -1, 1, 1], np.int64), "bias_shape")])
+    return g.node("Add", [cropped, bias])
 
 
 def _pool_padded_in_graph(kind: OperationType, data: str, strides: list[int], kernel: list[int], code_index: int,

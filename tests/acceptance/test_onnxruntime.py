@@ -15,12 +15,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
-from harness.api.hal import DataLocation, Operand, OperandLifeTime, OperandType, Operation, OperationType, RequestArgument, Subgraph
+from harness.api.hal import (DataLocation, Model, Operand, OperandLifeTime, OperandType, Operation, OperationType, RequestArgument,
+                             Subgraph)
 from harness.api.memory import MemoryKind
 from harness.judging.oracle import assert_conforms, run_scenario
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.report.reproducer import driver_under_test
+from harness.strategies.layouts import scenarios
 from reference_driver import ReferenceDevice
 
 pytest.importorskip("onnxruntime", reason="the ort extra installs it (the README's test command does)")
@@ -145,6 +148,90 @@ def test_onnxruntime_agrees_with_the_reference_where_a_translation_differed(scen
     """What the differential suites or NNAPI's CTS found where ONNX's operator is not NNAPI's, worked around in the driver."""
     with driver_under_test("onnxruntime", "process") as driver:
         assert_conforms("POOL-2", scenario, run_scenario(ReferenceDevice(), scenario), run_scenario(driver, scenario))
+
+
+def _transpose_conv_of_an_output_shape_given_as_an_input() -> Scenario:
+    """TRANSPOSE_CONV_2D, SAME, its output shape a request input, NHWC: a 2 x 2 input at stride 3 to a
+    6 x 6 output through a 2 x 2 filter, so NNAPI's padding is 0 at the head and -1 at the tail: the
+    last row and column hold the bias alone.  ConvTranspose takes the padding as attributes, so the
+    driver works it out in the graph from the shape it is given."""
+    filt = np.asarray([1.0, -2.0, 0.5, 3.0], np.float32).reshape(1, 2, 2, 1)
+    values = filt.tobytes() + np.float32(0.25).tobytes() + np.asarray([1, 3, 3, 0, 0], np.int32).tobytes()
+    operands = (Operand(F32, (1, 2, 2, 1), lifetime=INPUT), Operand(F32, (1, 2, 2, 1), lifetime=CONSTANT, location=DataLocation(0, 0, 16)),
+                Operand(F32, (1,), lifetime=CONSTANT, location=DataLocation(0, 16, 4)),
+                Operand(OperandType.TENSOR_INT32, (4,), lifetime=INPUT),
+                *(Operand(INT32, (), lifetime=CONSTANT, location=DataLocation(0, 20 + 4 * i, 4)) for i in range(4)),
+                Operand(OperandType.BOOL, (), lifetime=CONSTANT, location=DataLocation(0, 36, 1)),
+                Operand(F32, (1, 0, 0, 1), lifetime=OUTPUT))
+    subgraph = Subgraph(operands, (Operation(OperationType.TRANSPOSE_CONV_2D, tuple(range(9)), (9,)),), (0, 3), (9,))
+    data = np.asarray([1.5, -1.0, 2.0, 0.5], np.float32).tobytes() + np.asarray([1, 6, 6, 1], np.int32).tobytes()
+    return Scenario(subgraph, values, (), (_argument(0, 16), _argument(16, 16)), (_argument(32, 144, (1, 6, 6, 1)),),
+                    (MemorySpec(MemoryKind.ASHMEM, data + bytes(144) + _CANARY),),
+                    notes=("TRANSPOSE_CONV_2D, output shape as an input",))
+
+
+def _instance_normalization_of_scalars_given_as_inputs() -> Scenario:
+    """INSTANCE_NORMALIZATION, NCHW, gamma and beta request inputs: ONNX takes one of each per
+    channel, NNAPI one scalar, expanded in the graph."""
+    operands = (Operand(F32, (1, 2, 2, 2), lifetime=INPUT), Operand(OperandType.FLOAT32, (), lifetime=INPUT),
+                Operand(OperandType.FLOAT32, (), lifetime=INPUT),
+                Operand(OperandType.FLOAT32, (), lifetime=CONSTANT, location=DataLocation(0, 0, 4)),
+                Operand(OperandType.BOOL, (), lifetime=CONSTANT, location=DataLocation(0, 4, 1)),
+                Operand(F32, (1, 2, 2, 2), lifetime=OUTPUT))
+    subgraph = Subgraph(operands, (Operation(OperationType.INSTANCE_NORMALIZATION, tuple(range(5)), (5,)),), (0, 1, 2), (5,))
+    values = np.float32(0.01).tobytes() + b"\x01"
+    data = np.asarray([1.0, -3.0, 0.5, 2.0, 4.0, 4.5, -1.0, 0.0, -2.0, 1.25], np.float32).tobytes()
+    return Scenario(subgraph, values, (), (_argument(0, 32), _argument(32, 4), _argument(36, 4)), (_argument(40, 32),),
+                    (MemorySpec(MemoryKind.ASHMEM, data + bytes(32) + _CANARY),),
+                    notes=("INSTANCE_NORMALIZATION, gamma and beta as inputs",))
+
+
+@pytest.mark.parametrize("scenario", [_transpose_conv_of_an_output_shape_given_as_an_input(),
+                                      _instance_normalization_of_scalars_given_as_inputs()],
+                         ids=lambda scenario: scenario.notes[0])
+def test_onnxruntime_agrees_with_the_reference_where_nnapi_gives_what_onnx_takes_as_attributes(scenario: Scenario) -> None:
+    with driver_under_test("onnxruntime", "process") as driver:
+        assert_conforms("OPS", scenario, run_scenario(ReferenceDevice(), scenario), run_scenario(driver, scenario))
+
+
+@pytest.mark.parametrize("family", ["transpose_conv_2d", "instance_normalization"])
+def test_onnxruntime_agrees_with_the_reference_on_drawn_models(family: str) -> None:
+    """Models of each operation the driver translates with an ONNX operator of its own, in every
+    signature and layout the generated suites draw, judged within CHOICE-7's bound."""
+    from harness.plugins.onnxruntime.driver import OrtDevice
+
+    driver, reference = OrtDevice(), ReferenceDevice()
+
+    @settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(scenarios(driver.capabilities(), family=family))
+    def agrees(scenario: Scenario) -> None:
+        assert_conforms("OPS", scenario, run_scenario(reference, scenario), run_scenario(driver, scenario))
+
+    agrees()
+
+
+def _one_operation(kind: OperationType, operands: tuple[Operand, ...], values: bytes) -> Model:
+    inputs = tuple(i for i, o in enumerate(operands) if o.lifetime == INPUT)
+    operation = Operation(kind, tuple(range(len(operands) - 1)), (len(operands) - 1,))
+    return Model(Subgraph(operands, (operation,), inputs, (len(operands) - 1,)), operand_values=values)
+
+
+def test_onnxruntime_reports_unsupported_what_onnx_takes_as_an_attribute_given_as_an_input() -> None:
+    """CHOICE-5: INSTANCE_NORMALIZATION's epsilon, and TRANSPOSE_CONV_2D's stride, as request inputs."""
+    from harness.plugins.onnxruntime.driver import OrtDevice
+
+    scalar = lambda at: Operand(INT32, (), lifetime=CONSTANT, location=DataLocation(0, at, 4))  # noqa: E731
+    flag = Operand(OperandType.BOOL, (), lifetime=CONSTANT, location=DataLocation(0, 12, 1))
+    normalization = _one_operation(OperationType.INSTANCE_NORMALIZATION, (
+        Operand(F32, (1, 2, 2, 1), lifetime=INPUT), *(Operand(OperandType.FLOAT32, (), lifetime=INPUT) for _ in range(3)),
+        flag, Operand(F32, (1, 2, 2, 1), lifetime=OUTPUT)), bytes(16))
+    transpose_conv = _one_operation(OperationType.TRANSPOSE_CONV_2D, (
+        Operand(F32, (1, 2, 2, 1), lifetime=INPUT), Operand(F32, (1, 1, 1, 1), lifetime=CONSTANT, location=DataLocation(0, 0, 4)),
+        Operand(F32, (1,), lifetime=CONSTANT, location=DataLocation(0, 4, 4)), *(scalar(8) for _ in range(4)),
+        Operand(INT32, (), lifetime=INPUT), scalar(8), scalar(8), flag, Operand(F32, (1, 0, 0, 1), lifetime=OUTPUT)),
+        bytes(16))
+    driver = OrtDevice()
+    assert (driver.get_supported_operations(normalization), driver.get_supported_operations(transpose_conv)) == ([False], [False])
 
 
 def test_onnxruntime_is_certified_with_nothing_left_unrun(tmp_path: Path) -> None:
