@@ -27,6 +27,9 @@ each element, not with the result, which cancellation can make arbitrarily small
   magnitude run they become LOGISTIC of their input, whose value is in [0.5, 1).  POW's base
   becomes max(|b|, 1/|b|) there, so that ``b ** |e|`` is at least as large as ``|b ** e|``, and
   LOG_SOFTMAX becomes EXP of its input, at least 1 and growing with |x|.
+- RESIZE_BILINEAR weighs four pixels at a position a correct driver may compute a few ulps otherwise
+  (`resize_bilinear_terms`): the terms count the input's height and width, and the magnitude run
+  gives each pixel the largest magnitude around it (`_neighbourhood_maxima`).
 - INSTANCE_NORMALIZATION centres and divides, so its error grows with its plane's statistics, not
   with sums of magnitudes: the magnitude run replaces it by RELU of its bound's own ``M``, computed
   here from its input (`instance_normalization_magnitudes`).
@@ -202,6 +205,9 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
                 return None
             operations.append(replace(operation, type=OperationType.RELU, inputs=operation.inputs[:1]))
             continue
+        if operation.type == OperationType.RESIZE_BILINEAR and _location_of(scenario, operation.inputs[0]) is not None:
+            # (an input computed by another operation keeps its magnitudes: the weighted ones bound it less tightly)
+            rewrite(operation.inputs[0], lambda old, op=operation: _neighbourhood_maxima(scenario, op, old))
         code = _activation_input(scenario, operation)
         if code is not None and code < len(operation.inputs):
             if not rewrite(operation.inputs[code], np.zeros_like):
@@ -231,6 +237,55 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
     )
 
 
+# --------------------------------------------------------------------------- RESIZE_BILINEAR
+
+#: Input pixels a bilinear output's position may be off by before counting it (an unknown size).
+_UNKNOWN_SIDE = 64
+
+
+def resize_bilinear_terms(scenario: Scenario, operation: Operation) -> int:
+    """Rounded terms of one RESIZE_BILINEAR output element (CHOICE-7).
+
+    Four weighted pixels, and the position they are weighed at: NNAPI places output y at
+    ``y * scale`` with the scale rounded to float32, and a correct driver may compute it otherwise
+    (``y / (out / in)``, in float32), a few ulps of a position up to the input's size apart.  That
+    moves the result by the same fraction of the difference of two neighbours, up to about
+    ``4 * eps * (height + width)`` times the largest neighbour, which the magnitude run gives
+    (`_neighbourhood_maxima`)."""
+    dims = scenario.subgraph.operands[operation.inputs[0]].dimensions
+    nchw = _flag_value(scenario, operation, 3)
+    sides = (dims[2:4] if nchw else dims[1:3]) if len(dims) == 4 else ()
+    side_sum = sum(sides) if len(sides) == 2 and all(sides) else 2 * _UNKNOWN_SIDE
+    return 4 + 4 * side_sum
+
+
+def _flag_value(scenario: Scenario, operation: Operation, position: int) -> bool:
+    if len(operation.inputs) <= position:
+        return False
+    value = operand_value(scenario, operation.inputs[position])
+    return bool(value is not None and value.size and value.reshape(-1)[0])
+
+
+def _neighbourhood_maxima(scenario: Scenario, operation: Operation, old: np.ndarray) -> np.ndarray:
+    """RESIZE_BILINEAR's input on the magnitude run: each pixel's magnitude replaced by the largest
+    in the 3 x 3 pixels around it, so that each of the four pixels an output weighs holds the largest
+    of the four, and their weighted sum bounds what a shifted weight can move."""
+    dims = scenario.subgraph.operands[operation.inputs[0]].dimensions
+    if len(dims) != 4 or not all(dims) or old.size != math.prod(dims):
+        return np.abs(old)
+    image = np.abs(old.astype(np.float64)).reshape(dims)
+    axes = (2, 3) if _flag_value(scenario, operation, 3) else (1, 2)
+    padded = np.pad(image, [(1, 1) if a in axes else (0, 0) for a in range(4)])
+    largest = np.zeros_like(image)
+    for dy in range(3):
+        for dx in range(3):
+            index = [slice(None)] * 4
+            index[axes[0]] = slice(dy, dy + dims[axes[0]])
+            index[axes[1]] = slice(dx, dx + dims[axes[1]])
+            np.maximum(largest, padded[tuple(index)], out=largest)
+    return largest.reshape(-1).astype(old.dtype)
+
+
 def _away_from_one(base: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         magnitude = np.abs(base.astype(np.float64))
@@ -255,7 +310,7 @@ def terms_in_model(scenario: Scenario) -> int:
         elif operation.type in _WINDOWED:
             total += _windowed_terms(scenario, operation)
         elif operation.type == OperationType.RESIZE_BILINEAR:
-            total += 4  # four weighted pixels (a nearest neighbour is a copy, exact)
+            total += resize_bilinear_terms(scenario, operation)
         elif operation.type in _NORMALIZATIONS or operation.type in _REDUCTIONS or \
                 operation.type == OperationType.INSTANCE_NORMALIZATION:
             total += normalization_terms(scenario, operation)

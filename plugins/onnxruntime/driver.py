@@ -14,15 +14,14 @@ its own, without the reference driver:
 It supports TENSOR_FLOAT32, and TENSOR_INT32 and TENSOR_BOOL8 where an ONNX operator takes them
 (`functions`); every operation ONNX expresses directly: the arithmetic here, the element-wise
 functions, activations, comparisons and conversions in `functions`, the convolutions (transposed
-too), pools and nearest-neighbour resizes in `windows`, the shape and layout operations in
+too), pools and resizes in `windows`, the shape and layout operations in
 `layouts`, the reductions and INSTANCE_NORMALIZATION in `reductions`.  No float16 (onnxruntime's
 CPU kernels lack most float16 operators), no memory domains (allocation is refused, DOM-ALLOC-3).
 
 No quantized type either, though QuantizeLinear and DequantizeLinear would translate QUANTIZE and
 DEQUANTIZE: `Capabilities` declares operand types for the driver as a whole, and the generated
 suites draw every declared operation on every declared type NNAPI gives it (a RELU or an ADD of
-TENSOR_QUANT8_ASYMM), which a driver reporting them unsupported then fails.  RESIZE_BILINEAR is not
-declared either (`windows` says why).
+TENSOR_QUANT8_ASYMM), which a driver reporting them unsupported then fails.
 """
 
 from __future__ import annotations
