@@ -19,6 +19,7 @@ from harness.api.hal import FusedActivation, Operand, OperationType
 
 from . import (activations, channel_shuffle, comparisons, conv, conversions, elementwise, nn, normalization, pointwise,
                pooling, rearrange, reduction, resize, shape, shape_values, slicing)
+from . import detection, regions
 from ._numeric import KernelError, Refusal
 
 __all__ = ["KERNELS", "OPTIONAL_INPUTS", "Kernel", "KernelError", "Refusal"]
@@ -63,3 +64,5 @@ OPTIONAL_INPUTS: dict[OperationType, frozenset[int]] = {**rearrange.OPTIONAL_INP
 # the normalizations, reductions, CHANNEL_SHUFFLE, FILL and RANK
 KERNELS.update({op: Kernel(*pair) for module in (normalization, reduction, channel_shuffle, shape_values)
                 for op, pair in module.TABLE.items()})
+# the detection and region operations (detection.py, regions.py; several outputs, some of data-dependent size)
+KERNELS.update({op: Kernel(*pair) for module in (detection, regions) for op, pair in module.TABLE.items()})
