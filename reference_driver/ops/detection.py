@@ -42,7 +42,7 @@ BOX_QUANTIZATION = (0.125, 0)
 Signature = tuple[tuple[frozenset[OperandType], ...], tuple[frozenset[OperandType], ...]]
 
 
-def _sig(ins: Sequence[object], outs: Sequence[object]) -> Signature:
+def signature(ins: Sequence[object], outs: Sequence[object]) -> Signature:
     def sets(types: Sequence[object]) -> tuple[frozenset[OperandType], ...]:
         return tuple(frozenset(t) if isinstance(t, (set, frozenset)) else frozenset({t}) for t in types)  # type: ignore[arg-type]
     return sets(ins), sets(outs)
@@ -187,9 +187,9 @@ def nms_multi_class(scores: np.ndarray, boxes: np.ndarray, classes: int, score_t
     ordered by score (highest first) and cut to ``limit`` (negative: no cut)."""
     kept: list[int] = []
     for c in range(1, classes):
-        candidates = [i for i in range(c, scores.size, classes) if scores[i] > score_threshold]
-        kept += nms(scores, boxes, candidates, class_limit, suppress)
-    kept.sort(key=lambda i: -scores[i])
+        column = np.arange(c, scores.size, classes)
+        kept += nms(scores, boxes, column[scores[column] > score_threshold].tolist(), class_limit, suppress)
+    kept.sort(key=lambda i: -scores[i])  # NNAPI leaves the order of equal scores open: here, the order kept
     return kept if limit < 0 else kept[:limit]
 
 
@@ -209,9 +209,9 @@ def transform_boxes(boxes: np.ndarray, deltas: np.ndarray, height: np.ndarray, w
 
 _BBOX_ROLES = (("rois", "bounding box deltas", "batch indices", "image info"), ("output boxes",))
 _BBOX_SIGNATURES = {
-    F32: _sig((F32, F32, TI32, F32), (F32,)),
-    F16: _sig((F16, F16, TI32, F16), (F16,)),
-    QU16: _sig((QU16, {QU8, QS8}, TI32, QU16), (QU16,)),
+    F32: signature((F32, F32, TI32, F32), (F32,)),
+    F16: signature((F16, F16, TI32, F16), (F16,)),
+    QU16: signature((QU16, {QU8, QS8}, TI32, QU16), (QU16,)),
 }
 
 
@@ -249,10 +249,10 @@ _NMS_ROLES = (("scores", "rois", "batch indices", "score threshold", "maximum de
                "IoU threshold", "sigma", "NMS score threshold"),
               ("output scores", "output rois", "output classes", "output batch indices"))
 _NMS_SIGNATURES = {
-    F32: _sig((F32, F32, TI32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, FLOAT32), (F32, F32, TI32, TI32)),
-    F16: _sig((F16, F16, TI32, FLOAT16, INT32, INT32, FLOAT16, FLOAT16, FLOAT16), (F16, F16, TI32, TI32)),
-    QU8: _sig((QU8, QU16, TI32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, FLOAT32), (QU8, QU16, TI32, TI32)),
-    QS8: _sig((QS8, QU16, TI32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, FLOAT32), (QS8, QU16, TI32, TI32)),
+    F32: signature((F32, F32, TI32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, FLOAT32), (F32, F32, TI32, TI32)),
+    F16: signature((F16, F16, TI32, FLOAT16, INT32, INT32, FLOAT16, FLOAT16, FLOAT16), (F16, F16, TI32, TI32)),
+    QU8: signature((QU8, QU16, TI32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, FLOAT32), (QU8, QU16, TI32, TI32)),
+    QS8: signature((QS8, QU16, TI32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, FLOAT32), (QS8, QU16, TI32, TI32)),
 }
 
 
@@ -288,15 +288,14 @@ def run_box_with_nms_limit(values: Sequence[np.ndarray], ins: Sequence[Operand],
     for begin, stop in zip(starts.tolist(), [*starts[1:].tolist(), rois_count]):
         # the boxes of one batch are consecutive; each group runs its own NMS
         part = slice(begin * classes, stop * classes)
-        kept = nms_multi_class(flat[part], boxes[part], classes, threshold, limit, limit, suppress)
-        kept.sort(key=lambda i: (i % classes, -flat[part][i]))
+        group = flat[part]  # a view: the soft kernels' decayed scores are the output scores
+        kept = nms_multi_class(group, boxes[part], classes, threshold, limit, limit, suppress)
+        kept.sort(key=lambda i: (i % classes, -group[i]))  # the kept boxes by class, then by score
         selected += [begin * classes + i for i in kept]
     picked = np.asarray(selected, np.int64)
-    outs = (store(flat[picked], out_op),
-            np.ascontiguousarray(rois.reshape(-1, 4)[picked]),
-            (picked % classes).astype(np.int32),
-            batches[picked // classes].astype(np.int32))
-    return outs
+    # the output rois are the input's elements, whatever their type
+    return (store(flat[picked], out_op), np.ascontiguousarray(rois.reshape(-1, 4)[picked]),
+            (picked % classes).astype(np.int32), batches[picked // classes].astype(np.int32))
 
 
 # --------------------------------------------------------------------------- GENERATE_PROPOSALS
@@ -305,10 +304,10 @@ _GP_ROLES = (("scores", "bounding box deltas", "anchors", "image info", "height 
               "pre-NMS maximum", "post-NMS maximum", "IoU threshold", "minimum size", "layout"),
              ("output scores", "output rois", "output batch indices"))
 _GP_SIGNATURES = {
-    F32: _sig((F32, F32, F32, F32, FLOAT32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, BOOL), (F32, F32, TI32)),
-    F16: _sig((F16, F16, F16, F16, FLOAT16, FLOAT16, INT32, INT32, FLOAT16, FLOAT16, BOOL), (F16, F16, TI32)),
-    QU8: _sig((QU8, QU8, QS16, QU16, FLOAT32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, BOOL), (QU8, QU16, TI32)),
-    QS8: _sig((QS8, QS8, QS16, QU16, FLOAT32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, BOOL), (QS8, QU16, TI32)),
+    F32: signature((F32, F32, F32, F32, FLOAT32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, BOOL), (F32, F32, TI32)),
+    F16: signature((F16, F16, F16, F16, FLOAT16, FLOAT16, INT32, INT32, FLOAT16, FLOAT16, BOOL), (F16, F16, TI32)),
+    QU8: signature((QU8, QU8, QS16, QU16, FLOAT32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, BOOL), (QU8, QU16, TI32)),
+    QS8: signature((QS8, QS8, QS16, QU16, FLOAT32, FLOAT32, INT32, INT32, FLOAT32, FLOAT32, BOOL), (QS8, QU16, TI32)),
 }
 
 
@@ -320,6 +319,15 @@ def validate_generate_proposals(ins: Sequence[Operand], outs: Sequence[Operand])
         if anchors is not None and anchors.type == QS16 and anchors.scale != BOX_QUANTIZATION[0] else None,
         ranks(ins, {0: 4, 1: 4, 2: 2, 3: 2}, _GP_ROLES[0]),
         ranks(outs, {0: 1, 1: 2, 2: 1}, _GP_ROLES[1], output=True)))
+
+
+def box_output(data: Operand) -> Operand:
+    """How a later output of boxes is stored (a kernel is given only its first output operand): beside
+    quantized data, TENSOR_QUANT16_ASYMM of NNAPI's box quantization (validation holds it to that);
+    beside float data, the data's type."""
+    if is_quantized_type(data.type):
+        return Operand(QU16, (), *BOX_QUANTIZATION)
+    return Operand(data.type, ())
 
 
 def run_generate_proposals(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Operand,
@@ -357,16 +365,8 @@ def run_generate_proposals(values: Sequence[np.ndarray], ins: Sequence[Operand],
         out_scores.append(score[kept])
         out_rois.append(moved[kept])
         out_batches.append(np.full(len(kept), b, np.int32))
-    return (store(np.concatenate(out_scores), out_op), store(np.concatenate(out_rois).reshape(-1, 4), _out(ins, 1)),
+    return (store(np.concatenate(out_scores), out_op), store(np.concatenate(out_rois).reshape(-1, 4), box_output(ins[0])),
             np.concatenate(out_batches).astype(np.int32))
-
-
-def _out(ins: Sequence[Operand], position: int) -> Operand:
-    """The operand an output box tensor is stored as: a TENSOR_QUANT16_ASYMM of NNAPI's box quantization
-    beside a quantized input, the input type otherwise (the kernel signature gives only the first output)."""
-    if is_quantized_type(ins[0].type):
-        return Operand(QU16, (), *BOX_QUANTIZATION)
-    return Operand(ins[0].type, ())
 
 
 # --------------------------------------------------------------------------- DETECTION_POSTPROCESSING
@@ -376,7 +376,7 @@ _DP_ROLES = (("class scores", "box encodings", "anchors", "y scale", "x scale", 
               "maximum detections per class", "score threshold", "IoU threshold", "background-in-label flag"),
              ("output scores", "output boxes", "output classes", "detection counts"))
 _DP_SIGNATURES = {
-    t: _sig((t, t, t, s, s, s, s, BOOL, INT32, INT32, INT32, s, s, BOOL), (t, t, TI32, TI32))
+    t: signature((t, t, t, s, s, s, s, BOOL, INT32, INT32, INT32, s, s, BOOL), (t, t, TI32, TI32))
     for t, s in ((F32, FLOAT32), (F16, FLOAT16))
 }
 

@@ -24,8 +24,8 @@ import numpy as np
 from harness.api.hal import Operand, OperandType, OperationType, is_quantized_type
 
 from ._numeric import KernelError, Refusal, first, round_half_away, scalar
-from .detection import (BOX_QUANTIZATION, BOOL, F16, F32, FLOAT16, FLOAT32, INT32, QS8, QU8, QU16, TI32, _sig,
-                        box_quantization, check_signature, ranks, real, store)
+from .detection import (BOOL, F16, F32, FLOAT16, FLOAT32, INT32, QS8, QU8, QU16, TI32, signature,
+                        box_output, box_quantization, check_signature, ranks, real, store)
 
 
 def _layout_in(x: np.ndarray, nchw: bool) -> np.ndarray:
@@ -78,9 +78,9 @@ _POOL_ROLES = ((*_COMMON_ROLES, "layout"), ("output",))
 def _roi_signatures(sampling: bool) -> dict[OperandType, tuple]:
     extra = (INT32, INT32) if sampling else ()
     return {
-        F32: _sig((F32, F32, TI32, INT32, INT32, FLOAT32, FLOAT32, *extra, BOOL), (F32,)),
-        F16: _sig((F16, F16, TI32, INT32, INT32, FLOAT16, FLOAT16, *extra, BOOL), (F16,)),
-        **{q: _sig((q, QU16, TI32, INT32, INT32, FLOAT32, FLOAT32, *extra, BOOL), (q,)) for q in (QU8, QS8)},
+        F32: signature((F32, F32, TI32, INT32, INT32, FLOAT32, FLOAT32, *extra, BOOL), (F32,)),
+        F16: signature((F16, F16, TI32, INT32, INT32, FLOAT16, FLOAT16, *extra, BOOL), (F16,)),
+        **{q: signature((q, QU16, TI32, INT32, INT32, FLOAT32, FLOAT32, *extra, BOOL), (q,)) for q in (QU8, QS8)},
     }
 
 
@@ -185,9 +185,9 @@ def run_roi_pooling(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op
 
 _HEATMAP_ROLES = (("heatmap", "boxes", "layout"), ("output scores", "output keypoints"))
 _HEATMAP_SIGNATURES = {
-    F32: _sig((F32, F32, BOOL), (F32, F32)),
-    F16: _sig((F16, F16, BOOL), (F16, F16)),
-    **{q: _sig((q, QU16, BOOL), (q, QU16)) for q in (QU8, QS8)},
+    F32: signature((F32, F32, BOOL), (F32, F32)),
+    F16: signature((F16, F16, BOOL), (F16, F16)),
+    **{q: signature((q, QU16, BOOL), (q, QU16)) for q in (QU8, QS8)},
 }
 #: NNAPI's CPU implementation: the tolerances under which the fit's Hessian counts as singular (no refinement).
 SINGULAR_TOLERANCE = {F16: 1e-3}
@@ -252,8 +252,7 @@ def run_heatmap_max_keypoint(values: Sequence[np.ndarray], ins: Sequence[Operand
     width, height = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
     kx = (col + delta[..., 0] + 0.5) / size * width[:, None] + boxes[:, 0, None]
     ky = (row + delta[..., 1] + 0.5) / size * height[:, None] + boxes[:, 1, None]
-    keypoint_op = Operand(QU16, (), *BOX_QUANTIZATION) if ins[0].type in (QU8, QS8) else Operand(ins[0].type, ())
-    return store(score, out_op), store(np.stack([kx, ky], axis=-1), keypoint_op)
+    return store(score, out_op), store(np.stack([kx, ky], axis=-1), box_output(ins[0]))
 
 
 #: operation -> (validate, run), for the operation table (`reference_driver.ops.KERNELS`).

@@ -300,37 +300,42 @@ def _nms_operands(score_type=F32, roi=(F32, 0.0, 0), batches=I32, count=9):
                               (I32, (0,), 0.0, 0)]
 
 
-@pytest.mark.parametrize("op, operands, outputs, feature", [
-    (Op.BOX_WITH_NMS_LIMIT, *_nms_operands(batches=F32), "batch indices of type TENSOR_FLOAT32"),
-    (Op.BOX_WITH_NMS_LIMIT, *_nms_operands(QU8, (QU16, 0.25, 0)), "rois of scale 0.25"),
-    (Op.BOX_WITH_NMS_LIMIT, *_nms_operands(count=6), "6 inputs and 4 outputs"),
-    (Op.BOX_WITH_NMS_LIMIT, *_nms_operands(T.TENSOR_INT32), "scores of type TENSOR_INT32"),
+REFUSALS = [
+    (Op.BOX_WITH_NMS_LIMIT, *_nms_operands(batches=F32), "input 2", "batch indices of type TENSOR_FLOAT32"),
+    (Op.BOX_WITH_NMS_LIMIT, *_nms_operands(QU8, (QU16, 0.25, 0)), "input 1", "rois of scale 0.25"),
+    (Op.BOX_WITH_NMS_LIMIT, *_nms_operands(count=6), "BOX_WITH_NMS_LIMIT)", "6 inputs and 4 outputs"),
+    (Op.BOX_WITH_NMS_LIMIT, *_nms_operands(T.TENSOR_INT32), "input 0", "scores of type TENSOR_INT32"),
     (Op.DETECTION_POSTPROCESSING, [(QU8, (1, 2, 3), 0.1, 0)] * 3 + [(FLOAT32, (), 0.0, 0)] * 4 + [(BOOL, (), 0.0, 0)]
      + [(INT32, (), 0.0, 0)] * 3 + [(FLOAT32, (), 0.0, 0)] * 2 + [(BOOL, (), 0.0, 0)],
      [(QU8, (1, 1), 0.1, 0), (QU8, (1, 1, 4), 0.1, 0), (I32, (1, 1), 0.0, 0), (I32, (1,), 0.0, 0)],
-     "class scores of type TENSOR_QUANT8_ASYMM"),
+     "input 0", "class scores of type TENSOR_QUANT8_ASYMM"),
     (Op.ROI_POOLING, [(QU8, (1, 4, 4, 1), 0.5, 0), (QU16, (1, 4), 0.125, 0), (I32, (1,), 0.0, 0), (INT32, (), 0.0, 0),
                       (INT32, (), 0.0, 0), (FLOAT32, (), 0.0, 0), (FLOAT32, (), 0.0, 0), (BOOL, (), 0.0, 0)],
-     [(QU8, (1, 2, 2, 1), 0.25, 0)], "output scale and zeroPoint differ"),
+     [(QU8, (1, 2, 2, 1), 0.25, 0)], "output 0", "output scale and zeroPoint differ"),
     (Op.ROI_ALIGN, [(F32, (1, 4, 4), 0.0, 0), (F32, (1, 4), 0.0, 0), (I32, (1,), 0.0, 0), (INT32, (), 0.0, 0),
                     (INT32, (), 0.0, 0), (FLOAT32, (), 0.0, 0), (FLOAT32, (), 0.0, 0), (INT32, (), 0.0, 0),
-                    (INT32, (), 0.0, 0), (BOOL, (), 0.0, 0)], [(F32, (1, 2, 2, 1), 0.0, 0)], "input of rank 3"),
+                    (INT32, (), 0.0, 0), (BOOL, (), 0.0, 0)], [(F32, (1, 2, 2, 1), 0.0, 0)], "input 0", "input of rank 3"),
     (Op.HEATMAP_MAX_KEYPOINT, [(F16, (1, 4, 4, 1), 0.0, 0), (F32, (1, 4), 0.0, 0), (BOOL, (), 0.0, 0)],
-     [(F16, (1, 1), 0.0, 0), (F16, (1, 1, 2), 0.0, 0)], "boxes of type TENSOR_FLOAT32"),
+     [(F16, (1, 1), 0.0, 0), (F16, (1, 1, 2), 0.0, 0)], "input 1", "boxes of type TENSOR_FLOAT32"),
     (Op.GENERATE_PROPOSALS, [(QU8, (1, 2, 2, 1), 0.1, 0), (QU8, (1, 2, 2, 4), 0.1, 0), (QU16, (1, 4), 0.125, 0),
                              (QU16, (1, 2), 0.125, 0)] + [(FLOAT32, (), 0.0, 0)] * 2 + [(INT32, (), 0.0, 0)] * 2
      + [(FLOAT32, (), 0.0, 0)] * 2 + [(BOOL, (), 0.0, 0)],
-     [(QU8, (0,), 0.1, 0), (QU16, (0, 4), 0.125, 0), (I32, (0,), 0.0, 0)], "anchors of type TENSOR_QUANT16_ASYMM"),
+     [(QU8, (0,), 0.1, 0), (QU16, (0, 4), 0.125, 0), (I32, (0,), 0.0, 0)], "input 2", "anchors of type TENSOR_QUANT16_ASYMM"),
     (Op.AXIS_ALIGNED_BBOX_TRANSFORM, [(QU16, (1, 4), 0.125, 0), (QU8, (1, 4), 0.1, 0), (I32, (1,), 0.0, 0),
-                                      (QU16, (1, 2), 0.125, 0)], [(QU16, (1, 4), 0.5, 0)], "output boxes of scale 0.5"),
-], ids=lambda p: p.name if isinstance(p, OperationType) else "")
-def test_refusals_name_the_operand_and_the_feature(op, operands, outputs, feature) -> None:
+                                      (QU16, (1, 2), 0.125, 0)], [(QU16, (1, 4), 0.5, 0)], "output 0", "output boxes of scale 0.5"),
+]
+
+
+@pytest.mark.parametrize("op, operands, outputs, where, feature", REFUSALS,
+                         ids=[f"{c[0].name}: {c[-1]}" for c in REFUSALS])
+def test_refusals_name_the_operand_and_the_feature(op, operands, outputs, where, feature) -> None:
     b = ModelBuilder()
     inputs = [b.input(t, dims, scale, zp) for t, dims, scale, zp in operands]
     b.operation_outputs(op, inputs, outputs)
     with pytest.raises(DriverError) as refused:
         ReferenceDevice().prepare_model(b.build())
-    assert refused.value.status == ErrorStatus.INVALID_ARGUMENT and feature in str(refused.value)
+    message = str(refused.value)
+    assert refused.value.status == ErrorStatus.INVALID_ARGUMENT and where in message and feature in message
 
 
 def test_a_roi_outside_the_feature_map_fails_the_execution() -> None:
