@@ -343,3 +343,80 @@ def test_a_roi_outside_the_feature_map_fails_the_execution() -> None:
         execute(Op.ROI_ALIGN, [(F32, np.zeros((1, 2, 2, 1))), (F32, [[0, 0, 9, 1]]), (I32, [0]), (INT32, 1), (INT32, 1),
                                (FLOAT32, 1.0), (FLOAT32, 1.0), (INT32, 0), (INT32, 0), (BOOL, False)], [(F32, 0.0, 0)])
     assert failed.value.status == ErrorStatus.GENERAL_FAILURE
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**16), pre=st.sampled_from([-1, 5]), post=st.sampled_from([-1, 3]), nchw=st.booleans())
+def test_generate_proposals_follows_a_loop_over_anchors_and_a_greedy_nms(seed, pre, post, nchw) -> None:
+    rng = np.random.default_rng(seed)
+    batches, height, width, anchors_count, stride = 2, 2, 3, 2, 4.0
+    scores = rng.permutation(np.linspace(0.1, 0.9, batches * height * width * anchors_count)).astype(np.float32)
+    scores = scores.reshape(batches, height, width, anchors_count)
+    deltas = rng.uniform(-0.3, 0.3, size=(batches, height, width, anchors_count * 4)).astype(np.float32)
+    anchors = np.array([[0, 0, 6, 5], [1, 2, 4, 9]], np.float32)
+    info = np.array([[10, 12], [7, 9]], np.float32)
+    iou_threshold, min_size = 0.4, 1.0
+    layout = (lambda a: a.transpose(0, 3, 1, 2)) if nchw else (lambda a: a)
+    got = execute(Op.GENERATE_PROPOSALS, [(F32, layout(scores)), (F32, layout(deltas)), (F32, anchors), (F32, info),
+                                          (FLOAT32, stride), (FLOAT32, stride), (INT32, pre), (INT32, post),
+                                          (FLOAT32, iou_threshold), (FLOAT32, min_size), (BOOL, nchw)],
+                  [(F32, 0.0, 0), (F32, 0.0, 0), (I32, 0.0, 0)])
+    want = []
+    for b in range(batches):
+        image_h, image_w = info[b].astype(np.float64)
+        proposals = {}
+        for h, w, a in itertools.product(range(height), range(width), range(anchors_count)):
+            x1, y1, x2, y2 = anchors[a].astype(np.float64) + [w * stride, h * stride, w * stride, h * stride]
+            dx, dy, dw, dh = deltas[b, h, w, 4 * a:4 * a + 4].astype(np.float64)
+            bw, bh = (x2 - x1) * math.exp(dw), (y2 - y1) * math.exp(dh)
+            cx, cy = (x1 + x2) / 2 + dx * (x2 - x1), (y1 + y2) / 2 + dy * (y2 - y1)
+            box = [min(max(cx - bw / 2, 0), image_w), min(max(cy - bh / 2, 0), image_h),
+                   min(max(cx + bw / 2, 0), image_w), min(max(cy + bh / 2, 0), image_h)]
+            proposals[(h, w, a)] = (float(scores[b, h, w, a]), box)
+        ranked = sorted(proposals, key=lambda k: -proposals[k][0])
+        ranked = ranked[:pre] if pre > 0 else ranked
+        live = {k: proposals[k][0] for k in ranked
+                if (lambda x1, y1, x2, y2: x2 - x1 > min_size and y2 - y1 > min_size and (x1 + x2) / 2 < image_w
+                    and (y1 + y2) / 2 < image_h)(*proposals[k][1])}
+        boxes = {k: proposals[k][1] for k in live}
+        # hard NMS: the hard kernel with a threshold that drops exactly the zeroed scores
+        want += [(score, boxes[k], b) for k, score in greedy_nms(live, boxes, post, 0, iou_threshold, 1.0, 1e-9)]
+    assert got[0].shape == (len(want),) and got[1].shape == (len(want), 4) and got[2].shape == (len(want),)
+    np.testing.assert_allclose(got[0], [w[0] for w in want], rtol=1e-6)
+    np.testing.assert_allclose(got[1], np.reshape([w[1] for w in want], (-1, 4)), rtol=1e-5, atol=1e-5)
+    assert got[2].tolist() == [w[2] for w in want]
+
+
+def test_detection_postprocessing_regular_nms_suppresses_overlaps_within_a_class() -> None:
+    # anchors 0 and 1 overlap with IoU 0.6: class 1 keeps only anchor 0; class 2 keeps anchor 1 alone
+    anchors = [[2.0, 2.0, 4.0, 4.0], [2.0, 2.5, 4.0, 4.0]]  # centre y, centre x, h, w
+    boxes = [[y - h / 2, x - w / 2, y + h / 2, x + w / 2] for y, x, h, w in anchors]
+    assert area_iou(boxes[0], boxes[1]) == pytest.approx(3.5 * 4 / (2 * 16 - 3.5 * 4))
+    scores = [[[0.0, 0.9, 0.1], [0.0, 0.8, 0.6]]]
+    got = execute(Op.DETECTION_POSTPROCESSING, [(F32, scores), (F32, np.zeros((1, 2, 4))), (F32, anchors),
+                                                (FLOAT32, 1.0), (FLOAT32, 1.0), (FLOAT32, 1.0), (FLOAT32, 1.0),
+                                                (BOOL, True), (INT32, 4), (INT32, 1), (INT32, 4),
+                                                (FLOAT32, 0.3), (FLOAT32, 0.5), (BOOL, True)],
+                  [(F32, 0.0, 0), (F32, 0.0, 0), (I32, 0.0, 0), (I32, 0.0, 0)])
+    assert got[3].tolist() == [2]
+    np.testing.assert_allclose(got[0][0, :2], [0.9, 0.6], rtol=1e-6)
+    assert got[1][0, :2].tolist() == [boxes[0], boxes[1]] and got[2][0, :2].tolist() == [1, 2]
+
+
+def test_a_too_short_output_reports_the_shape_the_detections_need() -> None:
+    b = ModelBuilder()
+    scores, rois, batch = b.input(F32, (3, 2)), b.input(F32, (3, 8)), b.input(I32, (3,))
+    params = [b.constant(FLOAT32, 0.1), b.constant(INT32, -1), b.constant(INT32, 0), b.constant(FLOAT32, 0.5),
+              b.constant(FLOAT32, 1.0), b.constant(FLOAT32, 0.1)]
+    b.operation_outputs(Op.BOX_WITH_NMS_LIMIT, [scores, rois, batch, *params],
+                        [(F32, (0,), 0.0, 0), (F32, (0, 0), 0.0, 0), (I32, (0,), 0.0, 0), (I32, (0,), 0.0, 0)])
+    model = b.build()
+    far_apart = [[0, 0, 0, 0, 10 * i, 0, 10 * i + 5, 5] for i in range(3)]  # three detections of class 1
+    values = [np.array([[0, 0.9], [0, 0.8], [0, 0.7]], np.float32), np.array(far_apart, np.float32),
+              np.array([0, 0, 0], np.int32)]
+    request, _, _ = pack_request(model, values, output_capacity=[3 * 4 - 1, 64, 64, 64])
+    with pytest.raises(DriverError) as short:
+        ReferenceDevice().prepare_model(model).execute(request)
+    assert short.value.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE
+    assert [s.dimensions for s in short.value.output_shapes] == [(3,), (3, 4), (3,), (3,)]
+    assert [s.is_sufficient for s in short.value.output_shapes] == [False, True, True, True]
