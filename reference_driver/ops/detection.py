@@ -124,7 +124,8 @@ def _shape(array: np.ndarray, shape: Sequence[int | None], what: str, operation:
 
 
 def iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """Intersection over union of one corner box with each of ``boxes`` (0/0 is NaN, never suppressing)."""
+    """Intersection over union of one corner box with each of ``boxes`` (two empty boxes: NaN, which every
+    suppression rule then compares as NNAPI's comparisons do)."""
     w = np.maximum(np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0]), 0.0)
     h = np.maximum(np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1]), 0.0)
     inter = w * h

@@ -420,3 +420,15 @@ def test_a_too_short_output_reports_the_shape_the_detections_need() -> None:
     assert short.value.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE
     assert [s.dimensions for s in short.value.output_shapes] == [(3,), (3, 4), (3,), (3,)]
     assert [s.is_sufficient for s in short.value.output_shapes] == [False, True, True, True]
+
+
+def test_quantized_keypoint_scores_round_after_adding_the_zero_point() -> None:
+    # a flat heatmap has no fit (singular Hessian): the score is the maximum, -0.5, stored with scale 1 and
+    # zeroPoint 3 as NNAPI stores it, round(-0.5 + 3) = 3 (rounding before adding the zeroPoint would give 2)
+    heatmap = np.full((1, 3, 3, 1), -4, np.int8)  # scale 0.125: -0.5
+    scores, keypoints = execute(Op.HEATMAP_MAX_KEYPOINT, [(QS8, heatmap, 0.125, 0), (QU16, [[0, 8, 24, 32]], 0.125, 0),
+                                                          (BOOL, False)], [(QS8, 1.0, 3), (QU16, 0.125, 0)])
+    assert scores.tolist() == [[3]]
+    # the first maximum, element (0, 0): its centre, (0 + 0.5) / 3 of the 3 x 3 box from its corner, in eighths
+    x, y = 0 + 3 * (0.5 / 3), 1 + 3 * (0.5 / 3)
+    assert keypoints.tolist() == [[[round(x * 8), round(y * 8)]]]
