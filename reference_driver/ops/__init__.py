@@ -19,6 +19,9 @@ from harness.api.hal import FusedActivation, Operand, OperationType
 
 from . import (activations, channel_shuffle, comparisons, conv, conversions, elementwise, lookup, nn, normalization,
                pointwise, pooling, rearrange, reduction, resize, sampling, shape, shape_values, slicing)
+from . import (activations, channel_shuffle, comparisons, conv, conversions, elementwise, nn, normalization, pointwise,
+               pooling, rearrange, reduction, resize, shape, shape_values, slicing)
+from . import detection, regions
 from ._numeric import KernelError, Refusal
 
 __all__ = ["KERNELS", "OPTIONAL_INPUTS", "Kernel", "KernelError", "Refusal"]
@@ -70,3 +73,5 @@ OPTIONAL_INPUTS.update(lookup.OPTIONAL_INPUTS)
 from . import control_flow  # noqa: E402
 
 KERNELS.update({op: Kernel(*pair) for op, pair in control_flow.TABLE.items()})
+# the detection and region operations (detection.py, regions.py; several outputs, some of data-dependent size)
+KERNELS.update({op: Kernel(*pair) for module in (detection, regions) for op, pair in module.TABLE.items()})
