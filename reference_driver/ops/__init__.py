@@ -21,7 +21,7 @@ from . import (activations, channel_shuffle, comparisons, conv, conversions, ele
                pooling, rearrange, reduction, resize, shape, shape_values, slicing)
 from ._numeric import KernelError, Refusal
 
-__all__ = ["KERNELS", "OPTIONAL_INPUTS", "Kernel", "KernelError", "Refusal"]
+__all__ = ["KERNELS", "OMITTABLE_OUTPUTS", "OPTIONAL_INPUTS", "Kernel", "KernelError", "Refusal"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,13 @@ KERNELS.update({op: Kernel(*pair) for module in (activations, pointwise, compari
 KERNELS.update({op: Kernel(*pair) for module in (rearrange, slicing) for op, pair in module.TABLE.items()})
 #: operation -> the positions of its inputs a request may give no value (an omitted optional operand).
 OPTIONAL_INPUTS: dict[OperationType, frozenset[int]] = {**rearrange.OPTIONAL_INPUTS, **slicing.OPTIONAL_INPUTS}
+#: operation -> how many trailing results of its kernel a model may leave without an output operand (optional outputs).
+OMITTABLE_OUTPUTS: dict[OperationType, int] = {}
 # the normalizations, reductions, CHANNEL_SHUFFLE, FILL and RANK
 KERNELS.update({op: Kernel(*pair) for module in (normalization, reduction, channel_shuffle, shape_values)
                 for op, pair in module.TABLE.items()})
+# the recurrent operations: RNN, SVDF and the sequence RNNs (rnn.py); their HAL 1.3 state outputs may be left out
+from . import rnn  # noqa: E402
+KERNELS.update({op: Kernel(*pair) for op, pair in rnn.TABLE.items()})
+OPTIONAL_INPUTS.update(rnn.OPTIONAL_INPUTS)
+OMITTABLE_OUTPUTS.update(rnn.OMITTABLE_OUTPUTS)
