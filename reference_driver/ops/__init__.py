@@ -70,3 +70,7 @@ from . import rnn  # noqa: E402
 KERNELS.update({op: Kernel(*pair) for op, pair in rnn.TABLE.items()})
 OPTIONAL_INPUTS.update(rnn.OPTIONAL_INPUTS)
 OMITTABLE_OUTPUTS.update(rnn.OMITTABLE_OUTPUTS)
+# the quantized LSTMs (quantized_lstm.py)
+from . import quantized_lstm  # noqa: E402
+KERNELS.update({op: Kernel(*pair) for op, pair in quantized_lstm.TABLE.items()})
+OPTIONAL_INPUTS.update(quantized_lstm.OPTIONAL_INPUTS)
