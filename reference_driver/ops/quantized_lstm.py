@@ -40,13 +40,13 @@ import numpy as np
 
 from harness.api.hal import Operand, OperandLifeTime, OperandType, OperationType
 
-from ._numeric import KernelError, Refusal, first, type_in
+from ._numeric import KernelError, Refusal, first
 from .rnn import counts, given, omitted, ranks
 
 QU8, QS8 = OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED
 QSYMM8, QSYMM16, TI32 = OperandType.TENSOR_QUANT8_SYMM, OperandType.TENSOR_QUANT16_SYMM, OperandType.TENSOR_INT32
 INT32, FLOAT32 = OperandType.INT32, OperandType.FLOAT32
-I16_MIN, I16_MAX = -(1 << 15), (1 << 15) - 1
+I16_MAX = (1 << 15) - 1
 #: raw fixed-point integers: arrays, or one value
 Ints = np.ndarray | np.integer | int
 
