@@ -37,7 +37,7 @@ from harness.api.hal import (
 from harness.api.memory import DetachedRegion, Memory, MemoryMapError, read_detached, seal_against_shrinking
 
 from .buffers import ManagedBuffer, TokenTable, locked
-from .ops import OPTIONAL_INPUTS, KernelError, control_flow
+from .ops import OMITTABLE_OUTPUTS, OPTIONAL_INPUTS, KernelError, control_flow
 from .validation import Rules, enforce
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -263,6 +263,8 @@ def _run_subgraph(prepared: ReferencePreparedModel, subgraph: Subgraph, values: 
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"{where}operation {number} ({operation.type.name}): {error}") from None
         # a kernel of several outputs (SPLIT, TOPK_V2) returns one array per output operand, each of its own shape
         results = result if isinstance(result, tuple) else (result,)
+        if len(results) - OMITTABLE_OUTPUTS.get(operation.type, 0) == len(operation.outputs):
+            results = results[:len(operation.outputs)]  # a model may leave out trailing optional outputs (state outputs)
         if len(results) != len(operation.outputs):
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"{where}operation {number} ({operation.type.name}) produced "
                               f"{len(results)} outputs, the model gives it {len(operation.outputs)}")

@@ -24,7 +24,7 @@ from . import (activations, channel_shuffle, comparisons, conv, conversions, ele
 from . import detection, regions
 from ._numeric import KernelError, Refusal
 
-__all__ = ["KERNELS", "OPTIONAL_INPUTS", "Kernel", "KernelError", "Refusal"]
+__all__ = ["KERNELS", "OMITTABLE_OUTPUTS", "OPTIONAL_INPUTS", "Kernel", "KernelError", "Refusal"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ KERNELS.update({op: Kernel(*pair) for module in (activations, pointwise, compari
 KERNELS.update({op: Kernel(*pair) for module in (rearrange, slicing) for op, pair in module.TABLE.items()})
 #: operation -> the positions of its inputs a request may give no value (an omitted optional operand).
 OPTIONAL_INPUTS: dict[OperationType, frozenset[int]] = {**rearrange.OPTIONAL_INPUTS, **slicing.OPTIONAL_INPUTS}
+#: operation -> how many trailing results of its kernel a model may leave without an output operand (optional outputs).
+OMITTABLE_OUTPUTS: dict[OperationType, int] = {}
 # the normalizations, reductions, CHANNEL_SHUFFLE, FILL and RANK
 KERNELS.update({op: Kernel(*pair) for module in (normalization, reduction, channel_shuffle, shape_values)
                 for op, pair in module.TABLE.items()})
@@ -75,3 +77,12 @@ from . import control_flow  # noqa: E402
 KERNELS.update({op: Kernel(*pair) for op, pair in control_flow.TABLE.items()})
 # the detection and region operations (detection.py, regions.py; several outputs, some of data-dependent size)
 KERNELS.update({op: Kernel(*pair) for module in (detection, regions) for op, pair in module.TABLE.items()})
+# the recurrent operations: RNN, SVDF and the sequence RNNs (rnn.py); their HAL 1.3 state outputs may be left out
+from . import rnn  # noqa: E402
+KERNELS.update({op: Kernel(*pair) for op, pair in rnn.TABLE.items()})
+OPTIONAL_INPUTS.update(rnn.OPTIONAL_INPUTS)
+OMITTABLE_OUTPUTS.update(rnn.OMITTABLE_OUTPUTS)
+# the quantized LSTMs (quantized_lstm.py)
+from . import quantized_lstm  # noqa: E402
+KERNELS.update({op: Kernel(*pair) for op, pair in quantized_lstm.TABLE.items()})
+OPTIONAL_INPUTS.update(quantized_lstm.OPTIONAL_INPUTS)
