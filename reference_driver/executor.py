@@ -36,7 +36,7 @@ from harness.api.hal import (
 from harness.api.memory import DetachedRegion, Memory, MemoryMapError, read_detached, seal_against_shrinking
 
 from .buffers import ManagedBuffer, TokenTable, locked
-from .ops import OPTIONAL_INPUTS, KernelError
+from .ops import OPTIONAL_INPUTS, OPTIONAL_OUTPUTS, KernelError
 from .validation import Rules, enforce
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -246,8 +246,11 @@ def _run_operations(prepared: ReferencePreparedModel, values: dict[int, np.ndarr
                                 operands[first_output], outs.get(first_output))
         except KernelError as error:
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"operation {number} ({operation.type.name}): {error}") from None
-        # a kernel of several outputs (SPLIT, TOPK_V2) returns one array per output operand, each of its own shape
+        # a kernel of several outputs (SPLIT, TOPK_V2) returns one array per output operand, each of its own shape;
+        # one whose last outputs NNAPI makes optional (the sequence LSTMs' states) returns them all, kept if present
         results = result if isinstance(result, tuple) else (result,)
+        if operation.type in OPTIONAL_OUTPUTS:
+            results = results[:len(operation.outputs)]
         if len(results) != len(operation.outputs):
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"operation {number} ({operation.type.name}) produced "
                               f"{len(results)} outputs, the model gives it {len(operation.outputs)}")

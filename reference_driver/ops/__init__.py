@@ -63,3 +63,9 @@ OPTIONAL_INPUTS: dict[OperationType, frozenset[int]] = {**rearrange.OPTIONAL_INP
 # the normalizations, reductions, CHANNEL_SHUFFLE, FILL and RANK
 KERNELS.update({op: Kernel(*pair) for module in (normalization, reduction, channel_shuffle, shape_values)
                 for op, pair in module.TABLE.items()})
+# the LSTMs (lstm.py): a shared cell; omitted weights are optional inputs, the sequence LSTMs' state outputs optional
+from . import lstm  # noqa: E402
+KERNELS.update({op: Kernel(*pair) for op, pair in lstm.TABLE.items()})
+OPTIONAL_INPUTS.update(lstm.OPTIONAL_INPUTS)
+#: operations whose kernel returns every output NNAPI allows, of which an operation keeps its leading ones.
+OPTIONAL_OUTPUTS: frozenset[OperationType] = lstm.OPTIONAL_OUTPUTS
