@@ -292,8 +292,10 @@ def _cell(values: Sequence[np.ndarray], at: int, layer_norm_at: int | None, aux_
         raise KernelError(f"{operation}: {names[11]} given without input gate weights (NNAPI: none with CIFG)")
     if not cifg and w[11] is None:
         raise KernelError(f"{operation}: {names[11]} omitted (NNAPI: required without CIFG)")
-    _agree((w[8] is not None or cifg, w[9] is not None, w[10] is not None) if w[9] is not None or w[10] is not None
-           else (w[8] is not None, False), f"{prefix}peephole weights", operation)
+    # peepholes come all or none; a CIFG cell has no input gate, so its cell-to-input weights may be left out
+    peepholes = w[9] is not None or w[10] is not None
+    _agree((w[8] is not None or (cifg and peepholes), w[9] is not None, w[10] is not None),
+           f"{prefix}peephole weights", operation)
     if w[16] is not None and w[15] is None:
         raise KernelError(f"{operation}: {names[16]} given without projection weights")
     if w[15] is None and output_size != units:

@@ -290,7 +290,9 @@ def test_inconsistent_omissions_and_negative_clips_fail_the_execution() -> None:
     p = make_weights(rng, 2, 3, 3, cifg=False, peephole=False, projection=False, layer_norm=False)
     x, h, c = (np.zeros((1, n), np.float32) for n in (2, 3, 3))
     half_cifg = dict(p, hi=None)  # input-to-input weights given, recurrent-to-input omitted
+    half_peephole = dict(p, peepf=np.ones(3, np.float32))  # a forget gate peephole alone
     for weights, clip, reason in ((half_cifg, 0.0, "input gate weights given in part"),
+                                  (half_peephole, 0.0, "peephole weights given in part"),
                                   (p, -1.0, "cell clip -1.0")):
         with pytest.raises(DriverError) as failed:
             execute(Op.LSTM, [x, *weight_operands(weights), h, c, (INT32, 4), *clips(clip, 0.0)], [2, 2, 2, 2])
