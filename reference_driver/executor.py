@@ -261,10 +261,12 @@ def _run_subgraph(prepared: ReferencePreparedModel, subgraph: Subgraph, values: 
                                                      outs.get(first_output))
         except KernelError as error:
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"{where}operation {number} ({operation.type.name}): {error}") from None
-        # a kernel of several outputs (SPLIT, TOPK_V2) returns one array per output operand, each of its own shape
+        # a kernel of several outputs (SPLIT, TOPK_V2) returns one array per output operand, each of its own shape;
+        # one whose last outputs NNAPI makes optional (the sequence RNNs' and LSTMs' states) returns them all, and
+        # a model that leaves out exactly those gets the others
         results = result if isinstance(result, tuple) else (result,)
         if len(results) - OMITTABLE_OUTPUTS.get(operation.type, 0) == len(operation.outputs):
-            results = results[:len(operation.outputs)]  # a model may leave out trailing optional outputs (state outputs)
+            results = results[:len(operation.outputs)]
         if len(results) != len(operation.outputs):
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"{where}operation {number} ({operation.type.name}) produced "
                               f"{len(results)} outputs, the model gives it {len(operation.outputs)}")

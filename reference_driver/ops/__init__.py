@@ -86,3 +86,8 @@ OMITTABLE_OUTPUTS.update(rnn.OMITTABLE_OUTPUTS)
 from . import quantized_lstm  # noqa: E402
 KERNELS.update({op: Kernel(*pair) for op, pair in quantized_lstm.TABLE.items()})
 OPTIONAL_INPUTS.update(quantized_lstm.OPTIONAL_INPUTS)
+# the LSTMs (lstm.py): a shared cell; omitted weights are optional inputs, the sequence LSTMs' state outputs optional
+from . import lstm  # noqa: E402
+KERNELS.update({op: Kernel(*pair) for op, pair in lstm.TABLE.items()})
+OPTIONAL_INPUTS.update(lstm.OPTIONAL_INPUTS)
+OMITTABLE_OUTPUTS.update(lstm.OMITTABLE_OUTPUTS)
