@@ -13,17 +13,15 @@ answer a driver's arithmetic cannot move.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 
 import numpy as np
-from hypothesis import reject
 from hypothesis import strategies as st
 
 from harness.api.hal import Capabilities, OperandType, OperationType
 
-from .models import ModelCase, _broadcast_pair, _Case, _Choices, _start
+from .models import ModelCase, _broadcast_pair, _Case, _Choices, _narrowed_to, _operation_and_type_of, _start
 from .values import FLOAT_TYPES, QUANT_TYPES, arrays, usable_types
 
 Op = OperationType
@@ -100,11 +98,7 @@ def operations(caps: Capabilities, family: str) -> tuple[OperationType, ...]:
 
 
 def _operation_and_type(c: _Choices, caps: Capabilities, family: str) -> tuple[OperationType, OperandType]:
-    ops = operations(caps, family)
-    if not ops:
-        reject()  # nothing of this family the driver declares on a type it declares: not an example
-    op = c.choice(ops, "operation")
-    return op, c.choice(operation_types(caps, op), "type")
+    return _operation_and_type_of(c, operations(caps, family), functools.partial(operation_types, caps))
 
 
 def _positive(value: np.ndarray) -> np.ndarray:
@@ -290,5 +284,4 @@ MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
 @functools.lru_cache(maxsize=256)
 def single_operation_models(caps: Capabilities, op: OperationType) -> st.SearchStrategy[ModelCase]:
     """Models of ``op`` alone (of one of `FAMILIES`): the driver's declarations narrowed to it."""
-    family = next(name for name, ops in FAMILIES.items() if op in ops)
-    return MAKERS[family](dataclasses.replace(caps, operations=frozenset({op})))
+    return _narrowed_to(op, FAMILIES, MAKERS, caps)

@@ -153,6 +153,23 @@ def _start(draw) -> _Choices:
     return _Choices(draw(_CHOICE_DATA, label="model choices"))
 
 
+def _operation_and_type_of(c: _Choices, ops: Sequence[OperationType],
+                           types_of: Callable[[OperationType], Sequence[OperandType]]) -> tuple[OperationType, OperandType]:
+    """One of a family's buildable ``ops`` and one of the data types ``types_of`` gives it."""
+    if not ops:
+        reject()  # nothing of this family the driver declares on a type it declares: not an example
+    op = c.choice(tuple(ops), "operation")
+    return op, c.choice(tuple(types_of(op)), "type")
+
+
+def _narrowed_to(op: OperationType, families: dict[str, tuple[OperationType, ...]],
+                 makers: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]],
+                 caps: Capabilities) -> st.SearchStrategy[ModelCase]:
+    """Models of ``op`` alone, by the maker of its family: the driver's declarations narrowed to it."""
+    family = next(name for name, ops in families.items() if op in ops)
+    return makers[family](replace(caps, operations=frozenset({op})))
+
+
 @functools.lru_cache(maxsize=512)
 def _small_ints(dtype: str, shape: tuple[int, ...], bound: int) -> st.SearchStrategy[np.ndarray]:
     """Integers in [-bound, bound] for operands whose own range differs from their type's (biases,

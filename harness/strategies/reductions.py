@@ -18,17 +18,15 @@ unjudged (`bounds.instance_normalization_magnitudes`) or divide by a rounding er
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 
 import numpy as np
-from hypothesis import reject
 from hypothesis import strategies as st
 
 from harness.api.hal import Capabilities, OperandType, OperationType
 
-from .models import ModelCase, _Case, _Choices, _start
+from .models import ModelCase, _Case, _Choices, _narrowed_to, _operation_and_type_of, _start
 from .values import FLOAT_TYPES, QUANT_TYPES, arrays, usable_types
 
 Op = OperationType
@@ -89,11 +87,7 @@ def operations(caps: Capabilities, family: str) -> tuple[OperationType, ...]:
 
 
 def _operation_and_type(c: _Choices, caps: Capabilities, family: str) -> tuple[OperationType, OperandType]:
-    ops = operations(caps, family)
-    if not ops:
-        reject()  # nothing of this family the driver declares on a type it declares: not an example
-    op = c.choice(ops, "operation")
-    return op, c.choice(operation_types(caps, op), "type")
+    return _operation_and_type_of(c, operations(caps, family), functools.partial(operation_types, caps))
 
 
 def _axis(c: _Choices, rank: int, label: str) -> tuple[int, int]:
@@ -286,5 +280,4 @@ MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
 @functools.lru_cache(maxsize=256)
 def single_operation_models(caps: Capabilities, op: OperationType) -> st.SearchStrategy[ModelCase]:
     """Models of ``op`` alone (of one of `FAMILIES`): the driver's declarations narrowed to it."""
-    family = next(name for name, ops in FAMILIES.items() if op in ops)
-    return MAKERS[family](dataclasses.replace(caps, operations=frozenset({op})))
+    return _narrowed_to(op, FAMILIES, MAKERS, caps)

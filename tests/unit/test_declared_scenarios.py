@@ -103,6 +103,7 @@ def test_the_declarations_drawn_reach_the_companion_types() -> None:
                    # SQUEEZE, SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND; PAD_V2's float pad values)
                    "pad", "transpose", "slice", "tile", "rank_change", "space_batch", "chained",
                    "reduction", "fill",  # the REDUCE_ operations' keep_dims is a BOOL; a float FILL's value a float
-                   "instance_normalization"}  # its gamma, beta and epsilon are floats, its layout a BOOL
+                   "instance_normalization",  # its gamma, beta and epsilon are floats, its layout a BOOL
+                   "embedding_lookup", "hashtable_lookup"}  # lookups and keys are TENSOR_INT32 tensors
     assert set(buildable_families(no_scalars)) == {"relu", "reshape"} | scalar_free
     assert declared_flavor(no_scalars) is None
