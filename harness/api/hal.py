@@ -500,6 +500,16 @@ class Capabilities:
     # refuse them; one that always does declares False, and the DOM-DYN-1 tests are then
     # not applicable instead of not run.
     dynamic_buffers: bool = True
+    # Tensor types some operations take beyond `operand_types`, which every declared operation
+    # takes: (operation, its own types) pairs.  NNAPI answers support per operation, so a device may
+    # run QUANTIZE into TENSOR_QUANT8_ASYMM and compute nothing else on that type; the suites then
+    # draw the type in that operation's models only.
+    operation_types: tuple[tuple[OperationType, frozenset[OperandType]], ...] = ()
+
+    def types_of(self, operation: OperationType) -> frozenset[OperandType]:
+        """The operand types ``operation``'s models may hold: every declared one, and its own."""
+        own = [types for listed, types in self.operation_types if listed == operation]
+        return self.operand_types.union(*own) if own else self.operand_types
 
 
 # --------------------------------------------------------------------------- errors

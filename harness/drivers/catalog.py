@@ -190,11 +190,15 @@ def _decode_capabilities(value: Any, where: str) -> Capabilities | None:
     if value is None:
         return None
     if type(value) is not dict or set(value) != {"memory_kinds", "memory_domains", "operations", "operand_types",
-                                                 "dynamic_buffers"}:
+                                                 "dynamic_buffers", "operation_types"}:
         raise _Refused(f"{where} is not a capabilities record")
+    if type(value["operation_types"]) is not dict:
+        raise _Refused(f"{where}'s operation_types is not a record")
     try:
         operations = frozenset(OperationType[n] for n in _names(value["operations"], where))
         operand_types = frozenset(OperandType[n] for n in _names(value["operand_types"], where))
+        operation_types = tuple((OperationType[op], frozenset(OperandType[n] for n in _names(types, where)))
+                                for op, types in sorted(value["operation_types"].items()))
     except KeyError as error:
         raise _Refused(f"{where} names {error}, which is not an NNAPI operation or operand type") from None
     kinds = _names(value["memory_kinds"], where)
@@ -203,7 +207,7 @@ def _decode_capabilities(value: Any, where: str) -> Capabilities | None:
     flags = value["memory_domains"], value["dynamic_buffers"]
     if any(type(flag) is not bool for flag in flags):
         raise _Refused(f"{where} has a flag that is not true or false")
-    return Capabilities(frozenset(kinds), flags[0], operations, operand_types, flags[1])
+    return Capabilities(frozenset(kinds), flags[0], operations, operand_types, flags[1], operation_types)
 
 
 def _decode_entry(value: Any) -> DriverEntry:
@@ -289,7 +293,8 @@ def _describe(registry: Any, name: str, spec: Any) -> dict:
             "memory_kinds": sorted(str(k) for k in capabilities.memory_kinds),
             "memory_domains": capabilities.memory_domains, "dynamic_buffers": capabilities.dynamic_buffers,
             "operations": sorted(op.name for op in capabilities.operations),
-            "operand_types": sorted(t.name for t in capabilities.operand_types)},
+            "operand_types": sorted(t.name for t in capabilities.operand_types),
+            "operation_types": {op.name: sorted(t.name for t in types) for op, types in capabilities.operation_types}},
         "breaks": str(spec.breaks), "exercises": str(spec.exercises),
         "breaks_operations": [str(name) for name in spec.breaks_operations], "declaration_error": problem,
         "expectations": expectations, "declares": sorted(set(declares)), "declared_by": sorted(declared_by),

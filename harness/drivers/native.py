@@ -4,7 +4,8 @@ becomes a Driver API object (`harness.api.hal.Device`).
 The library exports module functions (``TVM_FFI_DLL_EXPORT_TYPED_FUNC``):
 
     harness_capabilities() -> str                       JSON: name, version, memory_kinds,
-                                                        memory_domains, operations, operand_types
+                                                        memory_domains, operations, operand_types,
+                                                        and optionally operation_types
     harness_get_supported_operations(model) -> [bool]
     harness_prepare(model) -> int                       a model id
     harness_execute(model id, request) -> [status, [shape], [bool]]   NONE or OUTPUT_INSUFFICIENT_SIZE
@@ -185,7 +186,9 @@ class NativeDevice:
         d = self._declared
         return Capabilities(frozenset(d["memory_kinds"]), bool(d["memory_domains"]),
                             frozenset(OperationType[n] for n in d["operations"]),
-                            frozenset(OperandType[n] for n in d["operand_types"]))
+                            frozenset(OperandType[n] for n in d["operand_types"]),
+                            operation_types=tuple((OperationType[op], frozenset(OperandType[n] for n in types))
+                                                  for op, types in sorted(d.get("operation_types", {}).items())))
 
     def get_supported_operations(self, model: Model) -> list[bool]:
         return [bool(b) for b in _translated(self.module.harness_get_supported_operations, encode_model(model))]

@@ -155,6 +155,15 @@ def check_capabilities(capabilities: object, plugin: str, declared: str) -> None
     for field_name in ("memory_domains", "dynamic_buffers"):
         if not isinstance(getattr(capabilities, field_name), bool):
             raise DeclarationError(plugin, what, field_name, getattr(capabilities, field_name), "True or False")
+    pairs = capabilities.operation_types
+    if not isinstance(pairs, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+        raise DeclarationError(plugin, what, "operation_types", pairs, "a tuple of (OperationType, frozenset of OperandType)")
+    for operation, types in pairs:
+        if not isinstance(operation, OperationType):
+            raise DeclarationError(plugin, what, "operation_types", operation, ", ".join(o.name for o in OperationType))
+        if not isinstance(types, (set, frozenset)) or not all(isinstance(t, OperandType) for t in types):
+            raise DeclarationError(plugin, what, "operation_types", types, "a frozenset of OperandType: "
+                                   + ", ".join(t.name for t in OperandType))
 
 
 _loaded: DriverRegistry | None = None

@@ -563,7 +563,8 @@ def session_info(state: HarnessState) -> dict:
         "harness_version": harness.__version__,
         "capabilities": {"memory_kinds": sorted(caps.memory_kinds), "memory_domains": caps.memory_domains,
                          "operations": sorted(op.name for op in caps.operations),
-                         "operand_types": sorted(t.name for t in caps.operand_types)},
+                         "operand_types": sorted(t.name for t in caps.operand_types),
+                         "operation_types": {op.name: sorted(t.name for t in types) for op, types in caps.operation_types}},
     }
 
 

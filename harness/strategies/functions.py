@@ -83,13 +83,14 @@ def _companions(op: OperationType, type: OperandType) -> frozenset[OperandType]:
 @functools.lru_cache(maxsize=1024)
 def operation_types(caps: Capabilities, op: OperationType) -> tuple[OperandType, ...]:
     """The data types a model of ``op`` can have for this driver: NNAPI's, declared, with companions declared."""
-    return tuple(t for t in usable_types(OPERATION_TYPES[op], caps.operand_types)
-                 if _companions(op, t) <= caps.operand_types and (op not in _OUTPUT_TYPES or output_types(caps, op)))
+    declared = caps.types_of(op)
+    return tuple(t for t in usable_types(OPERATION_TYPES[op], declared)
+                 if _companions(op, t) <= declared and (op not in _OUTPUT_TYPES or output_types(caps, op)))
 
 
 def output_types(caps: Capabilities, op: OperationType) -> tuple[OperandType, ...]:
     """The declared output types of a conversion (`_OUTPUT_TYPES`)."""
-    return usable_types(_OUTPUT_TYPES[op], caps.operand_types)
+    return usable_types(_OUTPUT_TYPES[op], caps.types_of(op))
 
 
 def operations(caps: Capabilities, family: str) -> tuple[OperationType, ...]:

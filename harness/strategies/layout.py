@@ -74,7 +74,8 @@ def _companions(op: OperationType, type: OperandType) -> frozenset[OperandType]:
 @functools.lru_cache(maxsize=1024)
 def operation_types(caps: Capabilities, op: OperationType) -> tuple[OperandType, ...]:
     """The data types a model of ``op`` can have for this driver: NNAPI's, declared, with its parameters' types declared."""
-    return tuple(t for t in usable_types(OPERATION_TYPES[op], caps.operand_types) if _companions(op, t) <= caps.operand_types)
+    declared = caps.types_of(op)
+    return tuple(t for t in usable_types(OPERATION_TYPES[op], declared) if _companions(op, t) <= declared)
 
 
 def operations(caps: Capabilities, family: str) -> tuple[OperationType, ...]:

@@ -60,7 +60,8 @@ def operation_types(caps: Capabilities, op: OperationType) -> tuple[OperandType,
     """The data types a model of ``op`` can have for this driver: NNAPI's, declared, with companions declared."""
     if op == Op.LSH_PROJECTION and not _seed_types(caps):
         return ()
-    return tuple(t for t in usable_types(OPERATION_TYPES[op], caps.operand_types) if _companions(op) <= caps.operand_types)
+    declared = caps.types_of(op)
+    return tuple(t for t in usable_types(OPERATION_TYPES[op], declared) if _companions(op) <= declared)
 
 
 def operations(caps: Capabilities, family: str) -> tuple[OperationType, ...]:

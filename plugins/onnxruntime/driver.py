@@ -18,10 +18,8 @@ too), pools and resizes in `windows`, the shape and layout operations in
 `layouts`, the reductions and INSTANCE_NORMALIZATION in `reductions`.  No float16 (onnxruntime's
 CPU kernels lack most float16 operators), no memory domains (allocation is refused, DOM-ALLOC-3).
 
-No quantized type either, though QuantizeLinear and DequantizeLinear would translate QUANTIZE and
-DEQUANTIZE: `Capabilities` declares operand types for the driver as a whole, and the generated
-suites draw every declared operation on every declared type NNAPI gives it (a RELU or an ADD of
-TENSOR_QUANT8_ASYMM), which a driver reporting them unsupported then fails.
+The 8-bit quantized types are QUANTIZE's outputs and DEQUANTIZE's inputs only, declared as those
+operations' own types (`Capabilities.operation_types`, `functions.OWN_TYPES`).
 """
 
 from __future__ import annotations
@@ -52,7 +50,8 @@ OPERATIONS = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL,
                         OperationType.FULLY_CONNECTED}) | functions.OPERATIONS | windows.OPERATIONS | layouts.OPERATIONS \
     | reductions.OPERATIONS
 OPERAND_TYPES = frozenset({F32, I32, BOOL8, INT32, FLOAT32, BOOL})
-_TENSORS = (F32, I32, BOOL8)
+_QUANTIZED = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM)
+_TENSORS = (F32, I32, BOOL8, *_QUANTIZED)
 _MAX_RANK = 4  # NNAPI's limit on the tensors of every operation this driver supports but _ANY_RANK
 _ANY_RANK = functions.ANY_RANK | layouts.ANY_RANK
 _ELEMENTWISE = {OperationType.ADD: "Add", OperationType.SUB: "Sub", OperationType.MUL: "Mul", OperationType.DIV: "Div"}
@@ -196,7 +195,8 @@ class OrtDevice:
 
     def capabilities(self) -> Capabilities:
         return Capabilities(memory_kinds=frozenset(MEMORY_KINDS), memory_domains=False, operations=OPERATIONS,
-                            operand_types=OPERAND_TYPES, dynamic_buffers=False)
+                            operand_types=OPERAND_TYPES, dynamic_buffers=False,
+                            operation_types=tuple(sorted(functions.OWN_TYPES.items())))
 
     def get_supported_operations(self, model: Model) -> list[bool]:
         operands = model.main.operands
@@ -240,8 +240,9 @@ def _check_supported(operation: Operation, operands: Sequence[Operand], values: 
     outs = [operands[i] for i in operation.outputs]
     if operation.type not in OPERATIONS or (len(outs) != 1 and operation.type not in layouts.SEVERAL_OUTPUTS):
         raise Unsupported(f"{operation.type.name} is not supported")
-    if any(o.type not in OPERAND_TYPES for o in (*ins, *outs)):
-        raise Unsupported("an operand type other than TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8, INT32, FLOAT32 or BOOL")
+    if any(o.type not in OPERAND_TYPES | functions.OWN_TYPES.get(operation.type, frozenset()) for o in (*ins, *outs)):
+        raise Unsupported("an operand type other than TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8, INT32, FLOAT32 or BOOL "
+                          "(or an 8-bit quantized type on QUANTIZE's output or DEQUANTIZE's input)")
     if operation.type not in _ANY_RANK and any(len(o.dimensions) > _MAX_RANK for o in (*ins, *outs)):
         raise Unsupported("a tensor of rank above 4")
     kind = operation.type
@@ -358,7 +359,8 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
         except (Unsupported, IndexError) as error:
             raise _fail(ErrorStatus.INVALID_ARGUMENT, f"operation {number} ({operation.type.name}): {error}") from None
     elem = {F32: TensorProto.FLOAT, I32: TensorProto.INT32, INT32: TensorProto.INT32, BOOL: TensorProto.BOOL,
-            BOOL8: TensorProto.BOOL, FLOAT32: TensorProto.FLOAT}
+            BOOL8: TensorProto.BOOL, FLOAT32: TensorProto.FLOAT, OperandType.TENSOR_QUANT8_ASYMM: TensorProto.UINT8,
+            OperandType.TENSOR_QUANT8_ASYMM_SIGNED: TensorProto.INT8, OperandType.TENSOR_QUANT8_SYMM: TensorProto.INT8}
     name = [f"t{i}" for i in range(len(main.operands))]
     nodes: list = []
     initializers = [numpy_helper.from_array(_tensor(value, main.operands[i].type), name[i]) for i, value in constants.items()]

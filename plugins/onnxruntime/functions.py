@@ -1,6 +1,11 @@
-"""The element-wise operations, activations, comparisons, logical operations, SELECT, the softmaxes
-and CAST, each translated to the ONNX operator that computes it (float32 and the integer and
-boolean types ONNX Runtime's CPU kernels take; no float16, no quantized types).
+"""The element-wise operations, activations, comparisons, logical operations, SELECT, the softmaxes,
+CAST, QUANTIZE and DEQUANTIZE, each translated to the ONNX operator that computes it (float32 and
+the integer and boolean types ONNX Runtime's CPU kernels take; no float16).  The quantized types
+are QUANTIZE's outputs and DEQUANTIZE's inputs only (`OWN_TYPES`): ``QuantizeLinear`` and
+``DequantizeLinear`` are NNAPI's two conversions, where every other quantized operation would be
+computed through float (emulated, not translated).  ``QuantizeLinear`` rounds a tie to even where
+NNAPI rounds it away from zero: one step at a tie, no bias over ties of both signs, which CHOICE-7
+accepts.
 
 `check` says whether an operation, with its operands, has a translation (raising `Unsupported`
 otherwise); `translate` appends its nodes through a `Builder`.
@@ -17,6 +22,7 @@ from harness.api.hal import Operand, OperandLifeTime, OperandType, OperationType
 
 F32, I32, BOOL8 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8
 INT32, FLOAT32 = OperandType.INT32, OperandType.FLOAT32
+QU8, QS8, QSYMM8 = OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM
 Op = OperationType
 
 #: Operation -> (the ONNX operator, the tensor types it takes here).
@@ -37,8 +43,14 @@ COMPARISONS: dict[OperationType, tuple[str, frozenset[OperandType]]] = {
     Op.LESS: ("Less", frozenset({F32, I32, BOOL8})), Op.LESS_EQUAL: ("LessOrEqual", frozenset({F32, I32, BOOL8})),
     Op.GREATER: ("Greater", frozenset({F32, I32, BOOL8})), Op.GREATER_EQUAL: ("GreaterOrEqual", frozenset({F32, I32, BOOL8})),
 }
-OTHERS = frozenset({Op.RSQRT, Op.ELU, Op.PRELU, Op.SOFTMAX, Op.LOG_SOFTMAX, Op.SELECT, Op.CAST})
+OTHERS = frozenset({Op.RSQRT, Op.ELU, Op.PRELU, Op.SOFTMAX, Op.LOG_SOFTMAX, Op.SELECT, Op.CAST, Op.QUANTIZE, Op.DEQUANTIZE})
 OPERATIONS = frozenset(UNARY) | frozenset(BINARY) | frozenset(COMPARISONS) | OTHERS
+#: The types these operations take beyond the driver's (`Capabilities.operation_types`): the quantized
+#: side of the two conversions.
+OWN_TYPES: dict[OperationType, frozenset[OperandType]] = {Op.QUANTIZE: frozenset({QU8, QS8}),
+                                                          Op.DEQUANTIZE: frozenset({QU8, QS8, QSYMM8})}
+#: The ONNX element type of each quantized type's stored values and zero point.
+_ZERO_POINT_DTYPE = {QU8: np.uint8, QS8: np.int8, QSYMM8: np.int8}
 #: The operations whose tensors NeuralNetworks.h allows of any rank (those of HAL 1.0 stop at 4).
 ANY_RANK = OPERATIONS - {Op.FLOOR, Op.LOGISTIC, Op.TANH, Op.SOFTMAX}
 _CAST_TYPES = frozenset({F32, I32})
@@ -101,6 +113,11 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand]) 
     elif kind == Op.CAST:
         _need(len(ins) == 1 and (data.type == out.type and data.type in (F32, I32, BOOL8)
                                  or {data.type, out.type} <= _CAST_TYPES), "CAST: operand types")
+    elif kind == Op.QUANTIZE:
+        _need(len(ins) == 1 and data.type == F32 and out.type in OWN_TYPES[kind], "QUANTIZE: float32 to 8-bit")
+    elif kind == Op.DEQUANTIZE:
+        _need(len(ins) == 1 and data.type in OWN_TYPES[kind] and data.channel_quant is None and out.type == F32,
+              "DEQUANTIZE: 8-bit (one scale) to float32")
     else:
         raise Unsupported(f"{kind.name} is not supported")
 
@@ -149,5 +166,10 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
             g.emit("Where", [beyond, g.const(np.int32(2 ** 31 - 1), "int32_max"), converted], target)
         else:
             g.emit("Cast", [x], target, to=TensorProto.FLOAT)
+    elif kind in (Op.QUANTIZE, Op.DEQUANTIZE):
+        quantized = operands[out] if kind == Op.QUANTIZE else operands[ins[0]]
+        scale = g.const(np.float32(quantized.scale), "scale")
+        zero_point = g.const(_ZERO_POINT_DTYPE[quantized.type](quantized.zero_point), "zero_point")
+        g.emit("QuantizeLinear" if kind == Op.QUANTIZE else "DequantizeLinear", [x, scale, zero_point], target)
     else:
         raise Unsupported(f"{kind.name} is not supported")

@@ -1,8 +1,8 @@
 """CHOICE-5: scenarios use only what the driver declares.  Whatever subset of operations and operand
-types a driver declares, every model the strategies build for it (the memory-pool and request
-suites' models, the memory-domain models and their dynamic-shape producer) is made of declared
-operations and operands of declared types only: a model the driver cannot take is no example of
-anything, and its refusal would fail a correct driver."""
+types a driver declares, and whichever types some operations take as their own, every model the
+strategies build for it (the memory-pool and request suites' models, the memory-domain models and
+their dynamic-shape producer) is made of declared operations, each on types it takes: a model the
+driver cannot take is no example of anything, and its refusal would fail a correct driver."""
 
 from __future__ import annotations
 
@@ -32,22 +32,29 @@ def _declarations(draw) -> Capabilities:
     leave out one or two: the companion a model needs besides its data type)."""
     dropped_types = draw(st.sets(st.sampled_from(_TYPES), max_size=4), label="types left out")
     dropped_ops = draw(st.sets(st.sampled_from(_OPERATIONS), max_size=len(_OPERATIONS) - 1), label="operations left out")
+    # some of the types left out, taken back by a few operations as their own
+    own = draw(st.lists(st.tuples(st.sampled_from(_OPERATIONS), st.frozensets(st.sampled_from(sorted(dropped_types)))),
+                        max_size=6, unique_by=lambda pair: pair[0]), label="operations' own types") if dropped_types else []
     return dataclasses.replace(_REFERENCE, operations=frozenset(_REFERENCE.operations - dropped_ops),
-                               operand_types=frozenset(_REFERENCE.operand_types - dropped_types))
+                               operand_types=frozenset(_REFERENCE.operand_types - dropped_types),
+                               operation_types=tuple(own))
 
 
 def _assert_declared(made: Scenario | ModelCase, caps: Capabilities, what: str) -> None:
     subgraph, label = made.subgraph, (made.label if isinstance(made, ModelCase) else ", ".join(made.notes))
     ops = {operation.type for operation in subgraph.operations}
-    types = {operand.type for operand in subgraph.operands}
     assert ops <= caps.operations, f"{what} ({label}): undeclared operations " \
                                    f"{sorted(o.name for o in ops - caps.operations)}"
-    assert types <= caps.operand_types, f"{what} ({label}): operands of undeclared types " \
-                                        f"{sorted(t.name for t in types - caps.operand_types)}"
+    for operation in subgraph.operations:
+        types = {subgraph.operands[i].type for i in (*operation.inputs, *operation.outputs)}
+        taken = caps.types_of(operation.type)
+        assert types <= taken, f"{what} ({label}): {operation.type.name} on undeclared types " \
+                               f"{sorted(t.name for t in types - taken)}"
 
 
 def _declared(caps: Capabilities) -> str:
-    return f"declared: {sorted(o.name for o in caps.operations)}; {sorted(t.name for t in caps.operand_types)}"
+    own = {op.name: sorted(t.name for t in types) for op, types in caps.operation_types}
+    return f"declared: {sorted(o.name for o in caps.operations)}; {sorted(t.name for t in caps.operand_types)}; own: {own}"
 
 
 _SETTINGS = settings(max_examples=150, deadline=None, database=None,
@@ -107,3 +114,24 @@ def test_the_declarations_drawn_reach_the_companion_types() -> None:
                    "embedding_lookup", "hashtable_lookup"}  # lookups and keys are TENSOR_INT32 tensors
     assert set(buildable_families(no_scalars)) == {"relu", "reshape"} | scalar_free
     assert declared_flavor(no_scalars) is None
+
+
+def test_a_type_an_operation_takes_as_its_own_is_drawn_in_its_models_only() -> None:
+    """TENSOR_QUANT8_ASYMM declared for QUANTIZE and DEQUANTIZE alone: their models hold it, no
+    other operation's does."""
+    quant8 = OperandType.TENSOR_QUANT8_ASYMM
+    caps = dataclasses.replace(_REFERENCE, operand_types=_REFERENCE.operand_types - {quant8},
+                               operation_types=((OperationType.QUANTIZE, frozenset({quant8})),
+                                                (OperationType.DEQUANTIZE, frozenset({quant8}))))
+    seen: set[OperationType] = set()
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(data=st.data())
+    def draw(data: st.DataObject) -> None:
+        made = data.draw(scenarios(caps, family=data.draw(st.sampled_from(("conversion", "conversion", "elementwise", "")))))
+        _assert_declared(made, caps, "a model")
+        seen.update(operation.type for operation in made.subgraph.operations
+                    if quant8 in {made.subgraph.operands[i].type for i in (*operation.inputs, *operation.outputs)})
+
+    draw()
+    assert seen == {OperationType.QUANTIZE, OperationType.DEQUANTIZE}
