@@ -26,4 +26,5 @@ def harness_register_drivers() -> list[DriverSpec]:
     return [DriverSpec("onnxruntime", ort_device, "ONNX Runtime on the CPU: float32 (int32 and bool8 where ONNX "
                                                   "takes them) arithmetic, activations, element-wise functions, "
                                                   "comparisons, convolutions, pools, resizes, shape and layout "
-                                                  "operations, reductions, instance normalization; no memory domains")]
+                                                  "operations, reductions, instance normalization; 8-bit quantized "
+                                                  "conversions, convolutions and fully connected; no memory domains")]

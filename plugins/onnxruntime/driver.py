@@ -18,8 +18,9 @@ too), pools and resizes in `windows`, the shape and layout operations in
 `layouts`, the reductions and INSTANCE_NORMALIZATION in `reductions`.  No float16 (onnxruntime's
 CPU kernels lack most float16 operators), no memory domains (allocation is refused, DOM-ALLOC-3).
 
-The 8-bit quantized types are QUANTIZE's outputs and DEQUANTIZE's inputs only, declared as those
-operations' own types (`Capabilities.operation_types`, `functions.OWN_TYPES`).
+The 8-bit quantized types are declared as the own types (`Capabilities.operation_types`) of the
+operations ONNX has a quantized operator for: QUANTIZE and DEQUANTIZE (`functions.OWN_TYPES`), the
+convolutions and FULLY_CONNECTED (`windows.OWN_TYPES`, ``QLinearConv``).
 """
 
 from __future__ import annotations
@@ -196,7 +197,7 @@ class OrtDevice:
     def capabilities(self) -> Capabilities:
         return Capabilities(memory_kinds=frozenset(MEMORY_KINDS), memory_domains=False, operations=OPERATIONS,
                             operand_types=OPERAND_TYPES, dynamic_buffers=False,
-                            operation_types=tuple(sorted(functions.OWN_TYPES.items())))
+                            operation_types=tuple(sorted({**functions.OWN_TYPES, **windows.OWN_TYPES}.items())))
 
     def get_supported_operations(self, model: Model) -> list[bool]:
         operands = model.main.operands
@@ -240,9 +241,10 @@ def _check_supported(operation: Operation, operands: Sequence[Operand], values: 
     outs = [operands[i] for i in operation.outputs]
     if operation.type not in OPERATIONS or (len(outs) != 1 and operation.type not in layouts.SEVERAL_OUTPUTS):
         raise Unsupported(f"{operation.type.name} is not supported")
-    if any(o.type not in OPERAND_TYPES | functions.OWN_TYPES.get(operation.type, frozenset()) for o in (*ins, *outs)):
+    own = {**functions.OWN_TYPES, **windows.OWN_TYPES}.get(operation.type, frozenset())
+    if any(o.type not in OPERAND_TYPES | own for o in (*ins, *outs)):
         raise Unsupported("an operand type other than TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8, INT32, FLOAT32 or BOOL "
-                          "(or an 8-bit quantized type on QUANTIZE's output or DEQUANTIZE's input)")
+                          "(or an 8-bit quantized type on a conversion or a convolution)")
     if operation.type not in _ANY_RANK and any(len(o.dimensions) > _MAX_RANK for o in (*ins, *outs)):
         raise Unsupported("a tensor of rank above 4")
     kind = operation.type
@@ -269,6 +271,8 @@ def _check_supported(operation: Operation, operands: Sequence[Operand], values: 
     elif kind == OperationType.CONCATENATION:
         if len(ins) < 2 or ins[-1].type != INT32 or not _constant(ins[-1]) or any(t.type != data.type for t in ins[:-1]):
             raise Unsupported("CONCATENATION needs tensors of one type and a constant axis")
+    elif kind == OperationType.FULLY_CONNECTED and data.type in windows.OWN_TYPES[kind]:
+        windows.check_quantized_fully_connected(ins, outs)
     elif kind == OperationType.FULLY_CONNECTED:
         if len(ins) != 4 or any(o.type != F32 for o in ins[:3]) or ins[3].type != INT32 or len(ins[1].dimensions) != 2 \
                 or 0 in ins[1].dimensions or len(data.dimensions) == 1:
@@ -423,6 +427,8 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
             nodes.append(helper.make_node("Reshape", [name[ins[0]], shape], [out], allowzero=1))
         elif kind == OperationType.CONCATENATION:
             nodes.append(helper.make_node("Concat", [name[i] for i in ins[:-1]], [out], axis=scalar(ins[-1])))
+        elif kind == OperationType.FULLY_CONNECTED and main.operands[ins[0]].type in windows.OWN_TYPES[kind]:
+            windows.quantized_fully_connected(ins, operation.outputs[0], main.operands, builder)
         elif kind == OperationType.FULLY_CONNECTED:
             size = main.operands[ins[1]].dimensions[1]
             flat = node("Reshape", [name[ins[0]], const(np.asarray([-1, size], np.int64), "fc_shape")])

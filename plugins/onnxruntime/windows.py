@@ -34,6 +34,15 @@ _POOLS = {Op.AVERAGE_POOL_2D: "AveragePool", Op.MAX_POOL_2D: "MaxPool", Op.L2_PO
 _RESIZES = {Op.RESIZE_NEAREST_NEIGHBOR: 4, Op.RESIZE_BILINEAR: 3}  # the least number of inputs
 CONVOLUTIONS = frozenset({Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.GROUPED_CONV_2D})
 OPERATIONS = CONVOLUTIONS | frozenset(_POOLS) | frozenset(_RESIZES) | {Op.TRANSPOSE_CONV_2D}
+QU8, QS8 = OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+#: The convolutions' 8-bit form (``QLinearConv``): input, filter and output of one such type (one
+#: scale per tensor), the bias TENSOR_INT32 of the input's scale times the filter's, zeroPoint 0;
+#: the types the convolutions take beyond the driver's (`Capabilities.operation_types`).
+OWN_TYPES: dict[OperationType, frozenset[OperandType]] = {op: frozenset({QU8, QS8})
+                                                          for op in (*CONVOLUTIONS, Op.FULLY_CONNECTED)}
+_STORED = {QU8: (np.uint8, 0, 255), QS8: (np.int8, -128, 127)}
+#: A fused activation's real range (NONE, RELU, RELU1, RELU6).
+_ACTIVATION_RANGE = ((-np.inf, np.inf), (0.0, np.inf), (-1.0, 1.0), (0.0, 6.0))
 
 #: (operation, padding scheme signature) -> (where the parameters start, their names in order,
 #: the numbers of inputs NeuralNetworks.h allows).
@@ -88,7 +97,9 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
           indexes: Sequence[int]) -> None:
     """``values`` holds the constants' values by operand index, ``indexes`` the operation's inputs."""
     data, out = ins[0], outs[0]
-    _need(data.type == F32 and out.type == F32, f"{kind.name}: float32 only")
+    quantized = kind in CONVOLUTIONS and data.type in OWN_TYPES[kind]
+    _need(data.type == F32 and out.type == F32 or quantized and out.type == data.type,
+          f"{kind.name}: float32 (or 8-bit quantized, for a convolution) only")
     _need(len(data.dimensions) in (0, 4) and len(out.dimensions) in (0, 4), f"{kind.name}: tensors of rank 4")
     if kind in _RESIZES:
         _check_resize(kind, ins, values, indexes)
@@ -98,7 +109,12 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
         wanted = BOOL if name == "layout" else INT32
         _need(ins[at].type == wanted and _constant(ins[at]) and indexes[at] in values,
               f"{kind.name}: its {name} must be a constant {wanted.name}")
-    if kind in CONVOLUTIONS or kind == Op.TRANSPOSE_CONV_2D:
+    if quantized:
+        _need(ins[1].type == data.type and ins[1].channel_quant is None and ins[2].type == I32,
+              f"{kind.name}: a filter of the input's type, one scale, and a TENSOR_INT32 bias")
+        _need(_constant(ins[slots["activation"]]), f"{kind.name}: an 8-bit fused activation given as a constant")
+        _need(len(ins[1].dimensions) == 4 and 0 not in ins[1].dimensions, f"{kind.name}: a filter of known shape")
+    elif kind in CONVOLUTIONS or kind == Op.TRANSPOSE_CONV_2D:
         _need(ins[1].type == F32 and ins[2].type == F32, f"{kind.name}: float32 filter and bias")
         _need(len(ins[1].dimensions) == 4 and 0 not in ins[1].dimensions, f"{kind.name}: a filter of known shape")
     scalars = {name: int(values[indexes[at]].reshape(-1)[0]) for name, at in slots.items()}
@@ -188,7 +204,8 @@ def _finish(result: str, code_index: int, nchw: bool, target: str, g: Builder) -
         g.emit("Transpose", [clipped], target, perm=[0, 2, 3, 1])
 
 
-def _same_padded(data: str, strides: list[int], spans: list[int], g: Builder, fill: float = 0.0) -> str:
+def _same_padded(data: str, strides: list[int], spans: list[int], g: Builder,
+                 fill: float | np.generic = np.float32(0.0)) -> str:
     """NNAPI's SAME padding of an NCHW tensor computed in the graph from its height and width (onnxruntime's
     SAME auto-padding refuses dilation, and the size may be known only at execution): enough for
     ceil(size / stride) outputs, the odd pixel at the end."""
@@ -202,7 +219,8 @@ def _same_padded(data: str, strides: list[int], spans: list[int], g: Builder, fi
     before = g.node("Div", [total, g.const(np.full(2, 2, np.int64), "two")])
     after = g.node("Sub", [total, before])
     pads = g.node("Concat", [zeros, before, zeros, after], axis=0)  # batch and channel axes are not padded
-    return g.node("Pad", [data, pads, g.const(np.float32(fill), "fill")])
+    value = fill if isinstance(fill, np.generic) else np.float32(fill)  # the data's own type (a zeroPoint's)
+    return g.node("Pad", [data, pads, g.const(value, "fill")])
 
 
 def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Sequence[Operand],
@@ -260,11 +278,64 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
         attributes["auto_pad"] = "VALID" if scalars["scheme"] == VALID or same_dilated else "SAME_UPPER"
         if same_dilated:
             spans = [(kernel[1] - 1) * dilations[0] + 1, (kernel[2] - 1) * dilations[1] + 1]
-            data = _same_padded(data, strides, spans, g)
+            x = operands[ins[0]]
+            data = _same_padded(data, strides, spans, g, _STORED[x.type][0](x.zero_point) if x.type in _STORED
+                                else np.float32(0.0))
     else:
         attributes["pads"] = [scalars["top"], scalars["left"], scalars["bottom"], scalars["right"]]
+    x, w, y = (operands[i] for i in (ins[0], ins[1], out))
+    if x.type in _STORED:
+        result = g.node("QLinearConv", [data, g.const(np.float32(x.scale), "x_scale"), _zero_point(x, g),
+                                        weights, g.const(np.float32(w.scale), "w_scale"), _zero_point(w, g),
+                                        g.const(np.float32(y.scale), "y_scale"), _zero_point(y, g), g.name[ins[2]]],
+                        **attributes)
+        clipped = _quantized_activation(result, y, scalars["activation"], g)
+        g.emit("Identity" if nchw else "Transpose", [clipped], g.name[out], **({} if nchw else {"perm": [0, 2, 3, 1]}))
+        return
     result = g.node("Conv", [data, weights, g.name[ins[2]]], **attributes)
     _finish(result, slots["activation"], nchw, g.name[out], g)
+
+
+def check_quantized_fully_connected(ins: Sequence[Operand], outs: Sequence[Operand]) -> None:
+    """An 8-bit FULLY_CONNECTED: input, weights [units, size] (one scale) and output of one 8-bit type,
+    a TENSOR_INT32 bias, a constant fused activation."""
+    data = ins[0]
+    _need(len(ins) == 4 and ins[1].type == data.type and ins[1].channel_quant is None and ins[2].type == I32
+          and outs[0].type == data.type and ins[3].type == INT32 and _constant(ins[3]),
+          "FULLY_CONNECTED: 8-bit input, weights and output of one type, a TENSOR_INT32 bias, a constant activation")
+    _need(len(ins[1].dimensions) == 2 and 0 not in ins[1].dimensions and len(data.dimensions) != 1,
+          "FULLY_CONNECTED: weights of known shape")
+
+
+def quantized_fully_connected(ins: Sequence[int], out: int, operands: Sequence[Operand], g: Builder) -> None:
+    """An 8-bit FULLY_CONNECTED as a 1 x 1 ``QLinearConv`` (which takes the bias, where ``QLinearMatMul``
+    rounds before any could be added): the input's rows as [rows, size, 1, 1], the weights as
+    [units, size, 1, 1], the result's [rows, units, 1, 1] as rows again."""
+    x, w, y = (operands[i] for i in (ins[0], ins[1], out))
+    units, size = w.dimensions
+    rows = g.node("Reshape", [g.name[ins[0]], g.const(np.asarray([-1, size, 1, 1], np.int64), "fc_rows")])
+    weights = g.node("Reshape", [g.name[ins[1]], g.const(np.asarray([units, size, 1, 1], np.int64), "fc_weights")])
+    result = g.node("QLinearConv", [rows, g.const(np.float32(x.scale), "x_scale"), _zero_point(x, g),
+                                    weights, g.const(np.float32(w.scale), "w_scale"), _zero_point(w, g),
+                                    g.const(np.float32(y.scale), "y_scale"), _zero_point(y, g), g.name[ins[2]]])
+    clipped = _quantized_activation(result, y, int(g.scalar(ins[3])), g)
+    g.emit("Reshape", [clipped, g.const(np.asarray([-1, units], np.int64), "fc_units")], g.name[out])
+
+
+def _zero_point(operand: Operand, g: Builder) -> str:
+    return g.const(_STORED[operand.type][0](operand.zero_point), "zero_point")
+
+
+def _quantized_activation(result: str, output: Operand, code: int, g: Builder) -> str:
+    """The fused activation of an 8-bit result: its real range as stored values (the zeroPoint plus the
+    bound over the scale, rounded half away from zero, within the type's range), a Clip on them."""
+    dtype, least, most = _STORED[output.type]
+    low, high = _ACTIVATION_RANGE[code]
+    stored = [least if np.isinf(low) else max(least, output.zero_point + int(np.sign(low) * np.floor(abs(low) / output.scale + 0.5))),
+              most if np.isinf(high) else min(most, output.zero_point + int(np.floor(high / output.scale + 0.5)))]
+    if stored == [least, most]:
+        return result
+    return g.node("Clip", [result, g.const(dtype(stored[0]), "act_min"), g.const(dtype(stored[1]), "act_max")])
 
 
 def _transpose_conv(ins: Sequence[int], kernel: Sequence[int], scalars: Mapping[str, int],

@@ -194,10 +194,12 @@ def test_onnxruntime_agrees_with_the_reference_where_nnapi_gives_what_onnx_takes
         assert_conforms("OPS", scenario, run_scenario(ReferenceDevice(), scenario), run_scenario(driver, scenario))
 
 
-@pytest.mark.parametrize("family", ["transpose_conv_2d", "instance_normalization"])
+@pytest.mark.parametrize("family", ["transpose_conv_2d", "instance_normalization", "resize_bilinear", "conversion",
+                                    "conv_2d", "depthwise_conv_2d", "fully_connected"])
 def test_onnxruntime_agrees_with_the_reference_on_drawn_models(family: str) -> None:
     """Models of each operation the driver translates with an ONNX operator of its own, in every
-    signature and layout the generated suites draw, judged within CHOICE-7's bound."""
+    signature and layout the generated suites draw, judged within CHOICE-7's bound: the 8-bit
+    conversions and convolutions (QuantizeLinear, DequantizeLinear, QLinearConv) among them."""
     from harness.plugins.onnxruntime.driver import OrtDevice
 
     driver, reference = OrtDevice(), ReferenceDevice()
