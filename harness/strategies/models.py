@@ -332,9 +332,9 @@ def family_types(family: str, caps: Capabilities, allowed: tuple[OperandType, ..
     operation (``allowed``, by default the family's), and with every companion type declared too
     (CHOICE-5: a scenario uses only what the driver declares; a driver may declare RESHAPE and
     no TENSOR_INT32, and then no RESHAPE model can be built for it)."""
-    # a family of one operation takes the types that operation declares as its own too
-    ops = FAMILIES.get(family, ())
-    declared = caps.types_of(ops[0]) if len(ops) == 1 else caps.operand_types
+    # a family takes the types its declared operations all take as their own too
+    ops = [op for op in FAMILIES.get(family, ()) if op in caps.operations]
+    declared = frozenset.intersection(*(caps.types_of(op) for op in ops)) if ops else caps.operand_types
     candidates = usable_types(_FAMILY_TYPES[family] if allowed is None else allowed, declared)
     return tuple(t for t in candidates if _companion_types(family, t) <= declared)
 

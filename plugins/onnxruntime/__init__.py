@@ -27,4 +27,5 @@ def harness_register_drivers() -> list[DriverSpec]:
                                                   "takes them) arithmetic, activations, element-wise functions, "
                                                   "comparisons, convolutions, pools, resizes, shape and layout "
                                                   "operations, reductions, instance normalization; 8-bit quantized "
-                                                  "conversions, convolutions and fully connected; no memory domains")]
+                                                  "conversions, convolutions, fully connected, max pool, resizes, "
+                                                  "RELUs and data moves; no memory domains")]

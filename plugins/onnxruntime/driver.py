@@ -19,8 +19,9 @@ too), pools and resizes in `windows`, the shape and layout operations in
 CPU kernels lack most float16 operators), no memory domains (allocation is refused, DOM-ALLOC-3).
 
 The 8-bit quantized types are declared as the own types (`Capabilities.operation_types`) of the
-operations ONNX has a quantized operator for: QUANTIZE and DEQUANTIZE (`functions.OWN_TYPES`), the
-convolutions and FULLY_CONNECTED (`windows.OWN_TYPES`, ``QLinearConv``).
+operations ONNX's standard operators compute on 8-bit values (`OWN_TYPES`): QUANTIZE and
+DEQUANTIZE, the convolutions and FULLY_CONNECTED (``QLinearConv``), MAX_POOL_2D and the resizes,
+the RELUs, RESHAPE and the shape and layout operations but TOPK_V2.
 """
 
 from __future__ import annotations
@@ -60,6 +61,15 @@ _CLAMP = {OperationType.RELU: (0.0, math.inf), OperationType.RELU1: (-1.0, 1.0),
 #: Fused activation code -> (min, max) of the Clip that applies it (NONE, RELU, RELU1, RELU6).
 _ACTIVATION_MIN = [-math.inf, 0.0, -1.0, 0.0]
 _ACTIVATION_MAX = [math.inf, math.inf, 1.0, 6.0]
+_QUANTIZED = frozenset({OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED})
+#: The operations of this module that move or clamp 8-bit stored values as they are (their output
+#: keeping the input's scale and zeroPoint, as NNAPI requires): a RELU is a Clip of the stored
+#: values at its bounds' stored values, a RESHAPE the same move.
+_OWN_TYPES = {op: _QUANTIZED for op in (*_CLAMP, OperationType.RESHAPE)}
+#: Every operation's own types: the quantized forms ONNX has an operator for.
+OWN_TYPES = {**functions.OWN_TYPES, **windows.OWN_TYPES, **layouts.OWN_TYPES, **_OWN_TYPES}
+#: RELU, RELU1, RELU6 -> their fused-activation code (for the bounds of a quantized one).
+_CLAMP_CODE = {OperationType.RELU: 1, OperationType.RELU1: 2, OperationType.RELU6: 3}
 
 
 def _fail(status: ErrorStatus, message: str) -> DriverError:
@@ -197,7 +207,7 @@ class OrtDevice:
     def capabilities(self) -> Capabilities:
         return Capabilities(memory_kinds=frozenset(MEMORY_KINDS), memory_domains=False, operations=OPERATIONS,
                             operand_types=OPERAND_TYPES, dynamic_buffers=False,
-                            operation_types=tuple(sorted({**functions.OWN_TYPES, **windows.OWN_TYPES}.items())))
+                            operation_types=tuple(sorted(OWN_TYPES.items())))
 
     def get_supported_operations(self, model: Model) -> list[bool]:
         operands = model.main.operands
@@ -241,7 +251,7 @@ def _check_supported(operation: Operation, operands: Sequence[Operand], values: 
     outs = [operands[i] for i in operation.outputs]
     if operation.type not in OPERATIONS or (len(outs) != 1 and operation.type not in layouts.SEVERAL_OUTPUTS):
         raise Unsupported(f"{operation.type.name} is not supported")
-    own = {**functions.OWN_TYPES, **windows.OWN_TYPES}.get(operation.type, frozenset())
+    own = OWN_TYPES.get(operation.type, frozenset())
     if any(o.type not in OPERAND_TYPES | own for o in (*ins, *outs)):
         raise Unsupported("an operand type other than TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8, INT32, FLOAT32 or BOOL "
                           "(or an 8-bit quantized type on a conversion or a convolution)")
@@ -263,11 +273,13 @@ def _check_supported(operation: Operation, operands: Sequence[Operand], values: 
         if data.type not in (F32, I32):
             raise Unsupported("operand types")
     elif kind in _CLAMP:
-        if len(ins) != 1 or data.type != F32 or outs[0].type != F32:
+        if len(ins) != 1 or data.type not in (F32, *_QUANTIZED) or outs[0].type != data.type:
             raise Unsupported("operand types")
     elif kind == OperationType.RESHAPE:
         if len(ins) != 2 or ins[1].type != I32 or outs[0].type != data.type or len(ins[1].dimensions) > 1:
             raise Unsupported("operand types")
+    if kind in _OWN_TYPES and data.type in _QUANTIZED and (outs[0].scale, outs[0].zero_point) != (data.scale, data.zero_point):
+        raise Unsupported(f"{kind.name}: an 8-bit output of another scale or zeroPoint than its input's")
     elif kind == OperationType.CONCATENATION:
         if len(ins) < 2 or ins[-1].type != INT32 or not _constant(ins[-1]) or any(t.type != data.type for t in ins[:-1]):
             raise Unsupported("CONCATENATION needs tensors of one type and a constant axis")
@@ -419,6 +431,9 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
                 nodes.append(helper.make_node("Identity", [result], [out]))  # no activation on integers (NNAPI)
             else:
                 activation(result, ins[2], out)
+        elif kind in _CLAMP and main.operands[ins[0]].type in _QUANTIZED:
+            nodes.append(helper.make_node("Identity", [windows.quantized_activation(
+                name[ins[0]], main.operands[operation.outputs[0]], _CLAMP_CODE[kind], builder)], [out]))
         elif kind in _CLAMP:
             low, high = _CLAMP[kind]
             nodes.append(helper.make_node("Clip", [name[ins[0]], const(np.float32(low), "min"), const(np.float32(high), "max")], [out]))

@@ -4,7 +4,10 @@ and SPACE_TO_DEPTH, each translated to the ONNX operator that does the same move
 Unsqueeze, Tile, Gather, Slice, Pad, Split, TopK, DepthToSpace, SpaceToDepth).
 
 Types: TENSOR_FLOAT32, and TENSOR_INT32 where NeuralNetworks.h gives it to the operation (SLICE,
-GATHER, EXPAND_DIMS, TILE, SPLIT, TOPK_V2); no quantized type (the driver declares none).
+GATHER, EXPAND_DIMS, TILE, SPLIT, TOPK_V2); the 8-bit quantized types, the operations' own
+(`OWN_TYPES`), for every operation but TOPK_V2: moving stored values is the same move whatever they
+stand for, the output keeping the input's scale and zeroPoint (NNAPI), and a padding holding the
+zeroPoint (PAD) or the stored pad value (PAD_V2's INT32).
 
 Every parameter must be a constant (`check` raises `Unsupported` otherwise): ONNX takes most of them
 as attributes, and where it takes a tensor it reads values NNAPI refuses as something else (a
@@ -33,6 +36,10 @@ TYPES: dict[OperationType, frozenset[OperandType]] = {
     **{op: frozenset({F32, I32}) for op in (Op.EXPAND_DIMS, Op.TILE, Op.GATHER, Op.SLICE, Op.SPLIT, Op.TOPK_V2)},
 }
 OPERATIONS = frozenset(TYPES)
+_QUANTIZED = frozenset({OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED})
+#: The types these operations take beyond the driver's (`Capabilities.operation_types`).
+OWN_TYPES: dict[OperationType, frozenset[OperandType]] = {op: _QUANTIZED for op in OPERATIONS - {Op.TOPK_V2}}
+_STORED = {OperandType.TENSOR_QUANT8_ASYMM: np.uint8, OperandType.TENSOR_QUANT8_ASYMM_SIGNED: np.int8}
 #: The operations whose tensors NeuralNetworks.h allows of any rank (n-D); the others stop at 4.
 ANY_RANK = frozenset({Op.EXPAND_DIMS, Op.TILE, Op.GATHER, Op.SPLIT})
 #: The operations with several outputs (every other one here has one).
@@ -78,7 +85,10 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
           indexes: Sequence[int]) -> None:
     data = ins[0]
     data_outputs = outs[:1] if kind == Op.TOPK_V2 else outs  # TOPK_V2's second output: the indices
-    _need(data.type in TYPES[kind] and all(o.type == data.type for o in data_outputs), f"{kind.name}: operand types")
+    _need(data.type in TYPES[kind] | OWN_TYPES.get(kind, frozenset()) and all(o.type == data.type for o in data_outputs),
+          f"{kind.name}: operand types")
+    _need(data.type not in _QUANTIZED or all((o.scale, o.zero_point) == (data.scale, data.zero_point) for o in data_outputs),
+          f"{kind.name}: an output of the input's scale and zeroPoint")
     _need(len(outs) >= 1 and (len(outs) == 1 or kind in SEVERAL_OUTPUTS), f"{kind.name}: {len(outs)} outputs")
     rank = len(data.dimensions) or None  # None: known only at execution
     size = {axis: d for axis, d in enumerate(data.dimensions) if d > 0}  # the sizes the model gives
@@ -117,7 +127,8 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
         _need(len(paddings) == 2 * (rank or len(paddings) // 2) and min(paddings, default=0) >= 0,
               f"{kind.name}: paddings {paddings} for rank {rank}")
         if kind == Op.PAD_V2:
-            _need(ins[2].type == FLOAT32 and _constant(ins[2]) and indexes[2] in values, "PAD_V2: a constant pad value")
+            wanted = INT32 if data.type in _QUANTIZED else FLOAT32
+            _need(ins[2].type == wanted and _constant(ins[2]) and indexes[2] in values, "PAD_V2: a constant pad value")
     elif kind == Op.SPLIT:
         (axis,), (splits,) = _parameters(kind, ins, indexes, values, (INT32, INT32))
         _axis_in(axis, rank, kind)
@@ -176,8 +187,12 @@ def translate(kind: OperationType, ins: Sequence[int], outs: Sequence[int], oper
     elif kind in (Op.PAD, Op.PAD_V2):
         paddings = np.asarray(values[ins[1]], np.int64).reshape(-1, 2)
         inputs = [x, g.const(paddings.T.reshape(-1), "pads")]  # NNAPI: [before, after] per axis; ONNX: every before first
+        data = operands[ins[0]]
+        stored = _STORED.get(data.type, np.float32)
         if kind == Op.PAD_V2:
-            inputs.append(g.const(np.asarray(values[ins[2]], np.float32).reshape(()), "pad_value"))
+            inputs.append(g.const(np.asarray(values[ins[2]]).astype(stored).reshape(()), "pad_value"))
+        elif data.type in _STORED:  # a quantized tensor is padded with its zeroPoint, the stored value of 0
+            inputs.append(g.const(stored(data.zero_point), "pad_value"))
         g.emit("Pad", inputs, target, mode="constant")
     elif kind == Op.SPLIT:
         # no split sizes: equal parts, one per output, as NNAPI's number of splits (checked equal to it)

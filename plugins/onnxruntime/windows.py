@@ -40,6 +40,11 @@ QU8, QS8 = OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGN
 #: the types the convolutions take beyond the driver's (`Capabilities.operation_types`).
 OWN_TYPES: dict[OperationType, frozenset[OperandType]] = {op: frozenset({QU8, QS8})
                                                           for op in (*CONVOLUTIONS, Op.FULLY_CONNECTED)}
+#: The 8-bit forms computed on the stored values themselves (``MaxPool``, ``Resize``), their output of
+#: the input's scale and zeroPoint (NNAPI); a bilinear sample is rounded to a stored value, one step
+#: at most from NNAPI's rounding (CHOICE-7).
+_SAME_QUANTIZATION = (Op.MAX_POOL_2D, Op.RESIZE_NEAREST_NEIGHBOR, Op.RESIZE_BILINEAR)
+OWN_TYPES.update({op: frozenset({QU8, QS8}) for op in _SAME_QUANTIZATION})
 _STORED = {QU8: (np.uint8, 0, 255), QS8: (np.int8, -128, 127)}
 #: A fused activation's real range (NONE, RELU, RELU1, RELU6).
 _ACTIVATION_RANGE = ((-np.inf, np.inf), (0.0, np.inf), (-1.0, 1.0), (0.0, 6.0))
@@ -97,9 +102,11 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
           indexes: Sequence[int]) -> None:
     """``values`` holds the constants' values by operand index, ``indexes`` the operation's inputs."""
     data, out = ins[0], outs[0]
-    quantized = kind in CONVOLUTIONS and data.type in OWN_TYPES[kind]
+    quantized = data.type in OWN_TYPES.get(kind, frozenset())
     _need(data.type == F32 and out.type == F32 or quantized and out.type == data.type,
-          f"{kind.name}: float32 (or 8-bit quantized, for a convolution) only")
+          f"{kind.name}: float32 (or 8-bit quantized, for a convolution, MAX_POOL_2D or a resize) only")
+    _need(not quantized or kind not in _SAME_QUANTIZATION or (out.scale, out.zero_point) == (data.scale, data.zero_point),
+          f"{kind.name}: an 8-bit output of another scale or zeroPoint than its input's")
     _need(len(data.dimensions) in (0, 4) and len(out.dimensions) in (0, 4), f"{kind.name}: tensors of rank 4")
     if kind in _RESIZES:
         _check_resize(kind, ins, values, indexes)
@@ -109,7 +116,9 @@ def check(kind: OperationType, ins: Sequence[Operand], outs: Sequence[Operand], 
         wanted = BOOL if name == "layout" else INT32
         _need(ins[at].type == wanted and _constant(ins[at]) and indexes[at] in values,
               f"{kind.name}: its {name} must be a constant {wanted.name}")
-    if quantized:
+    if quantized and kind == Op.MAX_POOL_2D:
+        _need(_constant(ins[slots["activation"]]), f"{kind.name}: an 8-bit fused activation given as a constant")
+    elif quantized:
         _need(ins[1].type == data.type and ins[1].channel_quant is None and ins[2].type == I32,
               f"{kind.name}: a filter of the input's type, one scale, and a TENSOR_INT32 bias")
         _need(_constant(ins[slots["activation"]]), f"{kind.name}: an 8-bit fused activation given as a constant")
@@ -194,8 +203,13 @@ def _nchw(data: str, nchw: bool, g: Builder) -> str:
     return data if nchw else g.node("Transpose", [data], perm=[0, 3, 1, 2])
 
 
-def _finish(result: str, code_index: int, nchw: bool, target: str, g: Builder) -> None:
-    """The fused activation, then the result in the operation's layout."""
+def _finish(result: str, code_index: int, nchw: bool, target: str, g: Builder, output: Operand | None = None) -> None:
+    """The fused activation (on stored values, for an 8-bit ``output``), then the result in the
+    operation's layout."""
+    if output is not None and output.type in _STORED:
+        clipped = quantized_activation(result, output, int(g.scalar(code_index)), g)
+        g.emit("Identity" if nchw else "Transpose", [clipped], target, **({} if nchw else {"perm": [0, 2, 3, 1]}))
+        return
     if nchw:
         g.activation(result, code_index, target)
     else:
@@ -248,7 +262,8 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
             attributes["pads"] = [top, left, bottom, right]
         elif "scheme" in scalars and scalars["scheme"] == SAME and min(
                 scalars["filter_h"] - scalars["stride_h"], scalars["filter_w"] - scalars["stride_w"]) < 0:
-            _pool_padded_in_graph(kind, data, strides, attributes["kernel_shape"], slots["activation"], nchw, g.name[out], g)
+            _pool_padded_in_graph(kind, data, strides, attributes["kernel_shape"], slots["activation"], nchw, g.name[out], g,
+                                  operands[out])
             return
         elif "scheme" in scalars:
             attributes["auto_pad"] = "SAME_UPPER" if scalars["scheme"] == SAME else "VALID"
@@ -258,7 +273,7 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
             result = g.node("Sqrt", [g.node("AveragePool", [g.node("Mul", [data, data])], **attributes)])
         else:
             result = g.node(_POOLS[kind], [data], **attributes)
-        _finish(result, slots["activation"], nchw, g.name[out], g)
+        _finish(result, slots["activation"], nchw, g.name[out], g, operands[out])
         return
     kernel = operands[ins[1]].dimensions
     if kind == Op.TRANSPOSE_CONV_2D:
@@ -289,7 +304,7 @@ def translate(kind: OperationType, ins: Sequence[int], out: int, operands: Seque
                                         weights, g.const(np.float32(w.scale), "w_scale"), _zero_point(w, g),
                                         g.const(np.float32(y.scale), "y_scale"), _zero_point(y, g), g.name[ins[2]]],
                         **attributes)
-        clipped = _quantized_activation(result, y, scalars["activation"], g)
+        clipped = quantized_activation(result, y, scalars["activation"], g)
         g.emit("Identity" if nchw else "Transpose", [clipped], g.name[out], **({} if nchw else {"perm": [0, 2, 3, 1]}))
         return
     result = g.node("Conv", [data, weights, g.name[ins[2]]], **attributes)
@@ -318,7 +333,7 @@ def quantized_fully_connected(ins: Sequence[int], out: int, operands: Sequence[O
     result = g.node("QLinearConv", [rows, g.const(np.float32(x.scale), "x_scale"), _zero_point(x, g),
                                     weights, g.const(np.float32(w.scale), "w_scale"), _zero_point(w, g),
                                     g.const(np.float32(y.scale), "y_scale"), _zero_point(y, g), g.name[ins[2]]])
-    clipped = _quantized_activation(result, y, int(g.scalar(ins[3])), g)
+    clipped = quantized_activation(result, y, int(g.scalar(ins[3])), g)
     g.emit("Reshape", [clipped, g.const(np.asarray([-1, units], np.int64), "fc_units")], g.name[out])
 
 
@@ -326,7 +341,7 @@ def _zero_point(operand: Operand, g: Builder) -> str:
     return g.const(_STORED[operand.type][0](operand.zero_point), "zero_point")
 
 
-def _quantized_activation(result: str, output: Operand, code: int, g: Builder) -> str:
+def quantized_activation(result: str, output: Operand, code: int, g: Builder) -> str:
     """The fused activation of an 8-bit result: its real range as stored values (the zeroPoint plus the
     bound over the scale, rounded half away from zero, within the type's range), a Clip on them."""
     dtype, least, most = _STORED[output.type]
@@ -387,14 +402,15 @@ def _transpose_conv_cropped(ins: Sequence[int], kernel: Sequence[int], strides: 
 
 
 def _pool_padded_in_graph(kind: OperationType, data: str, strides: list[int], kernel: list[int], code_index: int,
-                          nchw: bool, target: str, g: Builder) -> None:
+                          nchw: bool, target: str, g: Builder, output: Operand) -> None:
     """A SAME pool of an input whose size is known only at execution, its filter narrower than its stride:
     onnxruntime's auto-padding then fails on a negative total (which NNAPI makes 0), so the padding is
     worked out in the graph.  The padding never wins a maximum (it is -inf); an average is the window's
     sum over its count of input pixels, both pooled over the zero-padded values and a padded tensor of ones."""
     attributes = {"kernel_shape": kernel, "strides": strides}
-    if kind == Op.MAX_POOL_2D:
-        result = g.node("MaxPool", [_same_padded(data, strides, kernel, g, -np.inf)], **attributes)
+    if kind == Op.MAX_POOL_2D:  # the least stored value, for an 8-bit input
+        least = _STORED[output.type][0](_STORED[output.type][1]) if output.type in _STORED else np.float32(-np.inf)
+        result = g.node("MaxPool", [_same_padded(data, strides, kernel, g, least)], **attributes)
     else:
         values = g.node("Mul", [data, data]) if kind == Op.L2_POOL_2D else data
         ones = g.node("ConstantOfShape", [g.node("Shape", [values])], value=_one())
@@ -403,7 +419,7 @@ def _pool_padded_in_graph(kind: OperationType, data: str, strides: list[int], ke
         result = g.node("Div", [total, count])
         if kind == Op.L2_POOL_2D:
             result = g.node("Sqrt", [result])
-    _finish(result, code_index, nchw, target, g)
+    _finish(result, code_index, nchw, target, g, output)
 
 
 def _one():

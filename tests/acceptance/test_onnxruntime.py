@@ -195,7 +195,7 @@ def test_onnxruntime_agrees_with_the_reference_where_nnapi_gives_what_onnx_takes
 
 
 @pytest.mark.parametrize("family", ["transpose_conv_2d", "instance_normalization", "resize_bilinear", "conversion",
-                                    "conv_2d", "depthwise_conv_2d", "fully_connected"])
+                                    "conv_2d", "depthwise_conv_2d", "fully_connected", "max_pool_2d", "relu", "pad"])
 def test_onnxruntime_agrees_with_the_reference_on_drawn_models(family: str) -> None:
     """Models of each operation the driver translates with an ONNX operator of its own, in every
     signature and layout the generated suites draw, judged within CHOICE-7's bound: the 8-bit
