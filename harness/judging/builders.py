@@ -11,6 +11,7 @@ import numpy as np
 
 from harness.api.hal import (
     DataLocation,
+    Device,
     Model,
     Operand,
     OperandLifeTime,
@@ -27,7 +28,7 @@ from harness.api.hal import (
 )
 from harness.api.memory import Memory, create_ashmem
 
-__all__ = ["ModelBuilder", "pack_request"]
+__all__ = ["ModelBuilder", "pack_request", "run_outputs"]
 
 _ALIGN = 8
 
@@ -146,6 +147,20 @@ def pack_request(
         offset += capacity
     out_memory = memory_factory(max(offset, 1))
     return Request(tuple(in_args), tuple(out_args), (in_memory, out_memory)), in_memory, out_memory
+
+
+def run_outputs(device: Device, model: Model, inputs: Sequence[np.ndarray | None], capacity: int = 1 << 14) -> list[np.ndarray]:
+    """``model`` prepared on ``device`` and executed once on ``inputs`` (None: omitted), each output
+    of unknown shape given ``capacity`` bytes: every output's value, of the shape the execution reports."""
+    operands = model.main.operands
+    sizes = [operand_byte_size(operands[i].type, operands[i].dimensions) if operands[i].dimensions and
+             all(operands[i].dimensions) else capacity for i in model.main.output_indexes]
+    request, _, out = pack_request(model, inputs, output_capacity=sizes)
+    shapes = device.prepare_model(model).execute(request).output_shapes
+    data = out.read()
+    return [np.frombuffer(data, numpy_dtype(model.main.operands[index].type), count=int(np.prod(shape.dimensions)),
+                          offset=argument.location.offset).reshape(shape.dimensions)
+            for index, shape, argument in zip(model.main.output_indexes, shapes, request.outputs)]
 
 
 def binary_model(

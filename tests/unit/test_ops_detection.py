@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.api.hal import DriverError, ErrorStatus, OperandType, OperationType, is_scalar_type, numpy_dtype
-from harness.judging.builders import ModelBuilder, pack_request
+from harness.judging.builders import ModelBuilder, pack_request, run_outputs
 from reference_driver import ReferenceDevice
 
 T = OperandType
@@ -39,13 +39,7 @@ def execute(op, operands, outputs):
             indexes.append(b.input(type_, array.shape, *quant))
             values.append(array)
     b.operation_outputs(op, indexes, [(t, (), scale, zp) for t, scale, zp in outputs])
-    model = b.build()
-    prepared = ReferenceDevice().prepare_model(model)
-    request, _, out = pack_request(model, values, output_capacity=[1 << 12] * len(outputs))
-    shapes = prepared.execute(request).output_shapes
-    data = out.read()
-    return [np.frombuffer(data, numpy_dtype(t), count=math.prod(s.dimensions), offset=request.outputs[n].location.offset)
-            .reshape(s.dimensions) for n, ((t, _, _), s) in enumerate(zip(outputs, shapes))]
+    return run_outputs(ReferenceDevice(), b.build(), values, capacity=1 << 12)
 
 
 def area_iou(a, b) -> float:

@@ -5,7 +5,6 @@ distribution of its samples; and validation of NeuralNetworks.h's operand rules.
 
 from __future__ import annotations
 
-import math
 
 import farmhash
 import numpy as np
@@ -14,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.api.hal import DriverError, ErrorStatus, OperandType, OperationType, numpy_dtype
-from harness.judging.builders import ModelBuilder, pack_request
+from harness.judging.builders import ModelBuilder, run_outputs
 from reference_driver import ReferenceDevice
 from reference_driver.ops._fingerprint import fingerprint64
 
@@ -35,16 +34,7 @@ def run(op, inputs, outputs, constants=()):
         values.append(None if value is None else np.asarray(value, numpy_dtype(t)))
     indexes += [b.constant(t, v) for t, v in constants]
     b.operation_outputs(op, indexes, outputs)
-    model = b.build()
-    prepared = ReferenceDevice().prepare_model(model)
-    capacity = [math.prod(dims) * np.dtype(numpy_dtype(t)).itemsize if dims and all(dims) else 1 << 14
-                for t, dims, *_ in outputs]
-    request, _, out = pack_request(model, values, output_capacity=capacity)
-    shapes = prepared.execute(request).output_shapes
-    data = out.read()
-    return [np.frombuffer(data, numpy_dtype(t), count=math.prod(shape.dimensions),
-                          offset=request.outputs[n].location.offset).reshape(shape.dimensions)
-            for n, ((t, *_), shape) in enumerate(zip(outputs, shapes))]
+    return run_outputs(ReferenceDevice(), b.build(), values)
 
 
 @settings(max_examples=60, deadline=None)

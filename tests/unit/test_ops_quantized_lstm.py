@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.api.hal import DriverError, ErrorStatus, Operand, OperandLifeTime, OperandType, OperationType, numpy_dtype
-from harness.judging.builders import ModelBuilder, pack_request
+from harness.judging.builders import ModelBuilder, run_outputs
 from reference_driver import ReferenceDevice
 from reference_driver.ops import quantized_lstm
 
@@ -60,14 +60,7 @@ def execute(op, operands, outputs):
         indexes.append(b.input(kind, (0,) if value is None else np.shape(value), scale, zero))
         feeds.append(None if value is None else np.asarray(value, numpy_dtype(kind)))
     b.operation_outputs(op, indexes, [(kind, (), scale, zero) for kind, scale, zero in outputs])
-    model = b.build()
-    prepared = ReferenceDevice().prepare_model(model)
-    request, _, out = pack_request(model, feeds, output_capacity=[1 << 12] * len(outputs))
-    shapes = prepared.execute(request).output_shapes
-    data = out.read()
-    return [np.frombuffer(data, numpy_dtype(kind), count=math.prod(shape.dimensions),
-                          offset=request.outputs[n].location.offset).reshape(shape.dimensions).astype(np.int64)
-            for n, ((kind, _, _), shape) in enumerate(zip(outputs, shapes))]
+    return [value.astype(np.int64) for value in run_outputs(ReferenceDevice(), b.build(), feeds, capacity=1 << 12)]
 
 
 # --------------------------------------------------------------------------- QUANTIZED_16BIT_LSTM

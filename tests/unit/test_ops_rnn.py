@@ -5,7 +5,6 @@ value; and validation of NNAPI's operand rules."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.api.hal import DriverError, ErrorStatus, Operand, OperandLifeTime, OperandType, OperationType, is_scalar_type, numpy_dtype
-from harness.judging.builders import ModelBuilder, pack_request
+from harness.judging.builders import ModelBuilder, run_outputs
 from reference_driver import ReferenceDevice
 
 F32, F16, I32 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32
@@ -34,14 +33,7 @@ def execute(op, operands, outputs):
         indexes.append(b.input(kind, (0,) if value is None else np.shape(value)))
         feeds.append(None if value is None else np.asarray(value, numpy_dtype(kind)))
     b.operation_outputs(op, indexes, [(kind, (), 0.0, 0) for kind in outputs])
-    model = b.build()
-    prepared = ReferenceDevice().prepare_model(model)
-    request, _, out = pack_request(model, feeds, output_capacity=[1 << 14] * len(outputs))
-    shapes = prepared.execute(request).output_shapes
-    data = out.read()
-    return [np.frombuffer(data, numpy_dtype(kind), count=math.prod(shape.dimensions),
-                          offset=request.outputs[number].location.offset).reshape(shape.dimensions).astype(np.float64)
-            for number, (kind, shape) in enumerate(zip(outputs, shapes))]
+    return [value.astype(np.float64) for value in run_outputs(ReferenceDevice(), b.build(), feeds)]
 
 
 def act(value, code):
