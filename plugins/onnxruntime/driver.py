@@ -15,7 +15,8 @@ It supports TENSOR_FLOAT32, and TENSOR_INT32 and TENSOR_BOOL8 where an ONNX oper
 (`functions`); every operation ONNX expresses directly: the arithmetic here, the element-wise
 functions, activations, comparisons and conversions in `functions`, the convolutions (transposed
 too), pools and resizes in `windows`, the shape and layout operations in
-`layouts`, the reductions and INSTANCE_NORMALIZATION in `reductions`.  No float16 (onnxruntime's
+`layouts`, the reductions and INSTANCE_NORMALIZATION in `reductions`, EMBEDDING_LOOKUP, FILL and
+RANDOM_MULTINOMIAL in `tables`.  No float16 (onnxruntime's
 CPU kernels lack most float16 operators), no memory domains (allocation is refused, DOM-ALLOC-3).
 
 The 8-bit quantized types are declared as the own types (`Capabilities.operation_types`) of the
@@ -40,7 +41,7 @@ from harness.api.hal import (BufferDesc, BufferRole, Capabilities, DataLocation,
                              is_scalar_type, numpy_dtype)
 from harness.api.memory import Memory, MemoryKind
 
-from . import functions, layouts, reductions, windows
+from . import functions, layouts, reductions, tables, windows
 from .functions import Builder, Unsupported
 
 F32, I32, INT32, BOOL = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.INT32, OperandType.BOOL
@@ -50,7 +51,7 @@ MEMORY_KINDS = frozenset({MemoryKind.ASHMEM, MemoryKind.MMAP_FD, MemoryKind.HARD
 OPERATIONS = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV, OperationType.RELU,
                         OperationType.RELU1, OperationType.RELU6, OperationType.RESHAPE, OperationType.CONCATENATION,
                         OperationType.FULLY_CONNECTED}) | functions.OPERATIONS | windows.OPERATIONS | layouts.OPERATIONS \
-    | reductions.OPERATIONS
+    | reductions.OPERATIONS | tables.OPERATIONS
 OPERAND_TYPES = frozenset({F32, I32, BOOL8, INT32, FLOAT32, BOOL})
 _QUANTIZED = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM)
 _TENSORS = (F32, I32, BOOL8, *_QUANTIZED)
@@ -67,7 +68,7 @@ _QUANTIZED = frozenset({OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUAN
 #: values at its bounds' stored values, a RESHAPE the same move.
 _OWN_TYPES = {op: _QUANTIZED for op in (*_CLAMP, OperationType.RESHAPE)}
 #: Every operation's own types: the quantized forms ONNX has an operator for.
-OWN_TYPES = {**functions.OWN_TYPES, **windows.OWN_TYPES, **layouts.OWN_TYPES, **_OWN_TYPES}
+OWN_TYPES = {**functions.OWN_TYPES, **windows.OWN_TYPES, **layouts.OWN_TYPES, **tables.OWN_TYPES, **_OWN_TYPES}
 #: RELU, RELU1, RELU6 -> their fused-activation code (for the bounds of a quantized one).
 _CLAMP_CODE = {OperationType.RELU: 1, OperationType.RELU1: 2, OperationType.RELU6: 3}
 
@@ -119,6 +120,7 @@ class OrtPreparedModel:
         # what the graph returns: the model's outputs, then the tensors inside it (checked, not returned)
         self._returned, self.output_names = returned, output_names
         self._ranks = _rank_bounds(model.main)
+        self._non_negative = tables.non_negative_inputs(model.main)
         self._lock = threading.Lock()
 
     def execute(self, request: Request) -> ExecutionResult:
@@ -145,6 +147,8 @@ class OrtPreparedModel:
                 _check_rank(index, len(dims), *self._ranks[index])
             raw = _pread(memories[argument.location.pool_index], argument.location.offset, argument.location.length)
             feeds[name] = _tensor(np.frombuffer(raw, numpy_dtype(operand.type)).reshape(dims), operand.type)
+            if index in self._non_negative and (np.frombuffer(raw, np.int32) < 0).any():
+                raise _fail(ErrorStatus.GENERAL_FAILURE, f"input {name}: a negative EMBEDDING_LOOKUP lookup")
         output_dims = [self._check_argument(a, main.operands[i], memories, "output")
                        for a, i in zip(request.outputs, main.output_indexes)]
         try:
@@ -267,6 +271,8 @@ def _check_supported(operation: Operation, operands: Sequence[Operand], values: 
         layouts.check(kind, ins, outs, values, operation.inputs)
     elif kind in reductions.OPERATIONS:
         reductions.check(kind, ins, outs, values, operation.inputs)
+    elif kind in tables.OPERATIONS:
+        tables.check(kind, ins, outs, values, operation.inputs)
     elif kind in _ELEMENTWISE:
         if len(ins) != 3 or ins[1].type != data.type or outs[0].type != data.type or ins[2].type != INT32:
             raise Unsupported("operand types")
@@ -423,6 +429,8 @@ def _graph(model: Model, constants: dict[int, np.ndarray]):
             layouts.translate(kind, ins, operation.outputs, main.operands, constants, builder)
         elif kind in reductions.OPERATIONS:
             reductions.translate(kind, ins, operation.outputs[0], main.operands, constants, builder)
+        elif kind in tables.OPERATIONS:
+            tables.translate(kind, ins, operation.outputs[0], main.operands, constants, builder)
         elif kind == OperationType.DIV and main.operands[ins[0]].type == I32:
             nodes.append(helper.make_node("Identity", [_floor_divide(name[ins[0]], name[ins[1]], node, const)], [out]))
         elif kind in _ELEMENTWISE:

@@ -242,3 +242,20 @@ def test_onnxruntime_is_certified_with_nothing_left_unrun(tmp_path: Path) -> Non
                            "--out", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     certificate = json.loads((tmp_path / "certificate.json").read_text())
     assert (done.returncode, certificate["verdict"], certificate["not_run"]) == (0, "PASS", []), done.stdout[-3000:]
+
+
+def test_onnxruntime_fails_a_negative_lookup_as_nnapi_does() -> None:
+    """ONNX's Gather reads a negative index from the end; NNAPI fails EMBEDDING_LOOKUP's execution, and
+    the driver checks a lookup given as a request input before onnxruntime runs."""
+    from harness.api.hal import DriverError
+    from harness.judging.builders import ModelBuilder, run_outputs
+    from harness.plugins.onnxruntime.driver import OrtDevice
+
+    b = ModelBuilder()
+    lookups, table = b.input(OperandType.TENSOR_INT32, (2,)), b.input(F32, (3, 2))
+    b.operation(OperationType.EMBEDDING_LOOKUP, [lookups, table], F32, (2, 2))
+    model, rows = b.build(), np.arange(6, dtype=np.float32).reshape(3, 2)
+    for device in (OrtDevice(), ReferenceDevice()):
+        assert (run_outputs(device, model, [np.asarray([2, 0], np.int32), rows])[0] == rows[[2, 0]]).all()
+        with pytest.raises(DriverError):
+            run_outputs(device, model, [np.asarray([0, -1], np.int32), rows])
