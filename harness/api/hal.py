@@ -11,8 +11,9 @@ from __future__ import annotations
 import enum
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -347,6 +348,30 @@ class Operation:
     type: OperationType
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+
+
+#: LSTM's weights NeuralNetworks.h lets a model omit, counted from its input-to-input weights: those
+#: of the input gate (CIFG), the peepholes and the projection.
+_LSTM_OPTIONAL_WEIGHTS = (0, 4, 8, 9, 10, 11, 15, 16)
+
+
+def _lstm_optional(weights_at: Sequence[int], others: Sequence[int]) -> frozenset[int]:
+    return frozenset({at + k for at in weights_at for k in _LSTM_OPTIONAL_WEIGHTS} | set(others))
+
+
+#: Inputs NeuralNetworks.h marks optional (operation -> input positions): a model may give them no
+#: value, as a constant of no value or as a request argument with hasNoValue.
+OPTIONAL_INPUTS: Mapping[OperationType, frozenset[int]] = MappingProxyType({
+    OperationType.TRANSPOSE: frozenset({1}),
+    OperationType.SQUEEZE: frozenset({1}),
+    OperationType.LSH_PROJECTION: frozenset({2}),
+    OperationType.SVDF: frozenset({3}),
+    OperationType.BIDIRECTIONAL_SEQUENCE_RNN: frozenset({9, 10, 11}),
+    OperationType.QUANTIZED_LSTM: frozenset({1, 5, 9, 10, 11, 12, 16, 17, 20, 21, 22, 23}),
+    OperationType.LSTM: _lstm_optional((1,), range(23, 27)),
+    OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM: _lstm_optional((1,), range(24, 28)),
+    OperationType.BIDIRECTIONAL_SEQUENCE_LSTM: _lstm_optional((1, 18), (*range(39, 48), *range(53, 61))),
+})
 
 
 #: Outputs NeuralNetworks.h defines as truth values stored in bytes of another type, any non-zero

@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import assume, event
 from hypothesis import strategies as st
 
-from harness.api.hal import DataLocation, Operand, RequestArgument, dimensions_at_execution, element_size, is_fully_specified
+from harness.api.hal import OPTIONAL_INPUTS, DataLocation, Operand, RequestArgument, dimensions_at_execution, element_size, is_fully_specified
 from harness.judging.scenario import Scenario
 from .values import BOOLEANS, integers, sampled
 
@@ -44,6 +44,15 @@ def _operand(scenario: Scenario, field: str, index: int) -> Operand:
     return scenario.subgraph.operands[indexes[index]]
 
 
+def _optional_input(scenario: Scenario, index: int) -> bool:
+    """Whether request input ``index`` feeds only inputs NeuralNetworks.h marks optional (LSH_PROJECTION's
+    weights, say): a request may omit it, so leaving it without a value breaks nothing."""
+    operand_index = scenario.subgraph.input_indexes[index]
+    readers = [(operation.type, at) for operation in scenario.subgraph.operations
+               for at, read in enumerate(operation.inputs) if read == operand_index]
+    return bool(readers) and all(at in OPTIONAL_INPUTS.get(kind, ()) for kind, at in readers)
+
+
 def _reshapable_axes(operand: Operand) -> tuple[int, ...]:
     """The axes where the model knows an extent above 1, on an operand of rank 2 or more: that
     extent moved to another axis keeps the element count and conflicts with the model."""
@@ -64,6 +73,7 @@ def _breaks_its_rule(name: str, scenario: Scenario, field: str, index: int) -> b
       inputs only (how a produced shape fails to fit an output's negative extent is an execution's
       outcome, not a request check),
       and leaving an input's dimensions open fails only where its model leaves them open too.
+    - An input NeuralNetworks.h marks optional may be given no value: only a needed one is missing.
     - Dimensions conflict with the model's known extents: an extent the model leaves unknown may
       be given any value, and one that happens to be the produced extent is right.
     - A length is checked against dimensions known at the request: an output of unknown shape
@@ -73,8 +83,10 @@ def _breaks_its_rule(name: str, scenario: Scenario, field: str, index: int) -> b
       it, which no REQ rule asks (a driver may accept what NNAPI forbids; none is sent, CHOICE-8);
       an output of unknown rank given a rank may be given the very one it produces."""
     operand = _operand(scenario, field, index)
-    if name in ("input-with-negative-dimension", "input-without-value"):
+    if name == "input-with-negative-dimension":
         return field == "inputs"
+    if name == "input-without-value":
+        return field == "inputs" and not _optional_input(scenario, index)
     if name == "input-without-full-dimensions":
         return field == "inputs" and not is_fully_specified(operand.type, operand.dimensions)
     if name == "dimensions-conflict-with-model":
@@ -183,8 +195,8 @@ def _mutate(draw, scenario: Scenario, names: tuple[str, ...]) -> tuple[str, str,
             given = tuple(argument.dimensions or operand.dimensions or (1,))
             argument = replace(argument, dimensions=given + (1,) if draw(BOOLEANS) else given[:-1] or (1, 1))
         case "input-without-value":
-            # hasNoValue in its proper form (no location, no dimensions) marks an omitted operand:
-            # every input of the models drawn is one its operation needs, so the argument is missing
+            # hasNoValue in its proper form (no location, no dimensions) marks an omitted operand, and
+            # the input chosen is one its operation needs, so the argument is missing
             argument = RequestArgument(True, DataLocation(), ())
         case "no-value-with-location":
             argument = RequestArgument(True, loc if loc != DataLocation() else DataLocation(0, 4, 4), ())

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.api.hal import FusedActivation, Operand, OperationType
+# which inputs may be omitted is NeuralNetworks.h's, shared with the harness's request mutations
+from harness.api.hal import OPTIONAL_INPUTS, FusedActivation, Operand, OperationType
 
 from . import (activations, channel_shuffle, comparisons, conv, conversions, elementwise, lookup, nn, normalization,
                pointwise, pooling, rearrange, reduction, resize, sampling, shape, shape_values, slicing)
-from . import (activations, channel_shuffle, comparisons, conv, conversions, elementwise, nn, normalization, pointwise,
-               pooling, rearrange, reduction, resize, shape, shape_values, slicing)
 from . import detection, regions
 from ._numeric import KernelError, Refusal
 
@@ -61,8 +60,6 @@ KERNELS.update({op: Kernel(*pair) for module in (activations, pointwise, compari
                 for op, pair in module.TABLE.items()})
 # the shape and layout operations (rearrange.py, slicing.py; SPLIT and TOPK_V2 have several outputs)
 KERNELS.update({op: Kernel(*pair) for module in (rearrange, slicing) for op, pair in module.TABLE.items()})
-#: operation -> the positions of its inputs a request may give no value (an omitted optional operand).
-OPTIONAL_INPUTS: dict[OperationType, frozenset[int]] = {**rearrange.OPTIONAL_INPUTS, **slicing.OPTIONAL_INPUTS}
 #: operation -> how many trailing results of its kernel a model may leave without an output operand (optional outputs).
 OMITTABLE_OUTPUTS: dict[OperationType, int] = {}
 # the normalizations, reductions, CHANNEL_SHUFFLE, FILL and RANK
@@ -70,7 +67,6 @@ KERNELS.update({op: Kernel(*pair) for module in (normalization, reduction, chann
                 for op, pair in module.TABLE.items()})
 # the lookups (EMBEDDING_LOOKUP, HASHTABLE_LOOKUP, LSH_PROJECTION) and RANDOM_MULTINOMIAL
 KERNELS.update({op: Kernel(*pair) for module in (lookup, sampling) for op, pair in module.TABLE.items()})
-OPTIONAL_INPUTS.update(lookup.OPTIONAL_INPUTS)
 # IF and WHILE: checked against the referenced subgraphs by the device and run by the executor (control_flow.py)
 from . import control_flow  # noqa: E402
 
@@ -80,14 +76,11 @@ KERNELS.update({op: Kernel(*pair) for module in (detection, regions) for op, pai
 # the recurrent operations: RNN, SVDF and the sequence RNNs (rnn.py); their HAL 1.3 state outputs may be left out
 from . import rnn  # noqa: E402
 KERNELS.update({op: Kernel(*pair) for op, pair in rnn.TABLE.items()})
-OPTIONAL_INPUTS.update(rnn.OPTIONAL_INPUTS)
 OMITTABLE_OUTPUTS.update(rnn.OMITTABLE_OUTPUTS)
 # the quantized LSTMs (quantized_lstm.py)
 from . import quantized_lstm  # noqa: E402
 KERNELS.update({op: Kernel(*pair) for op, pair in quantized_lstm.TABLE.items()})
-OPTIONAL_INPUTS.update(quantized_lstm.OPTIONAL_INPUTS)
 # the LSTMs (lstm.py): a shared cell; omitted weights are optional inputs, the sequence LSTMs' state outputs optional
 from . import lstm  # noqa: E402
 KERNELS.update({op: Kernel(*pair) for op, pair in lstm.TABLE.items()})
-OPTIONAL_INPUTS.update(lstm.OPTIONAL_INPUTS)
 OMITTABLE_OUTPUTS.update(lstm.OMITTABLE_OUTPUTS)

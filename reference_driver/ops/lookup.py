@@ -186,9 +186,6 @@ def run_lsh_projection(values: Sequence[np.ndarray], ins: Sequence[Operand], out
     return packed.astype(np.int32)
 
 
-#: operation -> the inputs a request may leave without a value (hasNoValue: omitted, as empty).
-OPTIONAL_INPUTS = {OperationType.LSH_PROJECTION: frozenset({2})}
-
 #: operation -> (validate, run), for the operation table (`reference_driver.ops.KERNELS`).
 TABLE = {
     OperationType.EMBEDDING_LOOKUP: (validate_embedding_lookup, run_embedding_lookup),

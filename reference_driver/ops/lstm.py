@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.api.hal import Operand, OperandLifeTime, OperandType, OperationType, numpy_dtype
+from harness.api.hal import OPTIONAL_INPUTS, Operand, OperandLifeTime, OperandType, OperationType, numpy_dtype
 
 from ._numeric import KernelError, Refusal, first, scalar, type_in
 
@@ -52,8 +52,8 @@ WEIGHT_ROLES: tuple[tuple[str, int], ...] = (
     ("cell-to-forget weights", 1), ("cell-to-output weights", 1), ("input gate bias", 1), ("forget gate bias", 1),
     ("cell bias", 1), ("output gate bias", 1), ("projection weights", 2), ("projection bias", 1),
 )
-#: the offsets, among the 17, of the weights NNAPI lets a model omit.
-OPTIONAL_WEIGHTS = frozenset({0, 4, 8, 9, 10, 11, 15, 16})
+#: the offsets, among the 17, of the weights NNAPI lets a model omit (LSTM's are inputs 1 to 17).
+OPTIONAL_WEIGHTS = frozenset(at - 1 for at in OPTIONAL_INPUTS[OperationType.LSTM] if 1 <= at <= 17)
 LAYER_NORM_ROLES = ("input layer norm weights", "forget layer norm weights", "cell layer norm weights",
                     "output layer norm weights")
 AUX_ROLES = ("aux input-to-input weights", "aux input-to-forget weights", "aux input-to-cell weights",
@@ -419,16 +419,6 @@ def run_bidirectional_sequence_lstm(values: Sequence[np.ndarray], ins: Sequence[
     return tuple(a.astype(dtype) for a in (*outputs, fw_h, fw_c, bw_h, bw_c))
 
 
-def _optional(weights_at: Sequence[int], others: Sequence[int]) -> frozenset[int]:
-    return frozenset({at + k for at in weights_at for k in OPTIONAL_WEIGHTS} | set(others))
-
-
-#: operation -> the inputs a model or request may give no value.
-OPTIONAL_INPUTS = {
-    OperationType.LSTM: _optional((1,), range(23, 27)),
-    OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM: _optional((1,), range(24, 28)),
-    OperationType.BIDIRECTIONAL_SEQUENCE_LSTM: _optional((1, 18), (*range(39, 48), *range(53, 61))),
-}
 #: operation -> how many trailing results of its kernel (HAL 1.3's state outputs, which the kernels
 #: always return) a model may leave without an output operand.
 OMITTABLE_OUTPUTS = {OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM: 2, OperationType.BIDIRECTIONAL_SEQUENCE_LSTM: 4}

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from harness.api.hal import Operand, OperandLifeTime, OperandType, OperationType
+from harness.api.hal import OPTIONAL_INPUTS, Operand, OperandLifeTime, OperandType, OperationType
 
 from ._numeric import KernelError, Refusal, first
 from .rnn import counts, given, omitted, ranks
@@ -320,7 +320,7 @@ QLSTM_SIGNATURE = [(QS8, "input")] + [(QSYMM8, f"input-to-{g} weights") for g in
     [(INT32, "hidden state zeroPoint"), (FLOAT32, "hidden state scale")]
 #: the inputs of QUANTIZED_LSTM that may be given no value: the input gate's (CIFG), the peepholes,
 #: the input gate bias, the projection and the layer normalizations.
-QLSTM_OPTIONAL = frozenset({1, 5, 9, 10, 11, 12, 16, 17, 20, 21, 22, 23})
+QLSTM_OPTIONAL = OPTIONAL_INPUTS[OperationType.QUANTIZED_LSTM]
 #: NNAPI's CPU implementation: tanh of the cell state takes 0 to 6 integer bits (scale 2^-15 to 2^-9).
 CELL_SHIFTS = range(-15, -8)
 
@@ -512,4 +512,3 @@ TABLE = {
     OperationType.QUANTIZED_16BIT_LSTM: (validate_quantized_16bit_lstm, run_quantized_16bit_lstm),
     OperationType.QUANTIZED_LSTM: (validate_quantized_lstm, run_quantized_lstm),
 }
-OPTIONAL_INPUTS = {OperationType.QUANTIZED_LSTM: QLSTM_OPTIONAL}

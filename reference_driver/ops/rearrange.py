@@ -259,9 +259,6 @@ def run_tile(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Opera
     return np.tile(x, multiples.tolist())
 
 
-#: operation -> the inputs a request may leave without a value (hasNoValue: omitted, as empty).
-OPTIONAL_INPUTS = {OperationType.TRANSPOSE: frozenset({1})}
-
 #: operation -> (validate, run), for the operation table (`reference_driver.ops.KERNELS`).
 TABLE = {
     OperationType.SPACE_TO_BATCH_ND: (validate_space_to_batch_nd, run_space_to_batch_nd),

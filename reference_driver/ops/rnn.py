@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from harness.api.hal import Operand, OperandLifeTime, OperandType, OperationType, numpy_dtype
+from harness.api.hal import OPTIONAL_INPUTS, Operand, OperandLifeTime, OperandType, OperationType, numpy_dtype
 
 from ._numeric import FLOAT_TENSORS, KernelError, Refusal, activate, activation_code, first, scalar, type_in
 
@@ -250,7 +250,7 @@ BIDIRECTIONAL_ROLES = {1: "forward weights", 2: "forward recurrent weights", 3: 
                        7: "backward bias", 8: "backward hidden state", 9: "auxiliary input",
                        10: "forward auxiliary weights", 11: "backward auxiliary weights"}
 #: the auxiliary input and its weights may be given no value.
-BIDIRECTIONAL_OPTIONAL = frozenset({9, 10, 11})
+BIDIRECTIONAL_OPTIONAL = OPTIONAL_INPUTS[OperationType.BIDIRECTIONAL_SEQUENCE_RNN]
 
 
 def validate_bidirectional_sequence_rnn(ins: Sequence[Operand], outs: Sequence[Operand]) -> Refusal | None:
@@ -329,11 +329,6 @@ TABLE = {
     OperationType.SVDF: (validate_svdf, run_svdf),
     OperationType.UNIDIRECTIONAL_SEQUENCE_RNN: (validate_unidirectional_sequence_rnn, run_unidirectional_sequence_rnn),
     OperationType.BIDIRECTIONAL_SEQUENCE_RNN: (validate_bidirectional_sequence_rnn, run_bidirectional_sequence_rnn),
-}
-#: operation -> the positions of its inputs a model or request may give no value.
-OPTIONAL_INPUTS = {
-    OperationType.SVDF: frozenset({3}),
-    OperationType.BIDIRECTIONAL_SEQUENCE_RNN: BIDIRECTIONAL_OPTIONAL,
 }
 #: operation -> how many trailing results of its kernel a model may leave without an output operand.
 OMITTABLE_OUTPUTS = {

@@ -238,9 +238,6 @@ def run_topk_v2(values: Sequence[np.ndarray], ins: Sequence[Operand], out_op: Op
     return np.ascontiguousarray(np.take_along_axis(x, order, axis=-1)), order.astype(np.int32)
 
 
-#: operation -> the inputs a request may leave without a value (hasNoValue: omitted, as empty).
-OPTIONAL_INPUTS = {OperationType.SQUEEZE: frozenset({1})}
-
 #: operation -> (validate, run), for the operation table (`reference_driver.ops.KERNELS`).
 TABLE = {
     OperationType.STRIDED_SLICE: (validate_strided_slice, run_strided_slice),
