@@ -41,12 +41,13 @@ def descriptors() -> dict[str, str]:
 
 @pytest.mark.requirement("SVC-1", "SVC-3")
 def test_suite_run_leaves_nothing_behind(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Every process the run starts inherits this variable, an orphaned service included.
+    # Every process the run starts inherits this variable, an orphaned service included.  Each test
+    # starts and ends its services whatever its examples: two a test show what a test leaves behind.
     marker = f"HARNESS_LEAK_PROBE={secrets.token_hex(8)}"
     monkeypatch.setenv(*marker.split("="))
     fds_before = descriptors()
     result = pytester.inline_run("--pyargs", "harness.suites.memory_pools", "harness.suites.memory_domains.test_concurrency",
-                                 "--harness-profile=ci", "-p", "no:cacheprovider", "-q")
+                                 "--harness-profile=ci", "--harness-examples=2", "-p", "no:cacheprovider", "-q")
     passed, skipped, failed = result.countoutcomes()
     assert passed > 0 and not failed
     leaked = {fd: target for fd, target in descriptors().items() if fds_before.get(fd) != target}
