@@ -135,8 +135,9 @@ class ReferenceDevice:
     the reference never uses it to vary itself):
 
     - constructor parameters: ``rules`` (a `Rules` subclass overriding one rule), ``tokens`` (a
-      `TokenTable` subclass), ``kernels`` (the operation table), and the classes it hands out,
-      ``prepared_model_class``, ``buffer_class`` and ``managed_buffer_class``;
+      `TokenTable` subclass), ``kernels`` (the operation table), ``runners`` (how IF and WHILE
+      run their referenced subgraphs), and the classes it hands out, ``prepared_model_class``,
+      ``buffer_class`` and ``managed_buffer_class``;
     - methods a subclass may override: `map_memory` (how a memory is mapped) and
       `write_outputs` (how results reach the output regions), besides the Driver API itself.
     """
@@ -150,6 +151,7 @@ class ReferenceDevice:
         rules: Rules | None = None,
         tokens: TokenTable | None = None,
         kernels: Mapping[OperationType, Kernel] | None = None,
+        runners: Mapping[OperationType, control_flow.Runner] | None = None,
         prepared_model_class: type[ReferencePreparedModel] = ReferencePreparedModel,
         buffer_class: type[ReferenceBuffer] = ReferenceBuffer,
         managed_buffer_class: type[ManagedBuffer] = ManagedBuffer,
@@ -157,6 +159,8 @@ class ReferenceDevice:
         self.rules = rules if rules is not None else Rules()
         self.tokens = tokens if tokens is not None else TokenTable()
         self.kernels = dict(kernels if kernels is not None else KERNELS)
+        # how IF and WHILE run their referenced subgraphs, which the executor (not a kernel) drives
+        self.runners = dict(runners if runners is not None else control_flow.RUNNERS)
         self.prepared_model_class = prepared_model_class
         self.buffer_class = buffer_class
         self.managed_buffer_class = managed_buffer_class

@@ -250,7 +250,7 @@ def _run_subgraph(prepared: ReferencePreparedModel, subgraph: Subgraph, values: 
         first_output = operation.outputs[0]
         inputs = [values[i] for i in operation.inputs]
         try:
-            runner = control_flow.RUNNERS.get(operation.type)
+            runner = prepared.device.runners.get(operation.type)
             if runner is not None:  # IF and WHILE run referenced subgraphs, which no kernel is given
                 result: np.ndarray | tuple[np.ndarray, ...] = runner(
                     inputs, [operands[i] for i in operation.inputs], len(operation.outputs),

@@ -41,6 +41,12 @@ SPEC_REQUIREMENTS: Final[dict[str, str]] = {
     "SVC-1": "the driver runs in its own service process; crashes are reported and the service replaced",
     "SVC-2": "every call has a deadline; hangs are reported with stacks and the service replaced",
     "SVC-3": "memory crosses as descriptors; a handle changed after handover cannot crash a correct driver",
+    "FLOW-1": "IF runs its then branch for any non-zero condition byte, else its else branch, on its inputs in order",
+    "FLOW-2": "WHILE checks its condition before each body run (zero runs possible); outputs are the last "
+    "input-output values",
+    "FLOW-3": "a WHILE still running after the loop timeout (2 s) fails with MISSED_DEADLINE_*, within a bound",
+    "FLOW-4": "nested referenced subgraphs without a cycle are valid; mismatched or cyclic references are "
+    "INVALID_ARGUMENT",
 }
 
 #: Operation semantics (SPEC CHOICE-8: NNAPI's, from NeuralNetworks.h), checked on golden examples
@@ -69,6 +75,8 @@ HARNESS_GUARANTEES: Final = ("SVC-1", "SVC-2", "SVC-3")
 #: Per section of requirements (an ID less its number), the capabilities that may excuse it.
 _SECTION_EXCUSES: Final[dict[str, frozenset[str]]] = {
     "POOL": frozenset(), "REQ": frozenset(), "SVC": frozenset(),
+    # a driver that declares neither IF nor WHILE (or not the operations inside them) has none to run
+    "FLOW": frozenset({"operations", "operand_types"}),
     **{section: frozenset({"memory_domains"}) for section in ("DOM-ALLOC", "DOM-STATE", "DOM-COPY", "DOM-ROLE", "DOM-CONC")},
     "DOM-DYN": frozenset({"memory_domains", "dynamic_buffers"}),
     "CC": frozenset({"custom_call_targets"}),

@@ -160,10 +160,13 @@ class Scenario:
     # The model's relaxComputationFloat32toFloat16: its TENSOR_FLOAT32 may be computed with the
     # range and precision of float16 (NeuralNetworks.h), and is judged so (`bounds.float_format`).
     relaxed: bool = False
+    # The subgraphs the model's SUBGRAPH operands name (Model.referenced): IF's branches, WHILE's
+    # condition and body.  Their constants are copies in ``operand_values``.
+    referenced: tuple[Subgraph, ...] = ()
 
     def build_model(self) -> Model:
         return Model(self.subgraph, self.operand_values, tuple(make_memory(p) for p in self.constant_pools),
-                     relax_computation_float32_to_float16=self.relaxed)
+                     referenced=self.referenced, relax_computation_float32_to_float16=self.relaxed)
 
     def build_request(self, tokens: Mapping[str, int] | None = None) -> tuple[Request, list[Memory | None]]:
         """The request with fresh memories; `TokenRef` pools become ``tokens[name]``.

@@ -93,7 +93,7 @@ def _lay_out(draw, case: ModelCase, caps: Capabilities, *, allow_insufficient: b
     for kind in pool_kinds:
         event(f"request pool kind: {kind}")
     scenario = Scenario(subgraph, case.operand_values, constant_pools, tuple(inputs), tuple(outputs), request_pools,
-                        notes=(case.label,))
+                        notes=(case.label,), referenced=case.referenced)
     note(f"request: {len(inputs)} inputs, {len(outputs)} outputs in pools {pool_kinds}")
     return scenario
 

@@ -46,6 +46,9 @@ class ModelCase:
     #: other values of the inputs, each with its outputs' shapes, that the same model takes: a
     #: parameter given as a request input (RESHAPE's shape, a fused activation) set otherwise
     alternatives: tuple[tuple[tuple[np.ndarray, ...], tuple[tuple[int, ...], ...]], ...] = ()
+    #: the subgraphs its SUBGRAPH operands name (IF's branches, WHILE's condition and body), whose
+    #: constants are in ``operand_values`` beside the main subgraph's
+    referenced: tuple[Subgraph, ...] = ()
 
     def alternative(self, which: int = 0) -> ModelCase:
         """The same model with its ``which``-th other input values."""

@@ -262,8 +262,12 @@ def run_while(values: Sequence[np.ndarray], ins: Sequence[Operand], outputs: int
     return tuple(state[:outputs])
 
 
+#: How the executor runs one control-flow operation: (its input values, its input operands, its number
+#: of outputs, how to run a referenced subgraph) -> its output values.
+Runner = Callable[[Sequence[np.ndarray], Sequence[Operand], int, RunSubgraph], tuple[np.ndarray, ...]]
+
 #: How the executor runs each control-flow operation.
-RUNNERS: dict[OperationType, Callable[[Sequence[np.ndarray], Sequence[Operand], int, RunSubgraph], tuple[np.ndarray, ...]]] = {
+RUNNERS: dict[OperationType, Runner] = {
     OperationType.IF: run_if,
     OperationType.WHILE: run_while,
 }

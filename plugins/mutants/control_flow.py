@@ -1,0 +1,128 @@
+"""Seeded bugs of control flow (IF and WHILE, NeuralNetworks.h HAL 1.3): each runs referenced
+subgraphs with one rule wrong.  The reference's executor drives IF and WHILE through its
+``runners``; each mutant here gives one of them a runner of its own, or refuses what a rule
+allows, and leaves every kernel as it is."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.api.hal import Model, OperandLifeTime, OperationType
+from reference_driver import ReferenceDevice
+from reference_driver.ops.control_flow import IF_FIRST_INPUT, RUNNERS, WHILE_FIRST_INPUT, RunSubgraph, Runner
+from reference_driver.validation import INVALID, OK, subgraph_reference_cycle
+
+from ._registry import mutant, with_rule
+
+Op = OperationType
+_CONTROL = (Op.IF, Op.WHILE)
+
+
+def _with_runner(op: OperationType, runner: Runner) -> ReferenceDevice:
+    return ReferenceDevice(runners={**RUNNERS, op: runner})
+
+
+def _run_if_on(truth) -> Runner:
+    """IF that decides its branch by ``truth`` (the condition's values -> bool)."""
+    def run(values: Sequence[np.ndarray], ins, outputs: int, subgraph: RunSubgraph) -> tuple[np.ndarray, ...]:
+        position = 1 if truth(np.asarray(values[0])) else 2
+        return tuple(subgraph(ins[position].location.offset, values[IF_FIRST_INPUT:]))
+    return run
+
+
+@mutant("if-condition-equals-one", "FLOW-1",
+        "IF takes its then branch only when the condition's byte is 1, not for any non-zero value (NeuralNetworks.h: "
+        "a TENSOR_BOOL8 is true when non-zero)", operations=(Op.IF,))
+def if_condition_equals_one():
+    return _with_runner(Op.IF, _run_if_on(lambda condition: int(condition.reshape(-1)[0]) == 1))
+
+
+@mutant("if-condition-as-signed-byte", "FLOW-1",
+        "IF reads the condition's byte as a signed char and takes the then branch when it is positive: a byte of 128 "
+        "or more is taken as false", operations=(Op.IF,))
+def if_condition_as_signed_byte():
+    return _with_runner(Op.IF, _run_if_on(lambda condition: int(condition.reshape(-1).view(np.int8)[0]) > 0))
+
+
+def _loop(values: Sequence[np.ndarray], ins) -> tuple[int, int, list[np.ndarray]]:
+    return ins[0].location.offset, ins[1].location.offset, list(values[WHILE_FIRST_INPUT:])
+
+
+@mutant("while-body-before-condition", "FLOW-2",
+        "WHILE runs its body before it first evaluates the condition (a do-while): a loop whose condition is false at "
+        "the start still runs its body once", operations=(Op.WHILE,))
+def while_body_before_condition():
+    def run(values, ins, outputs: int, subgraph: RunSubgraph) -> tuple[np.ndarray, ...]:
+        cond, body, state = _loop(values, ins)
+        while True:
+            produced = subgraph(body, state)
+            state[:len(produced)] = produced
+            if not bool(np.asarray(subgraph(cond, state)[0]).reshape(-1)[0]):
+                return tuple(state[:outputs])
+
+    return _with_runner(Op.WHILE, run)
+
+
+@mutant("while-outputs-before-last-body", "FLOW-2",
+        "WHILE's outputs are the values the condition was last given true for, the operands before the last run of "
+        "the body, not the last body's outputs", operations=(Op.WHILE,))
+def while_outputs_before_last_body():
+    def run(values, ins, outputs: int, subgraph: RunSubgraph) -> tuple[np.ndarray, ...]:
+        cond, body, state = _loop(values, ins)
+        previous = list(state)
+        while bool(np.asarray(subgraph(cond, state)[0]).reshape(-1)[0]):
+            previous = list(state)
+            produced = subgraph(body, state)
+            state[:len(produced)] = produced
+        return tuple(previous[:outputs])
+
+    return _with_runner(Op.WHILE, run)
+
+
+@mutant("while-outputs-from-state-only", "FLOW-2",
+        "WHILE takes its m outputs from the last m operands the body carries (its state-only ones, when there are "
+        "some), not from the first m, the input-output operands", operations=(Op.WHILE,))
+def while_outputs_from_state_only():
+    def run(values, ins, outputs: int, subgraph: RunSubgraph) -> tuple[np.ndarray, ...]:
+        cond, body, state = _loop(values, ins)
+        carried = outputs
+        while bool(np.asarray(subgraph(cond, state)[0]).reshape(-1)[0]):
+            produced = subgraph(body, state)
+            state[:len(produced)] = produced
+            carried = len(produced)
+        return tuple(state[carried - outputs:carried])
+
+    return _with_runner(Op.WHILE, run)
+
+
+@mutant("while-ignores-loop-timeout", "FLOW-3",
+        "WHILE runs until its condition is false, with no loop timeout: a loop that never ends hangs the execution",
+        operations=(Op.WHILE,))
+def while_ignores_loop_timeout():
+    def run(values, ins, outputs: int, subgraph: RunSubgraph) -> tuple[np.ndarray, ...]:
+        cond, body, state = _loop(values, ins)
+        while bool(np.asarray(subgraph(cond, state)[0]).reshape(-1)[0]):
+            produced = subgraph(body, state)
+            state[:len(produced)] = produced
+        return tuple(state[:outputs])
+
+    return _with_runner(Op.WHILE, run)
+
+
+def _nested_as_cycle(model: Model):
+    """The reference's acyclicity rule, broken: any reference from a referenced subgraph is taken
+    for recursion, as a driver that walks references without tracking the path would."""
+    if subgraph_reference_cycle(model):
+        return INVALID
+    nested = any(o.lifetime == OperandLifeTime.SUBGRAPH for graph in model.referenced for o in graph.operands)
+    return INVALID if nested else OK
+
+
+@mutant("nested-subgraphs-refused", "FLOW-4",
+        "the driver refuses every model whose referenced subgraphs reference subgraphs in turn (an IF in a WHILE's "
+        "body, a WHILE in an IF's branch) as if it were recursive; NNAPI allows any nesting without a cycle",
+        operations=_CONTROL)
+def nested_subgraphs_refused():
+    return with_rule("subgraph_references_acyclic", _nested_as_cycle)
