@@ -41,12 +41,6 @@ SPEC_REQUIREMENTS: Final[dict[str, str]] = {
     "SVC-1": "the driver runs in its own service process; crashes are reported and the service replaced",
     "SVC-2": "every call has a deadline; hangs are reported with stacks and the service replaced",
     "SVC-3": "memory crosses as descriptors; a handle changed after handover cannot crash a correct driver",
-    "FLOW-1": "IF runs its then branch for any non-zero condition byte, else its else branch, on its inputs in order",
-    "FLOW-2": "WHILE checks its condition before each body run (zero runs possible); outputs are the last "
-    "input-output values",
-    "FLOW-3": "a WHILE still running after the loop timeout (2 s) fails with MISSED_DEADLINE_*, within a bound",
-    "FLOW-4": "nested referenced subgraphs without a cycle are valid; mismatched or cyclic references are "
-    "INVALID_ARGUMENT",
 }
 
 #: Operation semantics (SPEC CHOICE-8: NNAPI's, from NeuralNetworks.h), checked on golden examples
@@ -58,7 +52,18 @@ OPERATION_REQUIREMENTS: Final[dict[str, str]] = {
     "OPS-3": "golden examples with every input and output in a driver-managed buffer",
 }
 
-REQUIREMENTS: Final[dict[str, str]] = {**SPEC_REQUIREMENTS, **OPERATION_REQUIREMENTS}
+#: Control flow (IF and WHILE with referenced subgraphs, NeuralNetworks.h HAL 1.3), the spec's
+#: section after the operations'.
+CONTROL_FLOW_REQUIREMENTS: Final[dict[str, str]] = {
+    "FLOW-1": "IF runs its then branch for any non-zero condition byte, else its else branch, on its inputs in order",
+    "FLOW-2": "WHILE checks its condition before each body run (zero runs possible); outputs are the last "
+    "input-output values",
+    "FLOW-3": "a WHILE still running after the loop timeout (2 s) fails with MISSED_DEADLINE_*, within a bound",
+    "FLOW-4": "nested referenced subgraphs without a cycle are valid; mismatched or cyclic references are "
+    "INVALID_ARGUMENT",
+}
+
+REQUIREMENTS: Final[dict[str, str]] = {**SPEC_REQUIREMENTS, **OPERATION_REQUIREMENTS, **CONTROL_FLOW_REQUIREMENTS}
 
 #: The rule a wrong output value breaks when the operation computes it wrong however its operands
 #: travel (CHOICE-7's bounds, CHOICE-8's semantics), whatever the theme of the test that saw it.

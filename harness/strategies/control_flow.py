@@ -73,7 +73,8 @@ class _Graphs:
 
     def __init__(self, draw, caps: Capabilities) -> None:
         self.draw, self.c = draw, _start(draw)
-        self.case, self.referenced = _Case(self.c), []
+        self.case = _Case(self.c)
+        self.referenced: list[Subgraph] = []
         self.ops = arithmetic(caps)
 
     def subgraph(self) -> ModelBuilder:

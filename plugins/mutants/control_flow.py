@@ -17,7 +17,6 @@ from reference_driver.validation import INVALID, OK, subgraph_reference_cycle
 from ._registry import mutant, with_rule
 
 Op = OperationType
-_CONTROL = (Op.IF, Op.WHILE)
 
 
 def _with_runner(op: OperationType, runner: Runner) -> ReferenceDevice:
@@ -122,7 +121,6 @@ def _nested_as_cycle(model: Model):
 
 @mutant("nested-subgraphs-refused", "FLOW-4",
         "the driver refuses every model whose referenced subgraphs reference subgraphs in turn (an IF in a WHILE's "
-        "body, a WHILE in an IF's branch) as if it were recursive; NNAPI allows any nesting without a cycle",
-        operations=_CONTROL)
+        "body, a WHILE in an IF's branch) as if it were recursive; NNAPI allows any nesting without a cycle")
 def nested_subgraphs_refused():
     return with_rule("subgraph_references_acyclic", _nested_as_cycle)

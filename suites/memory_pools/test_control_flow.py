@@ -20,6 +20,7 @@ from harness.api.hal import Capabilities, DriverError, ErrorStatus, Model, Opera
 from harness.integration.skips import not_applicable
 from harness.judging.builders import ModelBuilder, pack_request
 from harness.judging.oracle import assert_scenario_conforms, checking
+from harness.judging.verdict import require
 from harness.strategies import scenarios
 from harness.strategies.control_flow import buildable, control_flow_models, reference_to
 
@@ -107,8 +108,8 @@ def test_a_while_that_never_ends_is_cut_off_by_the_loop_timeout(driver, capabili
         for memory in (*model.pools, *request.pools):
             memory.close()
     allowed = " or ".join(s.name for s in LOOP_TIMEOUT_STATUSES)
-    assert status in LOOP_TIMEOUT_STATUSES, (f"[FLOW-3] a WHILE that never ends gave {status.name}; NNAPI's loop "
-                                             f"timeout aborts it with {allowed}")
+    require(status in LOOP_TIMEOUT_STATUSES, "FLOW-3",
+            f"a WHILE that never ends gave {status.name}; NNAPI's loop timeout aborts it with {allowed}")
     bound = DEFAULT_LOOP_TIMEOUT_S + LOOP_TIMEOUT_GRACE_S
-    assert elapsed <= bound, (f"[FLOW-3] the endless WHILE was cut off after {elapsed:.1f} s, past the default loop "
-                              f"timeout of {DEFAULT_LOOP_TIMEOUT_S:g} s (allowed: {bound:g} s)")
+    require(elapsed <= bound, "FLOW-3", f"the endless WHILE was cut off after {elapsed:.1f} s, past the default "
+                                        f"loop timeout of {DEFAULT_LOOP_TIMEOUT_S:g} s (allowed: {bound:g} s)")
