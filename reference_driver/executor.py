@@ -170,7 +170,8 @@ def execute(prepared: ReferencePreparedModel, request: Request, tokens: TokenTab
         try:
             views = _map_pools(prepared.device, request, bindings)
             values, outs = _read_inputs(prepared, bindings, views)
-            _run_operations(prepared, values, outs)
+            with control_flow.loop_timeout(request.loop_timeout_ns):
+                _run_operations(prepared, values, outs)
             outputs = [b for b in bindings if b.direction is IODirection.OUTPUT]
             shapes = _check_outputs(rules, outputs, values)
             if not all(s.is_sufficient for s in shapes):

@@ -440,11 +440,16 @@ RequestPool = Union["Memory", int]
 @dataclass(frozen=True, eq=False)
 class Request:
     """An execution's inputs and outputs, one argument per model input and output, and the pools
-    their locations name: each a `Memory` or the token of a driver-managed buffer."""
+    their locations name: each a `Memory` or the token of a driver-managed buffer.
+
+    ``loop_timeout_ns``: HAL 1.3 ``execute_1_3``'s loopTimeoutDuration (the application's
+    ``ANeuralNetworksExecution_setLoopTimeout``), how long a WHILE may run before the execution is
+    aborted; None for NNAPI's default, 2 s, and one past NNAPI's maximum, 15 s, is the maximum."""
 
     inputs: tuple[RequestArgument, ...]
     outputs: tuple[RequestArgument, ...]
     pools: tuple[RequestPool, ...]
+    loop_timeout_ns: int | None = None
 
 
 @dataclass(frozen=True)

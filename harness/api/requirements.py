@@ -58,7 +58,8 @@ CONTROL_FLOW_REQUIREMENTS: Final[dict[str, str]] = {
     "FLOW-1": "IF runs its then branch for any non-zero condition byte, else its else branch, on its inputs in order",
     "FLOW-2": "WHILE checks its condition before each body run (zero runs possible); outputs are the last "
     "input-output values",
-    "FLOW-3": "a WHILE still running after the loop timeout (2 s) fails with MISSED_DEADLINE_*, within a bound",
+    "FLOW-3": "a WHILE still running after the execution's loop timeout (default 2 s) fails with MISSED_DEADLINE_*, "
+    "within a second",
     "FLOW-4": "nested referenced subgraphs without a cycle are valid; mismatched or cyclic references are "
     "INVALID_ARGUMENT",
 }

@@ -11,7 +11,8 @@ import numpy as np
 
 from harness.api.hal import Model, OperandLifeTime, OperationType
 from reference_driver import ReferenceDevice
-from reference_driver.ops.control_flow import IF_FIRST_INPUT, RUNNERS, WHILE_FIRST_INPUT, RunSubgraph, Runner
+from reference_driver.ops.control_flow import (IF_FIRST_INPUT, RUNNERS, WHILE_FIRST_INPUT, RunSubgraph, Runner, loop_timeout,
+                                               run_while)
 from reference_driver.validation import INVALID, OK, subgraph_reference_cycle
 
 from ._registry import mutant, with_rule
@@ -43,6 +44,17 @@ def if_condition_equals_one():
         "or more is taken as false", operations=(Op.IF,))
 def if_condition_as_signed_byte():
     return _with_runner(Op.IF, _run_if_on(lambda condition: int(condition.reshape(-1).view(np.int8)[0]) > 0))
+
+
+@mutant("if-branch-inputs-reversed", "FLOW-1",
+        "IF binds its inputs after the references to the branch's inputs from the last to the first, as a driver "
+        "walking the operand list from its end would", operations=(Op.IF,))
+def if_branch_inputs_reversed():
+    def run(values: Sequence[np.ndarray], ins, outputs: int, subgraph: RunSubgraph) -> tuple[np.ndarray, ...]:
+        position = 1 if bool(np.asarray(values[0]).reshape(-1)[0]) else 2
+        return tuple(subgraph(ins[position].location.offset, values[IF_FIRST_INPUT:][::-1]))
+
+    return _with_runner(Op.IF, run)
 
 
 def _loop(values: Sequence[np.ndarray], ins) -> tuple[int, int, list[np.ndarray]]:
@@ -110,6 +122,17 @@ def while_ignores_loop_timeout():
     return _with_runner(Op.WHILE, run)
 
 
+@mutant("while-ignores-requested-loop-timeout", "FLOW-3",
+        "WHILE is cut off after NNAPI's default loop timeout of 2 s whatever the execution sets (HAL 1.3's "
+        "loopTimeoutDuration ignored)", operations=(Op.WHILE,))
+def while_ignores_requested_loop_timeout():
+    def run(values, ins, outputs: int, subgraph: RunSubgraph) -> tuple[np.ndarray, ...]:
+        with loop_timeout(None):
+            return run_while(values, ins, outputs, subgraph)
+
+    return _with_runner(Op.WHILE, run)
+
+
 def _nested_as_cycle(model: Model):
     """The reference's acyclicity rule, broken: any reference from a referenced subgraph is taken
     for recursion, as a driver that walks references without tracking the path would."""
@@ -124,3 +147,10 @@ def _nested_as_cycle(model: Model):
         "body, a WHILE in an IF's branch) as if it were recursive; NNAPI allows any nesting without a cycle")
 def nested_subgraphs_refused():
     return with_rule("subgraph_references_acyclic", _nested_as_cycle)
+
+
+@mutant("subgraph-cycles-accepted", "FLOW-4",
+        "the driver prepares a model whose referenced subgraphs reference each other in a cycle (NNAPI: no "
+        "recursion; such a model is INVALID_ARGUMENT)")
+def subgraph_cycles_accepted():
+    return with_rule("subgraph_references_acyclic", lambda model: OK)

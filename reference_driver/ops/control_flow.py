@@ -12,9 +12,10 @@ Every operand passed between an outer operation and a subgraph has the same type
 and per-channel parameters on both sides, and dimensions that agree (an unknown extent or rank on
 either side agrees with any); the values' actual shapes flow through at run time.
 
-A WHILE whose condition still says true after `LOOP_TIMEOUT_S` seconds is cut off: NNAPI's
-loop timeout (``ANeuralNetworks_getDefaultLoopTimeout``, 2 s; an application may raise it up to
-``ANeuralNetworks_getMaximumLoopTimeout``, 15 s).  The execution then fails with
+A WHILE whose condition still says true after the execution's loop timeout is cut off: the
+request's ``loop_timeout_ns`` (HAL 1.3's loopTimeoutDuration; at most
+``ANeuralNetworks_getMaximumLoopTimeout``, 15 s), or NNAPI's default, `LOOP_TIMEOUT_S`
+(``ANeuralNetworks_getDefaultLoopTimeout``, 2 s).  The execution then fails with
 MISSED_DEADLINE_TRANSIENT, the status the HAL gives an execution aborted for a deadline it could
 not meet when a later one may be met (the next execution may be given other inputs).
 
@@ -25,8 +26,10 @@ model, so the device and the executor call them; the table's ``run`` is never ca
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -40,6 +43,28 @@ LOOP_TIMEOUT_S = 2.0
 MAX_LOOP_TIMEOUT_S = 15.0
 #: The status of an execution cut off by the loop timeout.
 LOOP_TIMEOUT_STATUS = ErrorStatus.MISSED_DEADLINE_TRANSIENT
+
+#: The running execution's loop timeout in seconds, when its request sets one (`loop_timeout`).
+_EXECUTION_LOOP_TIMEOUT_S: ContextVar[float | None] = ContextVar("execution_loop_timeout_s", default=None)
+
+
+@contextlib.contextmanager
+def loop_timeout(nanoseconds: int | None) -> Iterator[None]:
+    """The loop timeout of the WHILEs run in the block: an execution's ``loop_timeout_ns``, which
+    the executor, not each runner, reads from the request."""
+    seconds = None if nanoseconds is None else min(max(nanoseconds, 0) / 1e9, MAX_LOOP_TIMEOUT_S)
+    token = _EXECUTION_LOOP_TIMEOUT_S.set(seconds)
+    try:
+        yield
+    finally:
+        _EXECUTION_LOOP_TIMEOUT_S.reset(token)
+
+
+def current_loop_timeout() -> float:
+    """Seconds the WHILE being run may take: its execution's loop timeout, or NNAPI's default."""
+    seconds = _EXECUTION_LOOP_TIMEOUT_S.get()
+    return LOOP_TIMEOUT_S if seconds is None else seconds
+
 
 #: IF's inputs: the condition, the then and else references, then the branch inputs from here.
 IF_FIRST_INPUT = 3
@@ -249,7 +274,7 @@ def run_if(values: Sequence[np.ndarray], ins: Sequence[Operand], outputs: int, r
 def run_while(values: Sequence[np.ndarray], ins: Sequence[Operand], outputs: int, run: RunSubgraph) -> tuple[np.ndarray, ...]:
     cond_index, body_index = ins[0].location.offset, ins[1].location.offset
     state = list(values[WHILE_FIRST_INPUT:])
-    timeout = LOOP_TIMEOUT_S  # read at each WHILE, so a test may shorten it
+    timeout = current_loop_timeout()  # read at each WHILE, so a test may shorten the default
     started = time.monotonic()
     iterations = 0
     while _truth(run(cond_index, state)[0], "WHILE's condition output"):
