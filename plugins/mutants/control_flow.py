@@ -5,14 +5,19 @@ allows, and leaves every kernel as it is."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import dataclasses
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 
 import numpy as np
 
-from harness.api.hal import Model, OperandLifeTime, OperationType
+from harness.api.hal import (DataLocation, DriverError, ErrorStatus, ExecutionResult, Model, Operand, OperandLifeTime,
+                              OperationType, Request)
 from reference_driver import ReferenceDevice
+from reference_driver.device import ReferencePreparedModel
 from reference_driver.ops.control_flow import (IF_FIRST_INPUT, RUNNERS, WHILE_FIRST_INPUT, RunSubgraph, Runner, loop_timeout,
-                                               run_while)
+                                               run_while, subgraph_references)
 from reference_driver.validation import INVALID, OK, subgraph_reference_cycle
 
 from ._registry import mutant, with_rule
@@ -154,3 +159,63 @@ def nested_subgraphs_refused():
         "recursion; such a model is INVALID_ARGUMENT)")
 def subgraph_cycles_accepted():
     return with_rule("subgraph_references_acyclic", lambda model: OK)
+
+
+#: While an execution of the main-table mutant runs: the references of its model's main subgraph,
+#: and how deep in referenced subgraphs the running operation is.
+_MAIN_REFERENCES: ContextVar[tuple[int, ...]] = ContextVar("main_references", default=())
+_DEPTH: ContextVar[int] = ContextVar("referenced_depth", default=0)
+
+
+class _MainReferencesKnown(ReferencePreparedModel):
+    def execute(self, request: Request) -> ExecutionResult:
+        token = _MAIN_REFERENCES.set(tuple(subgraph_references(self.model.main)))
+        try:
+            return super().execute(request)
+        finally:
+            _MAIN_REFERENCES.reset(token)
+
+
+@contextlib.contextmanager
+def _deeper() -> Iterator[None]:
+    token = _DEPTH.set(_DEPTH.get() + 1)
+    try:
+        yield
+    finally:
+        _DEPTH.reset(token)
+
+
+def _resolved_in_main_table(runner: Runner, first: int, end: int) -> Runner:
+    """``runner`` with inputs ``first`` to ``end`` (its SUBGRAPH operands) of an operation inside a
+    referenced subgraph taken as positions among the main subgraph's references, not as indexes of
+    Model.referenced."""
+    def run(values: Sequence[np.ndarray], ins: Sequence[Operand], outputs: int, subgraph: RunSubgraph
+            ) -> tuple[np.ndarray, ...]:
+        if _DEPTH.get() > 0:
+            table = _MAIN_REFERENCES.get()
+            resolved = []
+            for operand in ins[first:end]:
+                if not 0 <= operand.location.offset < len(table):
+                    raise DriverError(ErrorStatus.GENERAL_FAILURE, f"no subgraph {operand.location.offset} in the "
+                                      f"model's table of {len(table)}")
+                resolved.append(dataclasses.replace(operand, location=DataLocation(0, table[operand.location.offset], 0)))
+            ins = [*ins[:first], *resolved, *ins[end:]]
+
+        def nested(index: int, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+            with _deeper():
+                return subgraph(index, arrays)
+
+        return runner(values, ins, outputs, nested)
+    return run
+
+
+@mutant("nested-references-in-main-table", "FLOW-4",
+        "an IF or WHILE inside a referenced subgraph resolves its subgraph references against the main model's: "
+        "reference k is taken for the main subgraph's k-th reference, as a driver that builds one table of "
+        "subgraphs from the main subgraph's operands would; the main model's own IF and WHILE are right",
+        operations=(Op.IF, Op.WHILE))
+def nested_references_in_main_table():
+    # IF's two references follow its condition (inputs 1 and 2); WHILE's lead (inputs 0 and 1)
+    runners = {Op.IF: _resolved_in_main_table(RUNNERS[Op.IF], 1, IF_FIRST_INPUT),
+               Op.WHILE: _resolved_in_main_table(RUNNERS[Op.WHILE], 0, WHILE_FIRST_INPUT)}
+    return ReferenceDevice(runners={**RUNNERS, **runners}, prepared_model_class=_MainReferencesKnown)

@@ -212,6 +212,20 @@ def test_a_while_that_never_ends_is_cut_off_by_the_loop_timeout(monkeypatch) -> 
     assert run(model, [np.array([1.0], np.float32)])[0].tolist() == [0.0]
 
 
+def test_an_execution_sets_its_own_loop_timeout_up_to_the_maximum() -> None:
+    model = endless_model()
+    prepared = ReferenceDevice().prepare_model(model)
+    request, _, _ = pack_request(model, [np.array([0.0], np.float32)])
+    started = time.monotonic()
+    with pytest.raises(DriverError) as raised:
+        prepared.execute(replace(request, loop_timeout_ns=50_000_000))  # HAL 1.3's loopTimeoutDuration: 50 ms
+    assert raised.value.status == control_flow.LOOP_TIMEOUT_STATUS
+    assert time.monotonic() - started < 1.0  # not NNAPI's default of 2 s
+    with control_flow.loop_timeout(60 * 10**9):
+        assert control_flow.current_loop_timeout() == control_flow.MAX_LOOP_TIMEOUT_S
+    assert control_flow.current_loop_timeout() == control_flow.LOOP_TIMEOUT_S
+
+
 # --------------------------------------------------------------------------- refusals
 
 
