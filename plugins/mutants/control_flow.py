@@ -44,13 +44,6 @@ def if_condition_equals_one():
     return _with_runner(Op.IF, _run_if_on(lambda condition: int(condition.reshape(-1)[0]) == 1))
 
 
-@mutant("if-condition-as-signed-byte", "FLOW-1",
-        "IF reads the condition's byte as a signed char and takes the then branch when it is positive: a byte of 128 "
-        "or more is taken as false", operations=(Op.IF,))
-def if_condition_as_signed_byte():
-    return _with_runner(Op.IF, _run_if_on(lambda condition: int(condition.reshape(-1).view(np.int8)[0]) > 0))
-
-
 @mutant("if-branch-inputs-reversed", "FLOW-1",
         "IF binds its inputs after the references to the branch's inputs from the last to the first, as a driver "
         "walking the operand list from its end would", operations=(Op.IF,))

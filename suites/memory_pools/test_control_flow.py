@@ -1,5 +1,6 @@
 """FLOW-1 to FLOW-3: IF and WHILE running referenced subgraphs, compared with the reference, and
-a WHILE that never ends cut off by NNAPI's loop timeout.
+a WHILE that never ends cut off by the loop timeout its execution sets (HAL 1.3's
+loopTimeoutDuration).
 
 The models (`harness.strategies.control_flow`) compute exact TENSOR_INT32 values, so a wrong
 branch or a wrong number of iterations is a wrong output.  A wrong output here fails the test's
