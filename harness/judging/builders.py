@@ -75,6 +75,12 @@ class ModelBuilder:
     def scalar(self, value: int) -> int:
         return self.constant(OperandType.INT32, value)
 
+    def reference(self, index: int) -> int:
+        """A SUBGRAPH operand naming the model's referenced subgraph ``index`` (an IF's branch, a
+        WHILE's condition or body): NNAPI gives its index as the operand's location offset."""
+        return self._add(Operand(OperandType.SUBGRAPH, (), lifetime=OperandLifeTime.SUBGRAPH,
+                                 location=DataLocation(0, index, 0)))
+
     def omitted(self, type: OperandType, dims: Sequence[int] = ()) -> int:
         """An optional operand given no value (lifetime NO_VALUE), such as LSH_PROJECTION's weights."""
         return self._add(Operand(type, tuple(dims), lifetime=OperandLifeTime.NO_VALUE))
@@ -102,13 +108,15 @@ class ModelBuilder:
     def subgraph(self) -> Subgraph:
         return Subgraph(tuple(self.operands), tuple(self.operations), tuple(self.inputs), tuple(self.outputs))
 
-    def build(self, pool_factory: Callable[[int], Memory] = create_ashmem) -> Model:
+    def build(self, pool_factory: Callable[[int], Memory] = create_ashmem, referenced: Sequence[Subgraph] = ()) -> Model:
+        """The model of this builder's subgraph as its main one, and ``referenced`` (built by
+        builders sharing this one's ``values``, so that their constants are in its operandValues)."""
         pools: tuple[Memory, ...] = ()
         if self.pool_data:
             pool = pool_factory(len(self.pool_data))
             pool.write(bytes(self.pool_data))
             pools = (pool,)
-        return Model(self.subgraph(), bytes(self.values), pools)
+        return Model(self.subgraph(), bytes(self.values), pools, referenced=tuple(referenced))
 
 
 def pack_request(

@@ -27,8 +27,7 @@ import numpy as np
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from harness.api.hal import (Capabilities, DataLocation, Operand, OperandLifeTime, OperandType, OperationType,
-                              Subgraph)
+from harness.api.hal import Capabilities, Operand, OperandLifeTime, OperandType, OperationType, Subgraph
 from harness.judging.builders import ModelBuilder
 
 from .models import ModelCase, _Case, _small_ints, _start
@@ -60,11 +59,6 @@ def buildable(caps: Capabilities, op: OperationType) -> bool:
     if op == Op.WHILE and not (Op.LESS in caps.operations and I32 in caps.types_of(Op.LESS)):
         return False
     return bool(arithmetic(caps))
-
-
-def reference_to(index: int) -> Operand:
-    """A SUBGRAPH operand naming referenced subgraph ``index``."""
-    return Operand(OperandType.SUBGRAPH, (), lifetime=OperandLifeTime.SUBGRAPH, location=DataLocation(0, index, 0))
 
 
 class _Graphs:
@@ -110,9 +104,6 @@ class _Graphs:
         value = np.asarray([self.c.integer(low, high, label)], np.int32)
         self.case.values.append(value)
         return self.case.b.input(I32, (1,)), value
-
-    def reference(self, builder: ModelBuilder, index: int) -> int:
-        return builder._add(reference_to(index))
 
     def done(self, shapes, label: str) -> ModelCase:
         model = self.case.done(shapes, label)
@@ -184,7 +175,7 @@ def if_models(draw, caps: Capabilities) -> ModelCase:
     y, _ = g.data(shape, "y")
     then, otherwise = _branches(g, shape)
     main = g.case.b
-    main.operation_outputs(Op.IF, [condition, g.reference(main, then), g.reference(main, otherwise), x, y],
+    main.operation_outputs(Op.IF, [condition, main.reference(then), main.reference(otherwise), x, y],
                            [(I32, c.declared(shape, "IF output"), 0.0, 0)])
     return g.done([shape], f"IF of {len(shape)}-D TENSOR_INT32")
 
@@ -208,7 +199,7 @@ def _while(g: _Graphs, main: ModelBuilder, shape: tuple[int, ...], extra: Sequen
     carried = [start, x] if counter_output else [x, start]
     outputs = [(I32, c.declared((1,), "counter output"), 0.0, 0)] if counter_output else []
     outputs.append((I32, c.declared(shape, "WHILE output"), 0.0, 0))
-    return main.operation_outputs(Op.WHILE, [g.reference(main, cond), g.reference(main, body), *carried, bound, s,
+    return main.operation_outputs(Op.WHILE, [main.reference(cond), main.reference(body), *carried, bound, s,
                                              *extra], outputs, output=output)
 
 
@@ -235,7 +226,7 @@ def if_in_while_models(draw, caps: Capabilities) -> ModelCase:
     flag, _ = g.condition("inner condition")
 
     def update(body: ModelBuilder, x: int, s: int, others: list[int]) -> int:
-        return body.operation_outputs(Op.IF, [others[0], g.reference(body, then), g.reference(body, otherwise), x, s],
+        return body.operation_outputs(Op.IF, [others[0], body.reference(then), body.reference(otherwise), x, s],
                                       [(I32, c.declared(shape, "inner IF output"), 0.0, 0)], output=False)[0]
 
     outputs = _while(g, g.case.b, shape, extra=[flag], extra_types=[BOOL8], update=update)
@@ -270,7 +261,7 @@ def while_in_if_models(draw, caps: Capabilities) -> ModelCase:
     g.arithmetic(otherwise, first, e_s, shape, "else second", output=True)
     then_index, else_index = g.add(then), g.add(otherwise)
     main = g.case.b
-    main.operation_outputs(Op.IF, [condition, g.reference(main, then_index), g.reference(main, else_index),
+    main.operation_outputs(Op.IF, [condition, main.reference(then_index), main.reference(else_index),
                                    start, x, bound, s], [(I32, c.declared(shape, "IF output"), 0.0, 0)])
     return g.done([shape], f"WHILE in an IF's branch, {len(shape)}-D TENSOR_INT32")
 

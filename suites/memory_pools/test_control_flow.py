@@ -24,7 +24,7 @@ from harness.judging.builders import ModelBuilder, pack_request
 from harness.judging.oracle import assert_scenario_conforms, checking
 from harness.judging.verdict import require
 from harness.strategies import scenarios
-from harness.strategies.control_flow import buildable, control_flow_models, reference_to
+from harness.strategies.control_flow import buildable, control_flow_models
 
 Op = OperationType
 I32, BOOL8 = OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8
@@ -77,11 +77,10 @@ def endless_while() -> Model:
     body.operation(Op.ADD, [i, d, body.scalar(0)], I32, (1,))
     main = ModelBuilder()
     main.values = body.values  # the body's constant (its activation) among the model's operandValues
-    condition, loop = main._add(reference_to(0)), main._add(reference_to(1))
+    condition, loop = main.reference(0), main.reference(1)
     start, bound, step = main.input(I32, (1,)), main.input(I32, (1,)), main.input(I32, (1,))
     main.operation(Op.WHILE, [condition, loop, start, bound, step], I32, (1,))
-    model = main.build()
-    return Model(model.main, model.operand_values, model.pools, referenced=(cond.subgraph(), body.subgraph()))
+    return main.build(referenced=(cond.subgraph(), body.subgraph()))
 
 
 @pytest.mark.requirement("FLOW-3")

@@ -19,7 +19,7 @@ from harness.judging.builders import ModelBuilder
 from harness.judging.oracle import assert_scenario_conforms, checking
 from harness.judging.verdict import require
 from harness.strategies import scenarios
-from harness.strategies.control_flow import buildable, control_flow_models, reference_to
+from harness.strategies.control_flow import buildable, control_flow_models
 
 Op = OperationType
 I32, BOOL8 = OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8
@@ -47,9 +47,8 @@ def _if_model(branches: tuple[Subgraph, ...], then: int, otherwise: int) -> Mode
     TENSOR_INT32 [1], over the referenced subgraphs ``branches``."""
     main = ModelBuilder()
     c, x = main.input(BOOL8, (1,)), main.input(I32, (1,))
-    main.operation(Op.IF, [c, main._add(reference_to(then)), main._add(reference_to(otherwise)), c, x], I32, (1,))
-    model = main.build()
-    return Model(model.main, model.operand_values, model.pools, referenced=branches)
+    main.operation(Op.IF, [c, main.reference(then), main.reference(otherwise), c, x], I32, (1,))
+    return main.build(referenced=branches)
 
 
 def _branch(inner: tuple[int, int] | None = None, *, inputs: int = 2) -> Subgraph:
@@ -62,7 +61,7 @@ def _branch(inner: tuple[int, int] | None = None, *, inputs: int = 2) -> Subgrap
     if inner is None:
         b.operation(Op.ADD, [x, x, b.scalar(0)], I32, (1,))
     else:
-        b.operation(Op.IF, [c, b._add(reference_to(inner[0])), b._add(reference_to(inner[1])), c, x], I32, (1,))
+        b.operation(Op.IF, [c, b.reference(inner[0]), b.reference(inner[1]), c, x], I32, (1,))
     return b.subgraph()
 
 
