@@ -40,7 +40,8 @@ ARITHMETIC = (Op.ADD, Op.SUB, Op.MUL)
 CONDITION_BYTES = (0, 1, 2, 127, 128, 255)
 #: The kinds of model, each a strategy below.
 KINDS = ("if", "while", "if_in_while", "while_in_if")
-#: The largest input value: products of two stay far inside int32 over the loops' few iterations.
+#: The largest input value: small, so that a failure reads easily; a loop of MULs may still pass
+#: 2**31, and wraps around, which is exact too (CHOICE-7: integer results wrap at 32 bits).
 _VALUE_BOUND = 9
 #: Constant activation NONE (NeuralNetworks.h: the only one a TENSOR_INT32 ADD, SUB or MUL takes).
 _NO_ACTIVATION = 0
