@@ -364,16 +364,16 @@ def detection_postprocessing_models(draw, caps: Capabilities) -> ModelCase:
 
 #: ROI_ALIGN's and ROI_POOLING's output sides and ratios: powers of two, so that every sample position
 #: and bin edge is exact and no floor or ceil of one is a rounding's decision.
-_REGION_SIDES = (1, 2, 4)
+_REGION_SIDES = (1, 2, 4, 1, 2)
 _RATIOS = (0.5, 1.0, 2.0)
 
 
 def _feature_rois(draw, c: _Choices, count: int, height: int, width: int, out_h: int, out_w: int) -> np.ndarray:
     """``count`` rois in feature-map elements on a grid of 1/4, at most twice the output a side, so an
     adaptive sampling grid (ceil of a bin's size) is 1 or 2 samples, a power of two."""
-    starts = _levels(draw, (count, 2), 4 * max(height, width) + 1, "roi starts") / 4
+    starts = _levels(draw, (count, 2), 2 * max(height, width) + 1, "roi starts") / 4  # in the first half
     starts = np.minimum(starts, [width - 0.25, height - 0.25])
-    lengths = _levels(draw, (count, 2), 33, "roi lengths") / 4
+    lengths = _levels(draw, (count, 2), 33, "roi lengths") / 4  # often past a bin: adaptive grids of 2
     lengths = np.minimum(lengths, np.minimum([2 * out_w, 2 * out_h], [width, height] - starts))
     return np.concatenate([starts, starts + lengths], axis=1)
 
