@@ -251,8 +251,8 @@ def box_with_nms_limit_models(draw, caps: Capabilities) -> ModelCase:
                                    "IoU threshold")
     limit = c.choice((-1, 1, 2, 3, 6), "maximum detections")
     values = [scores, boxes.reshape(count, 4 * classes), batches]
-    parameters = [np.float64(threshold), np.int32(limit), np.int32(0), np.float64(iou_threshold), np.float64(0.5),
-                  np.float64(_SCORE_STEP / 4)]
+    parameters = [np.asarray(threshold), np.asarray(limit, np.int32), np.asarray(0, np.int32), np.asarray(iou_threshold),
+                  np.asarray(0.5), np.asarray(_SCORE_STEP / 4)]
     parameter_types = (scalar, INT32, INT32, scalar, scalar, scalar)
     kept = _nms_output_shapes(op, [*values, *parameters],
                               [Operand(type), Operand(type), Operand(TI32), *map(Operand, parameter_types)])
@@ -303,8 +303,8 @@ def generate_proposals_models(draw, caps: Capabilities) -> ModelCase:
     score_map = scores.reshape(images, height, width, anchors_count)
     delta_map = deltas.reshape(images, height, width, 4 * anchors_count)
     values = [score_map, delta_map, anchors, info]
-    parameters = [np.float64(stride), np.float64(stride), np.int32(pre), np.int32(post), np.float64(iou_threshold),
-                  np.float64(min_size), np.bool_(nchw)]
+    parameters = [np.asarray(stride), np.asarray(stride), np.asarray(pre, np.int32), np.asarray(post, np.int32),
+                  np.asarray(iou_threshold), np.asarray(min_size), np.asarray(nchw)]
     parameter_types = (scalar, scalar, INT32, INT32, scalar, scalar, BOOL)
     kept = _nms_output_shapes(op, [_nchw(score_map, nchw), _nchw(delta_map, nchw), anchors, info, *parameters],
                               [Operand(type)] * 4 + list(map(Operand, parameter_types)))
