@@ -1,9 +1,11 @@
 """Models of the detection and region operations: AXIS_ALIGNED_BBOX_TRANSFORM, BOX_WITH_NMS_LIMIT,
 GENERATE_PROPOSALS, DETECTION_POSTPROCESSING, ROI_ALIGN, ROI_POOLING and HEATMAP_MAX_KEYPOINT.
 
-One family per operation (`FAMILIES`), each model one operation on a float type NNAPI gives it and
-the driver declares (the quantized forms are not drawn yet), NHWC or NCHW where the operation has
-a layout flag, one or two batches.
+One family per operation (`FAMILIES`), each model one operation on a type NNAPI gives it and the
+driver declares, NHWC or NCHW where the operation has a layout flag, one or two batches.  The
+quantized forms are drawn where the outputs are elements of the inputs (BOX_WITH_NMS_LIMIT's kept
+scores and boxes, ROI_POOLING's maxima), so no requantization's rounding is judged on a handful of
+elements; their boxes are TENSOR_QUANT16_ASYMM of scale 1/8, which holds the drawn grids exactly.
 
 These operations decide (a score above a threshold, an IoU at least a threshold, which score is
 highest, a box larger than the minimum size, a heatmap's maximum) on values a correct driver may
@@ -35,16 +37,21 @@ from harness.api.hal import Capabilities, Operand, OperandType, OperationType
 from reference_driver.ops import detection as reference_detection
 
 from .models import ModelCase, _Case, _Choices, _narrowed_to, _operation_and_type_of, _small_ints, _start
-from .values import FLOAT_TYPES, arrays, usable_types
+from .values import FLOAT_TYPES, QUANT_TYPES, ZERO_POINT_RANGE, arrays, usable_types
 
 Op = OperationType
 F32, F16, TI32 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32
-INT32, BOOL = OperandType.INT32, OperandType.BOOL
-#: The data types drawn per operation: NeuralNetworks.h's float forms.
+INT32, BOOL, QU16 = OperandType.INT32, OperandType.BOOL, OperandType.TENSOR_QUANT16_ASYMM
+#: The data types drawn per operation: NeuralNetworks.h's float forms, and its quantized ones where
+#: the outputs are input elements (the others' quantized forms are not drawn yet).
 OPERATION_TYPES: dict[OperationType, tuple[OperandType, ...]] = {
-    op: FLOAT_TYPES for op in (Op.AXIS_ALIGNED_BBOX_TRANSFORM, Op.BOX_WITH_NMS_LIMIT, Op.GENERATE_PROPOSALS,
-                               Op.DETECTION_POSTPROCESSING, Op.ROI_ALIGN, Op.ROI_POOLING, Op.HEATMAP_MAX_KEYPOINT)
+    **{op: FLOAT_TYPES for op in (Op.AXIS_ALIGNED_BBOX_TRANSFORM, Op.GENERATE_PROPOSALS, Op.DETECTION_POSTPROCESSING,
+                                  Op.ROI_ALIGN, Op.HEATMAP_MAX_KEYPOINT)},
+    Op.BOX_WITH_NMS_LIMIT: FLOAT_TYPES + QUANT_TYPES,
+    Op.ROI_POOLING: FLOAT_TYPES + QUANT_TYPES,
 }
+#: NeuralNetworks.h: the (scale, zeroPoint) of every TENSOR_QUANT16_ASYMM box.
+BOX_QUANTIZATION = reference_detection.BOX_QUANTIZATION
 FAMILIES: dict[str, tuple[OperationType, ...]] = {op.name.lower(): (op,) for op in OPERATION_TYPES}
 #: Operations whose outputs have as many rows as the data makes (NNAPI: declared of unknown size).
 DATA_DEPENDENT = frozenset({Op.BOX_WITH_NMS_LIMIT, Op.GENERATE_PROPOSALS})
@@ -65,10 +72,22 @@ def _scalar_type(type: OperandType) -> OperandType:
     return OperandType.FLOAT16 if type == F16 else OperandType.FLOAT32
 
 
+def _box_type(type: OperandType) -> OperandType:
+    """NNAPI: the boxes of an operation on quantized data are TENSOR_QUANT16_ASYMM, the others' its type."""
+    return QU16 if type in QUANT_TYPES else type
+
+
+def _as_stored(type: OperandType, real: np.ndarray, quant: tuple[float, int]) -> np.ndarray:
+    """``real`` values as a tensor of ``type`` holds them (exact: the drawn grids are the scale's)."""
+    if type not in QUANT_TYPES and type != QU16:
+        return real
+    return np.rint(np.asarray(real) / quant[0] + quant[1]).astype(np.int64)
+
+
 def _companions(op: OperationType, type: OperandType) -> frozenset[OperandType]:
     """The operand types a model of ``op`` on ``type`` needs besides it (NeuralNetworks.h's signatures)."""
     scalar = _scalar_type(type)
-    return {
+    return frozenset({_box_type(type)} - {type}) | {
         Op.AXIS_ALIGNED_BBOX_TRANSFORM: frozenset({TI32}),
         Op.BOX_WITH_NMS_LIMIT: frozenset({TI32, INT32, scalar}),
         Op.GENERATE_PROPOSALS: frozenset({TI32, INT32, BOOL, scalar}),
@@ -231,6 +250,15 @@ def _nms_output_shapes(op: OperationType, values: list[np.ndarray], ins: list[Op
     return int(kernels[op](values, ins, ins[0], None)[0].shape[0])
 
 
+def _score_quantization(c: _Choices, type: OperandType) -> tuple[float, int]:
+    """Quantized scores' (scale, zeroPoint): the score grid's step, so that every score is exact, and
+    a zeroPoint that leaves room for the 63 steps of (0, 1)."""
+    if type not in QUANT_TYPES:
+        return (0.0, 0)
+    low, high = ZERO_POINT_RANGE[type]
+    return _SCORE_STEP, c.integer(low, high - 64, "scores zero point")
+
+
 @st.composite
 def box_with_nms_limit_models(draw, caps: Capabilities) -> ModelCase:
     """BOX_WITH_NMS_LIMIT (hard NMS) of 1 to 4 rois per image in 1 or 2 images, 2 or 3 classes,
@@ -250,19 +278,25 @@ def box_with_nms_limit_models(draw, caps: Capabilities) -> ModelCase:
     iou_threshold = _iou_threshold(c, [boxes[batches == b, k] for b in range(len(per_image)) for k in range(classes)],
                                    "IoU threshold")
     limit = c.choice((-1, 1, 2, 3, 6), "maximum detections")
-    values = [scores, boxes.reshape(count, 4 * classes), batches]
+    score_quant, box_type = _score_quantization(c, type), _box_type(type)
+    box_quant = BOX_QUANTIZATION if box_type == QU16 else (0.0, 0)
+    values = [_as_stored(type, scores, score_quant), _as_stored(box_type, boxes.reshape(count, 4 * classes), box_quant),
+              batches]
     parameters = [np.asarray(threshold), np.asarray(limit, np.int32), np.asarray(0, np.int32), np.asarray(iou_threshold),
                   np.asarray(0.5), np.asarray(_SCORE_STEP / 4)]
     parameter_types = (scalar, INT32, INT32, scalar, scalar, scalar)
     kept = _nms_output_shapes(op, [*values, *parameters],
-                              [Operand(type), Operand(type), Operand(TI32), *map(Operand, parameter_types)])
+                              [Operand(type, (), *score_quant), Operand(box_type, (), *box_quant), Operand(TI32),
+                               *map(Operand, parameter_types)])
     case = _Case(c)
-    ins = [case.operand(type, values[0], how=_given(c, "scores"), label="scores"),
-           case.operand(type, values[1], how=_given(c, "rois"), label="rois"),
+    ins = [case.operand(type, values[0], score_quant, how=_given(c, "scores"), label="scores"),
+           case.operand(box_type, values[1], box_quant, how=_given(c, "rois"), label="rois"),
            case.operand(TI32, batches, how=_given(c, "batch indices"), label="batch indices"),
            *(case.b.constant(t, v) for t, v in zip(parameter_types, parameters))]
     shapes = [(kept,), (kept, 4), (kept,), (kept,)]
-    outputs = [(t, _dynamic(c, s, f"output {i}"), 0.0, 0) for i, (t, s) in enumerate(zip((type, type, TI32, TI32), shapes))]
+    # the kept scores and boxes are the inputs' elements: of the inputs' quantization
+    kinds = ((type, score_quant), (box_type, box_quant), (TI32, (0.0, 0)), (TI32, (0.0, 0)))
+    outputs = [(t, _dynamic(c, s, f"output {i}"), *q) for i, ((t, q), s) in enumerate(zip(kinds, shapes))]
     case.b.operation_outputs(op, ins, outputs)
     return case.done(shapes, f"BOX_WITH_NMS_LIMIT {type.name} {classes} classes, {kept} kept")
 
@@ -391,18 +425,20 @@ def _region_models(draw, caps: Capabilities, family: str) -> ModelCase:
     batches = (_levels(draw, (count,), 3, "batch indices") % images).astype(np.int32)
     nchw = _layout(c)
     data = draw(arrays(type, (images, height, width, depth)), label="input")
+    quant, box_type = c.quantization(type, "input"), _box_type(type)  # ROI_POOLING's output: the input's elements
+    box_quant = BOX_QUANTIZATION if box_type == QU16 else (0.0, 0)
     # half the time 0: NNAPI's adaptive grid, ceil of a bin's size
     sampling = ([np.int32(c.choice((0, 2, 0, 1), f"{axis} sampling ratio")) for axis in ("height", "width")]
                 if op == Op.ROI_ALIGN else [])
     case = _Case(c)
-    ins = [case.operand(type, _nchw(data, nchw), label="input"),
-           case.operand(type, rois, how=_given(c, "rois"), label="rois"),
+    ins = [case.operand(type, _nchw(data, nchw), quant, label="input"),
+           case.operand(box_type, _as_stored(box_type, rois, box_quant), box_quant, how=_given(c, "rois"), label="rois"),
            case.operand(TI32, batches, how=_given(c, "batch indices"), label="batch indices"),
            case.b.scalar(out_h), case.b.scalar(out_w),
            case.b.constant(scalar, h_ratio), case.b.constant(scalar, w_ratio),
            *(case.b.constant(INT32, s) for s in sampling), case.b.constant(BOOL, nchw)]
     out = (count, depth, out_h, out_w) if nchw else (count, out_h, out_w, depth)
-    case.output(op, ins, type, out)
+    case.output(op, ins, type, out, quant)
     grid = f" sampling {int(sampling[0])}x{int(sampling[1])}" if sampling else ""
     return case.done([out], f"{op.name} {type.name}{' NCHW' if nchw else ''} to {out_h}x{out_w}{grid}")
 

@@ -5,9 +5,11 @@ HEATMAP_MAX_KEYPOINT): each computes one NNAPI rule wrongly, and the models of i
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from harness.api.hal import OperationType
+from harness.api.hal import OperationType, is_quantized_type
 from reference_driver.ops import detection, regions
 
 from ._registry import mutant, with_kernels
@@ -48,6 +50,19 @@ def nms_max_detections_ignored():
 def nms_score_threshold_ignored():
     def run(values, ins, out_op, out):
         return detection.run_box_with_nms_limit(_replaced(values, 3, -1.0), ins, out_op, out)
+
+    return with_kernels({Op.BOX_WITH_NMS_LIMIT: run})
+
+
+@mutant("nms-quantized-scores-zero-point-ignored", "OPS-1",
+        "BOX_WITH_NMS_LIMIT dequantizes quantized scores as value times scale, leaving out the zero point",
+        operations=(Op.BOX_WITH_NMS_LIMIT,))
+def nms_quantized_scores_zero_point_ignored():
+    def run(values, ins, out_op, out):
+        if not is_quantized_type(ins[0].type):
+            return detection.run_box_with_nms_limit(values, ins, out_op, out)
+        centred = [dataclasses.replace(ins[0], zero_point=0), *ins[1:]]
+        return detection.run_box_with_nms_limit(values, centred, out_op, out)
 
     return with_kernels({Op.BOX_WITH_NMS_LIMIT: run})
 
@@ -144,6 +159,26 @@ def roi_pooling_corners_truncated():
         # corners at whole elements already (floor), which the reference's rounding keeps
         truncated = np.floor(rois * scale) / scale
         return regions.run_roi_pooling(_replaced(values, 1, detection.store(truncated, ins[1])), ins, out_op, out)
+
+    return with_kernels({Op.ROI_POOLING: run})
+
+
+@mutant("roi-pooling-quantized-rois-unscaled", "OPS-1",
+        "ROI_POOLING on quantized data reads its TENSOR_QUANT16_ASYMM rois as whole numbers, not eighths",
+        operations=(Op.ROI_POOLING,))
+def roi_pooling_quantized_rois_unscaled():
+    def run(values, ins, out_op, out):
+        if not is_quantized_type(ins[0].type):
+            return regions.run_roi_pooling(values, ins, out_op, out)
+        # the stored eighths taken as elements, clamped into the feature map as a kernel indexing it would be
+        nchw = bool(np.asarray(values[7]).reshape(()))
+        shape = np.asarray(values[0]).shape
+        height, width = shape[2:4] if nchw else shape[1:3]
+        h_ratio, w_ratio = (float(np.asarray(v, np.float64).reshape(())) for v in values[5:7])
+        limits = np.floor(np.asarray([width * w_ratio, height * h_ratio] * 2))
+        rois = np.minimum(np.asarray(values[1], np.float64), limits)
+        unscaled = [ins[0], dataclasses.replace(ins[1], scale=1.0), *ins[2:]]
+        return regions.run_roi_pooling(_replaced(values, 1, rois), unscaled, out_op, out)
 
     return with_kernels({Op.ROI_POOLING: run})
 

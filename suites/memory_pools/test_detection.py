@@ -31,8 +31,10 @@ def test_each_detection_operation(driver, reference, capabilities, op, data) -> 
     if op not in capabilities.operations:
         not_applicable("operations", f"the driver does not declare {op.name}")
     if not operation_types(capabilities, op):
-        not_applicable("operand_types", f"the driver declares {op.name} on no float type NNAPI gives it (with the "
-                                        "types its other operands need besides: TENSOR_INT32, INT32, BOOL and the "
-                                        "float scalar of its type, as its signature has them)")
+        not_applicable("operand_types", f"the driver declares {op.name} on none of the types drawn for it (NNAPI's "
+                                        "float forms; for BOX_WITH_NMS_LIMIT and ROI_POOLING its quantized ones too) "
+                                        "with the types its other operands need besides: TENSOR_INT32, INT32, BOOL, "
+                                        "the float scalar of its type and, on quantized data, TENSOR_QUANT16_ASYMM "
+                                        "boxes, as its signature has them")
     scenario = data.draw(scenarios(capabilities, models=single_operation_models(capabilities, op)), label="scenario")
     assert_scenario_conforms("POOL-2", scenario, reference, driver)
