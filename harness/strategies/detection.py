@@ -17,11 +17,11 @@ power-of-two ratios, so what is not an exponential is exact.  A transformed box 
 small by cancellation (its centre minus half its size near 0) would have an error far above a
 bound relative to the coordinate: its deltas are set to zero, which leaves it exact.
 
-BOX_WITH_NMS_LIMIT's and GENERATE_PROPOSALS' outputs have as many rows as boxes survive: the
-model always declares their first axis unknown (or their rank), so that every test of these
-models goes through OPS-2's path (a region too small is OUTPUT_INSUFFICIENT_SIZE with the shapes
-it needs); their sizes, zero when every score is under the threshold, are counted by running the
-reference's kernel on the drawn values, which is the only way to know how many boxes survive.
+BOX_WITH_NMS_LIMIT's and GENERATE_PROPOSALS' outputs have as many rows as boxes survive: the model
+always declares their first axis unknown (or their rank), so that every test of these models goes
+through DOM-DYN-2's path (a region too small is OUTPUT_INSUFFICIENT_SIZE with the shapes it needs);
+their sizes, zero when every score is under the threshold, are counted by running the reference's
+kernel on the drawn values, which is the only way to know how many boxes survive.
 """
 
 from __future__ import annotations
