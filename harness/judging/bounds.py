@@ -77,6 +77,17 @@ TRANSCENDENTAL_TERMS = {OperationType.LOGISTIC: 4, OperationType.TANH: 4, Operat
                         OperationType.POW: 16, OperationType.HARD_SWISH: 2, OperationType.PRELU: 1,
                         OperationType.SOFTMAX: 16, OperationType.LOG_SOFTMAX: 32}
 #: Bounded functions judged absolutely: LOGISTIC of their input stands for them in the magnitude run.
+#: Operations that decide (a threshold, a maximum, NMS) and transform boxes with an exponential: on
+#: magnitudes they would decide otherwise, so the magnitude run keeps their inputs and their bound is
+#: relative to their outputs.  Their models keep every decision a margin from its threshold and every
+#: box coordinate at least 1/8 of its terms (|centre| + half its size; `harness.strategies.detection`),
+#: so a coordinate's error of a few roundings of its terms is within this many roundings of itself.
+DECIDING_TERMS = {OperationType.AXIS_ALIGNED_BBOX_TRANSFORM: 64, OperationType.BOX_WITH_NMS_LIMIT: 1,
+                  OperationType.GENERATE_PROPOSALS: 64, OperationType.DETECTION_POSTPROCESSING: 64,
+                  OperationType.HEATMAP_MAX_KEYPOINT: 64}
+#: ROI_ALIGN: 4 pixels per bilinear sample, up to 2 x 2 samples per bin (its models draw sampling
+#: ratios and bins so), and the average's division; on magnitudes it sums |terms| like any weighted sum.
+ROI_ALIGN_TERMS = 4 * 4 + 2
 _ABSOLUTE = (OperationType.TANH, OperationType.SIN, OperationType.ELU, OperationType.SOFTMAX)
 #: What an input's quantization step can become at the output of these (the largest slope).
 _SLOPES = {OperationType.LOGISTIC: 0.25, OperationType.TANH: 1.0, OperationType.HARD_SWISH: 1.5, OperationType.SOFTMAX: 1.0}
@@ -197,6 +208,9 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
         return True
 
     operations = []
+    # a deciding operation's inputs stay as they are: on magnitudes its decisions would differ
+    as_they_are = {i for operation in scenario.subgraph.operations if operation.type in DECIDING_TERMS
+                   for i in operation.inputs}
     for operation in scenario.subgraph.operations:
         if operation.type == OperationType.INSTANCE_NORMALIZATION:
             # its magnitudes are not a run on magnitudes: computed from its input, then passed on as they are
@@ -223,7 +237,7 @@ def magnitude_scenario(scenario: Scenario) -> Scenario | None:
             return None
         operations.append(replace(operation, type=kind) if kind is not None else operation)
     for index, operand in enumerate(scenario.subgraph.operands):
-        if operand.type in FLOAT_TYPES and operand.lifetime in (
+        if operand.type in FLOAT_TYPES and index not in as_they_are and operand.lifetime in (
                 OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE, OperandLifeTime.SUBGRAPH_INPUT):
             if not rewrite(index, np.abs):
                 return None
@@ -311,6 +325,10 @@ def terms_in_model(scenario: Scenario) -> int:
             total += _windowed_terms(scenario, operation)
         elif operation.type == OperationType.RESIZE_BILINEAR:
             total += resize_bilinear_terms(scenario, operation)
+        elif operation.type in DECIDING_TERMS:
+            total += DECIDING_TERMS[operation.type]
+        elif operation.type == OperationType.ROI_ALIGN:
+            total += ROI_ALIGN_TERMS
         elif operation.type in _NORMALIZATIONS or operation.type in _REDUCTIONS or \
                 operation.type == OperationType.INSTANCE_NORMALIZATION:
             total += normalization_terms(scenario, operation)

@@ -30,7 +30,7 @@ failing driver's run time.  Shrinking keeps the failure's type and place, which 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -50,11 +50,13 @@ __all__ = ["CANARY", "plain_scenario", "reported_example", "rule_of_wrong_output
 CANARY: Final = 0xA5
 
 
-def plain_scenario(scenario: Scenario, buffers: Mapping[str, tuple[bytes, tuple[int, ...]]] | None = None) -> Scenario | None:
+def plain_scenario(scenario: Scenario, buffers: Mapping[str, tuple[bytes, tuple[int, ...]]] | None = None,
+                   room: Sequence[int] = ()) -> Scenario | None:
     """``scenario``'s model and input values, plainly laid out (see the module), or None when its
     request has no plain form: an argument in a driver-managed buffer whose contents ``buffers``
     (name -> the reference's bytes and dimensions of it) does not give.  Pools the test made
-    unusable are left out or made afresh: the plain run asks what the model computes."""
+    unusable are left out or made afresh: the plain run asks what the model computes.  ``room``:
+    bytes each output's region holds at least (an output of data-dependent size given too little)."""
     held = buffers or {}
     pools: list[MemorySpec] = []
 
@@ -68,20 +70,20 @@ def plain_scenario(scenario: Scenario, buffers: Mapping[str, tuple[bytes, tuple[
             return content, tuple(argument.dimensions) or dimensions
         return None
 
-    def alone(argument: RequestArgument, output: bool) -> RequestArgument | None:
+    def alone(argument: RequestArgument, output: int | None) -> RequestArgument | None:
         if argument.has_no_value:
             return RequestArgument(True, DataLocation(), argument.dimensions)
         found = region(argument)
         if found is None:
             return None
         content, dimensions = found
-        if output:
-            content = bytes([CANARY]) * len(content)
+        if output is not None:
+            content = bytes([CANARY]) * max(len(content), room[output] if output < len(room) else 0)
         pools.append(MemorySpec("ashmem", content))
         return RequestArgument(False, DataLocation(len(pools) - 1, 0, len(content), 0), dimensions)
 
-    inputs = [alone(argument, False) for argument in scenario.inputs]
-    outputs = [alone(argument, True) for argument in scenario.outputs]
+    inputs = [alone(argument, None) for argument in scenario.inputs]
+    outputs = [alone(argument, i) for i, argument in enumerate(scenario.outputs)]
     plain_inputs = tuple(argument for argument in inputs if argument is not None)
     plain_outputs = tuple(argument for argument in outputs if argument is not None)
     if len(plain_inputs) < len(inputs) or len(plain_outputs) < len(outputs):
@@ -100,10 +102,12 @@ def reported_example() -> bool:
 
 
 def rule_of_wrong_output(requirement: str, scenario: Scenario, reference: Device, driver: Device,
-                         buffers: Mapping[str, tuple[bytes, tuple[int, ...]]] | None = None) -> tuple[str, str]:
+                         buffers: Mapping[str, tuple[bytes, tuple[int, ...]]] | None = None,
+                         room: Sequence[int] = ()) -> tuple[str, str]:
     """The rule a wrong output of ``scenario`` breaks (``requirement``: the test's), and why;
-    ``buffers``: what its driver-managed buffers hold (`plain_scenario`)."""
-    plain = plain_scenario(scenario, buffers)
+    ``buffers``: what its driver-managed buffers hold, ``room``: the bytes each output's region
+    holds at least in the plain run (`plain_scenario`)."""
+    plain = plain_scenario(scenario, buffers, room)
     if plain is None:
         return requirement, ""
     verdict = _first_wrong_output(plain, reference, driver)

@@ -886,6 +886,8 @@ def buildable_families(caps: Capabilities) -> tuple[str, ...]:
             return bool(reductions.operations(caps, name))
         if name in lookups.FAMILIES:
             return bool(lookups.operations(caps, name))
+        if name in detection.FAMILIES:
+            return bool(detection.operations(caps, name))
         return bool(_supported(caps, *FAMILIES[name])) and bool(family_types(name, caps))
     return tuple(name for name in FAMILIES if buildable(name))
 
@@ -1037,3 +1039,8 @@ from . import lookups  # noqa: E402
 
 FAMILIES.update(lookups.FAMILIES)
 _MAKERS.update(lookups.MAKERS)
+# the detection and region operations (NMS, proposals, box transforms, ROI_ALIGN, ROI_POOLING, keypoints): theirs
+from . import detection  # noqa: E402
+
+FAMILIES.update(detection.FAMILIES)
+_MAKERS.update(detection.MAKERS)

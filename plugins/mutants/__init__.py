@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from harness import DriverSpec, hookimpl
 
-from . import (control_flow, custom_calls, functions, layout, lookup, native, normalization, numerics, operations, packed_functions, pools,  # noqa: F401
+from . import (control_flow, custom_calls, detection, functions, layout, lookup, native, normalization, numerics, operations,  # noqa: F401
+               packed_functions, pools,
                reach, reduction, robustness, roles, state, vision)  # (each module registers its mutants on import)
 from ._registry import MUTANTS
 
