@@ -883,6 +883,8 @@ def buildable_families(caps: Capabilities) -> tuple[str, ...]:
             return bool(reductions.operations(caps, name))
         if name in lookups.FAMILIES:
             return bool(lookups.operations(caps, name))
+        if name in recurrent.FAMILIES:
+            return bool(recurrent.operations(caps, name))
         return bool(_supported(caps, *FAMILIES[name])) and bool(family_types(name, caps))
     return tuple(name for name in FAMILIES if buildable(name))
 
@@ -1034,3 +1036,8 @@ from . import lookups  # noqa: E402
 
 FAMILIES.update(lookups.FAMILIES)
 _MAKERS.update(lookups.MAKERS)
+# the recurrent operations (RNN, SVDF, the sequence RNNs, the LSTMs): theirs
+from . import recurrent  # noqa: E402
+
+FAMILIES.update(recurrent.FAMILIES)
+_MAKERS.update(recurrent.MAKERS)

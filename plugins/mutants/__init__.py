@@ -9,7 +9,7 @@ from __future__ import annotations
 from harness import DriverSpec, hookimpl
 
 from . import (custom_calls, functions, layout, lookup, native, normalization, numerics, operations, packed_functions, pools,  # noqa: F401
-               reach, reduction, robustness, roles, state, vision)  # (each module registers its mutants on import)
+               reach, recurrent, reduction, robustness, roles, state, vision)  # (each module registers its mutants on import)
 from ._registry import MUTANTS
 
 

@@ -1,0 +1,452 @@
+"""Models of the recurrent operations: RNN, SVDF, UNIDIRECTIONAL_SEQUENCE_RNN,
+BIDIRECTIONAL_SEQUENCE_RNN, LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM and BIDIRECTIONAL_SEQUENCE_LSTM.
+
+One family per operation (`FAMILIES`), on TENSOR_FLOAT32 or TENSOR_FLOAT16 as the driver declares.
+Sequences have 2 to 5 time steps, time-major or batch-major, batches 1 to 3, 1 to 4 units; each
+optional part NNAPI has is drawn given or omitted (NO_VALUE): SVDF's bias, the bidirectional RNN's
+auxiliary input (cross- or parallel-linked), the LSTMs' CIFG, peepholes, projection (with its bias
+or not, clipped or not), cell clip and layer normalization, the sequence operations' state outputs.
+
+Values stay where a wrong rule shows: inputs in [-2, 2), weights in [-1/2, 1/2) and biases in
+[-1, 1), so that each gate's sum is a few units at most and its sigmoid or tanh far from flat;
+the clips, when given, sit inside the values' range so that they cut some.  The state inputs are
+always request inputs (`STATE_INPUTS`): an app feeds each execution's state outputs into the next
+(STATE-1), and `stateful_models` gives each example the input values of its following steps.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+from hypothesis import strategies as st
+
+from harness.api.hal import Capabilities, OperandType, OperationType
+
+from .models import ModelCase, _Case, _Choices, _narrowed_to, _operation_and_type_of, _start
+from .values import FLOAT_TYPES, arrays, usable_types
+
+Op = OperationType
+F16 = OperandType.TENSOR_FLOAT16
+INT32, BOOL = OperandType.INT32, OperandType.BOOL
+FAMILIES: dict[str, tuple[OperationType, ...]] = {
+    "rnn": (Op.RNN,),
+    "svdf": (Op.SVDF,),
+    "unidirectional_sequence_rnn": (Op.UNIDIRECTIONAL_SEQUENCE_RNN,),
+    "bidirectional_sequence_rnn": (Op.BIDIRECTIONAL_SEQUENCE_RNN,),
+    "lstm": (Op.LSTM,),
+    "unidirectional_sequence_lstm": (Op.UNIDIRECTIONAL_SEQUENCE_LSTM,),
+    "bidirectional_sequence_lstm": (Op.BIDIRECTIONAL_SEQUENCE_LSTM,),
+}
+#: Each operation's state inputs and the outputs (model output positions, when present) an app feeds
+#: back into them, in order: RNN's hidden state, an LSTM's output and cell states.
+STATE_INPUTS: dict[OperationType, tuple[tuple[int, int], ...]] = {
+    Op.RNN: ((4, 0),),
+    Op.SVDF: ((4, 0),),
+    Op.UNIDIRECTIONAL_SEQUENCE_RNN: ((4, 1),),
+    Op.LSTM: ((18, 1), (19, 2)),
+    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: ((18, 1), (19, 2)),
+}
+#: Fused activations of the RNNs and SVDF (NONE, RELU, RELU1, RELU6) and the LSTMs' (NONE, RELU,
+#: RELU6, TANH, SIGMOID): TANH most of the time, the activation LSTMs are used with.
+_RNN_ACTIVATIONS = (0, 1, 2, 3)
+_LSTM_ACTIVATIONS = (4, 4, 0, 1, 3, 6)
+_HOWS = ("input", "copy", "reference")
+
+
+def _companions(op: OperationType) -> frozenset[OperandType]:
+    """The scalar types a model of ``op`` needs besides its tensors: INT32 (activations, SVDF's rank,
+    the unidirectional RNN's time-major flag), BOOL (the other sequence operations' flags), and
+    FLOAT32 or FLOAT16 clips of the LSTMs (`_clip_type`, checked with the tensor type)."""
+    if op in (Op.BIDIRECTIONAL_SEQUENCE_RNN, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.BIDIRECTIONAL_SEQUENCE_LSTM):
+        return frozenset({INT32, BOOL})
+    return frozenset({INT32})
+
+
+def _clip_type(type: OperandType) -> OperandType:
+    return OperandType.FLOAT16 if type == F16 else OperandType.FLOAT32
+
+
+_LSTMS = (Op.LSTM, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.BIDIRECTIONAL_SEQUENCE_LSTM)
+
+
+@functools.lru_cache(maxsize=1024)
+def operation_types(caps: Capabilities, op: OperationType) -> tuple[OperandType, ...]:
+    """The data types a model of ``op`` can have for this driver: NNAPI's, declared, with companions declared."""
+    declared = caps.types_of(op)
+    if not _companions(op) <= declared:
+        return ()
+    return tuple(t for t in usable_types(FLOAT_TYPES, declared) if op not in _LSTMS or _clip_type(t) in declared)
+
+
+def operations(caps: Capabilities, family: str) -> tuple[OperationType, ...]:
+    """The operations of ``family`` a model can be built of for this driver (declared, on a type it declares)."""
+    return tuple(op for op in FAMILIES[family] if op in caps.operations and operation_types(caps, op))
+
+
+class _Recurrent(_Case):
+    """A model being built, with the recurrent operations' kinds of values."""
+
+    def __init__(self, c: _Choices, draw, type: OperandType) -> None:
+        super().__init__(c)
+        self.draw, self.type = draw, type
+        # one way for all the weights of a model: a choice each would pass the model's choice bytes
+        self.how = c.choice(_HOWS, "weights given as")
+
+    def value(self, shape: tuple[int, ...], label: str, shift: int) -> np.ndarray:
+        """Values of [-8, 8) scaled by 2**-shift (exactly: a power of two)."""
+        drawn = self.draw(arrays(self.type, shape), label=label)
+        return (drawn * np.asarray(2.0 ** -shift, drawn.dtype)).astype(drawn.dtype)
+
+    def weight(self, shape: tuple[int, ...], label: str, shift: int = 4) -> int:
+        """A weight or bias tensor, as the model's weights are given (a request input fully specified)."""
+        value = self.value(shape, label, shift)
+        if self.how == "input":
+            self.values.append(value)
+            return self.b.input(self.type, shape)
+        return self.b.constant(self.type, value, by_reference=self.how == "reference")
+
+    def data(self, shape: tuple[int, ...], label: str, shift: int = 2) -> int:
+        """A request input of data (a sequence, a state), declared as the model's choices say."""
+        return self.operand(self.type, self.value(shape, label, shift), label=label)
+
+    def absent(self, shape: tuple[int, ...] = ()) -> int:
+        return self.b.omitted(self.type, shape)
+
+    def flag(self, value: bool) -> int:
+        return self.b.constant(BOOL, value)
+
+
+def _type(c: _Choices, caps: Capabilities, family: str) -> tuple[OperationType, OperandType]:
+    return _operation_and_type_of(c, operations(caps, family), functools.partial(operation_types, caps))
+
+
+def _sequence_shape(time_major: bool, steps: int, batch: int, size: int) -> tuple[int, int, int]:
+    return (steps, batch, size) if time_major else (batch, steps, size)
+
+
+@st.composite
+def rnn_models(draw, caps: Capabilities) -> ModelCase:
+    """RNN: one step of batch 1 to 3, 1 to 4 inputs and units, any fused activation."""
+    c = _start(draw)
+    op, type = _type(c, caps, "rnn")
+    batch, size, units = c.integer(1, 3, "batch"), c.integer(1, 4, "input size"), c.integer(1, 4, "units")
+    activation = c.choice(_RNN_ACTIVATIONS, "activation")
+    case = _Recurrent(c, draw, type)
+    x = case.data((batch, size), "input")
+    weights = [case.weight((units, size), "weights"), case.weight((units, units), "recurrent weights"),
+               case.weight((units,), "bias", 3)]
+    hidden = case.data((batch, units), "hidden state in")
+    out = (batch, units)
+    outputs = [(type, c.declared(out, "hidden state out"), 0.0, 0), (type, c.declared(out, "output"), 0.0, 0)]
+    case.b.operation_outputs(op, [x, *weights, hidden, case.b.scalar(activation)], outputs)
+    return case.done([out, out], f"RNN {type.name} activation {activation}")
+
+
+@st.composite
+def svdf_models(draw, caps: Capabilities) -> ModelCase:
+    """SVDF: rank 1 to 3, 1 to 3 units, memory of 1 to 4 steps, its bias given or omitted."""
+    c = _start(draw)
+    op, type = _type(c, caps, "svdf")
+    batch, size = c.integer(1, 3, "batch"), c.integer(1, 4, "input size")
+    units, rank, memory = c.integer(1, 3, "units"), c.integer(1, 3, "rank"), c.integer(1, 4, "memory size")
+    activation = c.choice(_RNN_ACTIVATIONS, "activation")
+    filters = units * rank
+    case = _Recurrent(c, draw, type)
+    x = case.data((batch, size), "input")
+    features = case.weight((filters, size), "weights_feature")
+    times = case.weight((filters, memory), "weights_time")
+    bias = case.weight((units,), "bias", 3) if c.boolean("bias given") else case.absent((units,))
+    state = case.data((batch, memory * filters), "state in")
+    state_shape, out = (batch, memory * filters), (batch, units)
+    outputs = [(type, c.declared(state_shape, "state out"), 0.0, 0), (type, c.declared(out, "output"), 0.0, 0)]
+    case.b.operation_outputs(op, [x, features, times, bias, state, case.b.scalar(rank), case.b.scalar(activation)],
+                             outputs)
+    return case.done([state_shape, out], f"SVDF {type.name} rank {rank} memory {memory}")
+
+
+@st.composite
+def unidirectional_sequence_rnn_models(draw, caps: Capabilities, state_outputs: bool | None = None) -> ModelCase:
+    """UNIDIRECTIONAL_SEQUENCE_RNN over 2 to 5 steps, time-major or not, its state output present or not."""
+    c = _start(draw)
+    op, type = _type(c, caps, "unidirectional_sequence_rnn")
+    steps, batch = c.integer(2, 5, "time steps"), c.integer(1, 3, "batch")
+    size, units = c.integer(1, 4, "input size"), c.integer(1, 4, "units")
+    time_major, activation = c.boolean("time major"), c.choice(_RNN_ACTIVATIONS, "activation")
+    with_state = c.boolean("state output") if state_outputs is None else state_outputs
+    case = _Recurrent(c, draw, type)
+    x = case.data(_sequence_shape(time_major, steps, batch, size), "input")
+    weights = [case.weight((units, size), "weights"), case.weight((units, units), "recurrent weights"),
+               case.weight((units,), "bias", 3)]
+    hidden = case.data((batch, units), "hidden state in")
+    out, state = _sequence_shape(time_major, steps, batch, units), (batch, units)
+    shapes = [out, state] if with_state else [out]
+    outputs = [(type, c.declared(shape, f"output {k}"), 0.0, 0) for k, shape in enumerate(shapes)]
+    case.b.operation_outputs(op, [x, *weights, hidden, case.b.scalar(activation), case.b.scalar(int(time_major))],
+                             outputs)
+    return case.done(shapes, f"UNIDIRECTIONAL_SEQUENCE_RNN {type.name} {'time' if time_major else 'batch'}-major "
+                             f"{steps} steps")
+
+
+#: The bidirectional RNN's auxiliary input: none, feeding both cells through their aux weights
+#: (cross-linking), or the backward cell's input in place of the input (parallel linking).
+_AUX_MODES = ("none", "cross", "parallel")
+
+
+@st.composite
+def bidirectional_sequence_rnn_models(draw, caps: Capabilities) -> ModelCase:
+    """BIDIRECTIONAL_SEQUENCE_RNN over 2 to 5 steps: each linking of its auxiliary input, the outputs
+    merged or not, the state outputs present or not, the two cells of different sizes."""
+    c = _start(draw)
+    op, type = _type(c, caps, "bidirectional_sequence_rnn")
+    steps, batch, size = c.integer(2, 5, "time steps"), c.integer(1, 3, "batch"), c.integer(1, 4, "input size")
+    fw_units, bw_units = c.integer(1, 4, "forward units"), c.integer(1, 4, "backward units")
+    aux, aux_size = c.choice(_AUX_MODES, "auxiliary input"), c.integer(1, 3, "auxiliary input size")
+    time_major, merge = c.boolean("time major"), c.boolean("merge outputs")
+    with_states, activation = c.boolean("state outputs"), c.choice(_RNN_ACTIVATIONS, "activation")
+    case = _Recurrent(c, draw, type)
+    x = case.data(_sequence_shape(time_major, steps, batch, size), "input")
+    bw_size = aux_size if aux == "parallel" else size
+
+    def cell(units: int, inputs: int, name: str) -> list[int]:
+        return [case.weight((units, inputs), f"{name} weights"), case.weight((units, units), f"{name} recurrent weights"),
+                case.weight((units,), f"{name} bias", 3), case.data((batch, units), f"{name} hidden state in")]
+
+    forward, backward = cell(fw_units, size, "forward"), cell(bw_units, bw_size, "backward")
+    aux_shape = _sequence_shape(time_major, steps, batch, aux_size)
+    aux_input = case.data(aux_shape, "auxiliary input") if aux != "none" else case.absent()
+    if aux == "cross":
+        aux_weights = [case.weight((fw_units, aux_size), "forward aux weights"),
+                       case.weight((bw_units, aux_size), "backward aux weights")]
+    else:
+        aux_weights = [case.absent(), case.absent()]
+    fw_out, bw_out = (_sequence_shape(time_major, steps, batch, units) for units in (fw_units, bw_units))
+    shapes = [_sequence_shape(time_major, steps, batch, fw_units + bw_units)] if merge else [fw_out, bw_out]
+    if with_states:
+        shapes += [(batch, fw_units), (batch, bw_units)]
+    outputs = [(type, c.declared(shape, f"output {k}"), 0.0, 0) for k, shape in enumerate(shapes)]
+    inputs = [x, *forward, *backward, aux_input, *aux_weights, case.b.scalar(activation), case.flag(time_major),
+              case.flag(merge)]
+    case.b.operation_outputs(op, inputs, outputs)
+    return case.done(shapes, f"BIDIRECTIONAL_SEQUENCE_RNN {type.name} aux {aux}{' merged' if merge else ''}")
+
+
+@dataclass(frozen=True)
+class _LstmForm:
+    """Which optional parts an LSTM cell has."""
+
+    cifg: bool
+    peephole: bool
+    projection: bool
+    projection_bias: bool
+    layer_norm: bool
+    cell_clip: float
+    proj_clip: float
+
+    def describe(self) -> str:
+        parts = [name for name, present in (("CIFG", self.cifg), ("peephole", self.peephole),
+                                            ("projection", self.projection), ("layer norm", self.layer_norm),
+                                            ("cell clip", self.cell_clip > 0), ("projection clip", self.proj_clip > 0))
+                 if present]
+        return " + ".join(parts) or "plain"
+
+
+def _lstm_form(c: _Choices, layer_norm: bool) -> _LstmForm:
+    projection = c.boolean("projection")
+    return _LstmForm(cifg=c.boolean("CIFG"), peephole=c.boolean("peephole"), projection=projection,
+                     projection_bias=projection and c.boolean("projection bias"),
+                     layer_norm=layer_norm and c.boolean("layer normalization"),
+                     cell_clip=c.choice((0.0, 0.0, 0.5, 1.0), "cell clip"),
+                     proj_clip=c.choice((0.0, 0.0, 0.25, 0.5), "projection clip") if projection else 0.0)
+
+
+def _lstm_weights(case: _Recurrent, form: _LstmForm, units: int, inputs: int, outputs: int, name: str = "") -> list[int]:
+    """One cell's 17 weights in NNAPI's order, the omitted ones NO_VALUE operands."""
+    gates = ("input", "forget", "cell", "output")
+    given = lambda gate: not (form.cifg and gate == "input")  # noqa: E731  (CIFG: no input gate)
+    to_gates = [case.weight((units, inputs), f"{name}input-to-{g} weights") if given(g) else case.absent()
+                for g in gates]
+    recurrent = [case.weight((units, outputs), f"{name}recurrent-to-{g} weights") if given(g) else case.absent()
+                 for g in gates]
+    peepholes = [case.weight((units,), f"{name}cell-to-{g} weights", 3) if form.peephole and given(g)
+                 else case.absent() for g in ("input", "forget", "output")]
+    biases = [case.weight((units,), f"{name}{g} gate bias", 3) if given(g) else case.absent() for g in gates]
+    projection = [case.weight((outputs, units), f"{name}projection weights", 3) if form.projection else case.absent(),
+                  case.weight((outputs,), f"{name}projection bias", 3) if form.projection_bias else case.absent()]
+    return [*to_gates, *recurrent, *peepholes, *biases, *projection]
+
+
+def _layer_norm_weights(case: _Recurrent, form: _LstmForm, units: int, name: str = "") -> list[int]:
+    """The four layer norm weights (around 1, so that the normalized sums stay of a unit's size)."""
+    if not form.layer_norm:
+        return [case.absent() for _ in range(4)]
+    return [case.absent() if form.cifg and k == 0 else case.weight((units,), f"{name}{g} layer norm weights", 2)
+            for k, g in enumerate(("input", "forget", "cell", "output"))]
+
+
+def _clips(case: _Recurrent, form: _LstmForm) -> list[int]:
+    clip = _clip_type(case.type)
+    return [case.b.constant(clip, form.cell_clip), case.b.constant(clip, form.proj_clip)]
+
+
+def _lstm_sizes(c: _Choices, form: _LstmForm) -> tuple[int, int, int, int]:
+    batch, size, units = c.integer(1, 3, "batch"), c.integer(1, 4, "input size"), c.integer(1, 4, "units")
+    return batch, size, units, c.integer(1, 4, "output size") if form.projection else units
+
+
+@st.composite
+def lstm_models(draw, caps: Capabilities) -> ModelCase:
+    """LSTM: one step, each optional part given or omitted, with or without layer normalization
+    (27 inputs or 23); its scratch buffer's content is the driver's (NeuralNetworks.h)."""
+    c = _start(draw)
+    op, type = _type(c, caps, "lstm")
+    normalized = c.boolean("27 inputs")
+    form = _lstm_form(c, normalized)
+    batch, size, units, output_size = _lstm_sizes(c, form)
+    activation = c.choice(_LSTM_ACTIVATIONS, "activation")
+    case = _Recurrent(c, draw, type)
+    x = case.data((batch, size), "input")
+    weights = _lstm_weights(case, form, units, size, output_size)
+    states = [case.data((batch, output_size), "output state in"), case.data((batch, units), "cell state in")]
+    inputs = [x, *weights, *states, case.b.scalar(activation), *_clips(case, form)]
+    if normalized:
+        inputs += _layer_norm_weights(case, form, units)
+    shapes = [(batch, units * (3 if form.cifg else 4)), (batch, output_size), (batch, units), (batch, output_size)]
+    outputs = [(type, c.declared(shape, f"output {k}"), 0.0, 0) for k, shape in enumerate(shapes)]
+    case.b.operation_outputs(op, inputs, outputs)
+    return case.done(shapes, f"LSTM {type.name} {form.describe()} activation {activation}")
+
+
+@st.composite
+def unidirectional_sequence_lstm_models(draw, caps: Capabilities, state_outputs: bool | None = None) -> ModelCase:
+    """UNIDIRECTIONAL_SEQUENCE_LSTM over 2 to 5 steps, time-major or not, each optional part given
+    or omitted, its state outputs present or not."""
+    c = _start(draw)
+    op, type = _type(c, caps, "unidirectional_sequence_lstm")
+    form = _lstm_form(c, True)
+    batch, size, units, output_size = _lstm_sizes(c, form)
+    steps, time_major = c.integer(2, 5, "time steps"), c.boolean("time major")
+    with_states = c.boolean("state outputs") if state_outputs is None else state_outputs
+    activation = c.choice(_LSTM_ACTIVATIONS, "activation")
+    case = _Recurrent(c, draw, type)
+    x = case.data(_sequence_shape(time_major, steps, batch, size), "input")
+    weights = _lstm_weights(case, form, units, size, output_size)
+    states = [case.data((batch, output_size), "output state in"), case.data((batch, units), "cell state in")]
+    inputs = [x, *weights, *states, case.b.scalar(activation), *_clips(case, form), case.flag(time_major),
+              *_layer_norm_weights(case, form, units)]
+    shapes = [_sequence_shape(time_major, steps, batch, output_size)]
+    if with_states:
+        shapes += [(batch, output_size), (batch, units)]
+    outputs = [(type, c.declared(shape, f"output {k}"), 0.0, 0) for k, shape in enumerate(shapes)]
+    case.b.operation_outputs(op, inputs, outputs)
+    return case.done(shapes, f"UNIDIRECTIONAL_SEQUENCE_LSTM {type.name} {form.describe()} "
+                             f"{'time' if time_major else 'batch'}-major {steps} steps")
+
+
+@st.composite
+def bidirectional_sequence_lstm_models(draw, caps: Capabilities) -> ModelCase:
+    """BIDIRECTIONAL_SEQUENCE_LSTM over 2 to 5 steps: both cells of one form, the outputs merged or
+    not, the state outputs present or not, no auxiliary input (its 61 inputs' other optional part)."""
+    c = _start(draw)
+    op, type = _type(c, caps, "bidirectional_sequence_lstm")
+    form = _lstm_form(c, True)
+    batch, size, units, output_size = _lstm_sizes(c, form)
+    steps, time_major, merge = c.integer(2, 5, "time steps"), c.boolean("time major"), c.boolean("merge outputs")
+    with_states, activation = c.boolean("state outputs"), c.choice(_LSTM_ACTIVATIONS, "activation")
+    case = _Recurrent(c, draw, type)
+    x = case.data(_sequence_shape(time_major, steps, batch, size), "input")
+    forward = _lstm_weights(case, form, units, size, output_size, "forward ")
+    backward = _lstm_weights(case, form, units, size, output_size, "backward ")
+    states = [case.data(shape, f"{name} state in") for name in ("forward output", "forward cell", "backward output",
+                                                                   "backward cell")
+              for shape in [(batch, output_size) if "output" in name else (batch, units)]]
+    inputs = [x, *forward, *backward, *states, case.absent(), *(case.absent() for _ in range(8)),
+              case.b.scalar(activation), *_clips(case, form), case.flag(merge), case.flag(time_major),
+              *_layer_norm_weights(case, form, units, "forward "), *_layer_norm_weights(case, form, units, "backward ")]
+    sequence = _sequence_shape(time_major, steps, batch, output_size)
+    shapes = [_sequence_shape(time_major, steps, batch, 2 * output_size)] if merge else [sequence, sequence]
+    if with_states:
+        shapes += [(batch, output_size), (batch, units), (batch, output_size), (batch, units)]
+    outputs = [(type, c.declared(shape, f"output {k}"), 0.0, 0) for k, shape in enumerate(shapes)]
+    case.b.operation_outputs(op, inputs, outputs)
+    return case.done(shapes, f"BIDIRECTIONAL_SEQUENCE_LSTM {type.name} {form.describe()}{' merged' if merge else ''}")
+
+
+MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
+    "rnn": rnn_models,
+    "svdf": svdf_models,
+    "unidirectional_sequence_rnn": unidirectional_sequence_rnn_models,
+    "bidirectional_sequence_rnn": bidirectional_sequence_rnn_models,
+    "lstm": lstm_models,
+    "unidirectional_sequence_lstm": unidirectional_sequence_lstm_models,
+    "bidirectional_sequence_lstm": bidirectional_sequence_lstm_models,
+}
+
+
+@functools.lru_cache(maxsize=256)
+def single_operation_models(caps: Capabilities, op: OperationType) -> st.SearchStrategy[ModelCase]:
+    """Models of ``op`` alone (of one of `FAMILIES`): the driver's declarations narrowed to it."""
+    return _narrowed_to(op, FAMILIES, MAKERS, caps)
+
+
+# --------------------------------------------------------------------------- STATE-1
+
+
+@dataclass(frozen=True)
+class StatefulCase:
+    """A model of one operation of `STATE_INPUTS` run step by step: its first execution's inputs,
+    the inputs of each later step (a new input; their state inputs to be replaced by the step
+    before's state outputs), and where each state input is among the model's inputs and its state output among
+    its outputs."""
+
+    case: ModelCase
+    later_steps: tuple[tuple[np.ndarray, ...], ...]
+    feedback: tuple[tuple[int, int], ...]
+
+    def step(self, number: int, states: dict[int, np.ndarray]) -> ModelCase:
+        """The model with step ``number``'s inputs (1: the first's), ``states`` {input position: value} fed in."""
+        inputs = list(self.case.inputs if number == 1 else self.later_steps[number - 2])
+        for at, value in states.items():
+            inputs[at] = value
+        return replace(self.case, inputs=tuple(inputs), alternatives=())
+
+
+#: The stateful makers, each with its state outputs present.
+_STATEFUL: dict[OperationType, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
+    Op.RNN: rnn_models,
+    Op.SVDF: svdf_models,
+    Op.UNIDIRECTIONAL_SEQUENCE_RNN: functools.partial(unidirectional_sequence_rnn_models, state_outputs=True),
+    Op.LSTM: lstm_models,
+    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: functools.partial(unidirectional_sequence_lstm_models, state_outputs=True),
+}
+
+
+def stateful_operations(caps: Capabilities) -> tuple[OperationType, ...]:
+    """The operations of `STATE_INPUTS` a model can be built of for this driver."""
+    return tuple(op for op in STATE_INPUTS if op in caps.operations and operation_types(caps, op))
+
+
+@functools.lru_cache(maxsize=64)
+def stateful_models(caps: Capabilities, op: OperationType, steps: int = 3) -> st.SearchStrategy[StatefulCase]:
+    """Models of ``op`` (of `STATE_INPUTS`) with the inputs of ``steps`` executions."""
+    return _stateful_models(_STATEFUL[op](replace(caps, operations=frozenset({op}))), op, steps)
+
+
+@st.composite
+def _stateful_models(draw, models: st.SearchStrategy[ModelCase], op: OperationType, steps: int) -> StatefulCase:
+    case = draw(models, label="model")
+    operation = case.subgraph.operations[0]
+    inputs = case.subgraph.input_indexes
+    feedback = tuple((inputs.index(operation.inputs[at]), out) for at, out in STATE_INPUTS[op])
+    # each later step a new sequence (or input) of the same shape, the weights the same
+    data_at = inputs.index(operation.inputs[0])
+    first = case.inputs[data_at]
+    later = []
+    for step in range(2, steps + 1):
+        drawn = draw(arrays(case.subgraph.operands[operation.inputs[0]].type, first.shape), label=f"step {step} input")
+        values = list(case.inputs)
+        values[data_at] = (drawn * np.asarray(0.25, drawn.dtype)).astype(drawn.dtype)
+        later.append(tuple(values))
+    return StatefulCase(case, tuple(later), feedback)
