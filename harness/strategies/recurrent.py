@@ -292,7 +292,9 @@ def _clips(case: _Recurrent, form: _LstmForm) -> list[int]:
 
 
 def _lstm_sizes(c: _Choices, form: _LstmForm) -> tuple[int, int, int, int]:
-    batch, size, units = c.integer(1, 3, "batch"), c.integer(1, 4, "input size"), c.integer(1, 4, "units")
+    # one unit's layer-normalized sum is its mean: zero whatever the layer norm weights, which it hides
+    least = 2 if form.layer_norm else 1
+    batch, size, units = c.integer(1, 3, "batch"), c.integer(1, 4, "input size"), c.integer(least, 4, "units")
     return batch, size, units, c.integer(1, 4, "output size") if form.projection else units
 
 
