@@ -1,7 +1,9 @@
 """Models of the recurrent operations: RNN, SVDF, UNIDIRECTIONAL_SEQUENCE_RNN,
-BIDIRECTIONAL_SEQUENCE_RNN, LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM and BIDIRECTIONAL_SEQUENCE_LSTM.
+BIDIRECTIONAL_SEQUENCE_RNN, LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM, BIDIRECTIONAL_SEQUENCE_LSTM and
+QUANTIZED_16BIT_LSTM.
 
-One family per operation (`FAMILIES`), on TENSOR_FLOAT32 or TENSOR_FLOAT16 as the driver declares.
+One family per operation (`FAMILIES`), on TENSOR_FLOAT32 or TENSOR_FLOAT16 as the driver declares
+(QUANTIZED_16BIT_LSTM: the uint8, int32 and int16 types and scales NeuralNetworks.h fixes for it).
 Sequences have 2 to 5 time steps, time-major or batch-major, batches 1 to 3, 1 to 4 units; each
 optional part NNAPI has is drawn given or omitted (NO_VALUE): SVDF's bias, the bidirectional RNN's
 auxiliary input (cross- or parallel-linked), the LSTMs' CIFG, peepholes, projection (with its bias
@@ -31,6 +33,7 @@ from .values import FLOAT_TYPES, arrays, usable_types
 Op = OperationType
 F16 = OperandType.TENSOR_FLOAT16
 INT32, BOOL = OperandType.INT32, OperandType.BOOL
+QU8, QSYMM16 = OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT16_SYMM
 FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "rnn": (Op.RNN,),
     "svdf": (Op.SVDF,),
@@ -39,6 +42,7 @@ FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "lstm": (Op.LSTM,),
     "unidirectional_sequence_lstm": (Op.UNIDIRECTIONAL_SEQUENCE_LSTM,),
     "bidirectional_sequence_lstm": (Op.BIDIRECTIONAL_SEQUENCE_LSTM,),
+    "quantized_16bit_lstm": (Op.QUANTIZED_16BIT_LSTM,),
 }
 #: Each operation's state inputs and the outputs (model output positions, when present) an app feeds
 #: back into them, in order: RNN's hidden state, an LSTM's output and cell states.
@@ -48,6 +52,7 @@ STATE_INPUTS: dict[OperationType, tuple[tuple[int, int], ...]] = {
     Op.UNIDIRECTIONAL_SEQUENCE_RNN: ((4, 1),),
     Op.LSTM: ((18, 1), (19, 2)),
     Op.UNIDIRECTIONAL_SEQUENCE_LSTM: ((18, 1), (19, 2)),
+    Op.QUANTIZED_16BIT_LSTM: ((13, 0), (14, 1)),
 }
 #: Fused activations of the RNNs and SVDF (NONE, RELU, RELU1, RELU6) and the LSTMs' (NONE, RELU,
 #: RELU6, TANH, SIGMOID): TANH most of the time, the activation LSTMs are used with.
@@ -72,10 +77,16 @@ def _clip_type(type: OperandType) -> OperandType:
 _LSTMS = (Op.LSTM, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.BIDIRECTIONAL_SEQUENCE_LSTM)
 
 
+#: QUANTIZED_16BIT_LSTM's types: uint8 input, weights and output, int32 biases, int16 cell state.
+_SIXTEEN_BIT_TYPES = frozenset({QU8, OperandType.TENSOR_INT32, QSYMM16})
+
+
 @functools.lru_cache(maxsize=1024)
 def operation_types(caps: Capabilities, op: OperationType) -> tuple[OperandType, ...]:
     """The data types a model of ``op`` can have for this driver: NNAPI's, declared, with companions declared."""
     declared = caps.types_of(op)
+    if op == Op.QUANTIZED_16BIT_LSTM:
+        return (QU8,) if _SIXTEEN_BIT_TYPES <= declared else ()
     if not _companions(op) <= declared:
         return ()
     return tuple(t for t in usable_types(FLOAT_TYPES, declared) if op not in _LSTMS or _clip_type(t) in declared)
@@ -182,7 +193,7 @@ def unidirectional_sequence_rnn_models(draw, caps: Capabilities, state_outputs: 
                case.weight((units,), "bias", 3)]
     hidden = case.data((batch, units), "hidden state in")
     out, state = _sequence_shape(time_major, steps, batch, units), (batch, units)
-    shapes = [out, state] if with_state else [out]
+    shapes: list[tuple[int, ...]] = [out, state] if with_state else [out]
     outputs = [(type, c.declared(shape, f"output {k}"), 0.0, 0) for k, shape in enumerate(shapes)]
     case.b.operation_outputs(op, [x, *weights, hidden, case.b.scalar(activation), case.b.scalar(int(time_major))],
                              outputs)
@@ -223,7 +234,8 @@ def bidirectional_sequence_rnn_models(draw, caps: Capabilities) -> ModelCase:
     else:
         aux_weights = [case.absent(), case.absent()]
     fw_out, bw_out = (_sequence_shape(time_major, steps, batch, units) for units in (fw_units, bw_units))
-    shapes = [_sequence_shape(time_major, steps, batch, fw_units + bw_units)] if merge else [fw_out, bw_out]
+    merged = _sequence_shape(time_major, steps, batch, fw_units + bw_units)
+    shapes: list[tuple[int, ...]] = [merged] if merge else [fw_out, bw_out]
     if with_states:
         shapes += [(batch, fw_units), (batch, bw_units)]
     outputs = [(type, c.declared(shape, f"output {k}"), 0.0, 0) for k, shape in enumerate(shapes)]
@@ -338,7 +350,7 @@ def unidirectional_sequence_lstm_models(draw, caps: Capabilities, state_outputs:
     states = [case.data((batch, output_size), "output state in"), case.data((batch, units), "cell state in")]
     inputs = [x, *weights, *states, case.b.scalar(activation), *_clips(case, form), case.flag(time_major),
               *_layer_norm_weights(case, form, units)]
-    shapes = [_sequence_shape(time_major, steps, batch, output_size)]
+    shapes: list[tuple[int, ...]] = [_sequence_shape(time_major, steps, batch, output_size)]
     if with_states:
         shapes += [(batch, output_size), (batch, units)]
     outputs = [(type, c.declared(shape, f"output {k}"), 0.0, 0) for k, shape in enumerate(shapes)]
@@ -368,12 +380,53 @@ def bidirectional_sequence_lstm_models(draw, caps: Capabilities) -> ModelCase:
               case.b.scalar(activation), *_clips(case, form), case.flag(merge), case.flag(time_major),
               *_layer_norm_weights(case, form, units, "forward "), *_layer_norm_weights(case, form, units, "backward ")]
     sequence = _sequence_shape(time_major, steps, batch, output_size)
-    shapes = [_sequence_shape(time_major, steps, batch, 2 * output_size)] if merge else [sequence, sequence]
+    merged = _sequence_shape(time_major, steps, batch, 2 * output_size)
+    shapes: list[tuple[int, ...]] = [merged] if merge else [sequence, sequence]
     if with_states:
         shapes += [(batch, output_size), (batch, units), (batch, output_size), (batch, units)]
     outputs = [(type, c.declared(shape, f"output {k}"), 0.0, 0) for k, shape in enumerate(shapes)]
     case.b.operation_outputs(op, inputs, outputs)
     return case.done(shapes, f"BIDIRECTIONAL_SEQUENCE_LSTM {type.name} {form.describe()}{' merged' if merge else ''}")
+
+
+#: NeuralNetworks.h's quantization of QUANTIZED_16BIT_LSTM's input and output (scale, zeroPoint), and
+#: its cell state's scale (four integer bits).
+_ACTIVATION_QUANT = (1 / 128, 128)
+_CELL_STATE_SCALE = 2.0 ** -11
+#: The weights' scale: uint8 weights of about [-1/2, 1/2) (their zeroPoint near 128), so that each gate's sum of
+#: at most 8 products and a bias stays inside the Q(3) range its accumulator is rescaled to (+-8),
+#: where saturation would hide a wrong gate.  Its biases' scale is NNAPI's: the weights' over 128.
+_WEIGHTS_SCALE = 2.0 ** -8
+
+
+@st.composite
+def quantized_16bit_lstm_models(draw, caps: Capabilities) -> ModelCase:
+    """QUANTIZED_16BIT_LSTM: one step, batch 1 to 3, 1 to 4 inputs and units, the weights' zeroPoint
+    drawn (the input's and output's are NNAPI's 128); biases of [-1, 1) and cell states of [-2, 2)."""
+    c = _start(draw)
+    op, type = _type(c, caps, "quantized_16bit_lstm")
+    batch, size, units = c.integer(1, 3, "batch"), c.integer(1, 4, "input size"), c.integer(1, 4, "units")
+    zero_point = c.choice((128, 112, 144), "weights zeroPoint")
+    how = c.choice(_HOWS, "weights given as")
+    case = _Case(c)
+    weights_quant, bias_quant = (_WEIGHTS_SCALE, zero_point), (_WEIGHTS_SCALE / 128, 0)
+    x = case.operand(QU8, draw(arrays(QU8, (batch, size)), label="input"), _ACTIVATION_QUANT, label="input")
+    gates = ("input", "forget", "cell", "output")
+    weights = [case.operand(QU8, draw(arrays(QU8, shape), label=f"{kind}-to-{g} weights"), weights_quant, how)
+               for kind, shape in (("input", (units, size)), ("recurrent", (units, units))) for g in gates]
+    # int16 raw values as int32 biases: [-1, 1) at the biases' scale of 2^-15
+    biases = [case.operand(OperandType.TENSOR_INT32,
+                           draw(arrays(QSYMM16, (units,)), label=f"{g} gate bias").astype(np.int32), bias_quant, how)
+              for g in gates]
+    cell_state = (draw(arrays(QSYMM16, (batch, units)), label="cell state in") >> 3).astype(np.int16)
+    states = [case.operand(QSYMM16, cell_state, (_CELL_STATE_SCALE, 0), label="cell state in"),
+              case.operand(QU8, draw(arrays(QU8, (batch, units)), label="output in"), _ACTIVATION_QUANT,
+                           label="output in")]
+    shape = (batch, units)
+    outputs = [(QSYMM16, c.declared(shape, "cell state out"), _CELL_STATE_SCALE, 0),
+               (QU8, c.declared(shape, "output"), *_ACTIVATION_QUANT)]
+    case.b.operation_outputs(op, [x, *weights, *biases, *states], outputs)
+    return case.done([shape, shape], f"QUANTIZED_16BIT_LSTM weights zeroPoint {zero_point}")
 
 
 MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
@@ -384,6 +437,7 @@ MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "lstm": lstm_models,
     "unidirectional_sequence_lstm": unidirectional_sequence_lstm_models,
     "bidirectional_sequence_lstm": bidirectional_sequence_lstm_models,
+    "quantized_16bit_lstm": quantized_16bit_lstm_models,
 }
 
 
@@ -422,6 +476,7 @@ _STATEFUL: dict[OperationType, Callable[[Capabilities], st.SearchStrategy[ModelC
     Op.UNIDIRECTIONAL_SEQUENCE_RNN: functools.partial(unidirectional_sequence_rnn_models, state_outputs=True),
     Op.LSTM: lstm_models,
     Op.UNIDIRECTIONAL_SEQUENCE_LSTM: functools.partial(unidirectional_sequence_lstm_models, state_outputs=True),
+    Op.QUANTIZED_16BIT_LSTM: quantized_16bit_lstm_models,
 }
 
 
@@ -449,6 +504,7 @@ def _stateful_models(draw, models: st.SearchStrategy[ModelCase], op: OperationTy
     for step in range(2, steps + 1):
         drawn = draw(arrays(case.subgraph.operands[operation.inputs[0]].type, first.shape), label=f"step {step} input")
         values = list(case.inputs)
-        values[data_at] = (drawn * np.asarray(0.25, drawn.dtype)).astype(drawn.dtype)
+        # a float input of [-2, 2) as the first step's; a quantized one over its whole range
+        values[data_at] = (drawn * np.asarray(0.25, drawn.dtype)).astype(drawn.dtype) if drawn.dtype.kind == "f" else drawn
         later.append(tuple(values))
     return StatefulCase(case, tuple(later), feedback)

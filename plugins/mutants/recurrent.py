@@ -1,6 +1,7 @@
-"""Seeded bugs of the recurrent operations (RNN, SVDF, the sequence RNNs and the LSTMs): each
-computes one NNAPI rule of a cell or of its run over time wrongly (OPS-1: the operation's values),
-and one keeps a cell's state in the driver between executions (STATE-1)."""
+"""Seeded bugs of the recurrent operations (RNN, SVDF, the sequence RNNs, the LSTMs and
+QUANTIZED_16BIT_LSTM): each computes one NNAPI rule of a cell or of its run over time wrongly
+(OPS-1: the operation's values), and one keeps a cell's state in the driver between executions
+(STATE-1)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from harness.api.hal import Operand, OperationType, numpy_dtype
-from reference_driver.ops import KERNELS, lstm, rnn
+from reference_driver.ops import KERNELS, lstm, quantized_lstm, rnn
 from reference_driver.ops._numeric import activation_code, scalar
 
 from ._registry import mutant, with_kernels
@@ -241,13 +242,14 @@ _STATES: dict[OperationType, tuple[tuple[int, ...], tuple[int, ...]]] = {
     Op.UNIDIRECTIONAL_SEQUENCE_RNN: ((4,), (1,)),
     Op.LSTM: ((18, 19), (1, 2)),
     Op.UNIDIRECTIONAL_SEQUENCE_LSTM: ((18, 19), (1, 2)),
+    Op.QUANTIZED_16BIT_LSTM: ((13, 14), (0, 1)),
 }
 
 
 @mutant("recurrent-state-kept-between-executions", "STATE-1",
-        "RNN, UNIDIRECTIONAL_SEQUENCE_RNN, LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM keep their last state outputs in "
-        "the driver and, from the second execution of an operation on, start from them instead of the request's "
-        "state inputs, as a streaming driver that assumes an app feeds each state back",
+        "RNN, UNIDIRECTIONAL_SEQUENCE_RNN, LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM and QUANTIZED_16BIT_LSTM keep their last "
+        "state outputs in the driver and, from the second execution of an operation on, start from them instead of "
+        "the request's state inputs, as a streaming driver that assumes an app feeds each state back",
         operations=tuple(_STATES))
 def recurrent_state_kept_between_executions():
     kept: dict[tuple[OperationType, Operand, tuple[Operand, ...]], tuple[np.ndarray, ...]] = {}
@@ -273,3 +275,37 @@ def recurrent_state_kept_between_executions():
         return run
 
     return with_kernels({op: keeping(op) for op in _STATES})
+
+
+# --------------------------------------------------------------------------- QUANTIZED_16BIT_LSTM
+
+
+@mutant("quantized-16bit-lstm-update-not-rescaled", "OPS-1",
+        "QUANTIZED_16BIT_LSTM adds the input gate times the cell candidate, a Q0.15 product, to the cell state "
+        "without rescaling it to the state's Q4.11: a fixed-point shift forgotten, the update 16 times too large "
+        "(then saturated)",
+        operations=(Op.QUANTIZED_16BIT_LSTM,))
+def quantized_16bit_lstm_update_not_rescaled():
+    def run(values, ins, out_op, out):
+        KERNELS[Op.QUANTIZED_16BIT_LSTM].run(values, ins, out_op, out)  # the reference's checks of shapes
+        x = np.asarray(values[0], np.int64)
+        prev_out, prev_state = np.asarray(values[14], np.int64), np.asarray(values[13], np.int64)
+        multiplier, shift = quantized_lstm.quantize_multiplier(4096 * float(np.float32(ins[9].scale)))
+        side_by_side = np.concatenate((x, prev_out), axis=1) - 128
+        gates = []
+        for g in range(4):
+            w_in, w_rec, bias = (np.asarray(values[i], np.int64) for i in (1 + g, 5 + g, 9 + g))
+            weights = np.concatenate((w_rec, w_in), axis=1) - ins[1].zero_point
+            accumulator = quantized_lstm.wrap(bias + side_by_side @ weights.T, 32)
+            gates.append(quantized_lstm.saturate(quantized_lstm.multiply_by_quantized(accumulator, multiplier, shift), 16))
+        input_gate, forget_gate, output_gate = (quantized_lstm.logistic(gates[i], 3) for i in (0, 1, 3))
+        modulation = quantized_lstm.tanh(gates[2], 3)
+        # the bug: no multiply_by_pot(..., -4) taking the Q(0) product to the state's Q(4)
+        state = quantized_lstm.saturate(quantized_lstm.high_mul(input_gate, modulation, 16)
+                                        + quantized_lstm.high_mul(forget_gate, prev_state, 16), 16)
+        activation = quantized_lstm.high_mul(output_gate,
+                                             quantized_lstm.tanh(quantized_lstm.multiply_by_pot(state, 1, 16), 3), 16)
+        output = np.clip(quantized_lstm.divide_by_pot(activation, 8), -128, 127) + 128
+        return state.astype(np.int16), output.astype(np.uint8)
+
+    return with_kernels({Op.QUANTIZED_16BIT_LSTM: run})

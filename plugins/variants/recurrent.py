@@ -4,9 +4,9 @@ RNN, UNIDIRECTIONAL_SEQUENCE_RNN, SVDF, LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM co
 kernels commonly do: every product, sum, sigmoid and tanh of every time step in float32 (numpy's
 BLAS summing in its own order), each step's state rounded to the tensors' type (float32, or
 float16 for TENSOR_FLOAT16) before the next step reads it.  (Float16 arithmetic throughout is
-no choice for a layer-normalized LSTM: its variance's epsilon of 1e-8 is zero in float16.)  Everything else is the reference's.  Its
-errors grow over the time steps through the state: what the judge's bounds for the recurrent
-operations (`harness.judging.recurrent_terms`) must allow.
+no choice for a layer-normalized LSTM: its variance's epsilon of 1e-8 is zero in float16.)
+Everything else is the reference's.  Its errors grow over the time steps through the state: what
+the judge's bounds for the recurrent operations (`harness.judging.recurrent_terms`) must allow.
 """
 
 from __future__ import annotations
@@ -29,21 +29,21 @@ def _in_float32(values, at: int) -> np.ndarray:
 
 def _rnn(values, ins, out_op, out):
     checked = KERNELS[Op.RNN].run(values, ins, out_op, out)  # the reference's checks of shapes and codes
-    dtype = numpy_dtype(ins[0].type)
     x, weights, recurrent, bias, hidden = (_in_float32(values, k) for k in range(5))
     state = rnn.step(x, weights, recurrent, bias, hidden, activation_code(values[5])).astype(checked[0].dtype)
     return state, state.copy()
 
 
 def _sequence_rnn(values, ins, out_op, out):
-    checked = KERNELS[Op.UNIDIRECTIONAL_SEQUENCE_RNN].run(values, ins, out_op, out)
+    KERNELS[Op.UNIDIRECTIONAL_SEQUENCE_RNN].run(values, ins, out_op, out)  # the reference's checks
     dtype = numpy_dtype(ins[0].type)
     x, weights, recurrent, bias, hidden = (_in_float32(values, k) for k in range(5))
     time_major = scalar(values[6]) != 0
     sequence = x if time_major else x.transpose(1, 0, 2)
     outputs = []
     for xt in sequence:
-        hidden = rnn.step(xt, weights, recurrent, bias, hidden, activation_code(values[5])).astype(dtype).astype(np.float32)
+        step = rnn.step(xt, weights, recurrent, bias, hidden, activation_code(values[5]))
+        hidden = step.astype(dtype).astype(np.float32)  # the state as the tensors' type holds it
         outputs.append(hidden)
     stacked = np.stack(outputs)
     return (stacked if time_major else stacked.transpose(1, 0, 2)).astype(dtype), hidden.astype(dtype)

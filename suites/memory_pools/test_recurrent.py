@@ -31,7 +31,9 @@ def _declared(capabilities, op) -> None:
         not_applicable("operations", f"the driver does not declare {op.name}")
     if not operation_types(capabilities, op):
         not_applicable("operand_types", f"the driver declares {op.name} on no type NNAPI gives it (TENSOR_FLOAT32 or "
-                                        "TENSOR_FLOAT16, with the INT32, BOOL and clip scalars it needs besides)")
+                                        "TENSOR_FLOAT16 with the INT32, BOOL and clip scalars it needs besides; "
+                                        "QUANTIZED_16BIT_LSTM: TENSOR_QUANT8_ASYMM, TENSOR_INT32 and "
+                                        "TENSOR_QUANT16_SYMM)")
 
 
 @pytest.mark.requirement("POOL-2")
