@@ -75,9 +75,10 @@ class ModelBuilder:
     def scalar(self, value: int) -> int:
         return self.constant(OperandType.INT32, value)
 
-    def omitted(self, type: OperandType, dims: Sequence[int] = ()) -> int:
-        """An optional operand given no value (lifetime NO_VALUE), such as LSH_PROJECTION's weights."""
-        return self._add(Operand(type, tuple(dims), lifetime=OperandLifeTime.NO_VALUE))
+    def omitted(self, type: OperandType, dims: Sequence[int] = (), scale: float = 0.0) -> int:
+        """An optional operand given no value (lifetime NO_VALUE), such as LSH_PROJECTION's weights; a
+        quantized one still has the positive scale its type asks of every operand."""
+        return self._add(Operand(type, tuple(dims), scale, lifetime=OperandLifeTime.NO_VALUE))
 
     def operation(self, op: OperationType, inputs: Sequence[int], type: OperandType, dims: Sequence[int] = (),
                   scale: float = 0.0, zero_point: int = 0, *, output: bool = True) -> int:

@@ -1,9 +1,9 @@
 """Models of the recurrent operations: RNN, SVDF, UNIDIRECTIONAL_SEQUENCE_RNN,
-BIDIRECTIONAL_SEQUENCE_RNN, LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM, BIDIRECTIONAL_SEQUENCE_LSTM and
-QUANTIZED_16BIT_LSTM.
+BIDIRECTIONAL_SEQUENCE_RNN, LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM, BIDIRECTIONAL_SEQUENCE_LSTM,
+QUANTIZED_16BIT_LSTM and QUANTIZED_LSTM.
 
-One family per operation (`FAMILIES`), on TENSOR_FLOAT32 or TENSOR_FLOAT16 as the driver declares
-(QUANTIZED_16BIT_LSTM: the uint8, int32 and int16 types and scales NeuralNetworks.h fixes for it).
+One family per operation (`FAMILIES`), on TENSOR_FLOAT32 or TENSOR_FLOAT16 as the driver declares;
+the quantized LSTMs on the types NeuralNetworks.h fixes for them, at scales chosen below.
 Sequences have 2 to 5 time steps, time-major or batch-major, batches 1 to 3, 1 to 4 units; each
 optional part NNAPI has is drawn given or omitted (NO_VALUE): SVDF's bias, the bidirectional RNN's
 auxiliary input (cross- or parallel-linked), the LSTMs' CIFG, peepholes, projection (with its bias
@@ -34,6 +34,7 @@ Op = OperationType
 F16 = OperandType.TENSOR_FLOAT16
 INT32, BOOL = OperandType.INT32, OperandType.BOOL
 QU8, QSYMM16 = OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT16_SYMM
+QS8, QSYMM8, TI32 = OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM, OperandType.TENSOR_INT32
 FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "rnn": (Op.RNN,),
     "svdf": (Op.SVDF,),
@@ -43,6 +44,7 @@ FAMILIES: dict[str, tuple[OperationType, ...]] = {
     "unidirectional_sequence_lstm": (Op.UNIDIRECTIONAL_SEQUENCE_LSTM,),
     "bidirectional_sequence_lstm": (Op.BIDIRECTIONAL_SEQUENCE_LSTM,),
     "quantized_16bit_lstm": (Op.QUANTIZED_16BIT_LSTM,),
+    "quantized_lstm": (Op.QUANTIZED_LSTM,),
 }
 #: Each operation's state inputs and the outputs (model output positions, when present) an app feeds
 #: back into them, in order: RNN's hidden state, an LSTM's output and cell states.
@@ -53,6 +55,7 @@ STATE_INPUTS: dict[OperationType, tuple[tuple[int, int], ...]] = {
     Op.LSTM: ((18, 1), (19, 2)),
     Op.UNIDIRECTIONAL_SEQUENCE_LSTM: ((18, 1), (19, 2)),
     Op.QUANTIZED_16BIT_LSTM: ((13, 0), (14, 1)),
+    Op.QUANTIZED_LSTM: ((18, 0), (19, 1)),
 }
 #: Fused activations of the RNNs and SVDF (NONE, RELU, RELU1, RELU6) and the LSTMs' (NONE, RELU,
 #: RELU6, TANH, SIGMOID): TANH most of the time, the activation LSTMs are used with.
@@ -78,7 +81,10 @@ _LSTMS = (Op.LSTM, Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.BIDIRECTIONAL_SEQUENCE_LS
 
 
 #: QUANTIZED_16BIT_LSTM's types: uint8 input, weights and output, int32 biases, int16 cell state.
-_SIXTEEN_BIT_TYPES = frozenset({QU8, OperandType.TENSOR_INT32, QSYMM16})
+_SIXTEEN_BIT_TYPES = frozenset({QU8, TI32, QSYMM16})
+#: QUANTIZED_LSTM's: int8 input, states and output, int8 symmetric weights, int16 peepholes, cell state
+#: and layer norm weights, int32 biases, and its FLOAT32 and INT32 scalars (clips, scales, zeroPoint).
+_QLSTM_TYPES = frozenset({QS8, QSYMM8, QSYMM16, TI32, OperandType.FLOAT32, INT32})
 
 
 @functools.lru_cache(maxsize=1024)
@@ -87,6 +93,8 @@ def operation_types(caps: Capabilities, op: OperationType) -> tuple[OperandType,
     declared = caps.types_of(op)
     if op == Op.QUANTIZED_16BIT_LSTM:
         return (QU8,) if _SIXTEEN_BIT_TYPES <= declared else ()
+    if op == Op.QUANTIZED_LSTM:
+        return (QS8,) if _QLSTM_TYPES <= declared else ()
     if not _companions(op) <= declared:
         return ()
     return tuple(t for t in usable_types(FLOAT_TYPES, declared) if op not in _LSTMS or _clip_type(t) in declared)
@@ -415,7 +423,7 @@ def quantized_16bit_lstm_models(draw, caps: Capabilities) -> ModelCase:
     weights = [case.operand(QU8, draw(arrays(QU8, shape), label=f"{kind}-to-{g} weights"), weights_quant, how)
                for kind, shape in (("input", (units, size)), ("recurrent", (units, units))) for g in gates]
     # int16 raw values as int32 biases: [-1, 1) at the biases' scale of 2^-15
-    biases = [case.operand(OperandType.TENSOR_INT32,
+    biases = [case.operand(TI32,
                            draw(arrays(QSYMM16, (units,)), label=f"{g} gate bias").astype(np.int32), bias_quant, how)
               for g in gates]
     cell_state = (draw(arrays(QSYMM16, (batch, units)), label="cell state in") >> 3).astype(np.int16)
@@ -429,6 +437,93 @@ def quantized_16bit_lstm_models(draw, caps: Capabilities) -> ModelCase:
     return case.done([shape, shape], f"QUANTIZED_16BIT_LSTM weights zeroPoint {zero_point}")
 
 
+#: QUANTIZED_LSTM's scales: int8 input and output of [-1, 1), weights of [-1/2, 1/2) (each gate's sum
+#: of at most 8 products inside its Q(3) intermediate range of +-8), an int16 cell state of four
+#: integer bits, the hidden state's 8 bits over [-1, 1); projection weights of [-1/4, 1/4), so that a
+#: projected sum of up to 4 units stays inside the output's range.
+_Q_ACTIVATION, _Q_WEIGHTS, _Q_CELL, _Q_INTERMEDIATE = 2.0 ** -7, 2.0 ** -8, 2.0 ** -11, 2.0 ** -12
+_Q_PEEPHOLE, _Q_NORM, _Q_PROJECTION = 2.0 ** -12, 2.0 ** -12, 2.0 ** -8
+
+
+class _QuantizedCase(_Case):
+    """A model being built, with a quantized LSTM's kinds of values: raw integers."""
+
+    def __init__(self, c: _Choices, draw) -> None:
+        super().__init__(c)
+        self.draw = draw
+        # one way for all the weights of a model, as `_Recurrent`'s
+        self.how = c.choice(_HOWS, "weights given as")
+
+    def raw(self, type: OperandType, shape: tuple[int, ...], label: str, shift: int = 0) -> np.ndarray:
+        """Raw integers of ``type`` over its whole range, shifted right by ``shift`` bits."""
+        drawn = self.draw(arrays(type, shape), label=label)
+        return (drawn.astype(np.int64) >> shift).astype(drawn.dtype)
+
+    def weight(self, type: OperandType, shape: tuple[int, ...], label: str, scale: float, shift: int = 0) -> int:
+        return self.operand(type, self.raw(type, shape, label, shift), (scale, 0), self.how)
+
+    def bias(self, shape: tuple[int, ...], label: str, shift: int) -> int:
+        """An int32 bias: int16 raw values moved left by ``shift`` bits (its scale is the operation's)."""
+        raw = self.raw(QSYMM16, shape, label).astype(np.int32) << shift
+        return self.operand(TI32, raw.astype(np.int32), how=self.how)
+
+
+@st.composite
+def quantized_lstm_models(draw, caps: Capabilities) -> ModelCase:
+    """QUANTIZED_LSTM: one step, batch 1 to 3, each optional part given or omitted (CIFG, peepholes,
+    layer normalization, projection with its bias or not, the clips), the input's and the output
+    state's zeroPoints drawn.  A layer-normalized gate has at least two units (one unit's normalized
+    sum is zero whatever its weights); without layer normalization each gate's bias joins its sum
+    (scale: the input's times the weights'), with it the normalized sum (the norm weights' / 1024)."""
+    c = _start(draw)
+    op, _ = _type(c, caps, "quantized_lstm")
+    cifg, peephole, layer_norm = c.boolean("CIFG"), c.boolean("peephole"), c.boolean("layer normalization")
+    projection = c.boolean("projection")
+    projection_bias = projection and c.boolean("projection bias")
+    batch, size = c.integer(1, 3, "batch"), c.integer(1, 4, "input size")
+    units = c.integer(2 if layer_norm else 1, 4, "units")
+    outputs = c.integer(1, 4, "output size") if projection else units
+    in_zero, out_zero = c.choice((0, 16, -16), "input zeroPoint"), c.choice((0, 16, -16), "output state zeroPoint")
+    cell_clip = c.choice((0.0, 0.0, 1.0), "cell clip")
+    projection_clip = c.choice((0.0, 0.0, 0.125), "projection clip") if projection else 0.0
+    case = _QuantizedCase(c, draw)
+    b = case.b
+    x = case.operand(QS8, case.raw(QS8, (batch, size), "input"), (_Q_ACTIVATION, in_zero), label="input")
+    gates = ("input", "forget", "cell", "output")
+    given = lambda g: not (cifg and g == "input")  # noqa: E731  (CIFG: no input gate)
+    to_gates = [case.weight(QSYMM8, (units, size), f"input-to-{g} weights", _Q_WEIGHTS) if given(g)
+                else b.omitted(QSYMM8, scale=_Q_WEIGHTS) for g in gates]
+    recurrent = [case.weight(QSYMM8, (units, outputs), f"recurrent-to-{g} weights", _Q_WEIGHTS) if given(g)
+                 else b.omitted(QSYMM8, scale=_Q_WEIGHTS) for g in gates]
+    peepholes = [case.weight(QSYMM16, (units,), f"cell-to-{g} weights", _Q_PEEPHOLE, 4) if peephole and given(g)
+                 else b.omitted(QSYMM16, scale=_Q_PEEPHOLE) for g in ("input", "forget", "output")]
+    # [-1, 1) at the bias's scale: 2^-15 beside the products, 2^-22 beside the normalized sums
+    biases = [case.bias((units,), f"{g} gate bias", 7 if layer_norm else 0) if given(g) else b.omitted(TI32)
+              for g in gates]
+    projected = [case.weight(QSYMM8, (outputs, units), "projection weights", _Q_PROJECTION) if projection
+                 else b.omitted(QSYMM8, scale=_Q_PROJECTION),
+                 case.bias((outputs,), "projection bias", 0) if projection_bias else b.omitted(TI32)]
+    states = [case.operand(QS8, case.raw(QS8, (batch, outputs), "output state in"), (_Q_ACTIVATION, out_zero),
+                           label="output state in"),
+              case.operand(QSYMM16, case.raw(QSYMM16, (batch, units), "cell state in", 3), (_Q_CELL, 0),
+                           label="cell state in")]
+    norms = [case.weight(QSYMM16, (units,), f"{g} layer norm weights", _Q_NORM, 3) if layer_norm and given(g)
+             else b.omitted(QSYMM16, scale=_Q_NORM) for g in gates]
+    scalars = [b.constant(OperandType.FLOAT32, cell_clip), b.constant(OperandType.FLOAT32, projection_clip),
+               *(b.constant(OperandType.FLOAT32, _Q_INTERMEDIATE) for _ in gates),
+               b.constant(INT32, 0), b.constant(OperandType.FLOAT32, _Q_ACTIVATION)]
+    shapes = [(batch, outputs), (batch, units), (batch, outputs)]
+    quants = [(_Q_ACTIVATION, out_zero), (_Q_CELL, 0), (_Q_ACTIVATION, out_zero)]
+    result_types = (QS8, QSYMM16, QS8)
+    declared = [(t, c.declared(shape, f"output {k}"), *q)
+                for k, (t, shape, q) in enumerate(zip(result_types, shapes, quants))]
+    b.operation_outputs(op, [x, *to_gates, *recurrent, *peepholes, *biases, *projected, *states, *norms, *scalars],
+                        declared)
+    form = " + ".join(name for name, on in (("CIFG", cifg), ("peephole", peephole), ("layer norm", layer_norm),
+                                             ("projection", projection)) if on) or "plain"
+    return case.done(shapes, f"QUANTIZED_LSTM {form}")
+
+
 MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "rnn": rnn_models,
     "svdf": svdf_models,
@@ -438,6 +533,7 @@ MAKERS: dict[str, Callable[[Capabilities], st.SearchStrategy[ModelCase]]] = {
     "unidirectional_sequence_lstm": unidirectional_sequence_lstm_models,
     "bidirectional_sequence_lstm": bidirectional_sequence_lstm_models,
     "quantized_16bit_lstm": quantized_16bit_lstm_models,
+    "quantized_lstm": quantized_lstm_models,
 }
 
 
@@ -477,6 +573,7 @@ _STATEFUL: dict[OperationType, Callable[[Capabilities], st.SearchStrategy[ModelC
     Op.LSTM: lstm_models,
     Op.UNIDIRECTIONAL_SEQUENCE_LSTM: functools.partial(unidirectional_sequence_lstm_models, state_outputs=True),
     Op.QUANTIZED_16BIT_LSTM: quantized_16bit_lstm_models,
+    Op.QUANTIZED_LSTM: quantized_lstm_models,
 }
 
 

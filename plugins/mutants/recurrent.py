@@ -1,5 +1,5 @@
-"""Seeded bugs of the recurrent operations (RNN, SVDF, the sequence RNNs, the LSTMs and
-QUANTIZED_16BIT_LSTM): each computes one NNAPI rule of a cell or of its run over time wrongly
+"""Seeded bugs of the recurrent operations (RNN, SVDF, the sequence RNNs, the LSTMs and the
+quantized LSTMs): each computes one NNAPI rule of a cell or of its run over time wrongly
 (OPS-1: the operation's values), and one keeps a cell's state in the driver between executions
 (STATE-1)."""
 
@@ -243,11 +243,12 @@ _STATES: dict[OperationType, tuple[tuple[int, ...], tuple[int, ...]]] = {
     Op.LSTM: ((18, 19), (1, 2)),
     Op.UNIDIRECTIONAL_SEQUENCE_LSTM: ((18, 19), (1, 2)),
     Op.QUANTIZED_16BIT_LSTM: ((13, 14), (0, 1)),
+    Op.QUANTIZED_LSTM: ((18, 19), (0, 1)),
 }
 
 
 @mutant("recurrent-state-kept-between-executions", "STATE-1",
-        "RNN, UNIDIRECTIONAL_SEQUENCE_RNN, LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM and QUANTIZED_16BIT_LSTM keep their last "
+        "RNN, UNIDIRECTIONAL_SEQUENCE_RNN, LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM and the quantized LSTMs keep their last "
         "state outputs in the driver and, from the second execution of an operation on, start from them instead of "
         "the request's state inputs, as a streaming driver that assumes an app feeds each state back",
         operations=tuple(_STATES))
@@ -309,3 +310,21 @@ def quantized_16bit_lstm_update_not_rescaled():
         return state.astype(np.int16), output.astype(np.uint8)
 
     return with_kernels({Op.QUANTIZED_16BIT_LSTM: run})
+
+
+# --------------------------------------------------------------------------- QUANTIZED_LSTM
+
+
+@mutant("quantized-lstm-output-gate-takes-cell-layer-norm", "OPS-1",
+        "A layer-normalized QUANTIZED_LSTM scales its output gate's normalized sum by the cell gate's layer norm "
+        "weights (a copy-pasted input index)",
+        operations=(Op.QUANTIZED_LSTM,))
+def quantized_lstm_output_gate_takes_cell_layer_norm():
+    reference = KERNELS[Op.QUANTIZED_LSTM].run
+
+    def run(values, ins, out_op, out):
+        swapped_values, swapped_ins = list(values), list(ins)
+        swapped_values[23], swapped_ins[23] = values[22], ins[22]  # the cell gate's layer norm weights
+        return reference(swapped_values, swapped_ins, out_op, out)
+
+    return with_kernels({Op.QUANTIZED_LSTM: run})

@@ -32,8 +32,8 @@ def _declared(capabilities, op) -> None:
     if not operation_types(capabilities, op):
         not_applicable("operand_types", f"the driver declares {op.name} on no type NNAPI gives it (TENSOR_FLOAT32 or "
                                         "TENSOR_FLOAT16 with the INT32, BOOL and clip scalars it needs besides; "
-                                        "QUANTIZED_16BIT_LSTM: TENSOR_QUANT8_ASYMM, TENSOR_INT32 and "
-                                        "TENSOR_QUANT16_SYMM)")
+                                        "the quantized LSTMs: the quantized types and scalars NeuralNetworks.h "
+                                        "gives them)")
 
 
 @pytest.mark.requirement("POOL-2")

@@ -13,9 +13,8 @@ Op = OperationType
 #: Drawn by a strategy of its own rather than a family (`harness.strategies.sampling`).
 OWN_STRATEGY = frozenset({Op.RANDOM_MULTINOMIAL})
 #: Computed by the reference and checked by NNAPI's golden examples, not drawn by any strategy yet:
-#: QUANTIZED_LSTM, the detection and region operations, and control flow.
+#: the detection and region operations, and control flow.
 NOT_DRAWN = frozenset({
-    Op.QUANTIZED_LSTM,
     Op.BOX_WITH_NMS_LIMIT, Op.DETECTION_POSTPROCESSING, Op.GENERATE_PROPOSALS, Op.ROI_ALIGN, Op.ROI_POOLING,
     Op.AXIS_ALIGNED_BBOX_TRANSFORM, Op.HEATMAP_MAX_KEYPOINT, Op.IF, Op.WHILE,
 })
