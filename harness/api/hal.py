@@ -56,6 +56,7 @@ __all__ = [
     "operand_byte_size",
     "support_answers",
     "truth_value_outputs",
+    "undefined_outputs",
 ]
 
 
@@ -386,6 +387,17 @@ def truth_value_outputs(subgraph: Subgraph) -> frozenset[int]:
     hits = {operation.outputs[k] for operation in subgraph.operations
             for k in _TRUTH_OUTPUTS.get(operation.type, ()) if k < len(operation.outputs)}
     return frozenset(hits | {i for i, o in enumerate(subgraph.operands) if o.type == OperandType.TENSOR_BOOL8})
+
+
+#: Outputs whose content NeuralNetworks.h leaves undefined (operation -> output positions): LSTM's
+#: scratch buffer, which a driver may use as it likes; only its shape is the model's.
+_UNDEFINED_OUTPUTS = {OperationType.LSTM: (0,)}
+
+
+def undefined_outputs(subgraph: Subgraph) -> frozenset[int]:
+    """The operands of ``subgraph`` whose values NeuralNetworks.h leaves to the driver (LSTM's scratch buffer)."""
+    return frozenset(operation.outputs[k] for operation in subgraph.operations
+                     for k in _UNDEFINED_OUTPUTS.get(operation.type, ()) if k < len(operation.outputs))
 
 
 def conv_2d_has_padding_scheme(inputs: Sequence[Operand]) -> bool:

@@ -64,7 +64,14 @@ CONTROL_FLOW_REQUIREMENTS: Final[dict[str, str]] = {
     "INVALID_ARGUMENT",
 }
 
-REQUIREMENTS: Final[dict[str, str]] = {**SPEC_REQUIREMENTS, **OPERATION_REQUIREMENTS, **CONTROL_FLOW_REQUIREMENTS}
+#: State between executions (SPEC §11): what a recurrent operation carries from one execution to the next.
+STATE_REQUIREMENTS: Final[dict[str, str]] = {
+    "STATE-1": "an execution's results depend only on its model and request; a recurrent operation's state passes "
+    "only through its operands, nothing persists in the prepared model between executions",
+}
+
+REQUIREMENTS: Final[dict[str, str]] = {**SPEC_REQUIREMENTS, **OPERATION_REQUIREMENTS, **CONTROL_FLOW_REQUIREMENTS,
+                                    **STATE_REQUIREMENTS}
 
 #: The rule a wrong output value breaks when the operation computes it wrong however its operands
 #: travel (CHOICE-7's bounds, CHOICE-8's semantics), whatever the theme of the test that saw it.
@@ -89,6 +96,8 @@ _SECTION_EXCUSES: Final[dict[str, frozenset[str]]] = {
     "FFI": frozenset({"packed_functions"}),
     # the golden examples of the operations, types and memory kinds a driver declares
     "OPS": frozenset({"operations", "operand_types", "memory_kinds", "memory_domains", "dynamic_buffers"}),
+    # a driver without the recurrent operations (or their types) has no state to carry
+    "STATE": frozenset({"operations", "operand_types"}),
 }
 
 #: What a driver may leave out by what it declares: per requirement, the capabilities

@@ -30,6 +30,10 @@ each element, not with the result, which cancellation can make arbitrarily small
 - RESIZE_BILINEAR weighs four pixels at a position a correct driver may compute a few ulps otherwise
   (`resize_bilinear_terms`): the terms count the input's height and width, and the magnitude run
   gives each pixel the largest magnitude around it (`_neighbourhood_maxima`).
+- The recurrent operations (RNN, SVDF, the LSTMs, over their time steps) count the terms of
+  each step's gates times the steps (`recurrent_terms`); in the magnitude run their activation is
+  off (|tanh z| <= |z|, and the clamps add no error) and their gates' sigmoids of magnitudes are
+  at least 1/2, above their slope of 1/4.
 - INSTANCE_NORMALIZATION centres and divides, so its error grows with its plane's statistics, not
   with sums of magnitudes: the magnitude run replaces it by RELU of its bound's own ``M``, computed
   here from its input (`instance_normalization_magnitudes`).
@@ -53,6 +57,7 @@ from harness.api.hal import (
     is_quantized_type,
     numpy_dtype,
 )
+from harness.judging import recurrent_terms
 from harness.judging.scenario import MemorySpec, Scenario
 
 __all__ = ["BIAS_LIMIT", "BIAS_MIN_ELEMENTS", "FLOAT_TYPES", "float_format", "instance_normalization_magnitudes",
@@ -65,7 +70,7 @@ BIAS_LIMIT = 0.25
 _ELEMENTWISE = (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.DIV)
 #: Where an operation's fused activation code is, among its inputs (CONV_2D: see `_activation_input`).
 _ACTIVATION_INPUT = {OperationType.ADD: 2, OperationType.SUB: 2, OperationType.MUL: 2, OperationType.DIV: 2,
-                     OperationType.FULLY_CONNECTED: 3}
+                     OperationType.FULLY_CONNECTED: 3, **recurrent_terms.ACTIVATION_INPUT}
 #: Clamps: on magnitudes (never negative) RELU is the identity, and so is every clamp the magnitude
 #: run stands for, since clamping never adds error.
 _CLAMPS = (OperationType.RELU1, OperationType.RELU6)
@@ -329,6 +334,8 @@ def terms_in_model(scenario: Scenario) -> int:
             total += DECIDING_TERMS[operation.type]
         elif operation.type == OperationType.ROI_ALIGN:
             total += ROI_ALIGN_TERMS
+        elif operation.type in recurrent_terms.RECURRENT:
+            total += recurrent_terms.terms(scenario.subgraph, operation)
         elif operation.type in _NORMALIZATIONS or operation.type in _REDUCTIONS or \
                 operation.type == OperationType.INSTANCE_NORMALIZATION:
             total += normalization_terms(scenario, operation)

@@ -81,9 +81,10 @@ class ModelBuilder:
         return self._add(Operand(OperandType.SUBGRAPH, (), lifetime=OperandLifeTime.SUBGRAPH,
                                  location=DataLocation(0, index, 0)))
 
-    def omitted(self, type: OperandType, dims: Sequence[int] = ()) -> int:
-        """An optional operand given no value (lifetime NO_VALUE), such as LSH_PROJECTION's weights."""
-        return self._add(Operand(type, tuple(dims), lifetime=OperandLifeTime.NO_VALUE))
+    def omitted(self, type: OperandType, dims: Sequence[int] = (), scale: float = 0.0) -> int:
+        """An optional operand given no value (lifetime NO_VALUE), such as LSH_PROJECTION's weights; a
+        quantized one still has the positive scale its type asks of every operand."""
+        return self._add(Operand(type, tuple(dims), scale, lifetime=OperandLifeTime.NO_VALUE))
 
     def operation(self, op: OperationType, inputs: Sequence[int], type: OperandType, dims: Sequence[int] = (),
                   scale: float = 0.0, zero_point: int = 0, *, output: bool = True) -> int:

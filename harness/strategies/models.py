@@ -888,6 +888,8 @@ def buildable_families(caps: Capabilities) -> tuple[str, ...]:
             return bool(lookups.operations(caps, name))
         if name in detection.FAMILIES:
             return bool(detection.operations(caps, name))
+        if name in recurrent.FAMILIES:
+            return bool(recurrent.operations(caps, name))
         return bool(_supported(caps, *FAMILIES[name])) and bool(family_types(name, caps))
     return tuple(name for name in FAMILIES if buildable(name))
 
@@ -1044,3 +1046,8 @@ from . import detection  # noqa: E402
 
 FAMILIES.update(detection.FAMILIES)
 _MAKERS.update(detection.MAKERS)
+# the recurrent operations (RNN, SVDF, the sequence RNNs, the LSTMs): theirs
+from . import recurrent  # noqa: E402
+
+FAMILIES.update(recurrent.FAMILIES)
+_MAKERS.update(recurrent.MAKERS)

@@ -9,8 +9,7 @@ from __future__ import annotations
 from harness import DriverSpec, hookimpl
 
 from . import (control_flow, custom_calls, detection, functions, layout, lookup, native, normalization, numerics, operations,  # noqa: F401
-               packed_functions, pools,
-               reach, reduction, robustness, roles, state, vision)  # (each module registers its mutants on import)
+               packed_functions, pools, reach, recurrent, reduction, robustness, roles, state, vision)  # (each module registers its mutants on import)
 from ._registry import MUTANTS
 
 

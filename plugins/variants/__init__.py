@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness import DriverSpec, hookimpl
 
-from . import detection, drivers, functions
+from . import detection, drivers, functions, recurrent
 
 #: name -> (factory, the CHOICE it exercises, or the rule whose allowance it takes)
 VARIANTS = {
@@ -37,6 +37,7 @@ VARIANTS = {
     "fixed-point-quantized": (drivers.fixed_point_quantized, "CHOICE-7"),
     "functions-in-float32": (functions.functions_in_float32, "CHOICE-7"),
     "detection-in-float32": (detection.detection_in_float32, "CHOICE-7"),
+    "recurrent-in-own-precision": (recurrent.recurrent_in_own_precision, "CHOICE-7"),
     "nnapi-quantization-rules": (drivers.nnapi_quantization_rules, "CHOICE-8"),
     "concatenation-axis-from-the-end": (drivers.concatenation_axis_from_the_end, "CHOICE-8"),
     "conv-padding-past-the-filter": (drivers.conv_padding_past_the_filter, "CHOICE-8"),

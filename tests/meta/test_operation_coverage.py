@@ -13,20 +13,13 @@ Op = OperationType
 #: Drawn by a strategy of its own rather than a family (`harness.strategies.sampling`,
 #: `harness.strategies.control_flow`).
 OWN_STRATEGY = frozenset({Op.RANDOM_MULTINOMIAL, Op.IF, Op.WHILE})
-#: Computed by the reference and checked by NNAPI's golden examples, not drawn by any strategy yet:
-#: the recurrent operations.
-NOT_DRAWN = frozenset({
-    Op.LSTM, Op.QUANTIZED_16BIT_LSTM, Op.QUANTIZED_LSTM, Op.RNN, Op.SVDF, Op.UNIDIRECTIONAL_SEQUENCE_LSTM,
-    Op.UNIDIRECTIONAL_SEQUENCE_RNN, Op.BIDIRECTIONAL_SEQUENCE_LSTM, Op.BIDIRECTIONAL_SEQUENCE_RNN,
-})
 
 
 def test_every_operation_the_reference_computes_is_drawn() -> None:
     drawn = {op for ops in FAMILIES.values() for op in ops} | OWN_STRATEGY
     computed = set(KERNELS)
-    assert sorted(op.name for op in computed - drawn - NOT_DRAWN) == [], "computed by the reference, drawn by no strategy"
-    assert sorted(op.name for op in NOT_DRAWN & drawn) == [], "drawn now: take them off NOT_DRAWN"
-    assert sorted(op.name for op in (drawn | NOT_DRAWN) - computed) == [], "listed, but not in the reference's table"
+    assert sorted(op.name for op in computed - drawn) == [], "computed by the reference, drawn by no strategy"
+    assert sorted(op.name for op in drawn - computed) == [], "drawn, but not in the reference's table"
 
 
 def test_every_family_has_a_seeded_bug() -> None:

@@ -111,7 +111,8 @@ def test_the_declarations_drawn_reach_the_companion_types() -> None:
                    "pad", "transpose", "slice", "tile", "rank_change", "space_batch", "chained",
                    "reduction", "fill",  # the REDUCE_ operations' keep_dims is a BOOL; a float FILL's value a float
                    "instance_normalization",  # its gamma, beta and epsilon are floats, its layout a BOOL
-                   "embedding_lookup", "hashtable_lookup"}  # lookups and keys are TENSOR_INT32 tensors
+                   "embedding_lookup", "hashtable_lookup",  # lookups and keys are TENSOR_INT32 tensors
+                   "quantized_16bit_lstm"}  # its 15 inputs are all tensors
     assert set(buildable_families(no_scalars)) == {"relu", "reshape"} | scalar_free
     assert declared_flavor(no_scalars) is None
 
