@@ -112,7 +112,8 @@ def test_the_declarations_drawn_reach_the_companion_types() -> None:
                    "reduction", "fill",  # the REDUCE_ operations' keep_dims is a BOOL; a float FILL's value a float
                    "instance_normalization",  # its gamma, beta and epsilon are floats, its layout a BOOL
                    "embedding_lookup", "hashtable_lookup",  # lookups and keys are TENSOR_INT32 tensors
-                   "quantized_16bit_lstm"}  # its 15 inputs are all tensors
+                   "quantized_16bit_lstm",  # its 15 inputs are all tensors
+                   "axis_aligned_bbox_transform", "heatmap_max_keypoint"}  # tensors, and the keypoints' layout a BOOL
     assert set(buildable_families(no_scalars)) == {"relu", "reshape"} | scalar_free
     assert declared_flavor(no_scalars) is None
 
