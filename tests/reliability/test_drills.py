@@ -146,7 +146,10 @@ def test_a_driver_that_hangs_on_every_call_gets_a_classified_fail(tmp_path, name
 def test_a_reply_that_is_not_a_result_is_a_classified_failure(tmp_path, name, error_type, rule, says) -> None:
     drill = Drill(name, tmp_path)
     assert drill.code == 1 and drill.failures, drill.explain()
-    assert drill.failure_types() == {error_type} and {r["rule"] for r in drill.failures} == {rule}, drill.explain()
+    # A reply that is no result breaks the rule the test judges the call under: the output rule in
+    # every test of a model's results, FLOW-3 in the one that waits for a loop timeout's status.
+    rules = {r["rule"] for r in drill.failures}
+    assert drill.failure_types() == {error_type} and rule in rules and rules <= {rule, "FLOW-3"}, drill.explain()
     assert any(says in r["message"] or says in (r.get("details") or "") for r in drill.failures), drill.explain()
     drill.assert_bounded()
     drill.assert_nothing_left_behind()
