@@ -117,23 +117,45 @@ def run_suites(driver: str, stop_on: str = "", extra: tuple[str, ...] = (), seed
 def modules_naming_requirements() -> dict[str, tuple[str, ...]]:
     """The test files holding a test that names each requirement, from one collection of every
     suite (the reference's: a test's requirement markers do not depend on the driver)."""
+    return _suite_maps()[0]
+
+
+def _suite_maps() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """From one collection of every suite: the test files naming each requirement, and those
+    holding a test that draws each operation (`plugin.concerned_operations`); empty if it failed."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "requirements.json")
+        naming, drawing = os.path.join(tmp, "requirements.json"), os.path.join(tmp, "operations.json")
         _quiet_pytest(["--collect-only", "-q", "--pyargs", "harness.suites", "--driver=reference",
-                       "-p", "harness.integration.requirement_map", f"--harness-requirement-map={path}"], tmp)
-        if not os.path.exists(path):
-            return {}
-        with open(path, encoding="utf-8") as f:
-            return {requirement: tuple(files) for requirement, files in json.load(f).items()}
+                       "-p", "harness.integration.requirement_map", f"--harness-requirement-map={naming}",
+                       f"--harness-operation-map={drawing}"], tmp)
+        maps = []
+        for path in (naming, drawing):
+            if not os.path.exists(path):
+                return {}, {}
+            with open(path, encoding="utf-8") as f:
+                maps.append({key: tuple(files) for key, files in json.load(f).items()})
+        return maps[0], maps[1]
 
 
 def score_mutant(driver: str, requirement: str, seed: int = SEED, modules: tuple[str, ...] = (),
-                 profile: str = "ci", operations: tuple[str, ...] = ()) -> Score:
+                 profile: str = "ci", operations: tuple[str, ...] = (), drawing: tuple[str, ...] = ()) -> Score:
     """A seeded bug's run: the tests of ``operations`` (whose results the bug gets wrong) first,
     then those naming ``requirement`` (``modules``: only their files, as only they can catch it),
-    stopping at the first that fails on it.  Every test still runs until one does."""
-    score = Score(driver, requirement, caught=False, seed=seed, profile=profile)
+    stopping at the first that fails on it.  Every test still runs until one does.  A bug of the
+    value rule, which any test can catch, is first run on ``drawing`` alone (the files holding the
+    tests of its operations), and on every suite only if none of those caught it: collecting every
+    suite was about a second of each such run, most of which end in the first file."""
     first = (f"--harness-first-operations={','.join(operations)}",) if operations else ()
+    if drawing and not modules:
+        score = _scored_run(driver, requirement, seed, drawing, profile, first)
+        if score.caught:
+            return score
+    return _scored_run(driver, requirement, seed, modules, profile, first)
+
+
+def _scored_run(driver: str, requirement: str, seed: int, modules: tuple[str, ...], profile: str,
+                first: tuple[str, ...]) -> Score:
+    score = Score(driver, requirement, caught=False, seed=seed, profile=profile)
     with tempfile.TemporaryDirectory() as scripts:
         records = run_suites(driver, stop_on=requirement, extra=first, seed=seed, profile=profile, modules=modules,
                              reproducers=scripts)
@@ -244,13 +266,18 @@ def _selected(names: list[str] | None, kind: str) -> list[DriverEntry]:
 def score_all(names: list[str] | None = None, jobs: int = 2, seed: int = SEED, profile: str = "ci") -> list[Score]:
     """Sensitivity: every seeded-bug driver, each until its requirement's first failure."""
     mutants = _selected(names, "breaks")
-    naming = modules_naming_requirements()  # empty if the collection failed: then each run takes every suite
+    naming, drawing = _suite_maps()  # empty if the collection failed: then each run takes every suite
     # Every test that judges an output can fail the value rule, whichever requirement it names: a
     # bug of the value rule runs every suite (those naming it first, as --harness-stop-on orders them).
     naming.pop(VALUE_RULE, None)
+
+    def files_drawing(operations: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted({path for operation in operations for path in drawing.get(operation, ())}))
+
     with ThreadPoolExecutor(jobs) as pool:
         return list(pool.map(lambda spec: score_mutant(spec.name, spec.breaks, seed, naming.get(spec.breaks, ()), profile,
-                                                       spec.breaks_operations), mutants))
+                                                       spec.breaks_operations, files_drawing(spec.breaks_operations)),
+                             mutants))
 
 
 def score_variants(names: list[str] | None = None, jobs: int = 2, seed: int = SEED,

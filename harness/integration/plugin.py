@@ -439,25 +439,25 @@ def _check_first_operations(option: str) -> None:
 
 
 def _concerns(item: pytest.Item, operations: frozenset[str]) -> bool:
-    """Whether ``item`` draws one of ``operations``: its ``operations`` marker names it, or it is
-    parametrized by it or by a family of models that draws it (`models.FAMILIES`: ``conversion``
-    draws CAST and DEQUANTIZE)."""
+    """Whether ``item`` draws one of ``operations`` (`concerned_operations`)."""
+    return bool(operations) and bool(concerned_operations(item) & operations)
+
+
+def concerned_operations(item: pytest.Item) -> frozenset[str]:
+    """The operations ``item`` draws, by name: those its ``operations`` marker names, or the one it is
+    parametrized by, or those of a family of models it is parametrized by (`models.FAMILIES`:
+    ``conversion`` draws CAST and DEQUANTIZE)."""
+    from harness.api.hal import OperationType
     from harness.strategies.models import FAMILIES
 
-    if not operations:
-        return False
-    if any(op.name in operations for marker in item.iter_markers("operations") for op in marker.args):
-        return True
+    names = {op.name for marker in item.iter_markers("operations") for op in marker.args}
     callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return False
-    for value in callspec.params.values():
-        if getattr(value, "name", "").upper() in operations:
-            return True
-        if isinstance(value, str) and (value.upper() in operations
-                                       or any(op.name in operations for op in FAMILIES.get(value, ()))):
-            return True
-    return False
+    for value in (callspec.params.values() if callspec is not None else ()):
+        names.add(getattr(value, "name", "").upper())
+        if isinstance(value, str):
+            names.add(value.upper())
+            names.update(op.name for op in FAMILIES.get(value, ()))
+    return frozenset(names & OperationType.__members__.keys())
 
 
 class _XdistSeedSharing:

@@ -8,11 +8,6 @@ made then; each scenario below is one of them, judged against the reference
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -236,12 +231,15 @@ def test_onnxruntime_reports_unsupported_what_onnx_takes_as_an_attribute_given_a
     assert (driver.get_supported_operations(normalization), driver.get_supported_operations(transpose_conv)) == ([False], [False])
 
 
-def test_onnxruntime_is_certified_with_nothing_left_unrun(tmp_path: Path) -> None:
-    """What docs/drivers.md says of it: PASS, every requirement it declares checked."""
-    done = subprocess.run([sys.executable, "-m", "harness.commands.cli", "certify", "--driver", "onnxruntime",
-                           "--out", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    certificate = json.loads((tmp_path / "certificate.json").read_text())
-    assert (done.returncode, certificate["verdict"], certificate["not_run"]) == (0, "PASS", []), done.stdout[-3000:]
+def test_onnxruntime_passes_every_suite_with_nothing_left_unrun() -> None:
+    """What docs/drivers.md says of it: no failure, every requirement it declares checked, in a run
+    of every suite at the ci profile's counts, judged as a correct variant's is (`score_variant`).
+    `harness certify --driver onnxruntime`, the certify profile, is measured rather than run here:
+    at four times the examples it was the test command's longest test after the score's."""
+    from harness.commands.score import score_variant
+
+    run = score_variant("onnxruntime", "its declarations", profile="ci")
+    assert not run.caught, f"{run.first_test}: {run.message} ({run.failures_elsewhere} more)"
 
 
 def test_onnxruntime_fails_a_negative_lookup_as_nnapi_does() -> None:
