@@ -20,6 +20,7 @@ from typing import Any
 from harness.api.errors import DriverFault, mark_raised_by_driver
 from harness.api.hal import DriverError
 from harness.service import wire
+from harness.service.coverage import RECEIVED
 from harness.service.messages import FROM_SERVICE, Call, Failure, Reply, Shutdown, Target
 
 
@@ -249,7 +250,9 @@ class Connection:
                 self._fail_all()
                 return
             assert isinstance(message, Reply)  # FROM_SERVICE is closed: a Reply is all that decodes
-            reply_id, ok, value = message
+            reply_id, ok, value, edges = message
+            if edges:
+                RECEIVED.add(edges)
             with self._cond:
                 entry = self._pending.pop(reply_id, None)
                 if entry is not None:

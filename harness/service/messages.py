@@ -84,6 +84,9 @@ class Reply(NamedTuple):
     call_id: int
     ok: bool
     value: Any  # the result; if not ok, a DriverError or a Failure
+    # The driver's coverage edges first reached since the service's previous reply (empty unless
+    # the harness asked for coverage: harness.service.coverage)
+    coverage: tuple[int, ...] = ()
 
 
 # --------------------------------------------------------------------------- zygote

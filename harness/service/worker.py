@@ -30,6 +30,7 @@ from typing import Any
 from harness.api.hal import DriverError, support_answers
 from harness.api.memory import Memory
 from harness.service import wire
+from harness.service.coverage import COVERAGE_ENVIRONMENT, ServiceCoverage, driver_paths
 from harness.service.messages import (
     METHODS, TO_SERVICE, Call, Failure, HeldKind, Reply, ServiceObject, Shutdown, UnknownMessage, call_id_of,
 )
@@ -93,7 +94,7 @@ class _Connection:
                 call_id = message.call_id
                 for number in message.drops:  # the client let go of these objects
                     self._drop(number)
-                reply = tuple.__new__(Reply, (call_id, True, self._call(message, memories)))  # Reply(...), without its Python __new__
+                reply = tuple.__new__(Reply, (call_id, True, self._call(message, memories), ()))  # Reply(...), without its Python __new__
             else:  # TO_SERVICE is closed: Shutdown is all that is left
                 assert isinstance(message, Shutdown)
                 self.service.stop()
@@ -114,6 +115,9 @@ class _Connection:
                 if not any(memory in kept for kept in self.retained.values()):
                     memory.close()
         if reply is not None:
+            coverage = self.service.coverage
+            if coverage is not None:
+                reply = tuple.__new__(Reply, (*reply[:3], coverage.take()))
             self._reply(reply)
 
     def _call(self, call: Call, memories: list[Memory]) -> Any:
@@ -198,6 +202,9 @@ class Service:
         self.stopped = threading.Event()
         # The named objects every connection may call (custom calls are loaded at first use).
         self.named: dict[str, tuple[str, Any]] = {_DEVICE.value: (_DEVICE, device), _SERVICE.value: (_SERVICE, None)}
+        # the driver's coverage, when the harness asked for it (its fuzz loop is guided by it)
+        self.coverage = (ServiceCoverage(driver_paths(device)) if os.environ.get(COVERAGE_ENVIRONMENT) == "1"
+                         else None)
 
     def custom_calls(self) -> Any:
         """The driver's custom-call targets, loaded (and built) at first use."""
@@ -250,6 +257,8 @@ def serve(device: Any, fd: int, listen: str, driver: str = "") -> int:
     faulthandler.register(signal.SIGUSR1, sys.stderr, all_threads=True)
     primary = socket.socket(fileno=fd)
     service = Service(device, driver)
+    if service.coverage is not None:  # before the service's threads start: each inherits the tracing
+        service.coverage.start()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(listen)
     os.chmod(listen, 0o600)
