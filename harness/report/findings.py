@@ -60,10 +60,11 @@ class Finding:
     message: str
     reproducer: str
     tests: tuple[str, ...]
+    found_at_s: float | None = None  # when a fuzz run first met it (None: not known)
 
     def as_json(self) -> dict:
         return {"requirement": self.requirement, "entry_point": self.entry_point, "message": self.message,
-                "reproducer": self.reproducer, "tests": list(self.tests)}
+                "reproducer": self.reproducer, "tests": list(self.tests), "found_at_s": self.found_at_s}
 
 
 def _requirement(failure: Mapping) -> str:
@@ -86,7 +87,8 @@ def group_findings(failures: Iterable[Mapping]) -> list[Finding]:
         tests = tuple(dict.fromkeys(str(m.get("test") or m.get("id") or "") for m in members))
         reproducer = next((str(m["reproducer"]) for m in members if m.get("reproducer")), "")
         message = (str(first.get("message") or "").strip().splitlines() or [""])[0]
-        findings.append(Finding(requirement, where, message, reproducer, tests))
+        times = [float(m["found_at_s"]) for m in members if m.get("found_at_s") is not None]
+        findings.append(Finding(requirement, where, message, reproducer, tests, min(times) if times else None))
     return findings
 
 
