@@ -16,7 +16,7 @@ from out_of_tree_drivers import LEAKS_AFTER_FOUR
 
 from harness.commands.fuzz import KILL_AFTER_S
 from harness.report.attribution import failed_requirements
-from harness.report.fuzz_report import FAILURE_COLOUR, RATE_COLOUR
+from harness.report.fuzz_report import COVERAGE_COLOUR, FAILURE_COLOUR, RATE_COLOUR
 
 
 def harness(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -415,7 +415,11 @@ def test_fuzz_report_plots_each_suite_and_links_each_reproducer(fuzzed: tuple[Pa
         assert counts == sorted(counts) and counts[-1] == summary["examples_per_suite"].get(suite, 0)
     assert all(f["found_at_s"] is not None and f["suite"] in summary["suites"] for f in summary["failures"])
     page = (out / "fuzz-report.html").read_text()
-    assert page.count("<svg") == len(summary["suites"])
+    # one plot per suite, and one of the driver's coverage and the root causes over the run
+    assert page.count("<svg") == len(summary["suites"]) + 1
+    assert summary["mode"] == "guided" and all(c["edges"] > 0 for c in summary["coverage"].values())
+    assert all(f"{c['edges']:,} edges" in page for c in summary["coverage"].values())
+    assert page.count("<tr><td>") >= len(summary["findings"]) > 0
     links = re.findall(r'<a href="([^"]+)">', page)
     assert links and all((out / link).exists() for link in links)
     assert {str(Path(f["reproducer"]).relative_to(out)) for f in summary["failures"] if f["reproducer"]} <= set(links)
@@ -433,8 +437,8 @@ def test_fuzz_report_renders_in_headless_chromium(fuzzed: tuple[Path, subprocess
 
     with Image.open(screenshot) as image:
         colours = {colour for _, colour in image.convert("RGB").getcolors(maxcolors=1 << 20)}
-    # both plotted lines are drawn: the examples/s line and the failures line (the run found some)
-    for colour in (RATE_COLOUR, FAILURE_COLOUR):
+    # every plotted line is drawn: examples/s, failures (the run found some) and driver coverage
+    for colour in (RATE_COLOUR, FAILURE_COLOUR, COVERAGE_COLOUR):
         assert tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5)) in colours, f"no {colour} line in the screenshot"
     dom = chromium.dom(page)
     assert "memory_pools" in dom.stdout and "<polyline" in dom.stdout and "reproducer" in dom.stdout
