@@ -499,6 +499,7 @@ def findings_block(findings: list[Finding]) -> list[str]:
     lines = []
     for number, finding in enumerate(findings, 1):
         where = f" at {finding.entry_point}" if finding.entry_point else ""
+        where += f" in {finding.frame}" if finding.frame else ""
         tests = "1 test" if len(finding.tests) == 1 else f"{len(finding.tests)} tests"
         lines.append(f"finding {number} of {len(findings)}: {finding.requirement or 'no requirement named'}{where} ({tests})")
         lines.append(f"    message: {finding.message}")

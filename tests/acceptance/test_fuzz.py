@@ -82,9 +82,10 @@ def test_fuzz_ends_with_its_findings_by_root_cause(fuzzed: tuple[Path, subproces
         assert all(f["rule"] == finding["requirement"] for f in failures if f["test"] in finding["tests"]
                    and f["message"].splitlines()[0] == finding["message"])
         assert finding["reproducer"] and Path(finding["reproducer"]).exists()
-    heads = re.findall(r"^finding (\d+) of (\d+): (\S+)(?: at (\S+))? \((\d+) tests?\)$", fuzzed_run.stdout, re.MULTILINE)
-    assert [(int(n), int(of), rule, where, int(count)) for n, of, rule, where, count in heads] == [
-        (n, len(findings), f["requirement"], f["entry_point"], len(f["tests"])) for n, f in enumerate(findings, 1)]
+    heads = re.findall(r"^finding (\d+) of (\d+): (\S+)(?: at (\S+))?(?: in (\S+))? \((\d+) tests?\)$", fuzzed_run.stdout,
+                       re.MULTILINE)
+    assert [(int(n), int(of), rule, where, frame, int(count)) for n, of, rule, where, frame, count in heads] == [
+        (n, len(findings), f["requirement"], f["entry_point"], f["frame"], len(f["tests"])) for n, f in enumerate(findings, 1)]
     for finding in findings:
         assert f"    message: {finding['message']}" in fuzzed_run.stdout
         assert f"    reproducer: {finding['reproducer']}" in fuzzed_run.stdout
