@@ -59,6 +59,7 @@ def corpus_key(test_key: bytes) -> bytes:
 @dataclasses.dataclass
 class _Entry:
     data: bytes
+    reached: int = 1  # edges it reached first
     chosen: int = 0
     productive: int = 0  # inputs mutated from it that reached something new
 
@@ -371,23 +372,27 @@ class Guided:
                 target.found += 1
                 if parent is not None:
                     parent.productive += 1
-                self._keep(target, drawn)
+                self._keep(target, drawn, len(new))
 
     def _pick(self, target: _Target) -> _Entry:
-        """A corpus entry to mutate: the newest and the productive ones more often."""
+        """A corpus entry to mutate, by its weight: the edges it reached first and the new ones its
+        mutations reached, less the more often it was chosen (an entry mutated many times without
+        result has had its chance), and the newest more often (what they reached is least
+        explored)."""
         corpus = target.corpus
-        if self.random.random() < 0.3:
+        if self.random.random() < 0.25:
             entry = corpus[-1 - min(int(self.random.expovariate(0.5)), len(corpus) - 1)]
         else:
-            entry = max(self.random.sample(corpus, min(3, len(corpus))), key=lambda e: (e.productive, -e.chosen))
+            weights = [(e.reached + 4 * e.productive) / (1 + e.chosen) ** 0.5 for e in corpus]
+            entry = self.random.choices(corpus, weights)[0]
         entry.chosen += 1
         return entry
 
-    def _keep(self, target: _Target, data: bytes) -> None:
+    def _keep(self, target: _Target, data: bytes, reached: int) -> None:
         if data in target.known_corpus:
             return
         target.known_corpus.add(data)
-        target.corpus.append(_Entry(data))
+        target.corpus.append(_Entry(data, reached))
         runner: _FuzzRunner = target.runner
         if runner.database is not None:
             runner.database.save(corpus_key(runner.key), data)
