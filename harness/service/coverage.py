@@ -10,7 +10,7 @@ In the service (`ServiceCoverage`), two sources feed one set of *edges*, each a 
   site-packages'); each line a frame runs after another is the edge (file, previous line, line).
   Frames of any other file are not traced at all, so numpy and the harness cost nothing.
 - Native: a library the harness built with compiler coverage instrumentation (``-fsanitize-
-  coverage=trace-pc``) counts the edges it ran in a byte map of its own (`harness/service/c/
+  coverage=trace-pc``) counts the edges it ran in a byte map of its own (`harness/tooling/c/
   coverage.c`); `ServiceCoverage.add_native_map` lends that map, and each of its set bytes is an
   edge.  Python edges are below 2**31, native ones at or above it.
 
@@ -33,11 +33,11 @@ from collections.abc import Iterable
 from types import CodeType, FrameType
 from typing import Any
 
+from harness.tooling.coverage import COVERAGE_ENVIRONMENT  # set (to "1") when the harness wants coverage
+
 __all__ = ["COVERAGE_ENVIRONMENT", "MAX_EDGES_PER_REPLY", "NATIVE_BASE", "RECEIVED", "ReceivedCoverage",
            "ServiceCoverage", "driver_paths", "valid_edges"]
 
-#: Set (to "1") in a driver service's environment when the harness wants its coverage.
-COVERAGE_ENVIRONMENT = "DRIVER_HARNESS_COVERAGE"
 #: The most edges one reply may carry; a reply with more is refused whole.
 MAX_EDGES_PER_REPLY = 1 << 16
 #: Native edges are numbered from here (Python edges below it).
@@ -139,10 +139,11 @@ class ServiceCoverage:
 
     # ----------------------------------------------------------------- native
 
-    def add_native_map(self, counters: memoryview) -> None:
-        """Lend a native library's byte map of edge counters (read at each `take`, never written)."""
+    def add_native_map(self, counters: memoryview, slot: int | None = None) -> None:
+        """Lend a native library's byte map of edge counters (read at each `take`, never written);
+        ``slot`` numbers its edges (`harness.tooling.coverage.slot_of`: the same in every process)."""
         with self._lock:
-            self._native.append((len(self._native), counters.cast("B")))
+            self._native.append((len(self._native) if slot is None else slot, counters.cast("B")))
 
     def _read_native(self) -> None:
         import numpy as np
