@@ -13,6 +13,7 @@ import functools
 
 from harness import DriverSpec, hookimpl
 
+from . import native  # noqa: F401 - registers the native deep bugs
 from ._device import DeepDevice
 from ._registry import DEEP_BUGS, DeepBug, composable
 
