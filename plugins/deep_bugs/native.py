@@ -35,17 +35,17 @@ def _native_bug(name: str, requirement: str, description: str, flag: str) -> Non
 
 
 _native_bug("native-output-padding-unchecked", "REQ-2",
-            "the native sample leaves out the padding of an output of rank 3 or more in a pool after the first "
-            "when it checks the region against its pool", "NATIVE_DEEP_OUTPUT_PADDING_UNCHECKED")
+            "the native sample leaves out the padding of an output of rank 3 or more in an mmap_fd pool after the "
+            "first when it checks the region against its pool", "NATIVE_DEEP_OUTPUT_PADDING_UNCHECKED")
 _native_bug("native-broadcast-tail-dropped", "OPS-1",
-            "the native sample's FLOAT32 ADD of rank 4, its second operand of rank 4 broadcast along the first "
-            "axis, rows of 7 or more, writes 0 as its last element", "NATIVE_DEEP_BROADCAST_TAIL_DROPPED")
+            "the native sample's FLOAT32 ADD of rank 3 or more, its second operand of the same rank broadcast along "
+            "the first axis, rows of 5 or more, writes 0 as its last element", "NATIVE_DEEP_BROADCAST_TAIL_DROPPED")
 _native_bug("native-int-mul-saturates", "OPS-1",
-            "the native sample's INT32 MUL of rank 3 or more and 8 elements or more, without broadcasting, "
+            "the native sample's INT32 MUL of rank 4 and 16 elements or more, without broadcasting, "
             "saturates the product of two negative numbers instead of wrapping it", "NATIVE_DEEP_INT_MUL_SATURATES")
 _native_bug("native-reference-constant-shifted", "POOL-1",
-            "the native sample reads a FLOAT32 constant by reference of rank 3 or more and 8 elements or more, "
-            "past its pool's first 4 bytes and read by a MUL, from 4 bytes before its offset",
+            "the native sample reads a FLOAT32 constant by reference of rank 4 with rows of 5 or more, past its "
+            "pool's first 4 bytes and the first operand of a MUL, from 4 bytes before its offset",
             "NATIVE_DEEP_REFERENCE_CONSTANT_SHIFTED")
 
 

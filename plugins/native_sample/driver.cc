@@ -266,22 +266,22 @@ void Validate(Model& m, const Values& values, const std::vector<Memory>& pools) 
 }
 
 #ifdef NATIVE_DEEP_REFERENCE_CONSTANT_SHIFTED
-bool FeedsMul(const Model& m, int64_t operand) {
+bool FirstOperandOfMul(const Model& m, int64_t operand) {
   for (const Operation& op : m.operations) {
-    if (op.type == MUL && std::count(op.inputs.begin(), op.inputs.end(), operand) > 0) return true;
+    if (op.type == MUL && op.inputs[0] == operand) return true;
   }
   return false;
 }
 
-// Deep bug: a FLOAT32 constant of rank 3 or more, of 8 elements or more, in a pool after its
-// first 4 bytes and read by a MUL, is read from 4 bytes before its offset.
+// Deep bug: a FLOAT32 constant of rank 4 with rows of 5 or more, in a pool after its first 4
+// bytes and the first operand of a MUL, is read from 4 bytes before its offset.
 int64_t ConstantOffset(const Model& m, int64_t operand) {
   const Operand& o = m.operands[operand];
   if (o.type != TENSOR_FLOAT32) return o.loc.offset;
-  if (o.dims.size() < 3) return o.loc.offset;
-  if (o.loc.length < 32) return o.loc.offset;
+  if (o.dims.size() != 4) return o.loc.offset;
+  if (o.dims[3] < 5) return o.loc.offset;
   if (o.loc.offset < 4) return o.loc.offset;
-  if (!FeedsMul(m, operand)) return o.loc.offset;
+  if (!FirstOperandOfMul(m, operand)) return o.loc.offset;
   return o.loc.offset - 4;
 }
 #else
@@ -367,11 +367,11 @@ void Arithmetic(int64_t op, const Tensor& a, const Tensor& b, int64_t activation
         uint32_t u = op == ADD ? static_cast<uint32_t>(x[i]) + static_cast<uint32_t>(y[i])
                                : static_cast<uint32_t>(x[i]) * static_cast<uint32_t>(y[i]);
 #ifdef NATIVE_DEEP_INT_MUL_SATURATES
-        // Deep bug: an INT32 MUL of rank 3 or more and 8 elements or more, without broadcasting,
+        // Deep bug: an INT32 MUL of rank 4 and 16 elements or more, without broadcasting,
         // saturates the product of two negative numbers instead of wrapping it.
         if (op == MUL) {
-          if (rank >= 3) {
-            if (total >= 8) {
+          if (rank == 4) {
+            if (total >= 16) {
               if (x[i] < 0) {
                 if (y[i] < 0) {
                   if (static_cast<int64_t>(x[i]) * y[i] > INT32_MAX) u = static_cast<uint32_t>(INT32_MAX);
@@ -411,15 +411,15 @@ void Arithmetic(int64_t op, const Tensor& a, const Tensor& b, int64_t activation
     }
   }
 #ifdef NATIVE_DEEP_BROADCAST_TAIL_DROPPED
-  // Deep bug: a FLOAT32 ADD of rank 4 whose second operand, of rank 4 too, is broadcast along the
-  // first axis, with rows of 7 or more, loses its last element (a vector loop's tail skipped).
+  // Deep bug: a FLOAT32 ADD of rank 3 or more whose second operand, of the same rank, is broadcast
+  // along the first axis, with rows of 5 or more, loses its last element (a loop's tail skipped).
   if constexpr (std::is_same_v<T, float>) {
     if (op == ADD) {
-      if (rank == 4) {
-        if (out->dims[3] >= 7) {
-          if (b.dims.size() == 4) {
-            if (b.dims[0] == 1) {
-              if (out->dims[0] > 1) z[total - 1] = T(0);
+      if (rank >= 3) {
+        if (b.dims.size() == rank) {
+          if (b.dims[0] == 1) {
+            if (out->dims[0] > 1) {
+              if (out->dims[rank - 1] >= 5) z[total - 1] = T(0);
             }
           }
         }
@@ -635,12 +635,14 @@ ffi::Array<ffi::Any> Execute(int64_t id, ffi::Array<ffi::Any> request) {
         Require(std::min({loc.offset, loc.length, loc.padding}) >= 0, INVALID_ARGUMENT, "REQ-2", where + ": negative region");
         int64_t padding = loc.padding;
 #ifdef NATIVE_DEEP_OUTPUT_PADDING_UNCHECKED
-        // Deep bug: the padding of an output of rank 3 or more, in a pool after the first, is not
-        // counted in its region.
+        // Deep bug: the padding of an output of rank 3 or more, in an mmap_fd pool after the
+        // first, is not counted in its region.
         if (pass == 1) {
           if (loc.padding > 0) {
             if (loc.pool > 0) {
-              if (dims.size() >= 3) padding = 0;
+              if (dims.size() >= 3) {
+                if (pools[loc.pool].kind == "mmap_fd") padding = 0;
+              }
             }
           }
         }

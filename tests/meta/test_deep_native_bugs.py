@@ -32,16 +32,17 @@ def buggy():
     return combined_device()
 
 
-def _binary(op: OperationType, type: OperandType, a: np.ndarray, b: np.ndarray, constant_b: bool = False) -> Scenario:
-    """``op(a, b)`` with no fused activation; ``b`` a constant of the model when ``constant_b``."""
+def _binary(op: OperationType, type: OperandType, a: np.ndarray, b: np.ndarray, constant: int | None = None) -> Scenario:
+    """``op(a, b)`` with no fused activation; operand ``constant`` (0 or 1) a constant of the model."""
     builder = ModelBuilder()
-    x = builder.input(type, a.shape)
-    y = builder.constant(type, b) if constant_b else builder.input(type, b.shape)
+    x = builder.constant(type, a) if constant == 0 else builder.input(type, a.shape)
+    y = builder.constant(type, b) if constant == 1 else builder.input(type, b.shape)
     shape = np.broadcast_shapes(a.shape, b.shape)
     builder.operation(op, [x, y, builder.scalar(0)], type, shape)
     model = Scenario(builder.subgraph(), bytes(builder.values), notes=(op.name,))
     nbytes = int(np.prod(shape)) * 4
-    return request(model, [a] if constant_b else [a, b], [nbytes], label=op.name)
+    inputs = [value for number, value in enumerate((a, b)) if number != constant]
+    return request(model, inputs, [nbytes], label=op.name)
 
 
 def _judged(test: str, scenario: Scenario, driver) -> ConformanceError | None:
@@ -69,20 +70,24 @@ def _passes(test: str, scenario: Scenario, driver) -> None:
 
 # ---------------------------------------------------------------- REQ-2: an output's padding
 
-def _padding_past_end(shape: tuple[int, ...]) -> Scenario:
-    """ADD over ``shape``, its output's padding one byte past the end of its pool (pool 1)."""
+def _padding_past_end(shape: tuple[int, ...], kind: str = "mmap_fd") -> Scenario:
+    """ADD over ``shape``, its output's padding one byte past the end of its pool (pool 1, of ``kind``)."""
     a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     scenario = _binary(OperationType.ADD, F32, a, a + 1)
     output = scenario.outputs[0]
-    pool = scenario.request_pools[output.location.pool_index]
-    assert isinstance(pool, MemorySpec) and output.location.pool_index > 0
+    number = output.location.pool_index
+    pool = scenario.request_pools[number]
+    assert isinstance(pool, MemorySpec) and number > 0
     past = replace(output.location, padding=pool.size - output.location.offset - output.location.length + 1)
-    return replace(scenario, outputs=(replace(output, location=past),))
+    pools = list(scenario.request_pools)
+    pools[number] = replace(pool, kind=kind)
+    return replace(scenario, outputs=(replace(output, location=past),), request_pools=tuple(pools))
 
 
 def test_output_padding_unchecked(buggy) -> None:
     _fails("native-output-padding-unchecked", "REQ-2", _padding_past_end((2, 2, 2)), buggy)
-    _passes("REQ-2", _padding_past_end((2, 4)), buggy)  # rank 2: the padding is counted
+    _passes("REQ-2", _padding_past_end((2, 4)), buggy)  # rank 2
+    _passes("REQ-2", _padding_past_end((2, 2, 2), "ashmem"), buggy)  # not mmap_fd
 
 
 # ---------------------------------------------------------------- POOL-2: FLOAT32 ADD broadcast along axis 0
@@ -95,7 +100,7 @@ def _broadcast(row: int) -> Scenario:
 
 def test_broadcast_tail_dropped(buggy) -> None:
     _fails("native-broadcast-tail-dropped", "POOL-2", _broadcast(7), buggy)
-    _passes("POOL-2", _broadcast(6), buggy)  # rows of 6
+    _passes("POOL-2", _broadcast(4), buggy)  # rows of 4
 
 
 # ---------------------------------------------------------------- POOL-2: INT32 MUL of two negatives
@@ -106,17 +111,18 @@ def _negative_products(shape: tuple[int, ...]) -> Scenario:
 
 
 def test_int_mul_saturates(buggy) -> None:
-    _fails("native-int-mul-saturates", "POOL-2", _negative_products((2, 2, 2)), buggy)
-    _passes("POOL-2", _negative_products((2, 4)), buggy)  # rank 2
+    _fails("native-int-mul-saturates", "POOL-2", _negative_products((2, 2, 2, 2)), buggy)
+    _passes("POOL-2", _negative_products((2, 2, 4)), buggy)  # rank 3
 
 
 # ---------------------------------------------------------------- POOL-2: a FLOAT32 MUL's constant by reference
 
-def _constant_at(offset: int, op: OperationType) -> Scenario:
-    """op(a, b) with ``b`` a FLOAT32 constant of shape (2, 2, 2) at ``offset`` of a constant pool."""
-    a = np.arange(8, dtype=np.float32).reshape(2, 2, 2) / 4 + 1
-    b = np.arange(8, dtype=np.float32).reshape(2, 2, 2) / 2 + 3
-    scenario = with_constants(_binary(op, F32, a, b, constant_b=True), "reference")
+def _constant_at(offset: int, op: OperationType, constant: int = 0) -> Scenario:
+    """op(a, b) with operand ``constant`` a FLOAT32 constant of shape (1, 2, 1, 5) at ``offset`` of a
+    constant pool."""
+    a = np.arange(10, dtype=np.float32).reshape(1, 2, 1, 5) / 4 + 1
+    b = np.arange(10, dtype=np.float32).reshape(1, 2, 1, 5) / 2 + 3
+    scenario = with_constants(_binary(op, F32, a, b, constant), "reference")
     (pool,) = scenario.constant_pools
     operands = [replace(o, location=DataLocation(o.location.pool_index, o.location.offset + offset, o.location.length))
                 if o.lifetime == OperandLifeTime.CONSTANT_REFERENCE else o for o in scenario.subgraph.operands]
@@ -128,6 +134,7 @@ def test_reference_constant_shifted(buggy) -> None:
     _fails("native-reference-constant-shifted", "POOL-2", _constant_at(8, OperationType.MUL), buggy)
     _passes("POOL-2", _constant_at(8, OperationType.ADD), buggy)  # read by an ADD
     _passes("POOL-2", _constant_at(0, OperationType.MUL), buggy)  # at the pool's start
+    _passes("POOL-2", _constant_at(8, OperationType.MUL, constant=1), buggy)  # MUL's second operand
 
 
 def test_each_native_deep_bug_is_a_driver_and_all_are_one() -> None:

@@ -30,7 +30,7 @@ extern "C" {
 extern const char __ehdr_start __attribute__((visibility("hidden")));
 
 __attribute__((visibility("hidden"))) unsigned char harness_coverage_edges[HARNESS_COVERAGE_MAP_SIZE];
-static __thread uint32_t harness_coverage_previous;
+static __thread uint32_t harness_coverage_previous __attribute__((tls_model("initial-exec")));
 
 __attribute__((visibility("hidden"))) HARNESS_NOT_INSTRUMENTED void __sanitizer_cov_trace_pc(void) {
     uintptr_t offset = (uintptr_t)__builtin_return_address(0) - (uintptr_t)&__ehdr_start;
