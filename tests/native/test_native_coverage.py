@@ -137,3 +137,35 @@ def test_a_malformed_edge_list_from_a_child_is_refused_and_the_verdict_stands(as
     refused = RECEIVED.replies_refused
     _add_in_child(_probes())  # passes: coverage never decides a verdict
     assert RECEIVED.take() == [] and RECEIVED.replies_refused == refused + 1
+
+
+# ---------------------------------------------------------------- custom-call targets, in the service
+
+def test_a_custom_call_target_s_edges_go_with_the_replies(asked) -> None:
+    import struct
+
+    from harness.api.custom_calls import CallCase
+    from harness.api.shapes import Leaf
+    from harness.judging.custom_calls import run_case
+    from reference_driver.custom_calls import reference_targets
+
+    target = next(t for t in reference_targets() if t.key == ("add_mod128", "HarnessDevice"))
+    case = CallCase((Leaf("float32", (128,)), Leaf("float32", (10,))), Leaf("float32", (10,)), struct.pack("<qq", 10, 0))
+    service = DriverService("reference", timeout=30)
+    try:
+        RECEIVED.take()
+        outcome = run_case(service.custom_calls, target, case, (np.ones(128, np.float32), np.ones(10, np.float32)))
+        assert outcome.result == ("ok",)
+        assert any(edge >= NATIVE_BASE for edge in RECEIVED.take()), "the target's native edges"
+    finally:
+        service.close()
+
+
+def test_the_harness_s_own_code_is_built_plain_when_coverage_is_asked(asked, tmp_path, monkeypatch) -> None:
+    from harness.tooling import build_shared_library
+
+    monkeypatch.setenv("DRIVER_HARNESS_CACHE", str(tmp_path))
+    source = tmp_path / "branches.c"
+    source.write_text("int branches(int x) { return x > 3 ? x * 2 : -x; }\n")
+    assert coverage.edge_map(build_shared_library("branches", [source])) is not None, "a driver's code: instrumented"
+    assert coverage.edge_map(build_shared_library("branches", [source], coverage=False)) is None  # the runner's way
