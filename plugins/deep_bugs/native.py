@@ -44,8 +44,9 @@ _native_bug("native-int-mul-saturates", "OPS-1",
             "the native sample's INT32 MUL of rank 4 and 16 elements or more, without broadcasting, "
             "saturates the product of two negative numbers instead of wrapping it", "NATIVE_DEEP_INT_MUL_SATURATES")
 _native_bug("native-reference-constant-shifted", "POOL-1",
-            "the native sample reads a FLOAT32 constant by reference of rank 4 with rows of 5 or more, past its "
-            "pool's first 4 bytes and the first operand of a MUL, from 4 bytes before its offset",
+            "the native sample reads a FLOAT32 constant by reference of rank 3 or more and 8 elements or more, "
+            "past the first 4 bytes of an mmap_fd pool and the first operand of a MUL, from 4 bytes before its "
+            "offset",
             "NATIVE_DEEP_REFERENCE_CONSTANT_SHIFTED")
 
 

@@ -273,19 +273,20 @@ bool FirstOperandOfMul(const Model& m, int64_t operand) {
   return false;
 }
 
-// Deep bug: a FLOAT32 constant of rank 4 with rows of 5 or more, in a pool after its first 4
-// bytes and the first operand of a MUL, is read from 4 bytes before its offset.
-int64_t ConstantOffset(const Model& m, int64_t operand) {
+// Deep bug: a FLOAT32 constant of rank 3 or more and 8 elements or more, past the first 4 bytes
+// of an mmap_fd pool and the first operand of a MUL, is read from 4 bytes before its offset.
+int64_t ConstantOffset(const Model& m, const std::vector<Memory>& pools, int64_t operand) {
   const Operand& o = m.operands[operand];
   if (o.type != TENSOR_FLOAT32) return o.loc.offset;
-  if (o.dims.size() != 4) return o.loc.offset;
-  if (o.dims[3] < 5) return o.loc.offset;
+  if (o.dims.size() < 3) return o.loc.offset;
+  if (o.loc.length < 32) return o.loc.offset;
   if (o.loc.offset < 4) return o.loc.offset;
+  if (pools[o.loc.pool].kind != "mmap_fd") return o.loc.offset;
   if (!FirstOperandOfMul(m, operand)) return o.loc.offset;
   return o.loc.offset - 4;
 }
 #else
-int64_t ConstantOffset(const Model& m, int64_t operand) { return m.operands[operand].loc.offset; }
+int64_t ConstantOffset(const Model& m, const std::vector<Memory>&, int64_t operand) { return m.operands[operand].loc.offset; }
 #endif
 
 void LoadConstants(Model& m, const Values& values, const std::vector<Memory>& pools) {
@@ -297,7 +298,7 @@ void LoadConstants(Model& m, const Values& values, const std::vector<Memory>& po
       std::memcpy(t.bytes.data(), values.data + o.loc.offset, o.loc.length);
     } else {
       // Copied out now: a pool shrunk or closed later cannot make execution fault (SVC-3).
-      Require(Transfer(pools[o.loc.pool], ConstantOffset(m, static_cast<int64_t>(i)), t.bytes.data(), o.loc.length, false),
+      Require(Transfer(pools[o.loc.pool], ConstantOffset(m, pools, static_cast<int64_t>(i)), t.bytes.data(), o.loc.length, false),
               GENERAL_FAILURE, "POOL-4",
               "model pool " + std::to_string(o.loc.pool) + " cannot be read");
     }

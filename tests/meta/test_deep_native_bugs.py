@@ -117,12 +117,12 @@ def test_int_mul_saturates(buggy) -> None:
 
 # ---------------------------------------------------------------- POOL-2: a FLOAT32 MUL's constant by reference
 
-def _constant_at(offset: int, op: OperationType, constant: int = 0) -> Scenario:
-    """op(a, b) with operand ``constant`` a FLOAT32 constant of shape (1, 2, 1, 5) at ``offset`` of a
-    constant pool."""
-    a = np.arange(10, dtype=np.float32).reshape(1, 2, 1, 5) / 4 + 1
-    b = np.arange(10, dtype=np.float32).reshape(1, 2, 1, 5) / 2 + 3
-    scenario = with_constants(_binary(op, F32, a, b, constant), "reference")
+def _constant_at(offset: int, op: OperationType, constant: int = 0, kind: str = "mmap_fd") -> Scenario:
+    """op(a, b) with operand ``constant`` a FLOAT32 constant of shape (2, 2, 2) at ``offset`` of a
+    constant pool of ``kind``."""
+    a = np.arange(8, dtype=np.float32).reshape(2, 2, 2) / 4 + 1
+    b = np.arange(8, dtype=np.float32).reshape(2, 2, 2) / 2 + 3
+    scenario = with_constants(_binary(op, F32, a, b, constant), "reference", kind)
     (pool,) = scenario.constant_pools
     operands = [replace(o, location=DataLocation(o.location.pool_index, o.location.offset + offset, o.location.length))
                 if o.lifetime == OperandLifeTime.CONSTANT_REFERENCE else o for o in scenario.subgraph.operands]
@@ -135,6 +135,7 @@ def test_reference_constant_shifted(buggy) -> None:
     _passes("POOL-2", _constant_at(8, OperationType.ADD), buggy)  # read by an ADD
     _passes("POOL-2", _constant_at(0, OperationType.MUL), buggy)  # at the pool's start
     _passes("POOL-2", _constant_at(8, OperationType.MUL, constant=1), buggy)  # MUL's second operand
+    _passes("POOL-2", _constant_at(8, OperationType.MUL, kind="ashmem"), buggy)  # not mmap_fd
 
 
 def test_each_native_deep_bug_is_a_driver_and_all_are_one() -> None:
