@@ -67,8 +67,12 @@ def slot_of(path: str | os.PathLike[str]) -> int:
 
 def edge_map(path: str | os.PathLike[str]) -> memoryview | None:
     """The edge map of the library at ``path`` (loaded here if it is not yet), or None when it was
-    not built with coverage: it does not export ``harness_coverage_map``."""
-    library = ctypes.CDLL(str(path))
+    not built with coverage (it does not export ``harness_coverage_map``) or cannot be loaded by
+    that name (its loader found it by another: it then gives no edges, and fuzzes blind)."""
+    try:
+        library = ctypes.CDLL(str(path))
+    except OSError:
+        return None
     function = getattr(library, _MAP_SYMBOL, None)
     if function is None:
         return None

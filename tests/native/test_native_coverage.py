@@ -57,6 +57,7 @@ def test_an_instrumented_build_is_cached_apart_and_a_plain_one_is_unchanged(monk
     assert coverage.edge_map(plain) is None, "a plain build has no edge map"
     counters = coverage.edge_map(instrumented)
     assert counters is not None and len(counters) == 1 << 16
+    assert coverage.edge_map("no/such/libdriver.so") is None, "a library not found by its name gives no edges"
 
 
 def test_a_native_driver_s_edges_go_with_the_replies_and_are_the_same_in_every_process(asked) -> None:
