@@ -24,6 +24,7 @@ from harness.judging.oracle import assert_conforms, assert_scenario_conforms, ru
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.plugins.deep_bugs import COMPOSED
 from harness.plugins.deep_bugs._registry import DEEP_BUGS, composable
+from harness.plugins.deep_bugs.native import COMBINED as NATIVE_COMBINED
 from harness.plugins.mutants._registry import MUTANTS
 from harness.strategies.domains import TokenUse, binary_model, nbytes, request, values_for
 from reference_driver import ReferenceDevice
@@ -295,7 +296,7 @@ def test_the_deep_bugs_are_apart_from_the_mutants() -> None:
     registry = load_registry()
     deep = {name: spec for name, spec in registry.drivers.items() if name.startswith("deep-")}
     assert len(composable()) >= 16
-    assert set(deep) == {bug.driver for bug in DEEP_BUGS.values()} | {COMPOSED}
+    assert set(deep) == {bug.driver for bug in DEEP_BUGS.values()} | {COMPOSED, NATIVE_COMBINED}
     assert not set(DEEP_BUGS) & set(MUTANTS), "a bug both deep and a mutant"
     assert not any(spec.breaks or spec.exercises for spec in deep.values()), "harness score would run a deep bug"
     assert not any(entry.name.startswith("deep-") for entry in _selected(None, "breaks"))
