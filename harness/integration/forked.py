@@ -206,13 +206,23 @@ def _child(call: Callable[[], object], judge: Callable[[BaseException], tuple[Ba
             outcome = _outcome(call, judge)
             outcome["examples"] = examples_run() - before
             if native_coverage.requested():
-                send({"edges": list(_edges_reached(inherited))})
+                _send_edges(send, inherited)
         outcome.setdefault("examples", 0)
         send({"outcome": outcome})
     except BaseException:  # noqa: BLE001 -- nothing may leave the child but its exit status
         status = 70
     finally:
         os._exit(status)
+
+
+def _send_edges(send: Callable[[dict[str, Any]], None], inherited: list[str]) -> None:
+    """Send the edges this child reached.  Coverage only guides the fuzzer: a child that cannot
+    read its maps sends none, and its outcome stands (it never becomes the driver's crash)."""
+    try:
+        edges = _edges_reached(inherited)
+    except Exception:  # noqa: BLE001 - see above: no verdict may hang on coverage
+        return
+    send({"edges": list(edges)})
 
 
 def _edges_reached(inherited: list[str]) -> tuple[int, ...]:
