@@ -47,27 +47,48 @@ _PYTHON_MASK = NATIVE_BASE - 1
 
 
 def driver_paths(device: Any) -> tuple[str, ...]:
-    """The directories (or single files) holding the driver's own code: for each class of the
-    device's type and its bases, its top-level package's directory, leaving out the harness's own
-    package and anything in the standard library or site-packages (a vendor package installed there
-    is found by its own directory all the same: only its top-level package is taken)."""
-    skipped = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # harness/
+    """The directories (or single files) holding the driver's own code: the packages of the
+    device's class and its bases, and of the objects it holds directly (a driver made of parts: a
+    device wrapping another, a table of kernels); never the harness's own code, the standard
+    library or the numeric libraries.  A package is a top-level one, or one of the plugins the
+    harness ships (``harness.plugins.NAME``: its mutants, its sample drivers)."""
+    harness_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     paths: list[str] = []
-    for cls in type(device).__mro__:
-        module = sys.modules.get(cls.__module__)
-        top = sys.modules.get(cls.__module__.split(".", 1)[0])
-        for candidate in (top, module):
-            path = _source_root(candidate)
-            if path is not None:
-                break
-        else:
+    for module in _modules_of(device):
+        path = _package_root(module)
+        if path is None or path == harness_root or _in_library(path):
             continue
-        if path in skipped or any(path == known or path.startswith(known + os.sep) for known in paths):
+        if any(path == known or path.startswith(known + os.sep) for known in paths):
             continue
-        if cls.__module__.split(".", 1)[0] in {"builtins", "harness"} or _in_library(path):
-            continue
+        paths = [known for known in paths if not known.startswith(path + os.sep)]
         paths.append(path)
     return tuple(paths)
+
+
+def _modules_of(device: Any) -> list[str]:
+    """The modules defining the device's class and bases, and the classes and functions of what
+    it holds (one level down, the values of a dict it holds included: a kernel table)."""
+    modules = [cls.__module__ for cls in type(device).__mro__]
+    for value in (vars(device).values() if hasattr(device, "__dict__") else ()):
+        for part in (value.values() if isinstance(value, dict) else (value,)):
+            if isinstance(part, (int, float, str, bytes, bool, type(None))):
+                continue
+            modules.extend(cls.__module__ for cls in type(part).__mro__)
+            for function in (part, getattr(part, "run", None), getattr(part, "validate", None)):
+                module = getattr(function, "__module__", None) if callable(function) else None
+                if isinstance(module, str):
+                    modules.append(module)
+    return modules
+
+
+def _package_root(module_name: str) -> str | None:
+    """The directory of ``module_name``'s package (a plugin of the harness's: its own), or a
+    plain module's file."""
+    parts = module_name.split(".")
+    name = ".".join(parts[:3]) if parts[:2] == ["harness", "plugins"] and len(parts) > 2 else parts[0]
+    if name in {"builtins", "harness"}:
+        return None
+    return _source_root(sys.modules.get(name))
 
 
 def _source_root(module: Any) -> str | None:

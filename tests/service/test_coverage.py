@@ -103,3 +103,16 @@ def test_edges_a_service_sends_are_kept() -> None:
     received.add((0, 5, (1 << 32) - 1))
     assert received.take() == [0, 5, (1 << 32) - 1]
     assert received.take() == []
+
+
+def test_a_driver_made_of_parts_is_traced_in_each_part_and_never_in_the_harness() -> None:
+    """A seeded bug's kernel lives in the harness's mutants plugin, the rest in the reference: both
+    are the driver's code.  A plugin the harness ships is a package of its own, not the harness."""
+    import harness
+    from harness.drivers.registry import load_registry
+
+    registry = load_registry()
+    mutant = driver_paths(registry.resolve("mutant-relu6-clamps-at-6.5").create())
+    assert {path.rsplit("/", 1)[1] for path in mutant} == {"reference_driver", "mutants"}
+    harness_root = harness.__path__[0]
+    assert all(path != harness_root for path in mutant)
