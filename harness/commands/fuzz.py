@@ -222,6 +222,8 @@ class _Run:
             return "-"
         if not any(reached.get("guided") for reached in self.reached.values()):
             return "blind: not collected"
+        if not any(reached["edges"] for reached in self.reached.values()):
+            return "none reported by the driver: fuzzing blind"
         edges = " + ".join(f"{reached['edges']:,}" for reached in self.reached.values())
         corpus = sum(reached["corpus"] for reached in self.reached.values())
         return f"{edges} edges, corpus {corpus:,}"

@@ -163,7 +163,7 @@ def render_fuzz_report(summary: dict, out: str) -> str:
                      f"<th>message</th><th>reproducer</th></tr>{finding_rows}</table>" if findings else "<p>no findings</p>")
     if summary.get("mode") == "blind":
         reached = "<p>Blind: the driver's coverage was not collected.</p>"
-    elif summary.get("coverage"):
+    elif any(c.get("edges") for c in summary.get("coverage", {}).values()):
         reached = "<p>" + ", ".join(f"worker {w}: {c['edges']:,} edges, corpus {c['corpus']:,}"
                                     for w, c in sorted(summary["coverage"].items())) + "</p>"
     else:

@@ -377,10 +377,10 @@ def test_two_fuzz_processes_on_one_redis_share_corpus_and_findings(tmp_path: Pat
     machine that never fuzzed replays it from Redis, and not from its own directory."""
     driver = "mutant-quantized-rounding-truncates"  # fails one test: the rest of the time goes to fuzzing
     machine_a, machine_b, machine_c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
-    run_a = start_harness(machine_a, "fuzz", "--driver", driver, "--minutes", "0.5", "--db", redis_url, "--out", "fz",
+    run_a = start_harness(machine_a, "fuzz", "--driver", driver, "--minutes", "0.4", "--db", redis_url, "--out", "fz",
                           "--suites", "numerics")
     _first_failure_recorded(machine_a / "fz", run_a, 120)
-    run_b = start_harness(machine_b, "fuzz", "--driver", driver, "--minutes", "0.3", "--db", redis_url, "--out", "fz",
+    run_b = start_harness(machine_b, "fuzz", "--driver", driver, "--minutes", "0.25", "--db", redis_url, "--out", "fz",
                           "--suites", "numerics")
     for run in (run_a, run_b):
         out, err = run.communicate(timeout=600)
