@@ -30,6 +30,10 @@ extern "C" {
 extern const char __ehdr_start __attribute__((visibility("hidden")));
 
 __attribute__((visibility("hidden"))) unsigned char harness_coverage_edges[HARNESS_COVERAGE_MAP_SIZE];
+/* The previous block, per thread (calls run on many threads at once).  Initial-exec: the default
+ * model for a loaded library calls __tls_get_addr at every block, which doubled what
+ * instrumenting adds to a small call; this one takes 4 bytes of the static TLS that the C library
+ * keeps for libraries loaded later. */
 static __thread uint32_t harness_coverage_previous __attribute__((tls_model("initial-exec")));
 
 __attribute__((visibility("hidden"))) HARNESS_NOT_INSTRUMENTED void __sanitizer_cov_trace_pc(void) {
