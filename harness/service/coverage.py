@@ -10,7 +10,7 @@ In the service (`ServiceCoverage`), two sources feed one set of *edges*, each a 
   site-packages'); each line a frame runs after another is the edge (file, previous line, line).
   Frames of any other file are not traced at all, so numpy and the harness cost nothing.
 - Native: a library the harness built with compiler coverage instrumentation (``-fsanitize-
-  coverage=trace-pc``) counts the edges it ran in a byte map of its own (`harness/service/c/
+  coverage=trace-pc``) counts the edges it ran in a byte map of its own (`harness/tooling/c/
   coverage.c`); `ServiceCoverage.add_native_map` lends that map, and each of its set bytes is an
   edge.  Python edges are below 2**31, native ones at or above it.
 
@@ -33,11 +33,11 @@ from collections.abc import Iterable
 from types import CodeType, FrameType
 from typing import Any
 
+from harness.tooling.coverage import COVERAGE_ENVIRONMENT  # set (to "1") when the harness wants coverage
+
 __all__ = ["COVERAGE_ENVIRONMENT", "MAX_EDGES_PER_REPLY", "NATIVE_BASE", "RECEIVED", "ReceivedCoverage",
            "ServiceCoverage", "driver_paths", "valid_edges"]
 
-#: Set (to "1") in a driver service's environment when the harness wants its coverage.
-COVERAGE_ENVIRONMENT = "DRIVER_HARNESS_COVERAGE"
 #: The most edges one reply may carry; a reply with more is refused whole.
 MAX_EDGES_PER_REPLY = 1 << 16
 #: Native edges are numbered from here (Python edges below it).
@@ -122,12 +122,16 @@ class ServiceCoverage:
         self._reported = 0
         self._lock = threading.Lock()
         self._traced: dict[CodeType, int | None] = {}  # a code object's file key, None when not the driver's
-        self._native: list[tuple[int, memoryview]] = []
+        self._native: list[tuple[int, Any, Any]] = []  # slot, the map, which of its bytes were read set
 
     # ----------------------------------------------------------------- Python
 
     def start(self) -> None:
-        """Trace the driver's frames in this thread and every thread started from now on."""
+        """Trace the driver's frames in this thread and every thread started from now on (none
+        when the driver has no Python code of its own, a native driver's: a trace function costs
+        every call of every frame, the harness's own included)."""
+        if not self._paths:
+            return
         threading.settrace(self._on_call)
         sys.settrace(self._on_call)
 
@@ -160,18 +164,28 @@ class ServiceCoverage:
 
     # ----------------------------------------------------------------- native
 
-    def add_native_map(self, counters: memoryview) -> None:
-        """Lend a native library's byte map of edge counters (read at each `take`, never written)."""
+    def add_native_map(self, counters: memoryview, slot: int | None = None) -> None:
+        """Lend a native library's byte map of edge counters (read at each `take`, never written);
+        ``slot`` numbers its edges (`harness.tooling.coverage.slot_of`: the same in every process)."""
+        import numpy as np
+
+        view = np.frombuffer(counters.cast("B"), np.uint8)  # the map itself, not a copy
         with self._lock:
-            self._native.append((len(self._native), counters.cast("B")))
+            self._native.append((len(self._native) if slot is None else slot, view, np.zeros(view.shape, bool)))
 
     def _read_native(self) -> None:
+        # Only the bytes set since the last read become edges: a warm library has thousands set,
+        # and making an edge of each at every reply cost more than the call it followed.
         import numpy as np
 
         reached = self._reached
-        for number, counters in self._native:
+        for number, counters, read in self._native:
+            fresh = np.flatnonzero((counters != 0) & ~read)
+            if not fresh.size:
+                continue
+            read[fresh] = True
             base = NATIVE_BASE + (number << 20)
-            for index in np.flatnonzero(np.frombuffer(counters, np.uint8)).tolist():
+            for index in fresh.tolist():
                 reached[(base + index) % _EDGE_LIMIT] = None
 
     # ----------------------------------------------------------------- replies
