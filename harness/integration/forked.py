@@ -187,6 +187,11 @@ def _child(call: Callable[[], object], judge: Callable[[BaseException], tuple[Ba
     status = 0
     try:
         os.close(read_end)
+        # A fault in the driver's code ends the child, whatever handler the harness's process
+        # had installed for it (the in-process custom-call runner traps SIGSEGV to report it):
+        # the parent reads the child's death as the driver's crash.
+        for fault in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
+            signal.signal(fault, signal.SIG_DFL)
 
         def send(message: dict[str, Any]) -> None:
             unsent = (json.dumps(message) + "\n").encode("utf-8")

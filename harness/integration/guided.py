@@ -122,7 +122,7 @@ class _FuzzRunner:
         bound.__name__ = getattr(wrapped, "__name__", "test")
         bound.__qualname__ = getattr(wrapped, "__qualname__", bound.__name__)
         self.captured = InMemoryExampleDatabase()
-        fuzzed = settings(self.settings, database=self.captured, deadline=None)(given(**given_kwargs)(bound))
+        fuzzed: Any = settings(self.settings, database=self.captured, deadline=None)(given(**given_kwargs)(bound))
         self.fuzz_one_input: Callable[[bytes], bytes | None] = fuzzed.hypothesis.fuzz_one_input
 
     def replay_stored(self) -> None:
