@@ -53,6 +53,19 @@ TIMEOUT = Number(float, 0, high=24 * 3600, unit="seconds")
 MEMORY_LIMIT = Number(int, 0, above=False, high=2**43 - 1, unit="MiB", note="0: no limit")
 
 
+def _prepare_coverage(config: pytest.Config) -> None:
+    """A guided fuzz loop whose driver's service reports coverage gets the compiled line tracer,
+    built here (a service cannot: it may not write outside its sandbox) before the service starts."""
+    from harness.service.coverage import COVERAGE_ENVIRONMENT, LINE_TRACER_ENVIRONMENT, build_line_tracer
+
+    if (config.getoption("harness_guided_for") is None or config.getoption("harness_blind")
+            or os.environ.get(COVERAGE_ENVIRONMENT) != "1" or os.environ.get(LINE_TRACER_ENVIRONMENT)):
+        return
+    tracer = build_line_tracer()
+    if tracer is not None:
+        os.environ[LINE_TRACER_ENVIRONMENT] = tracer
+
+
 def _share(text: str) -> tuple[int, int]:
     """``K/N``: the K-th of N shares (1 <= K <= N)."""
     try:
@@ -336,6 +349,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not spec_files([path]):  # a corpus of nothing would certify nothing, as PASS
             raise pytest.UsageError(f"--cts-specs={path}: holds no *.mod.py file (give *.mod.py files or folders of them)")
     _check_outputs(config)
+    _prepare_coverage(config)
     _check_stop_on(config.getoption("harness_stop_on"))
     _check_first_operations(config.getoption("harness_first_operations"))
     expectations: list[Expectation] = []
