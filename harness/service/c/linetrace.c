@@ -12,8 +12,8 @@
  * reached: dict, edge -> None; an edge is (key ^ (previous line << 16) ^ line) & 0x7fffffff, the
  *          previous line that of the same frame (0 at its first line), as the Python tracer has it
  *
- * A frame of code that is not the driver's stops getting line events (f_trace_lines), so the
- * interpreter calls the tracer only at its calls and returns.
+ * Every event of every frame comes here (a C trace function gets them all); one of code that is
+ * not the driver's costs a lookup by the code object's address.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -30,19 +30,45 @@ static _Thread_local struct {
 } stack[DEPTH];
 static _Thread_local int depth;
 
-/* The file key of the frame's code (borrowed; Py_None when not the driver's), NULL on error. */
-static PyObject *key_of(PyFrameObject *frame) {
+/* Each code object's file key by its address (looked up at every event: a code object's own hash
+ * is computed from its contents, far too slow for that).  The table holds a reference to each
+ * code object, so no address is reused while it is in the table; past its size, the code not yet
+ * in it is left untraced. */
+#define SLOTS (1 << 16)
+static struct {
+    PyCodeObject *code;
+    long key; /* -1: not the driver's */
+} table[SLOTS];
+
+static long key_of(PyFrameObject *frame) {
     PyCodeObject *code = PyFrame_GetCode(frame);
-    PyObject *key = PyDict_GetItemWithError(keys, (PyObject *)code);
-    if (key == NULL && !PyErr_Occurred()) {
-        PyObject *decided = PyObject_CallOneArg(decide, (PyObject *)code);
-        if (decided != NULL) {
-            if (PyDict_SetItem(keys, (PyObject *)code, decided) == 0)
-                key = PyDict_GetItemWithError(keys, (PyObject *)code);
-            Py_DECREF(decided);
+    size_t slot = ((size_t)code >> 4) & (SLOTS - 1);
+    for (size_t probe = 0; probe < SLOTS; probe++, slot = (slot + 1) & (SLOTS - 1)) {
+        if (table[slot].code == code) {
+            Py_DECREF(code);
+            return table[slot].key;
         }
+        if (table[slot].code == NULL)
+            break;
     }
-    Py_DECREF(code);
+    long key = -1;
+    PyObject *decided = PyDict_GetItemWithError(keys, (PyObject *)code);
+    if (decided != NULL)
+        Py_INCREF(decided);
+    else if (!PyErr_Occurred())
+        decided = PyObject_CallOneArg(decide, (PyObject *)code);
+    if (decided == NULL)
+        PyErr_Clear(); /* a tracer that raises would stop the driver's call: left untraced instead */
+    else {
+        if (decided != Py_None)
+            key = (long)(PyLong_AsUnsignedLongMask(decided) & 0x7fffffffUL);
+        Py_DECREF(decided);
+    }
+    if (table[slot].code == NULL) {
+        table[slot].code = code; /* the reference PyFrame_GetCode gave is the table's */
+        table[slot].key = key;
+    } else
+        Py_DECREF(code);
     return key;
 }
 
@@ -51,16 +77,9 @@ static int tracer(PyObject *unused, PyFrameObject *frame, int what, PyObject *ar
     (void)arg;
     if (what != PyTrace_CALL && what != PyTrace_LINE && what != PyTrace_RETURN)
         return 0;
-    PyObject *key = key_of(frame);
-    if (key == NULL) {
-        PyErr_Clear(); /* a tracer that raises would stop the driver's call: the edge is lost instead */
+    long key = key_of(frame);
+    if (key < 0)
         return 0;
-    }
-    if (key == Py_None) {
-        if (what == PyTrace_CALL && PyObject_SetAttrString((PyObject *)frame, "f_trace_lines", Py_False) < 0)
-            PyErr_Clear();
-        return 0;
-    }
     if (what == PyTrace_CALL) {
         if (depth < DEPTH) {
             stack[depth].frame = frame;
@@ -80,8 +99,7 @@ static int tracer(PyObject *unused, PyFrameObject *frame, int what, PyObject *ar
         previous = stack[depth - 1].previous;
         stack[depth - 1].previous = line;
     }
-    unsigned long edge = ((unsigned long)PyLong_AsUnsignedLongMask(key) ^ ((unsigned long)previous << 16) ^ (unsigned long)line)
-                         & 0x7fffffffUL;
+    unsigned long edge = ((unsigned long)key ^ ((unsigned long)previous << 16) ^ (unsigned long)line) & 0x7fffffffUL;
     PyObject *number = PyLong_FromUnsignedLong(edge);
     if (number == NULL || PyDict_SetItem(reached, number, Py_None) < 0)
         PyErr_Clear();
