@@ -15,20 +15,30 @@ from ._values import wrong
 
 
 @deep_bug("recycled-buffer-keeps-contents", "DOM-STATE-2",
-          "a buffer allocated with explicit dimensions reuses the storage of a released, initialized buffer of the "
-          "same type and dimensions that had three roles or more, and starts initialized with its contents (a pool of "
-          "shared buffers keyed by size)", Reach.STATE)
+          "a buffer allocated with explicit dimensions reuses the storage of a released buffer of the same type and "
+          "dimensions that had three roles or more and was written by an execution only (never by copy_from), and "
+          "starts initialized with its contents (a pool of device-written shared buffers keyed by size)", Reach.STATE)
 class RecycledBufferKeepsContents(Fault):
     def __init__(self, device) -> None:  # type: ignore[no-untyped-def]
         super().__init__(device)
         self._released: dict[tuple, np.ndarray] = {}  # (type, dimensions) -> the contents left
+        self._copied_into: set[int] = set()  # tokens of buffers a copy_from wrote (host memory, not the pool's)
         self._asked: dict[int, tuple[int, ...]] = {}  # thread -> the dimensions its allocation asked for
         self._lock = threading.Lock()
 
+    def copied_from(self, buffer: DeepBuffer, memory: Memory, dimensions: tuple[int, ...]) -> None:
+        with self._lock:
+            self._copied_into.add(buffer.state.token)
+
     def release(self, buffer: DeepBuffer) -> None:
         state = buffer.state
+        with self._lock:
+            copied = state.token in self._copied_into
+            self._copied_into.discard(state.token)
         if not state.initialized:
             return
+        if copied:
+            return  # a buffer the host wrote is backed by host memory, which goes back to the host
         if not is_fully_specified(state.operand_type, state.initial_dimensions):
             return
         if len(state.roles) < 3:

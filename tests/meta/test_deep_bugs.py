@@ -231,9 +231,13 @@ def _recycled_buffer(hit: bool) -> Callable[[Device], None]:
         with Lockstep(driver, ReferenceDevice()) as step:
             pair = step.prepare(binary_model(F32, (2, 2)))
             assert pair is not None
-            shared = ([BufferRole(0, 0), BufferRole(0, 1)] if hit else [BufferRole(0, 0)], [BufferRole(0, 0)])
-            step.allocate("shared", BufferDesc((2, 2)), [pair], *shared)
-            step.copy_from("shared", MemorySpec("ashmem", values_for(F32, (2, 2), 1).tobytes()), (2, 2))
+            step.allocate("shared", BufferDesc((2, 2)), [pair], [BufferRole(0, 0), BufferRole(0, 1)], [BufferRole(0, 0)])
+            if hit:  # written by an execution
+                scenario = request(binary_model(F32, (2, 2)), [values_for(F32, (2, 2), 1), values_for(F32, (2, 2), 2)],
+                                   [TokenUse("shared")])
+                step.execute(pair, scenario, "DOM-STATE-1")
+            else:
+                step.copy_from("shared", MemorySpec("ashmem", values_for(F32, (2, 2), 1).tobytes()), (2, 2))
             step.release("shared")
             step.allocate("fresh", BufferDesc((2, 2)), [pair], [BufferRole(0, 0)], [])
             step.copy_to("fresh", nbytes(F32, (2, 2)))
