@@ -423,6 +423,7 @@ class Guided:
         self._recorded_at = now
         self._write({"coverage": {
             "t": round(now - self.started, 2), "edges": len(self.edges), "inputs": self.inputs,
+            "valid": sum(t.valid for t in targets),
             "corpus": sum(len(t.corpus) for t in targets), "guided": not self.blind,
             "shared_loaded": self.shared_loaded, "targets": sum(1 for t in targets if t.fuzzable), "final": final}})
 
