@@ -3,9 +3,12 @@
     python benchmarks/bench_fuzz.py [--seconds S] [--repeats N] [--baseline REV] [--suites a,b] [--profile-examples N]
                                     [--scope suites|whole|both] [--no-engine-examples N]
     python benchmarks/bench_fuzz.py --bugs [--minutes M] [--workers W] [--skip-ci-check]
+    python benchmarks/bench_fuzz.py --coverage [--minutes M] [--workers W] [--coverage-drivers a,b]
 
 With ``--bugs``, fuzzing is measured in deep seeded bugs found, blind beside guided, and nothing
-else (`fuzz_bugs`, which writes bench_fuzz_bugs.json).  Without it:
+else (`fuzz_bugs`, which writes bench_fuzz_bugs.json); with ``--coverage``, in the driver code a
+guided run reaches over its time, for the reference, the onnxruntime driver and the native sample
+(`fuzz_coverage`, bench_fuzz_coverage.json).  Without either:
 
 (a) per suite, examples/s of ``harness fuzz --driver reference`` with 1 worker and with 2 (N runs of each, interleaved), for
     this checkout and, side by side, for git revision REV (default: none) installed into a
@@ -81,6 +84,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # the sibling results module
 
 import fuzz_bugs  # noqa: E402
+import fuzz_coverage  # noqa: E402
 import results  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
@@ -434,10 +438,14 @@ def main() -> None:
     parser.add_argument("--scope", choices=("suites", "whole", "both"), default="suites",
                         help="(a) each suite on its own, (f) the whole nightly run of all of them together, or both")
     fuzz_bugs.add_options(parser)
+    fuzz_coverage.add_options(parser)
     results.add_option(parser)
     args = parser.parse_args()
     if args.bugs:
         fuzz_bugs.main(args)
+        return
+    if args.coverage:
+        fuzz_coverage.main(args)
         return
     figures: dict[str, Any] = {"seconds": args.seconds, "repeats": args.repeats, "baseline": args.baseline or None,
                                "suites": {}}

@@ -3,8 +3,9 @@
 (a) each deep bug's own driver (``deep-<name>``) through every suite in the ``ci`` profile, as
     ``harness score`` runs a driver (fixed seed, no shrinking): a bug ``ci`` catches is not deep,
     and is reported so;
-(b) ``harness fuzz --driver deep-bugs`` (every Python-level deep bug at once) for the same budget
-    blind (``--blind``) and guided (the default), one after the other;
+(b) ``harness fuzz --driver deep-bugs`` (every Python-level deep bug at once), and ``--driver
+    deep-native-bugs`` (the native sample with every native one), each for the same budget blind
+    (``--blind``) and guided (the default), one after the other;
 (c) each distinct failure of each run attributed to the bug(s) whose single-bug driver its
     reproducer fails on (the script run with its ``DRIVER`` replaced, in-process, as ``harness
     score`` runs a catch's script); a failure no single bug's driver fails is counted apart;
@@ -82,9 +83,9 @@ def blind_flag_exists() -> bool:
     return "--blind" in shown.stdout
 
 
-def fuzz(mode: str, minutes: float, workers: int, out: str, blind: bool) -> dict[str, Any]:
-    """One ``harness fuzz`` run of the composed driver; its summary."""
-    command = [sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", COMPOSED, "--minutes", str(minutes),
+def fuzz(driver: str, minutes: float, workers: int, out: str, blind: bool) -> dict[str, Any]:
+    """One ``harness fuzz`` run of a driver holding many bugs; its summary."""
+    command = [sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", driver, "--minutes", str(minutes),
                "--workers", str(workers), "--db", os.path.join(out, "db"), "--out", out, *(["--blind"] if blind else [])]
     subprocess.run(command, cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=minutes * 60 + 600)
     with open(os.path.join(out, "fuzz-summary.json"), encoding="utf-8") as f:
@@ -129,6 +130,15 @@ def attribute(summary: dict[str, Any], bugs: Iterable[str], mode: str, jobs: int
     return run
 
 
+def _add(run: Run, more: Run) -> None:
+    """What one more driver's run of the same configuration found, added to ``run``."""
+    run.seconds += more.seconds
+    run.examples += more.examples
+    run.failures += more.failures
+    run.found_s.update(more.found_s)
+    run.unattributed += more.unattributed
+
+
 def _cell(seconds: float | None) -> str:
     return f"{'-':>7}" if seconds is None else f"{seconds:7.1f}"
 
@@ -152,14 +162,22 @@ def main(args: argparse.Namespace) -> None:
     figures["blind_flag"] = blind
     if not blind:
         print("(b) harness fuzz has no --blind here: both configurations run the current fuzz loop", flush=True)
-    runs = []
-    for mode in ("blind", "guided"):
-        with tempfile.TemporaryDirectory() as out:
-            print(f"(b) harness fuzz --driver {COMPOSED} --minutes {args.minutes:g} --workers {args.workers}"
-                  f"{' --blind' if mode == 'blind' and blind else ''} ({mode})", flush=True)
-            summary = fuzz(mode, args.minutes, args.workers, out, blind=mode == "blind" and blind)
-            print(f"(c) attributing its {len(summary.get('failures', []))} distinct failures", flush=True)
-            runs.append(attribute(summary, composable, mode, args.workers))
+    # one driver per kind holds its bugs at once: the Python-level ones, and the native sample's
+    from harness.plugins.deep_bugs.native import COMBINED as NATIVE_COMBINED
+
+    native = sorted(name for name, bug in bugs.items() if bug.fault is None and f"deep-{name}" != NATIVE_COMBINED)
+    targets = {COMPOSED: composable, NATIVE_COMBINED: native}
+    figures["drivers"] = {driver: names for driver, names in targets.items()}
+    runs = [Run("blind"), Run("guided")]
+    for driver, names in targets.items():
+        for run in runs:
+            with tempfile.TemporaryDirectory() as out:
+                print(f"(b) harness fuzz --driver {driver} --minutes {args.minutes:g} --workers {args.workers}"
+                      f"{' --blind' if run.mode == 'blind' and blind else ''} ({run.mode})", flush=True)
+                summary = fuzz(driver, args.minutes, args.workers, out, blind=run.mode == "blind" and blind)
+                print(f"(c) attributing its {len(summary.get('failures', []))} distinct failures", flush=True)
+                _add(run, attribute(summary, names, run.mode, args.workers))
+    composable = [*composable, *native]
     blind_run, guided_run = runs
     print(f"(d) time to find each bug (s), {args.minutes:g} min and {args.workers} workers a configuration:")
     print(f"    {'bug':<42} {'reach':<26} {'blind':>7} {'guided':>7}")
