@@ -6,7 +6,7 @@
 (`harness.service.coverage`: the edges its service's replies carried) is kept in the target's
 corpus and mutated later (`harness.integration.mutation`).  Time goes to the targets still
 finding something: each gets a slice in turn at first, then the slices go to the targets with
-the best recent yield (new coverage or failures per second), with every fifth slice to the
+the best recent yield (new coverage or failures per second), with every third slice to the
 target that has had the least time, so none is starved.  Blind (``--harness-blind``, or a
 driver that sends no coverage): fresh random inputs only, and the same time for every target.
 
@@ -45,7 +45,13 @@ __all__ = ["CORPUS_PREFIX", "Guided", "corpus_key"]
 CORPUS_PREFIX = b"harness-corpus/"
 SLICE_S = 1.0  # a target's turn
 SHARE_EVERY_S = 30.0  # how often a target reads the corpus other processes added
-EXPLORE_EVERY = 5  # every this many turns goes to the target with the least time so far
+# A turn's yield is a noisy estimate (a second of inputs): every third turn goes to the target
+# with the least time so far, so a target that found nothing yet is not starved on one bad turn.
+EXPLORE_EVERY = 3
+# Fresh random inputs among a guided target's: a byte changed in a kept input keeps less of its
+# meaning than in a file format (hypothesis draws in order, and a changed draw can change what the
+# later bytes mean), so generation keeps a good share of the time.
+FRESH_SHARE = 0.25
 RECENT_TURNS = 4  # a target's yield is taken over its last this many turns
 COVERAGE_RECORD_EVERY_S = 5.0
 MAX_CORPUS = 2000  # inputs kept per target (the oldest unproductive go first beyond it)
@@ -344,7 +350,7 @@ class Guided:
         while time.monotonic() < turn_ends:
             if pending:
                 data, parent = pending.pop(), None
-            elif self.blind or not target.corpus or self.random.random() < 0.1:
+            elif self.blind or not target.corpus or self.random.random() < FRESH_SHARE:
                 data, parent = fresh_input(self.random), None
             else:
                 parent = self._pick(target)

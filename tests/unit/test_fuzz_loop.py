@@ -56,7 +56,7 @@ def test_time_goes_to_the_test_still_finding_something() -> None:
     assert chosen.count("finding") > chosen.count("stuck") > 0, chosen
 
 
-def test_every_fifth_turn_goes_to_the_test_with_the_least_time() -> None:
+def test_every_few_turns_one_goes_to_the_test_with_the_least_time() -> None:
     loop = _loop(blind=False)
     starved, busy = _Target(_Item("starved"), True), _Target(_Item("busy"), True)
     starved.spent, busy.spent = 1.0, 50.0
