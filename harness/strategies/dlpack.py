@@ -16,14 +16,22 @@ import ctypes.util
 
 import numpy as np
 
-__all__ = ["CPU", "HOST_READABLE_DEVICES", "DLPackExport"]
+__all__ = ["COMMON_DTYPES", "CPU", "DLPACK_DTYPES", "HOST_READABLE_DEVICES", "WIDER_DTYPES", "DLPackExport"]
 
 #: (DLPack device type, device id) of the CPU: kDLCPU, the only device numpy exports from
 CPU = (1, 0)
 #: the devices whose memory the host can read: the CPU, kDLCUDAHost, kDLCUDAManaged
 HOST_READABLE_DEVICES: tuple[tuple[int, int], ...] = (CPU, (3, 0), (13, 0), (13, 1))
-#: numpy dtype kind -> DLPack type code (kDLInt, kDLUInt, kDLFloat)
-_CODES = {"i": 0, "u": 1, "f": 2}
+#: numpy dtype kind -> DLPack type code (kDLInt, kDLUInt, kDLFloat, kDLBool)
+_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
+#: The dtypes a tensor crosses with most, as (DLPack type code, bits).
+COMMON_DTYPES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "int64": (0, 64), "uint8": (1, 8)}
+#: Every other dtype a DLPack tensor has that numpy holds: DLPack's integer and float codes at
+#: every width, and its bool (kDLBool, 8 bits).  Complex (kDLComplex) tvm-ffi does not take.
+WIDER_DTYPES = {"int8": (0, 8), "int16": (0, 16), "uint16": (1, 16), "uint32": (1, 32), "uint64": (1, 64),
+                "float16": (2, 16), "bool": (6, 8)}
+#: (DLPack type code, bits) of every dtype the packed-function tests send.
+DLPACK_DTYPES = {**COMMON_DTYPES, **WIDER_DTYPES}
 
 
 class _Device(ctypes.Structure):

@@ -2,7 +2,8 @@
 // functions through tvm-ffi provides (README, "Packed functions"), registered in tvm-ffi's
 // global registry under DRIVER_HARNESS_PREFIX ("driver_harness.<driver>.").
 //
-// Seeded bugs (plugins/mutants) are this file built with one FFI_MUTANT_* flag.
+// Seeded bugs (plugins/mutants) are this file built with one FFI_MUTANT_* flag; deep seeded bugs
+// (plugins/deep_bugs) with one FFI_DEEP_* flag.
 #include <tvm/ffi/any.h>
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/shape.h>
@@ -100,6 +101,11 @@ ffi::Array<ffi::Any> TensorInfo(ffi::Tensor tensor) {
   uintptr_t first = reinterpret_cast<uintptr_t>(tensor.data_ptr()) + tensor.byte_offset();
 #endif
   DLDataType dtype = tensor.dtype();
+#ifdef FFI_DEEP_WIDE_UNSIGNED_AS_SIGNED
+  // a binding whose own element-type enum has one unsigned entry, uint8: a wider unsigned tensor
+  // is described as the signed type of its width
+  if (dtype.code == kDLUInt && dtype.bits > 8) dtype.code = kDLInt;
+#endif
   DLDevice device = tensor.device();
 #ifdef FFI_MUTANT_DEVICE_ASSUMED_CPU
   device = DLDevice{kDLCPU, 0};  // a binding that only ever met host tensors
