@@ -16,7 +16,6 @@ from harness import DriverSpec, hookimpl
 from . import reach  # noqa: F401  (registers its bugs on import)
 from ._device import DeepDevice
 from ._registry import DEEP_BUGS, DeepBug, composable
-from .reach import harness_custom_call_targets, harness_packed_functions  # noqa: F401  (its native bugs' builds)
 
 #: The driver with every Python-level deep bug at once: one target for a fuzzing budget.
 COMPOSED = "deep-bugs"

@@ -4,55 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, note
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
+from hypothesis import given
 
 from harness.judging.verdict import require
-from harness.strategies.dlpack import COMMON_DTYPES, CPU, DLPACK_DTYPES, HOST_READABLE_DEVICES, WIDER_DTYPES, DLPackExport
-from harness.strategies.swarm import switch
-from harness.strategies.values import integers, sampled, shapes
+from harness.strategies.dlpack import DLPACK_DTYPES, dlpack_exports
 
 # the driver's code runs in this process: each test makes its call in a forked child (a crash is reported)
 pytestmark = pytest.mark.in_forked_child
 
-#: Examples per draw of the wider dtypes: on in about one example of this many (swarm).
-WIDER_ONE_IN = 16
-# One array strategy per dtype, made once: hypothesis validates every new strategy object before
-# its first draw, which cost more than the draw when built inside each example.
-# Rank 0 too: a scalar tensor has no shape or strides to walk, which bindings built around an axis miss.
-_ARRAYS = {dtype: hnp.arrays(dtype, shapes(min_rank=0, max_rank=3, max_side=6)) for dtype in DLPACK_DTYPES}
-_OFFSET_APART = st.booleans()
-
-
-@st.composite
-def arrays(draw):
-    wider = switch(draw, "tensors of DLPack's other dtypes", WIDER_ONE_IN)
-    dtype = draw(sampled(tuple(sorted(WIDER_DTYPES if wider else COMMON_DTYPES))), label="dtype")
-    base = draw(_ARRAYS[dtype], label="array")
-    # strided views too, and reversed ones: DLPack strides are signed, a reversed axis's negative
-    steps = tuple(draw(sampled((1, 2, -1, -2)), label="step") for _ in range(base.ndim))
-    return base[tuple(slice(None, None, s) for s in steps)] if base.ndim else base  # base[()] is no array
-
-
-@st.composite
-def exports(draw):
-    """An array, what hands it over by DLPack, and the device it says the tensor is on: numpy
-    itself (byte_offset always 0, always the CPU), or a producer whose data pointer lies before
-    the first element, byte_offset making up the rest, as a view in TVM's runtime is handed over,
-    on a device whose memory the host reads (CPU, CUDA host or managed memory)."""
-    array = draw(arrays())
-    if not draw(_OFFSET_APART, label="byte_offset apart"):
-        return array, array, CPU
-    lead = draw(integers(0, 4), label="elements from data to the allocation's first")
-    device = draw(sampled(HOST_READABLE_DEVICES), label="device (DLPack type, id)")
-    export = DLPackExport(array, lead, device)
-    note(f"byte_offset {export.byte_offset}")
-    return export, export.array, device
-
 
 @pytest.mark.requirement("FFI-4")
-@given(sent=exports())
+@given(sent=dlpack_exports())
 def test_tensors_cross_without_copying(probes, sent) -> None:
     import tvm_ffi
 
@@ -70,7 +32,7 @@ def test_tensors_cross_without_copying(probes, sent) -> None:
 
 
 @pytest.mark.requirement("FFI-4")
-@given(sent=exports())
+@given(sent=dlpack_exports())
 def test_a_returned_tensor_is_the_same_memory(probes, sent) -> None:
     import tvm_ffi
 
