@@ -2,6 +2,10 @@
 
     python benchmarks/bench_fuzz.py [--seconds S] [--repeats N] [--baseline REV] [--suites a,b] [--profile-examples N]
                                     [--scope suites|whole|both] [--no-engine-examples N]
+    python benchmarks/bench_fuzz.py --bugs [--minutes M] [--workers W] [--skip-ci-check]
+
+With ``--bugs``, fuzzing is measured in deep seeded bugs found, blind beside guided, and nothing
+else (`fuzz_bugs`, which writes bench_fuzz_bugs.json).  Without it:
 
 (a) per suite, examples/s of ``harness fuzz --driver reference`` with 1 worker and with 2 (N runs of each, interleaved), for
     this checkout and, side by side, for git revision REV (default: none) installed into a
@@ -76,6 +80,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # the sibling results module
 
+import fuzz_bugs  # noqa: E402
 import results  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
@@ -428,8 +433,12 @@ def main() -> None:
                         help="(g): examples per test on each side (0: skip (g))")
     parser.add_argument("--scope", choices=("suites", "whole", "both"), default="suites",
                         help="(a) each suite on its own, (f) the whole nightly run of all of them together, or both")
+    fuzz_bugs.add_options(parser)
     results.add_option(parser)
     args = parser.parse_args()
+    if args.bugs:
+        fuzz_bugs.main(args)
+        return
     figures: dict[str, Any] = {"seconds": args.seconds, "repeats": args.repeats, "baseline": args.baseline or None,
                                "suites": {}}
     suites = [s for s in args.suites.split(",") if s]

@@ -35,11 +35,13 @@ def _commit() -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
-def write(name: str, figures: dict[str, Any], directory: str | os.PathLike[str] = DIRECTORY) -> Path:
-    """Write ``figures`` (plain JSON data, units in the keys) as ``<directory>/<name>.json``."""
+def write(name: str, figures: dict[str, Any], directory: str | os.PathLike[str] = DIRECTORY,
+          script: str = "") -> Path:
+    """Write ``figures`` (plain JSON data, units in the keys) as ``<directory>/<name>.json``;
+    ``script``: the benchmark that measured them, when its name is not ``name`` (one of its modes)."""
     document = {
         "benchmark": name,
-        "command": " ".join(["python", f"benchmarks/{name}.py", *sys.argv[1:]]),
+        "command": " ".join(["python", f"benchmarks/{script or name}.py", *sys.argv[1:]]),
         "written": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": _commit(),
         "machine": {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version(),

@@ -56,11 +56,18 @@ class DeepBuffer(ReferenceBuffer):
         for fault in self.device.faults:
             fault.copy_from(self, memory, tuple(dimensions))
         super().copy_from(memory, dimensions)
+        for fault in self.device.faults:
+            fault.copied_from(self, memory, tuple(dimensions))
 
     def copy_to(self, memory: Memory) -> None:
         super().copy_to(memory)
         for fault in self.device.faults:
             fault.copied_to(self, memory)
+
+    def release(self) -> None:
+        for fault in self.device.faults:
+            fault.release(self)
+        super().release()
 
 
 class DeepDevice(ReferenceDevice):

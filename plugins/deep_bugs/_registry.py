@@ -80,8 +80,14 @@ class Fault:
     def copy_from(self, buffer: DeepBuffer, memory: Memory, dimensions: tuple[int, ...]) -> None:
         """Before a copy into ``buffer``."""
 
+    def copied_from(self, buffer: DeepBuffer, memory: Memory, dimensions: tuple[int, ...]) -> None:
+        """After a successful copy into ``buffer``."""
+
     def copied_to(self, buffer: DeepBuffer, memory: Memory) -> None:
         """After a successful copy out of ``buffer`` into ``memory``."""
+
+    def release(self, buffer: DeepBuffer) -> None:
+        """Before ``buffer`` is released (its state still there)."""
 
 
 @dataclass
