@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from hypothesis import event, given, note
+from hypothesis import given, note
 
 from harness.api.errors import ConformanceError
 from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus
@@ -141,7 +141,6 @@ def _check_tokens(shared: _Plan) -> None:
     """DOM-ALLOC-3: the buffers the plan allocated are all live; their tokens are positive and
     none is another's, or the shared buffer's."""
     tokens = [token for _, token in shared.allocated]
-    event(f"allocations served at once: {'none' if not tokens else 'one' if len(tokens) == 1 else 'several'}")
     bad = [token for token in tokens if not isinstance(token, int) or token <= 0]
     if bad:
         raise violation("DOM-ALLOC-3", f"allocations made from several threads at once gave tokens {bad[:5]} (tokens are "

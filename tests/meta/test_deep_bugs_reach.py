@@ -1,4 +1,5 @@
-"""The deep bugs of plugins/deep_bugs/reach.py: a scenario meeting each one's trigger fails the
+"""The deep bugs of plugins/deep_bugs/reach.py that are drivers of their own (test_deep_bugs.py
+holds the scenarios of its Python-level one): a scenario meeting each one's trigger fails the
 harness's judging with the bug's requirement and passes on the reference, and one that misses a
 condition of the trigger passes on the bug too.  Each scenario is the one a suite test draws,
 given to that test's body directly (no search)."""
@@ -21,12 +22,10 @@ from harness.strategies.concurrency import CallPlan
 from harness.strategies.custom_calls import fixed_values
 from harness.strategies.dlpack import CPU
 from harness.strategies.domains import declared_flavor
-from harness.strategies.sequences import ExecutionSequence, Step
 from plugins.deep_bugs import DEEP_BUGS
 from reference_driver.custom_calls import concat_case, reference_targets
 
 concurrency = importlib.import_module("harness.suites.memory_domains.test_concurrent_entry_points")
-sequences = importlib.import_module("harness.suites.memory_pools.test_sequences")
 tensors = importlib.import_module("harness.suites.packed_functions.test_tensors")
 
 
@@ -65,28 +64,6 @@ def test_allocations_overflowing_at_once_share_a_token_and_are_caught() -> None:
 def test_allocations_overflowing_one_at_a_time_or_below_the_table_pass() -> None:
     assert _plan_verdict("deep-overflowing-allocations-share-a-token", CallPlan(1, ("allocate",) * 24)) is None
     assert _plan_verdict("deep-overflowing-allocations-share-a-token", CallPlan(8, ("allocate",) * 12)) is None
-
-
-# --------------------------------------------------------------------------- sequences
-
-
-def _sequence_verdict(driver_name: str, sequence: ExecutionSequence) -> ConformanceError | None:
-    driver, reference = _device(driver_name), _device("reference")
-    body = sequences.test_executions_in_sequence_depend_only_on_their_requests.hypothesis.inner_test
-    return _verdict(lambda: body(driver, reference, declared_flavor(reference.capabilities()), sequence))
-
-
-def test_results_cached_by_where_the_inputs_are_are_caught_on_reused_memory() -> None:
-    five_runs = tuple(Step(0, seed) for seed in range(5))
-    reused = ExecutionSequence(((2, 2),), five_runs, reuse_memories=True)
-    verdict = _sequence_verdict("deep-results-cached-by-input-location", reused)
-    assert verdict is not None and verdict.requirement == _requirement("results-cached-by-input-location")
-    assert _sequence_verdict("reference", reused) is None
-    # fresh memories each time, or three runs only: the cache never serves
-    assert _sequence_verdict("deep-results-cached-by-input-location",
-                             ExecutionSequence(((2, 2),), five_runs, reuse_memories=False)) is None
-    assert _sequence_verdict("deep-results-cached-by-input-location",
-                             ExecutionSequence(((2, 2),), five_runs[:3], reuse_memories=True)) is None
 
 
 # --------------------------------------------------------------------------- limits
