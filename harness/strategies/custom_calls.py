@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from typing import Literal
 
 import numpy as np
 from hypothesis import strategies as st
@@ -47,10 +48,13 @@ def shapes(max_depth: int = 3, leaf=None) -> st.SearchStrategy[Shape]:
 _DECODED_UP_TO = 1024
 
 
+_FLOAT_WIDTHS: dict[str, Literal[16, 32, 64]] = {"float16": 16, "float32": 32, "float64": 64}
+
+
 @functools.lru_cache(maxsize=16)
 def _elements(dtype: str) -> st.SearchStrategy:
-    if dtype.startswith("float"):
-        return st.floats(width=np.dtype(dtype).itemsize * 8, allow_nan=False, allow_infinity=False)
+    if dtype in _FLOAT_WIDTHS:
+        return st.floats(width=_FLOAT_WIDTHS[dtype], allow_nan=False, allow_infinity=False)
     if dtype == "bool":
         return st.booleans()
     if dtype == "int32":

@@ -43,7 +43,7 @@ WIDER_DTYPES = {"int8": (0, 8), "int16": (0, 16), "uint16": (1, 16), "uint32": (
 #: (DLPack type code, bits) of every dtype the packed-function tests send.
 DLPACK_DTYPES = {**COMMON_DTYPES, **WIDER_DTYPES}
 #: Examples per draw of the wider dtypes: on in about one example of this many (swarm).
-WIDER_ONE_IN = 16
+WIDER_ONE_IN = 24
 
 
 class _Device(ctypes.Structure):

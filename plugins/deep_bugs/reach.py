@@ -52,9 +52,9 @@ _flagged(_CUSTOM_CALL_FLAGS, "cc-host-leaf-table-24", "CC-2",
 
 # --------------------------------------------------------------------------- dtypes (packed functions)
 
-_flagged(_PACKED_FUNCTION_FLAGS, "ffi-wide-unsigned-as-signed", "FFI-4",
-         "describes a uint16, uint32 or uint64 tensor as the signed integer type of its width (the binding's own "
-         "element-type enum has one unsigned entry, uint8)", Reach.DTYPES, "FFI_DEEP_WIDE_UNSIGNED_AS_SIGNED")
+_flagged(_PACKED_FUNCTION_FLAGS, "ffi-uint64-as-int64", "FFI-4",
+         "describes a uint64 tensor as int64 (the binding's own element-type enum has no 64-bit unsigned entry)",
+         Reach.DTYPES, "FFI_DEEP_UINT64_AS_INT64")
 
 
 @hookimpl

@@ -101,10 +101,10 @@ ffi::Array<ffi::Any> TensorInfo(ffi::Tensor tensor) {
   uintptr_t first = reinterpret_cast<uintptr_t>(tensor.data_ptr()) + tensor.byte_offset();
 #endif
   DLDataType dtype = tensor.dtype();
-#ifdef FFI_DEEP_WIDE_UNSIGNED_AS_SIGNED
-  // a binding whose own element-type enum has one unsigned entry, uint8: a wider unsigned tensor
-  // is described as the signed type of its width
-  if (dtype.code == kDLUInt && dtype.bits > 8) dtype.code = kDLInt;
+#ifdef FFI_DEEP_UINT64_AS_INT64
+  // a binding whose own element-type enum has no 64-bit unsigned entry (its host language has
+  // none): a uint64 tensor is described as int64
+  if (dtype.code == kDLUInt && dtype.bits == 64) dtype.code = kDLInt;
 #endif
   DLDevice device = tensor.device();
 #ifdef FFI_MUTANT_DEVICE_ASSUMED_CPU

@@ -56,7 +56,7 @@ class _Plan:
         calls.copy_from(self.shared, MemorySpec("ashmem", values_for(flavor.type, SHAPE, 5).tobytes()))
         # one buffer per release in the plan, each released once by it: as many as the driver serves
         # (DOM-ALLOC-3 lets it refuse past its limits, and a release with none left releases nothing)
-        self.doomed = []
+        self.doomed: list[object] = []
         for _ in range(plan.count("release")):
             doomed = _outcome(lambda: driver.allocate(BufferDesc(), [self.prepared], [BufferRole(0, 0)], []))
             if doomed == ErrorStatus.GENERAL_FAILURE:
@@ -89,9 +89,9 @@ class _Plan:
             case "execute":
                 return execute_scenario(self.prepared, self.plain)
             case "copy_from":
-                return _outcome(lambda: self._copy_from(self.shared, 7))
+                return _outcome(lambda: self.copy_from(self.shared, 7))
             case "copy_to":
-                return _outcome(lambda: self._copy_to(self.shared))
+                return _outcome(lambda: self.copy_to(self.shared))
             case "release":
                 with self._lock:
                     if self._doomed_next == len(self.doomed):
@@ -101,14 +101,19 @@ class _Plan:
                 return _outcome(buffer.release)
         raise ValueError(f"no entry point {entry_point!r}")
 
-    def _copy_from(self, buffer, seed: int) -> None:
+    def release_all(self) -> None:
+        """Every buffer the plan holds, released (a failed release is no concern of this test's)."""
+        for buffer in [buffer for buffer, _ in self.allocated] + [self.shared] + self.doomed[self._doomed_next:]:
+            _outcome(buffer.release)
+
+    def copy_from(self, buffer, seed: int) -> None:
         memory = make_memory(MemorySpec("ashmem", values_for(self.flavor.type, SHAPE, seed).tobytes()))
         try:
             buffer.copy_from(memory, ())
         finally:
             memory.close()
 
-    def _copy_to(self, buffer) -> bytes:
+    def copy_to(self, buffer) -> bytes:
         memory = make_memory(MemorySpec("ashmem", b"\0" * nbytes(self.flavor.type, SHAPE)))
         try:
             buffer.copy_to(memory)
@@ -159,22 +164,16 @@ def _check_alone(shared: _Plan) -> None:
     alone, as on a driver that never saw threads (DOM-CONC-2: it goes on serving calls)."""
     buffers = [buffer for buffer, _ in shared.allocated]
     for number, buffer in enumerate(buffers):
-        answer = _outcome(lambda: shared._copy_from(buffer, 20 + number))
+        answer = _outcome(lambda: shared.copy_from(buffer, 20 + number))
         if answer is not None:
             raise violation("DOM-CONC-2", f"after calls from several threads, a copy_from alone into buffer {number + 1} "
                                           f"of the {len(buffers)} they allocated failed: {answer!r}")
     for number, buffer in enumerate(buffers):
-        got = _outcome(lambda: shared._copy_to(buffer))
+        got = _outcome(lambda: shared.copy_to(buffer))
         if got != values_for(shared.flavor.type, SHAPE, 20 + number).tobytes():
             raise violation("DOM-CONC-2", f"after calls from several threads, buffer {number + 1} of the "
                                           f"{len(buffers)} they allocated reads other bytes than were copied into it "
                                           f"alone ({got!r:.60}): two buffers share storage, or a copy lost its way")
-
-
-def _release_all(shared: _Plan) -> None:
-    """Every buffer the plan holds, released (a failed release is no concern of this test's)."""
-    for buffer in [buffer for buffer, _ in shared.allocated] + [shared.shared] + shared.doomed[shared._doomed_next:]:
-        _outcome(buffer.release)
 
 
 @pytest.mark.requirement("DOM-CONC-2", "DOM-ALLOC-3", "POOL-2")
@@ -198,6 +197,6 @@ def test_every_entry_point_from_several_threads(driver, flavor, plan) -> None:
             note(f"{refused} allocations refused with GENERAL_FAILURE (DOM-ALLOC-3 allows it)")
         _check_alone(shared)
     except ConformanceError:  # the driver still answers: what the test holds is given back before the verdict
-        _release_all(shared)
+        shared.release_all()
         raise
-    _release_all(shared)
+    shared.release_all()

@@ -106,9 +106,9 @@ def _tensor_verdict(driver_name: str, flags: tuple[str, ...], dtype: str) -> Con
                                          lambda: 0, lambda count: None, "tensor_info", 60.0))
 
 
-def test_wide_unsigned_tensors_described_as_signed_are_caught() -> None:
-    flags = ("-DFFI_DEEP_WIDE_UNSIGNED_AS_SIGNED",)
-    verdict = _tensor_verdict("deep-ffi-wide-unsigned-as-signed", flags, "uint32")
-    assert verdict is not None and verdict.requirement == _requirement("ffi-wide-unsigned-as-signed")
-    assert _tensor_verdict("reference", (), "uint32") is None
-    assert _tensor_verdict("deep-ffi-wide-unsigned-as-signed", flags, "uint8") is None
+def test_uint64_tensors_described_as_int64_are_caught() -> None:
+    flags = ("-DFFI_DEEP_UINT64_AS_INT64",)
+    verdict = _tensor_verdict("deep-ffi-uint64-as-int64", flags, "uint64")
+    assert verdict is not None and verdict.requirement == _requirement("ffi-uint64-as-int64")
+    assert _tensor_verdict("reference", (), "uint64") is None
+    assert _tensor_verdict("deep-ffi-uint64-as-int64", flags, "uint32") is None
