@@ -4,8 +4,8 @@ A plan is data: how many threads, and the calls submitted to them in order.  Whi
 plan calls is a swarm draw (each on or off for the whole example, `allocate` and the buffer copies
 among them), so some plans hammer one entry point from every thread and others mix them all.  A
 plan is short (up to `CALLS`) unless the swarm switch "many calls at once" is on, in one example
-of `MANY_ONE_IN`: then it has `MANY_CALLS` (a range) calls on up to `MANY_THREADS` threads, enough
-to take a driver's tables past the sizes short runs never fill.
+of `MANY_ONE_IN`: then it has `MANY_CALLS` (a range) calls on up to `MANY_THREADS` threads,
+allocations among them, enough to take a driver's tables past the sizes short runs never fill.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ def call_plans(draw, entry_points: tuple[str, ...] = ENTRY_POINTS) -> CallPlan:
     if not chosen:
         chosen = (draw(sampled(entry_points), label="the one entry point called"),)
     many = switch(draw, "many calls at once", MANY_ONE_IN)
+    if many and "allocate" in entry_points and "allocate" not in chosen:  # many calls fill tables: allocations
+        chosen = (*chosen, "allocate")
     threads = draw(integers(2, MANY_THREADS if many else THREADS), label="threads")
     low, high = MANY_CALLS if many else (threads, CALLS)
     calls = draw(st.lists(sampled(chosen), min_size=low, max_size=high), label="calls")

@@ -1,5 +1,5 @@
-"""Deep bugs that only the generators reaching further meet (issue 89, part 3): a dtype a short
-run never sends, a container filled to its declared limit, a table filled from several threads at
+"""Deep bugs that only the generators reaching further meet (`harness.strategies.swarm`'s
+switches): a dtype a short run never sends, a container filled to its declared limit, a table filled from several threads at
 once, and a cache that shows after several executions on reused memory.
 
 Two are in native code the reference ships (a custom-call target and the packed-function probes,
