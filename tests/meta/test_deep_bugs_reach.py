@@ -22,7 +22,7 @@ from harness.strategies.concurrency import CallPlan
 from harness.strategies.custom_calls import fixed_values
 from harness.strategies.dlpack import CPU
 from harness.strategies.domains import declared_flavor
-from plugins.deep_bugs import DEEP_BUGS
+from harness.plugins.deep_bugs._registry import DEEP_BUGS
 from reference_driver.custom_calls import concat_case, reference_targets
 
 concurrency = importlib.import_module("harness.suites.memory_domains.test_concurrent_entry_points")
