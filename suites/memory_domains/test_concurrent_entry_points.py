@@ -21,7 +21,7 @@ from harness.api.errors import ConformanceError
 from harness.api.hal import BufferDesc, BufferRole, DriverError, ErrorStatus
 from harness.integration.skips import allocated_or_not_run
 from harness.judging.direct_calls import DirectCalls
-from harness.judging.oracle import execute_scenario
+from harness.judging.oracle import checking, execute_scenario
 from harness.judging.scenario import MemorySpec, make_memory
 from harness.judging.verdict import violation
 from harness.strategies.concurrency import CallPlan, call_plans
@@ -67,8 +67,9 @@ class _Plan:
             self.doomed.append(doomed[0])
         self.plain = request(self.model, [values_for(flavor.type, SHAPE, 1), values_for(flavor.type, SHAPE, 2)],
                              [nbytes(flavor.type, SHAPE)], label="ordinary memories")
-        self.supported = driver.get_supported_operations(self.hal_model)
-        self.expected = execute_scenario(self.prepared, self.plain)
+        with checking("POOL-2"):  # made alone: a crash here is no concurrency's
+            self.supported = driver.get_supported_operations(self.hal_model)
+            self.expected = execute_scenario(self.prepared, self.plain)
         self.allocated: list[tuple[object, int]] = []
         self._lock = threading.Lock()
         self._doomed_next = 0
@@ -133,7 +134,7 @@ def _run(plan: CallPlan, shared: _Plan) -> list[object]:
 
     jobs = [(first if i < plan.threads else shared.call, point) for i, point in enumerate(plan.calls)]
     bound = CALL_DEADLINE_S * (1 + len(plan.calls) / plan.threads)
-    with concurrent.futures.ThreadPoolExecutor(plan.threads) as pool:
+    with checking("DOM-CONC-2"), concurrent.futures.ThreadPoolExecutor(plan.threads) as pool:
         futures = [pool.submit(job, point) for job, point in jobs]
         done, pending = concurrent.futures.wait(futures, timeout=bound)
         if pending:

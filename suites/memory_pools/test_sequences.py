@@ -14,7 +14,7 @@ from hypothesis import given
 from harness.api.hal import Capabilities, DataLocation, DriverError, Request, RequestArgument
 from harness.api.memory import Memory, create_ashmem
 from harness.integration.skips import not_applicable
-from harness.judging.oracle import compare_values
+from harness.judging.oracle import checking, compare_values
 from harness.judging.verdict import violation
 from harness.strategies.domains import BINARY_OPS, Flavor, declared_flavor, nbytes, values_for
 from harness.strategies.sequences import ExecutionSequence, Step, execution_sequences
@@ -76,13 +76,15 @@ def test_executions_in_sequence_depend_only_on_their_requests(driver, reference,
     models = [flavor.model(shape).build_model() for shape in sequence.models]
     expected, actual = _Side([reference.prepare_model(m) for m in models], {}), _Side([], {})
     try:
-        actual.prepared = [driver.prepare_model(m) for m in models]
+        with checking("POOL-2"):
+            actual.prepared = [driver.prepare_model(m) for m in models]
         for number, step in enumerate(sequence.steps):
             rule = "POOL-2" if number == 0 else "STATE-1"
             where = (f"execution {number + 1} of {len(sequence.steps)} (model {step.model + 1} of {len(models)}, "
                      f"{sequence.executions_of(step.model)} executions of it in all)")
             want_error, want, want_inputs = _execute(expected, sequence, step, flavor)
-            got_error, got, got_inputs = _execute(actual, sequence, step, flavor)
+            with checking(rule):
+                got_error, got, got_inputs = _execute(actual, sequence, step, flavor)
             if want_error:  # the reference refuses nothing here: a valid request on a declared model
                 raise AssertionError(f"the reference failed {where}: {want_error}")
             if got_error:
