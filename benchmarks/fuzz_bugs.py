@@ -130,7 +130,7 @@ def attribute(summary: dict[str, Any], bugs: Iterable[str], mode: str, jobs: int
 
 
 def _cell(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds:7.1f}"
+    return f"{'-':>7}" if seconds is None else f"{seconds:7.1f}"
 
 
 def main(args: argparse.Namespace) -> None:

@@ -123,6 +123,9 @@ def command_line() -> OneLineParser:
     fuzz.add_argument("--suites", default=None, type=_suites, metavar="NAME,...",
                       help="only these suites, comma-separated: memory_pools, requests, numerics, memory_domains, custom_calls, packed_functions "
                            "(default: all)")
+    fuzz.add_argument("--blind", action="store_true",
+                      help="no coverage feedback: fresh random inputs and the same time for every test (what a driver "
+                           "that reports no coverage gets; for comparing against the guided loop)")
     replay = commands.add_parser("replay", help="re-run only the failing examples stored in the database")
     replay.add_argument("--driver", required=True, help=_DRIVER_HELP)
     replay.add_argument("--db", default=".hypothesis/examples", metavar="PATH|redis://HOST:PORT/N", help=_DB_HELP)
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             from harness.commands.fuzz import select_suites
 
             return run_fuzz(options.driver, options.minutes, options.workers, options.db, options.out,
-                            select_suites(options.suites))
+                            select_suites(options.suites), blind=options.blind)
         if options.command == "replay":
             from harness.commands.fuzz import replay as run_replay
 

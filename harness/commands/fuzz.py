@@ -1,15 +1,18 @@
-"""``harness fuzz`` and ``harness replay``: time-boxed generation, and re-running what it found.
+"""``harness fuzz`` and ``harness replay``: time-boxed fuzzing, and re-running what it found.
 
-Fuzzing is rounds of the generative tests (the first round also runs the fixed ones), each with
-new examples and more of them per test than the last, until the time budget is spent: one pytest process runs round after round
-(harness.integration.rounds; it is started again only if it ends early); ``--workers N`` runs
-N such processes side by side, independently.  Hypothesis saves
-every failing example in the example database the moment it finds it; a failing test's
-record is fsynced as it is written; so a run that is killed keeps everything found so far.
-While it runs, a line per suite shows examples, examples/s and distinct failures (rich), or
-why the suite does not apply to the driver; at the end (or on Ctrl-C or SIGTERM) it writes
-fuzz-summary.json, fuzz-report.html (examples/s and failures over time per suite) and a
-reproducer per distinct failure, and prints its findings: the failures grouped by root cause
+Each of ``--workers N`` processes is one pytest session running a fuzz loop
+(`harness.integration.guided`) over its share of the generative tests (the fixed ones run once,
+first) until the budget is spent; it is started again only if it ends early.  Guided (the
+default), the loop keeps the inputs that reached driver code not reached before (the driver's
+service reports its coverage: `harness.service.coverage`) and gives its time to the tests still
+finding something; ``--blind``, it runs fresh random inputs with the same time for every test.
+Hypothesis saves every failing example in the example database the moment it is found, and
+shrinks it there; a failing test's record is fsynced as it is written; so a run that is killed
+keeps everything found so far.  While it runs, a line per suite shows examples, examples/s and
+distinct failures (rich), or why the suite does not apply to the driver, and a line shows the
+coverage reached; at the end (or on Ctrl-C or SIGTERM) it writes fuzz-summary.json,
+fuzz-report.html (examples/s, failures and coverage over time) and a reproducer per distinct
+failure, and prints its findings: the failures grouped by root cause
 (`harness.report.findings`), each with its requirement, message and reproducer.
 """
 
@@ -32,6 +35,7 @@ from harness.integration.recording import suite_of
 from harness.report.files import write_atomically
 from harness.report.findings import Finding, group_findings, not_applicable_reason
 from harness.report.fuzz_report import render_fuzz_report
+from harness.service.coverage import COVERAGE_ENVIRONMENT
 
 ROUND_EXAMPLES = 25  # examples per test in the first round; they double each round, up to the nightly profile's
 SAMPLE_EVERY_S = 1.0
@@ -72,10 +76,13 @@ class _Tail:
     parses only the lines added since the last (a night's file is long; the live view polls
     every second)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, worker: int = 0) -> None:
         self.path = path
+        self.worker = worker
         self.records: list[dict] = []  # per-test records
         self.rounds: list[dict] = []  # round records, one written as each round begins
+        self.coverage: list[dict] = []  # what a guided loop had reached, every few seconds
+        self.replayed: set[str] = set()  # tests whose failure came from the example database
         self._offset = 0
 
     def poll(self) -> _Tail:
@@ -95,6 +102,10 @@ class _Tail:
                     self.records.append(record)
                 elif "round" in record:
                     self.rounds.append(record)
+                elif "coverage" in record:
+                    self.coverage.append(record["coverage"])
+                elif "replayed_failure" in record:
+                    self.replayed.add(record["replayed_failure"])
         return self
 
 
@@ -146,6 +157,7 @@ class _Run:
         self.names = [suite.rsplit(".", 1)[1] for suite in suites]
         self.done: dict[str, int] = {}  # examples of finished worker processes
         self.records: list[dict] = []  # records of finished worker processes
+        self.replayed: set[str] = set()  # tests whose failures finished processes met in the database
         self.rounds = 0  # rounds begun by finished worker processes
         # each round's seed, by worker and round: `pytest --harness-seed` generates that round again
         self.seeds: list[dict] = []
@@ -161,6 +173,10 @@ class _Run:
                                  TimeElapsedColumn(), console=console, transient=False)
         self.tasks = {name: self.progress.add_task(name, total=None, status=self._status(0, "-", 0))
                       for name in self.names}
+        # what each worker's guided loop reached: its latest coverage record (a restarted worker's
+        # process starts its count again)
+        self.reached: dict[int, dict] = {}
+        self.coverage_task = self.progress.add_task("driver coverage", total=None, status="-")
 
     @staticmethod
     def _status(examples: int, rate: str, failures: int) -> str:
@@ -180,7 +196,13 @@ class _Run:
             failures[suite_of(key[0])] = failures.get(suite_of(key[0]), 0) + 1
         before: dict = self.timeline[-1] if self.timeline and not final else {"t": 0.0, "examples": {}}
         span = max(now - before["t"], 1e-9)
-        self.timeline.append({"t": now, "examples": examples, "failures": failures})
+        for tail in current:
+            if tail.coverage:
+                self.reached[tail.worker] = tail.coverage[-1]
+        self.timeline.append({"t": now, "examples": examples, "failures": failures,
+                              "coverage": {str(worker): {key: reached[key] for key in ("edges", "corpus", "inputs")}
+                                           for worker, reached in sorted(self.reached.items())}})
+        self.progress.update(self.coverage_task, status=self._coverage_status())
         by_suite: dict[str, list[dict]] = {}
         for record in records:
             by_suite.setdefault(suite_of(record["id"]), []).append(record)
@@ -195,11 +217,25 @@ class _Run:
             self.progress.update(task, completed=examples.get(name, 0),
                                  status=self._status(examples.get(name, 0), f"{rate:,.0f}", failures.get(name, 0)))
 
+    def _coverage_status(self) -> str:
+        if not self.reached:
+            return "-"
+        if not any(reached.get("guided") for reached in self.reached.values()):
+            return "blind: not collected"
+        if not any(reached["edges"] for reached in self.reached.values()):
+            return "none reported by the driver: fuzzing blind"
+        edges = " + ".join(f"{reached['edges']:,}" for reached in self.reached.values())
+        corpus = sum(reached["corpus"] for reached in self.reached.values())
+        return f"{edges} edges, corpus {corpus:,}"
+
     def finish(self, tail: _Tail, worker: int) -> None:
         """A worker process that wrote ``tail`` ended: what it did is the run's."""
         self.done = _added(self.done, _progress_of(tail.path))
         tail.poll()
         self.records += tail.records
+        self.replayed |= tail.replayed
+        if tail.coverage:
+            self.reached[worker] = tail.coverage[-1]
         self.rounds += len(tail.rounds)
         self.seeds += [{"worker": worker, "round": begun["round"], "examples_per_test": begun["examples_per_test"],
                         "seed": begun.get("seed")} for begun in tail.rounds]
@@ -208,8 +244,9 @@ class _Run:
         examples = self.timeline[-1]["examples"] if self.timeline else {}
         done = ", ".join(f"{suite} {count}" for suite, count in sorted(examples.items())) or "none yet"
         seed = f", seed {begun['seed']}" if begun.get("seed") is not None else ""
-        return (f"[{time.monotonic() - self.started:7.1f} s] worker {worker} round {begun['round']} "
-                f"({begun['examples_per_test']} examples per test{seed}) begins; examples so far: {done}; "
+        what = (f"{'guided' if begun['guided'] else 'blind'} fuzzing{seed}" if "guided" in begun else
+                f"round {begun['round']} ({begun['examples_per_test']} examples per test{seed})")
+        return (f"[{time.monotonic() - self.started:7.1f} s] worker {worker} {what} begins; examples so far: {done}; "
                 f"{len(_distinct_failures(self.records))} distinct failures")
 
 
@@ -236,14 +273,14 @@ class _Worker:
         self.record = _Tail("")
         self.errors: IO[str] | None = None
 
-    def start(self, command_for: Callable[[str, int], list[str]]) -> None:
+    def start(self, command_for: Callable[[str, int], list[str]], environment: dict[str, str] | None = None) -> None:
         self.runs += 1
         self.rounds_shown = 0
         self.interrupted_at = None
-        self.record = _Tail(os.path.join(self.out, f"run-{self.runs}-w{self.number}.jsonl"))
+        self.record = _Tail(os.path.join(self.out, f"run-{self.runs}-w{self.number}.jsonl"), self.number)
         self.errors = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(command_for(self.record.path, self.runs), stdout=subprocess.DEVNULL,
-                                        stderr=self.errors, text=True)
+                                        stderr=self.errors, text=True, env=environment)
 
     def new_rounds(self) -> list[dict]:
         """Rounds the current process began since the last call."""
@@ -350,7 +387,8 @@ def _write_reports(out: str, files: dict[str, Callable[[], str]]) -> None:
             raise UsageError(f"--out={out}: cannot write {name}: {error.strerror}") from None
 
 
-def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: tuple[str, ...] = SUITES) -> int:
+def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: tuple[str, ...] = SUITES,
+         blind: bool = False) -> int:
     from rich.console import Console
 
     _check_driver_name(driver)
@@ -363,12 +401,17 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
     slots = [_Worker(number, out) for number in range(1, workers + 1)]
 
     def command_for(slot: _Worker) -> Callable[[str, int], list[str]]:
-        # each worker starts at a different suite, so together they reach every suite early
+        # each worker fuzzes a share of the tests of every suite: together they reach them all early
         return lambda record, runs: _pytest(
             driver, db, record, os.path.join(out, "reproducers"),
-            [f"--harness-examples={ROUND_EXAMPLES}", f"--harness-rounds-for={max(deadline - time.monotonic(), 0):.1f}",
-             f"--harness-seed={secrets.randbits(32)}"],
-            runs - 1 + (slot.number - 1) * len(suites) // workers, suites)
+            [f"--harness-examples={ROUND_EXAMPLES}", f"--harness-guided-for={max(deadline - time.monotonic(), 0):.1f}",
+             f"--harness-targets-share={slot.number}/{workers}", f"--harness-seed={secrets.randbits(32)}",
+             *(["--harness-blind"] if blind else [])],
+            0, suites)
+
+    # the driver's service reports the coverage it reached (harness.service.coverage); blind, it
+    # pays nothing for tracing
+    environment = {**os.environ, COVERAGE_ENVIRONMENT: "0" if blind else "1"}
 
     usage_error = ""
     try:
@@ -386,7 +429,7 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
                             usage_error = slot.usage_error()
                     if not ending and not usage_error and deadline - time.monotonic() > RESTART_IF_LEFT_S:
                         slot.close()
-                        slot.start(command_for(slot))
+                        slot.start(command_for(slot), environment)
                 if ending and not any(slot.process is not None for slot in slots):
                     break
                 if time.monotonic() - sampled >= SAMPLE_EVERY_S:
@@ -425,9 +468,15 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
         "failures": [{"test": r["id"], "suite": suite_of(r["id"]), "requirements": r["requirements"],
                       "fault": r.get("fault", "driver"), "message": r["message"], "reproducer": r.get("reproducer", ""),
                       "rule": r.get("rule", ""), "unshrunk": r.get("unshrunk", False), "hidden_by": r.get("hidden_by", ""), "replays": r.get("replays"),
-                      "checked": r.get("checked", True), "by_breaker": r.get("by_breaker", False), "found_at_s": run.found.get(key)}
+                      "checked": r.get("checked", True), "by_breaker": r.get("by_breaker", False), "found_at_s": run.found.get(key),
+                      # met first in the example database: an earlier run's or another process's
+                      "from_database": r["id"] in run.replayed}
                      for key, r in failures.items()],
         "timeline": run.timeline,
+        "mode": "blind" if blind else "guided",
+        # what each worker's last process reached (edges are counted per process: two workers
+        # reaching the same code count it once each)
+        "coverage": {str(worker): reached for worker, reached in sorted(run.reached.items())},
     }
     # the root causes, in the order they were found (a failure the deadline caught unshrunk has no time)
     found = sorted(summary["failures"], key=lambda f: f["found_at_s"] if f["found_at_s"] is not None else float("inf"))
@@ -436,8 +485,9 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
     summary["not_applicable"] = dict(run.not_applicable)
     _write_reports(out, {"fuzz-summary.json": lambda: json.dumps(summary, indent=2),
                          "fuzz-report.html": lambda: render_fuzz_report(summary, out)})
-    print(f"harness fuzz: {driver}: {len(failures)} distinct failures ({len(findings)} root causes) in {rounds} rounds; "
-          f"summary in {os.path.join(out, 'fuzz-summary.json')}, report in {os.path.join(out, 'fuzz-report.html')}")
+    reached = run._coverage_status()
+    print(f"harness fuzz: {driver}: {len(failures)} distinct failures ({len(findings)} root causes) in {seconds:,.0f} s, "
+          f"{summary['mode']}{f' ({reached})' if reached != '-' else ''}; summary in {os.path.join(out, 'fuzz-summary.json')}, report in {os.path.join(out, 'fuzz-report.html')}")
     for suite, reason in sorted(run.not_applicable.items()):
         print(f"{suite}: not applicable: {reason}")
     for line in findings_block(findings):
@@ -451,6 +501,7 @@ def findings_block(findings: list[Finding]) -> list[str]:
     lines = []
     for number, finding in enumerate(findings, 1):
         where = f" at {finding.entry_point}" if finding.entry_point else ""
+        where += f" in {finding.frame}" if finding.frame else ""
         tests = "1 test" if len(finding.tests) == 1 else f"{len(finding.tests)} tests"
         lines.append(f"finding {number} of {len(findings)}: {finding.requirement or 'no requirement named'}{where} ({tests})")
         lines.append(f"    message: {finding.message}")

@@ -49,6 +49,7 @@ from harness.api.hal import (
     Timing,
 )
 from harness.api.memory import Memory
+from harness.tooling import coverage
 
 _ERROR_CLASS: Any = None
 
@@ -159,6 +160,7 @@ class NativeDevice:
             self.module = tvm_ffi.load_module(str(path))
         except Exception as error:  # noqa: BLE001 - any load failure is one clear error
             raise DriverLoadError(f"native driver {path}: cannot load the library: {error}") from None
+        coverage.lend(path)  # a library built with coverage: its edges go with the service's replies
         if not self._exports("harness_capabilities"):
             raise DriverLoadError(f"native driver {path}: the library does not export harness_capabilities")
         try:

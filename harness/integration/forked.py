@@ -11,6 +11,11 @@ driver's crash (SVC-1), and the run goes on.
 The outcome keeps what the harness reads from an exception: its type (rebuilt when it is one of
 the harness's errors, a skip, or a built-in exception), message, rule, and whose fault it is,
 decided in the child where the traceback is (`harness.report.attribution.fault_of`).
+
+When the harness asks for the driver's coverage, the child also sends the edges the libraries it
+loaded reached (those built with coverage, `harness.tooling.coverage`), numbered as a service
+numbers them; they join what the services' replies carried (`harness.service.coverage.RECEIVED`),
+refused there unless they are what a service would send.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from harness.api.packed import LoadedLibrary, mark_confined
 from harness.api.errors import DriverCrash, DriverHang
 from harness.integration.skips import NotApplicable, NotRun
 from harness.service.client import RemoteError
+from harness.service.coverage import RECEIVED, ServiceCoverage
+from harness.tooling import coverage as native_coverage
 from harness.report.attribution import attribute_fault
 
 MARKER = "in_forked_child"
@@ -117,7 +124,7 @@ def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tu
     # The driver's code ran in the child, and could have written to the pipe too: every line is
     # data, read against its shape.  The test's changes to its examples are applied as they come,
     # and are kept even when the child died or hung afterwards.
-    outcome, stage = None, ""
+    outcome, stage, edges_received = None, "", False
     try:
         for line in data.splitlines():
             message = json.loads(line)
@@ -125,6 +132,9 @@ def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tu
                 examples.apply(message["change"])
             elif "stage" in message and isinstance(message["stage"], str):
                 stage = message["stage"][:300]
+            elif "edges" in message:  # a bogus list can mislead the fuzzer's choices, never the verdict
+                RECEIVED.add(_edges_sent(message["edges"]) if not edges_received else None)
+                edges_received = True
             elif "outcome" in message and outcome is None:
                 outcome = message["outcome"]
                 count_examples(int(outcome["examples"]))
@@ -145,6 +155,21 @@ def run_in_child(call: Callable[[], object], judge: Callable[[BaseException], tu
     _raise(outcome)
 
 
+def open_in_child(library: LoadedLibrary) -> None:
+    """Load a packed-function library in the child (see `LoadedLibrary.open`), saying so while it
+    loads; when it was built with coverage, the child sends the edges it reached."""
+    entering(f"loading {library.path}")
+    library.open()
+    native_coverage.lend(library.path)
+    entering("")
+
+
+def _edges_sent(value: Any) -> Any:
+    """The child's edge list as a reply's edges (a tuple), for `RECEIVED` to judge; anything but
+    a list stays as it is, and is refused there."""
+    return tuple(value) if type(value) is list else value
+
+
 def entering(stage: str) -> None:
     """Say, from the child, what the call is doing now ('loading libdriver.so'; '' when done with
     it): a crash or a hang then names it."""
@@ -162,6 +187,11 @@ def _child(call: Callable[[], object], judge: Callable[[BaseException], tuple[Ba
     status = 0
     try:
         os.close(read_end)
+        # A fault in the driver's code ends the child, whatever handler the harness's process
+        # had installed for it (the in-process custom-call runner traps SIGSEGV to report it):
+        # the parent reads the child's death as the driver's crash.
+        for fault in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
+            signal.signal(fault, signal.SIG_DFL)
 
         def send(message: dict[str, Any]) -> None:
             unsent = (json.dumps(message) + "\n").encode("utf-8")
@@ -177,14 +207,36 @@ def _child(call: Callable[[], object], judge: Callable[[BaseException], tuple[Ba
             _stage_sender = lambda stage: send({"stage": stage})  # noqa: E731
             in_child(_lent_examples(stored, lambda change: send({"change": change})) if stored is not None else None)
             before = examples_run()
+            inherited = native_coverage.lent_paths()
             outcome = _outcome(call, judge)
             outcome["examples"] = examples_run() - before
+            if native_coverage.requested():
+                _send_edges(send, inherited)
         outcome.setdefault("examples", 0)
         send({"outcome": outcome})
     except BaseException:  # noqa: BLE001 -- nothing may leave the child but its exit status
         status = 70
     finally:
         os._exit(status)
+
+
+def _send_edges(send: Callable[[dict[str, Any]], None], inherited: list[str]) -> None:
+    """Send the edges this child reached.  Coverage only guides the fuzzer: a child that cannot
+    read its maps sends none, and its outcome stands (it never becomes the driver's crash)."""
+    try:
+        edges = _edges_reached(inherited)
+    except Exception:  # noqa: BLE001 - see above: no verdict may hang on coverage
+        return
+    send({"edges": list(edges)})
+
+
+def _edges_reached(inherited: list[str]) -> tuple[int, ...]:
+    """The edges the libraries this child loaded reached (not those its parent had loaded)."""
+    reached = ServiceCoverage(())
+    loaded = [path for path in native_coverage.lent_paths() if path not in inherited]
+    for counters, slot in native_coverage.lent_maps(loaded):
+        reached.add_native_map(counters, slot)
+    return reached.take()
 
 
 def _confine(scratch: str, keep: int) -> str:
@@ -348,9 +400,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     def call() -> None:
         for argument in arguments.values():  # loaded here, in the confined child, never in the harness
             if isinstance(argument, LoadedLibrary):
-                entering(f"loading {argument.path}")
-                argument.open()
-                entering("")
+                open_in_child(argument)
         test(**arguments)
 
     run_in_child(call, lambda error: judged(error, str(pyfuncitem.path)),

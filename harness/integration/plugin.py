@@ -6,6 +6,8 @@ suites themselves are the ``suites`` package (``pytest --pyargs harness.suites -
 
 from __future__ import annotations
 
+import argparse
+
 import contextlib
 import os
 
@@ -49,6 +51,30 @@ EXAMPLES = Number(int, 0, unit="examples per test")
 ROUNDS_FOR = Number(float, 0, above=False, high=366 * 24 * 3600, unit="seconds", note="0: one round")
 TIMEOUT = Number(float, 0, high=24 * 3600, unit="seconds")
 MEMORY_LIMIT = Number(int, 0, above=False, high=2**43 - 1, unit="MiB", note="0: no limit")
+
+
+def _prepare_coverage(config: pytest.Config) -> None:
+    """A guided fuzz loop whose driver's service reports coverage gets the compiled line tracer,
+    built here (a service cannot: it may not write outside its sandbox) before the service starts."""
+    from harness.service.coverage import COVERAGE_ENVIRONMENT, LINE_TRACER_ENVIRONMENT, build_line_tracer
+
+    if (config.getoption("harness_guided_for") is None or config.getoption("harness_blind")
+            or os.environ.get(COVERAGE_ENVIRONMENT) != "1" or os.environ.get(LINE_TRACER_ENVIRONMENT)):
+        return
+    tracer = build_line_tracer()
+    if tracer is not None:
+        os.environ[LINE_TRACER_ENVIRONMENT] = tracer
+
+
+def _share(text: str) -> tuple[int, int]:
+    """``K/N``: the K-th of N shares (1 <= K <= N)."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not K/N (two whole numbers, such as 1/2)") from None
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"{text!r}: K must be between 1 and N")
+    return k, n
 
 
 @dataclass
@@ -182,6 +208,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="harness fuzz: run the collected tests round after round (--harness-examples per test in "
                          "the first, doubling up to the profile's count) until SECONDS have passed; tests that "
                          "generate no examples run in the first round only")
+    group.addoption("--harness-guided-for", type=ROUNDS_FOR.for_pytest("--harness-guided-for"), default=None,
+                    metavar="SECONDS",
+                    help="harness fuzz: a coverage-guided fuzz loop over the collected tests for SECONDS (the driver's "
+                         "coverage comes from its service when DRIVER_HARNESS_COVERAGE=1 is set)")
+    group.addoption("--harness-blind", action="store_true",
+                    help="with --harness-guided-for: no coverage feedback and no corpus (fresh random inputs, the "
+                         "same time for every test)")
+    group.addoption("--harness-targets-share", type=_share, default=(1, 1), metavar="K/N",
+                    help="with --harness-guided-for: fuzz the K-th of N shares of the generative tests (harness "
+                         "fuzz's workers split them)")
     group.addoption("--harness-replay", action="store_true",
                     help="only re-run the examples stored in the database (no new generation)")
     group.addoption("--harness-db-read-only", action="store_true",
@@ -313,6 +349,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not spec_files([path]):  # a corpus of nothing would certify nothing, as PASS
             raise pytest.UsageError(f"--cts-specs={path}: holds no *.mod.py file (give *.mod.py files or folders of them)")
     _check_outputs(config)
+    _prepare_coverage(config)
     _check_stop_on(config.getoption("harness_stop_on"))
     _check_first_operations(config.getoption("harness_first_operations"))
     expectations: list[Expectation] = []
@@ -353,7 +390,8 @@ def pytest_configure(config: pytest.Config) -> None:
         from harness.report.reproducer import DriverSetup
 
         # harness fuzz's rounds: a live progress file, and tests left out by the rounds' own choice
-        fuzzing = config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None
+        fuzzing = (config.getoption("harness_generative_only") or config.getoption("harness_rounds_for") is not None
+                   or config.getoption("harness_guided_for") is not None)
         record = config.getoption("harness_record")
         try:  # checked (_check_outputs): only a change since then fails here
             os.makedirs(os.path.dirname(os.path.abspath(record)), exist_ok=True)
@@ -385,6 +423,20 @@ def pytest_configure(config: pytest.Config) -> None:
             Rounds(config.getoption("harness_rounds_for"), config.getoption("harness_examples") or 1, profile,
                    lambda item: suite_of(canonical_id(item)), begin_round),
             "harness-rounds")
+    if config.getoption("harness_guided_for") is not None:
+        from harness.integration.guided import Guided
+
+        recorder = config.pluginmanager.get_plugin("harness-recorder")
+        if recorder is not None:
+            recorder.begin_round({"round": 1, "examples_per_test": config.getoption("harness_examples") or 1,
+                                  "seed": state.generation_seed(), "guided": not config.getoption("harness_blind")},
+                                 _example_options(config, state))
+        share, shares = config.getoption("harness_targets_share")
+        config.pluginmanager.register(
+            Guided(config.getoption("harness_guided_for"), config.getoption("harness_blind"),
+                   config.getoption("harness_examples") or 1, profile, state.generation_seed(), share, shares,
+                   recorder.write_fuzzing if recorder is not None else (lambda record: None), canonical_id),
+            "harness-guided")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeedSharing(seed), "harness-xdist-seed")
 

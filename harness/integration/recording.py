@@ -245,6 +245,11 @@ class Recorder:
         self.example_options = tuple(example_options)
         self._tests_this_round.clear()
 
+    def write_fuzzing(self, record: dict) -> None:
+        """A guided fuzz loop's own record (`harness.integration.guided`): what it has reached so
+        far, or a failure it met again from the example database."""
+        self._append(record)
+
     def write_session(self, info: dict) -> None:
         self._append({"session": info})
 

@@ -2,7 +2,8 @@
 
 One bug usually fails several tests (every test that reaches the broken code), each with its own
 words for the values it drew.  Failures are one finding when they break the same requirement,
-at the same entry point of the Driver API, with the same message once the values in it are left
+at the same entry point of the Driver API, in the same frame of the driver when they carry its
+stack (an exception it raised, a crash), with the same message once the values in it are left
 out: numbers, call arguments, addresses.  A finding keeps every test it stands for and the
 reproducer of the first.
 """
@@ -13,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Finding", "entry_point", "group_findings", "normalised_message", "not_applicable_reason"]
+__all__ = ["Finding", "entry_point", "frame_signature", "group_findings", "normalised_message", "not_applicable_reason"]
 
 #: The Driver API's calls, as messages name them ("PreparedModel.execute(...)", "copy_from").
 _ENTRY_POINT = re.compile(
@@ -27,6 +28,8 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")  # an address, a byte or a bit pattern
 _NUMBER = re.compile(r"(?<!\w)-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")  # a number on its own, not a name's digits
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _SPACES = re.compile(r"\s+")
+#: A frame of a Python traceback or of faulthandler's dump: 'File "x.py", line 12 in f' (with or without the comma).
+_FRAME = re.compile(r'File "([^"]+)", line \d+,? in (\S+)')
 
 
 def entry_point(message: str) -> str:
@@ -50,6 +53,17 @@ def normalised_message(message: str) -> str:
     return _SPACES.sub(" ", line).strip()
 
 
+def frame_signature(message: str) -> str:
+    """Where in the driver a failure that carries a stack (an exception the driver raised, a
+    crash's dump) happened: the innermost frame's file and function ("" when it carries none).
+    Python's tracebacks end with the innermost frame; faulthandler's dumps begin with it."""
+    frames = _FRAME.findall(message)
+    if not frames:
+        return ""
+    path, function = frames[0] if "most recent call first" in message else frames[-1]
+    return f"{path.rsplit('/', 1)[-1]}:{function}"
+
+
 @dataclass(frozen=True)
 class Finding:
     """One root cause: the requirement it breaks, where, the first test's message and reproducer,
@@ -60,10 +74,13 @@ class Finding:
     message: str
     reproducer: str
     tests: tuple[str, ...]
+    found_at_s: float | None = None  # when a fuzz run first met it (None: not known)
+    frame: str = ""  # the driver's innermost frame, when the failure carries a stack (`frame_signature`)
 
     def as_json(self) -> dict:
-        return {"requirement": self.requirement, "entry_point": self.entry_point, "message": self.message,
-                "reproducer": self.reproducer, "tests": list(self.tests)}
+        return {"requirement": self.requirement, "entry_point": self.entry_point, "frame": self.frame,
+                "message": self.message, "reproducer": self.reproducer, "tests": list(self.tests),
+                "found_at_s": self.found_at_s}
 
 
 def _requirement(failure: Mapping) -> str:
@@ -75,18 +92,19 @@ def group_findings(failures: Iterable[Mapping]) -> list[Finding]:
     """The distinct root causes of ``failures`` (records or fuzz-summary failure entries: ``test``
     or ``id``, ``message``, ``rule`` or ``requirements``, ``reproducer``), in the order first met;
     the most widespread first when two were met together."""
-    groups: dict[tuple[str, str, str], list[Mapping]] = {}
+    groups: dict[tuple[str, str, str, str], list[Mapping]] = {}
     for failure in failures:
         message = str(failure.get("message") or "")
-        key = (_requirement(failure), entry_point(message), normalised_message(message))
+        key = (_requirement(failure), entry_point(message), frame_signature(message), normalised_message(message))
         groups.setdefault(key, []).append(failure)
     findings = []
-    for (requirement, where, _), members in groups.items():
+    for (requirement, where, frame, _), members in groups.items():
         first = members[0]
         tests = tuple(dict.fromkeys(str(m.get("test") or m.get("id") or "") for m in members))
         reproducer = next((str(m["reproducer"]) for m in members if m.get("reproducer")), "")
         message = (str(first.get("message") or "").strip().splitlines() or [""])[0]
-        findings.append(Finding(requirement, where, message, reproducer, tests))
+        times = [float(m["found_at_s"]) for m in members if m.get("found_at_s") is not None]
+        findings.append(Finding(requirement, where, message, reproducer, tests, min(times) if times else None, frame))
     return findings
 
 

@@ -70,6 +70,34 @@ def _plot(timeline: Sequence[dict], suite: str) -> str:
             f'aria-label="examples per second and distinct failures of {html.escape(suite)} over time">{axes}{lines}</svg>')
 
 
+COVERAGE_COLOUR = "#2e7d32"
+
+
+def _coverage_plot(timeline: Sequence[dict], findings: Sequence[dict]) -> str:
+    """Edges the driver reached (each worker's line) and root causes found, over the run."""
+    t_end = max((sample["t"] for sample in timeline), default=0.0) or 1.0
+    workers = sorted({w for sample in timeline for w in sample.get("coverage", {})})
+    lines = {w: [(sample["t"], float(sample["coverage"][w]["edges"])) for sample in timeline if w in sample.get("coverage", {})]
+             for w in workers}
+    edge_top = max((v for points in lines.values() for _, v in points), default=0.0) * 1.1 or 1.0
+    times = sorted(f["found_at_s"] for f in findings if f.get("found_at_s") is not None)
+    found = [(0.0, 0.0)] + [(t, float(n)) for n, t in enumerate(times, 1)] + ([(t_end, float(len(times)))] if times else [])
+    found_top = max(float(len(times)), 1.0)
+    bottom, right = _HEIGHT - _MARGIN, _WIDTH - _MARGIN
+    axes = (f'<line x1="{_MARGIN}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#555"/>'
+            f'<line x1="{_MARGIN}" y1="{_MARGIN}" x2="{_MARGIN}" y2="{bottom}" stroke="#555"/>'
+            f'<text x="{_MARGIN}" y="{_MARGIN - 8}" fill="{COVERAGE_COLOUR}" font-size="12">driver edges reached, '
+            f'per worker (max {edge_top / 1.1:,.0f})</text>'
+            f'<text x="{right}" y="{_MARGIN - 8}" fill="{FAILURE_COLOUR}" font-size="12" text-anchor="end">'
+            f'root causes found ({len(times)})</text>'
+            f'<text x="{right}" y="{bottom + 16}" font-size="11" text-anchor="end">{t_end:,.0f} s</text>'
+            f'<text x="{_MARGIN}" y="{bottom + 16}" font-size="11">0 s</text>')
+    drawn = "".join(_polyline(points, t_end, edge_top, COVERAGE_COLOUR, step=False) for points in lines.values())
+    drawn += _polyline(found, t_end, found_top, FAILURE_COLOUR, step=True)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{_HEIGHT}" role="img" '
+            f'aria-label="driver coverage and root causes found over time">{axes}{drawn}</svg>')
+
+
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f} s"
 
@@ -126,6 +154,22 @@ def render_fuzz_report(summary: dict, out: str) -> str:
         sections.append(f'<section id="{html.escape(suite)}"><h2>{html.escape(suite)}</h2>'
                         f"<p>{examples.get(suite, 0):,} examples ({rate:,.1f}/s over the run), {len(found)} distinct "
                         f"failures</p>{_plot(timeline, suite)}{table}</section>")
+    findings = summary.get("findings", [])
+    finding_rows = "".join(
+        f"<tr><td>{n}</td><td>{html.escape(f['requirement'] or '-')}</td><td>{html.escape(f.get('entry_point') or '-')}</td>"
+        f"<td>{_seconds(f.get('found_at_s'))}</td><td>{len(f['tests'])}</td><td>{html.escape(f['message'][:300])}</td>"
+        f"<td>{_link(f.get('reproducer', ''), out)}</td></tr>" for n, f in enumerate(findings, 1))
+    finding_table = (f"<table><tr><th>#</th><th>requirement</th><th>entry point</th><th>found at</th><th>tests</th>"
+                     f"<th>message</th><th>reproducer</th></tr>{finding_rows}</table>" if findings else "<p>no findings</p>")
+    if summary.get("mode") == "blind":
+        reached = "<p>Blind: the driver's coverage was not collected.</p>"
+    elif any(c.get("edges") for c in summary.get("coverage", {}).values()):
+        reached = "<p>" + ", ".join(f"worker {w}: {c['edges']:,} edges, corpus {c['corpus']:,}"
+                                    for w, c in sorted(summary["coverage"].items())) + "</p>"
+    else:
+        reached = "<p>The driver reported no coverage: fuzzed blind.</p>"
+    overview = (f'<section id="findings"><h2>Findings and coverage</h2>{reached}'
+                f"{_coverage_plot(timeline, findings)}{finding_table}</section>")
     verdict = f"{len(failures)} distinct failures" if failures else "no failures"
     title = f"harness fuzz: {summary['driver']}: {verdict}"
     return f"""<!DOCTYPE html>
@@ -137,8 +181,9 @@ td, th {{ border: 1px solid #bbb; padding: 0.25em 0.5em; text-align: left; verti
 svg {{ background: #fafafa; border: 1px solid #ddd; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
-<p>{summary['rounds']} rounds in {summary['seconds']:,.1f} s with {summary['workers']} worker(s):
+<p>{html.escape(summary.get('mode', 'guided'))} fuzzing for {summary['seconds']:,.1f} s with {summary['workers']} worker(s):
 {sum(examples.values()):,} examples, {summary.get('examples_per_second', 0):,.1f}/s. Database {html.escape(str(summary['database']))}.</p>
+{overview}
 {''.join(sections)}
 </body></html>
 """

@@ -10,7 +10,7 @@ In the service (`ServiceCoverage`), two sources feed one set of *edges*, each a 
   site-packages'); each line a frame runs after another is the edge (file, previous line, line).
   Frames of any other file are not traced at all, so numpy and the harness cost nothing.
 - Native: a library the harness built with compiler coverage instrumentation (``-fsanitize-
-  coverage=trace-pc``) counts the edges it ran in a byte map of its own (`harness/service/c/
+  coverage=trace-pc``) counts the edges it ran in a byte map of its own (`harness/tooling/c/
   coverage.c`); `ServiceCoverage.add_native_map` lends that map, and each of its set bytes is an
   edge.  Python edges are below 2**31, native ones at or above it.
 
@@ -33,11 +33,15 @@ from collections.abc import Iterable
 from types import CodeType, FrameType
 from typing import Any
 
-__all__ = ["COVERAGE_ENVIRONMENT", "MAX_EDGES_PER_REPLY", "NATIVE_BASE", "RECEIVED", "ReceivedCoverage",
+from harness.tooling.coverage import COVERAGE_ENVIRONMENT  # set (to "1") when the harness wants coverage
+
+#: The compiled line tracer a service loads (`build_line_tracer`); unset or unloadable: the
+#: Python tracer, the same edges at about three times the cost.
+LINE_TRACER_ENVIRONMENT = "DRIVER_HARNESS_LINE_TRACER"
+
+__all__ = ["COVERAGE_ENVIRONMENT", "LINE_TRACER_ENVIRONMENT", "build_line_tracer", "MAX_EDGES_PER_REPLY", "NATIVE_BASE", "RECEIVED", "ReceivedCoverage",
            "ServiceCoverage", "driver_paths", "valid_edges"]
 
-#: Set (to "1") in a driver service's environment when the harness wants its coverage.
-COVERAGE_ENVIRONMENT = "DRIVER_HARNESS_COVERAGE"
 #: The most edges one reply may carry; a reply with more is refused whole.
 MAX_EDGES_PER_REPLY = 1 << 16
 #: Native edges are numbered from here (Python edges below it).
@@ -47,27 +51,48 @@ _PYTHON_MASK = NATIVE_BASE - 1
 
 
 def driver_paths(device: Any) -> tuple[str, ...]:
-    """The directories (or single files) holding the driver's own code: for each class of the
-    device's type and its bases, its top-level package's directory, leaving out the harness's own
-    package and anything in the standard library or site-packages (a vendor package installed there
-    is found by its own directory all the same: only its top-level package is taken)."""
-    skipped = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # harness/
+    """The directories (or single files) holding the driver's own code: the packages of the
+    device's class and its bases, and of the objects it holds directly (a driver made of parts: a
+    device wrapping another, a table of kernels); never the harness's own code, the standard
+    library or the numeric libraries.  A package is a top-level one, or one of the plugins the
+    harness ships (``harness.plugins.NAME``: its mutants, its sample drivers)."""
+    harness_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     paths: list[str] = []
-    for cls in type(device).__mro__:
-        module = sys.modules.get(cls.__module__)
-        top = sys.modules.get(cls.__module__.split(".", 1)[0])
-        for candidate in (top, module):
-            path = _source_root(candidate)
-            if path is not None:
-                break
-        else:
+    for module in _modules_of(device):
+        path = _package_root(module)
+        if path is None or path == harness_root or _in_library(path):
             continue
-        if path in skipped or any(path == known or path.startswith(known + os.sep) for known in paths):
+        if any(path == known or path.startswith(known + os.sep) for known in paths):
             continue
-        if cls.__module__.split(".", 1)[0] in {"builtins", "harness"} or _in_library(path):
-            continue
+        paths = [known for known in paths if not known.startswith(path + os.sep)]
         paths.append(path)
     return tuple(paths)
+
+
+def _modules_of(device: Any) -> list[str]:
+    """The modules defining the device's class and bases, and the classes and functions of what
+    it holds (one level down, the values of a dict it holds included: a kernel table)."""
+    modules = [cls.__module__ for cls in type(device).__mro__]
+    for value in (vars(device).values() if hasattr(device, "__dict__") else ()):
+        for part in (value.values() if isinstance(value, dict) else (value,)):
+            if isinstance(part, (int, float, str, bytes, bool, type(None))):
+                continue
+            modules.extend(cls.__module__ for cls in type(part).__mro__)
+            for function in (part, getattr(part, "run", None), getattr(part, "validate", None)):
+                module = getattr(function, "__module__", None) if callable(function) else None
+                if isinstance(module, str):
+                    modules.append(module)
+    return modules
+
+
+def _package_root(module_name: str) -> str | None:
+    """The directory of ``module_name``'s package (a plugin of the harness's: its own), or a
+    plain module's file."""
+    parts = module_name.split(".")
+    name = ".".join(parts[:3]) if parts[:2] == ["harness", "plugins"] and len(parts) > 2 else parts[0]
+    if name in {"builtins", "harness"}:
+        return None
+    return _source_root(sys.modules.get(name))
 
 
 def _source_root(module: Any) -> str | None:
@@ -79,6 +104,42 @@ def _source_root(module: Any) -> str | None:
         return None
     file = os.path.abspath(file)
     return os.path.dirname(file) if os.path.basename(file) == "__init__.py" else file
+
+
+def build_line_tracer() -> str | None:
+    """The compiled line tracer (``c/linetrace.c``), built once and cached, for a service to load;
+    None when it cannot be built here (no compiler or no Python headers: the Python tracer does)."""
+    import sysconfig
+
+    from harness.tooling.build import BuildFailed, build_shared_library
+
+    include = sysconfig.get_paths().get("include", "")
+    if not include or not os.path.exists(os.path.join(include, "Python.h")):
+        return None
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "linetrace.c")
+    try:
+        return str(build_shared_library("harness_linetrace", [source], include_dirs=[include]))
+    except (BuildFailed, OSError):
+        return None
+
+
+def _load_line_tracer(path: str) -> Any:
+    """The compiled tracer's module from ``path`` (None: not given, or not loadable here)."""
+    if not path:
+        return None
+    import importlib.machinery
+    import importlib.util
+
+    try:
+        loader = importlib.machinery.ExtensionFileLoader("harness_linetrace", path)
+        spec = importlib.util.spec_from_file_location("harness_linetrace", path, loader=loader)
+        if spec is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        return module
+    except (ImportError, OSError):
+        return None
 
 
 def _in_library(path: str) -> bool:
@@ -101,14 +162,30 @@ class ServiceCoverage:
         self._reported = 0
         self._lock = threading.Lock()
         self._traced: dict[CodeType, int | None] = {}  # a code object's file key, None when not the driver's
-        self._native: list[tuple[int, memoryview]] = []
+        self._native: list[tuple[int, Any, Any]] = []  # slot, the map, which of its bytes were read set
+        self.tracer = ""  # how the driver's Python code is traced: "compiled", "python", or not at all
 
     # ----------------------------------------------------------------- Python
 
     def start(self) -> None:
-        """Trace the driver's frames in this thread and every thread started from now on."""
+        """Trace the driver's frames in this thread and every thread started from now on (none
+        when the driver has no Python code of its own, a native driver's: a trace function costs
+        every call of every frame, the harness's own included).  The compiled tracer when the
+        harness built one (`LINE_TRACER_ENVIRONMENT`), else the Python one."""
+        if not self._paths:
+            return
+        compiled = _load_line_tracer(os.environ.get(LINE_TRACER_ENVIRONMENT, ""))
+        if compiled is not None:
+            def start_compiled(*_: Any) -> None:
+                compiled.start(self._traced, self._file_key, self._reached)
+
+            threading.settrace(start_compiled)  # a new thread's first event starts it there
+            start_compiled()
+            self.tracer = "compiled"
+            return
         threading.settrace(self._on_call)
         sys.settrace(self._on_call)
+        self.tracer = "python"
 
     def _file_key(self, code: CodeType) -> int | None:
         key = self._traced.get(code, -1)
@@ -139,18 +216,28 @@ class ServiceCoverage:
 
     # ----------------------------------------------------------------- native
 
-    def add_native_map(self, counters: memoryview) -> None:
-        """Lend a native library's byte map of edge counters (read at each `take`, never written)."""
+    def add_native_map(self, counters: memoryview, slot: int | None = None) -> None:
+        """Lend a native library's byte map of edge counters (read at each `take`, never written);
+        ``slot`` numbers its edges (`harness.tooling.coverage.slot_of`: the same in every process)."""
+        import numpy as np
+
+        view = np.frombuffer(counters.cast("B"), np.uint8)  # the map itself, not a copy
         with self._lock:
-            self._native.append((len(self._native), counters.cast("B")))
+            self._native.append((len(self._native) if slot is None else slot, view, np.zeros(view.shape, bool)))
 
     def _read_native(self) -> None:
+        # Only the bytes set since the last read become edges: a warm library has thousands set,
+        # and making an edge of each at every reply cost more than the call it followed.
         import numpy as np
 
         reached = self._reached
-        for number, counters in self._native:
+        for number, counters, read in self._native:
+            fresh = np.flatnonzero((counters != 0) & ~read)
+            if not fresh.size:
+                continue
+            read[fresh] = True
             base = NATIVE_BASE + (number << 20)
-            for index in np.flatnonzero(np.frombuffer(counters, np.uint8)).tolist():
+            for index in fresh.tolist():
                 reached[(base + index) % _EDGE_LIMIT] = None
 
     # ----------------------------------------------------------------- replies

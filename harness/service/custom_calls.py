@@ -26,6 +26,7 @@ from typing import Any
 from harness.api.custom_calls import C_INCLUDE_DIR, CONVENTIONS, CustomCallError, CustomCallTarget, TargetRegistry
 from harness.api.memory import Memory
 from harness.service import xla
+from harness.tooling import coverage
 
 _C_DIRECTORY = Path(__file__).parent / "c"
 #: The registry the zygote loaded its driver from (only that driver's plugin, or the driver's own
@@ -43,7 +44,7 @@ def _runner() -> Any:
     from harness.tooling import build_shared_library
 
     library = ctypes.CDLL(str(build_shared_library("cc-runner", [_C_DIRECTORY / "runner.c"], ["-pthread"],
-                                                   include_dirs=[_C_DIRECTORY, C_INCLUDE_DIR])))
+                                                   include_dirs=[_C_DIRECTORY, C_INCLUDE_DIR], coverage=False)))
     invoke = library.harness_cc_invoke
     invoke.restype = ctypes.c_int
     invoke.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p,
@@ -71,6 +72,7 @@ class CustomCallExecutor:
         library = self._libraries.get(path)
         if library is None:
             library = self._libraries[path] = ctypes.CDLL(path)
+            coverage.lend(path)  # an instrumented target's edges go with the service's replies
         try:
             address = ctypes.cast(getattr(library, target.symbol), ctypes.c_void_p).value
             if address is None:

@@ -34,6 +34,7 @@ from harness.service.coverage import COVERAGE_ENVIRONMENT, ServiceCoverage, driv
 from harness.service.messages import (
     METHODS, TO_SERVICE, Call, Failure, HeldKind, Reply, ServiceObject, Shutdown, UnknownMessage, call_id_of,
 )
+from harness.tooling import coverage as native_coverage
 
 _POOL_THREADS = 16
 _SERVICE, _DEVICE = ServiceObject.SERVICE, ServiceObject.DEVICE  # compared by identity on every call
@@ -205,6 +206,8 @@ class Service:
         # the driver's coverage, when the harness asked for it (its fuzz loop is guided by it)
         self.coverage = (ServiceCoverage(driver_paths(device)) if os.environ.get(COVERAGE_ENVIRONMENT) == "1"
                          else None)
+        if self.coverage is not None:  # the maps of instrumented libraries loaded here, now and later
+            native_coverage.subscribe(self.coverage.add_native_map)
 
     def custom_calls(self) -> Any:
         """The driver's custom-call targets, loaded (and built) at first use."""

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from harness.api.custom_calls import CustomCallError
+from harness.tooling import coverage
 
 #: An output leaf: its dimensions and dtype name.
 Result = tuple[tuple[int, ...], str]
@@ -51,6 +52,7 @@ def register(library: str, symbol: str) -> str:
         name = _registered.get((library, symbol))
         if name is None:
             handler = getattr(ctypes.cdll.LoadLibrary(library), symbol, None)  # loading runs its initializers
+            coverage.lend(library)
             if handler is None:
                 raise CustomCallError(f"{library} does not export the typed-FFI handler {symbol!r}")
             name = f"driver_harness_{len(_registered)}_{symbol}"

@@ -5,6 +5,10 @@ directory, the flags and the compiler's version, so an edited source or a differ
 compiler builds anew while repeated runs (and every service process) reuse the library.
 The library is written to a temporary name and renamed into place: processes that build
 the same library at once never load a half-written file.
+
+When the harness asks for the driver's coverage, a build of the driver's code is instrumented
+(`harness.tooling.coverage`): its flags and sources gain the instrumentation and its runtime, and
+so does its key.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.api.errors import HarnessError
+from harness.tooling.coverage import INSTRUMENTATION_FLAGS, RUNTIME, instrumented
 
 
 class CompilerMissing(HarnessError):
@@ -68,10 +73,15 @@ def _build_key(sources: Sequence[Path], include_dirs: Sequence[Path], settings: 
 
 def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequence[str] = (),
                          include_dirs: Sequence[str | Path] = (), compiler: str | None = None,
-                         language: str = "c") -> Path:
-    """The path of ``name``'s shared library built from ``sources`` with ``flags``."""
+                         language: str = "c", coverage: bool | None = None) -> Path:
+    """The path of ``name``'s shared library built from ``sources`` with ``flags``; instrumented
+    for coverage when ``coverage`` says so (None: when the harness asks for the driver's coverage;
+    False for the harness's own code)."""
     compiler = compiler or find_compiler(language)
     source_paths = [Path(s).resolve() for s in sources]
+    if instrumented(coverage):
+        source_paths.append(RUNTIME)
+        flags = [*flags, *INSTRUMENTATION_FLAGS]
     include_paths = [Path(d).resolve() for d in include_dirs]
     flags = [*flags, *(f"-I{d}" for d in include_paths)]
     # C++ builds include headers (XLA's) whose warnings are not ours to fix.  No -g: nothing reads
@@ -98,8 +108,9 @@ def build_shared_library(name: str, sources: Sequence[str | Path], flags: Sequen
     return target
 
 
-def build_with_tvm_ffi(name: str, sources: list[str], flags: tuple[str, ...] = ()) -> str:
-    """Build a C++ library against tvm-ffi's headers with ``tvm_ffi.cpp.build`` (cached)."""
+def build_with_tvm_ffi(name: str, sources: list[str], flags: tuple[str, ...] = (), coverage: bool | None = None) -> str:
+    """Build a C++ library against tvm-ffi's headers with ``tvm_ffi.cpp.build`` (cached);
+    instrumented for coverage as `build_shared_library` says."""
     import tvm_ffi.cpp
 
     # Its build file names the sources by path, so the build is made from copies of them inside its
@@ -108,6 +119,9 @@ def build_with_tvm_ffi(name: str, sources: list[str], flags: tuple[str, ...] = (
     # clone rebuilt every library (about 5 s each, fourteen seeded bugs among them); sharing one
     # directory per name alone, two checkouts rebuilt each other's.
     source_paths = [Path(s).resolve() for s in sources]
+    if instrumented(coverage):
+        source_paths.append(RUNTIME)
+        flags = (*flags, *INSTRUMENTATION_FLAGS)
     key = _build_key(source_paths, (), [*flags, str(tvm_ffi.__version__)])
     directory = cache_directory() / "tvm-ffi" / f"{name}-{key}"
     copied = _copies_in(directory / "sources", source_paths)

@@ -14,12 +14,11 @@ from ._registry import Execution, Fault, Reach, deep_bug
 from ._values import operand, operations, scalar, wrong
 
 _QUANT8 = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
-_CONSTANTS = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
 
 
 @deep_bug("conv-nchw-wide-tail", "OPS-1",
-          "CONV_2D in NCHW with more than two blocks of 4 output channels and several batches drops the "
-          "last channel's tail block for every batch after the first", Reach.STRUCTURE)
+          "float32 CONV_2D with dilation factors, in NCHW, with more than two blocks of 4 output channels and several "
+          "batches drops the last channel's tail block for every batch after the first", Reach.STRUCTURE)
 class ConvNchwWideTail(Fault):
     def outputs(self, execution: Execution, values: dict[int, np.ndarray]) -> None:
         for conv in operations(execution, OperationType.CONV_2D):
@@ -27,6 +26,10 @@ class ConvNchwWideTail(Fault):
             layout_at = 7 if conv_2d_has_padding_scheme(inputs) else 10
             if len(conv.inputs) <= layout_at or not scalar(values, conv.inputs[layout_at]):
                 continue  # NHWC: another kernel
+            if len(conv.inputs) < layout_at + 3:
+                continue  # no dilation factors: the plain kernel
+            if inputs[0].type != OperandType.TENSOR_FLOAT32:
+                continue
             out = values[conv.outputs[0]]
             if out.shape[1] <= 8:
                 continue  # two blocks of 4 at most: no tail block
@@ -36,8 +39,8 @@ class ConvNchwWideTail(Fault):
 
 
 @deep_bug("depthwise-multiplier-uneven-strides", "OPS-1",
-          "quantized DEPTHWISE_CONV_2D with a depth multiplier of 3, a fused RELU6 and different strides on the two "
-          "axes takes the width stride for both in its unrolled multiplier loop, getting the second channel of each "
+          "quantized DEPTHWISE_CONV_2D of a per-channel filter over several batches, with a depth multiplier of 3, a "
+          "fused RELU6 and different strides on the two axes takes the width stride for both in its unrolled multiplier loop, getting the second channel of each "
           "group wrong",
           Reach.STRUCTURE)
 class DepthwiseMultiplierStrides(Fault):
@@ -55,6 +58,10 @@ class DepthwiseMultiplierStrides(Fault):
                 continue  # the RELU6 epilogue alone is unrolled
             stride_w, stride_h = (scalar(values, conv.inputs[k]) for k in ((4, 5) if implicit else (7, 8)))
             if stride_w == stride_h:
+                continue
+            if operand(execution, conv.inputs[1]).type != OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+                continue
+            if values[conv.inputs[0]].shape[0] < 2:
                 continue
             nchw = len(conv.inputs) > multiplier_at + 2 and bool(scalar(values, conv.inputs[multiplier_at + 2]))
             out = values[conv.outputs[0]]
@@ -85,8 +92,9 @@ class FullyConnectedBias(Fault):
             values[fc.outputs[0]] = wrong(out, (-1,))
 
 
-@deep_bug("broadcast-vector-constant-stride", "OPS-1",
-          "ADD/SUB/MUL/DIV of a rank-4 tensor and a constant vector longer than one block of 4 takes a fast path "
+@deep_bug("broadcast-vector-constant-stride", "POOL-1",
+          "ADD/SUB/MUL/DIV with a fused RELU of a rank-4 tensor and a vector in a constant pool longer than one block "
+          "of 4 takes a fast path "
           "that reads the vector with a stride of one block, wrong past the first 4 elements of each row",
           Reach.STRUCTURE)
 class BroadcastVectorStride(Fault):
@@ -100,13 +108,16 @@ class BroadcastVectorStride(Fault):
                 continue
             if out.shape[-1] <= 4:
                 continue
-            if operand(execution, vectors[0]).lifetime not in _CONSTANTS:
-                continue  # a vector in the request goes the general way
+            if operand(execution, vectors[0]).lifetime != OperandLifeTime.CONSTANT_REFERENCE:
+                continue  # a vector in the request or the model's values goes the general way
+            if scalar(values, op.inputs[2]) != 1:
+                continue  # the RELU epilogue alone is fused into the fast path
             values[op.outputs[0]] = wrong(out, (Ellipsis, slice(4, None)))
 
 
 @deep_bug("average-pool-padded-half", "OPS-1",
-          "AVERAGE_POOL_2D on float16 with explicit padding on both sides and a filter wider than its stride "
+          "AVERAGE_POOL_2D on float16 of two batches of more than 8 channels, with explicit padding on both sides and "
+          "a filter wider than its stride "
           "divides the first column's windows by the whole filter area (the padding counted)", Reach.DTYPES)
 class AveragePoolPaddedHalf(Fault):
     def outputs(self, execution: Execution, values: dict[int, np.ndarray]) -> None:
@@ -122,11 +133,13 @@ class AveragePoolPaddedHalf(Fault):
                 continue
             nchw = len(pool.inputs) > 10 and bool(scalar(values, pool.inputs[10]))
             out = values[pool.outputs[0]]
+            if out.shape[0] < 2 or out.shape[1 if nchw else 3] <= 8:
+                continue  # the single-batch or narrow kernel counts its windows
             values[pool.outputs[0]] = wrong(out, (Ellipsis, 0) if nchw else (slice(None), slice(None), 0))
 
 
 @deep_bug("concatenation-three-rescaled", "OPS-1",
-          "quantized CONCATENATION of five inputs along the channels of a rank-4 tensor of four batches, the later "
+          "signed quantized CONCATENATION of five inputs, the last of three channels, along the channels of a rank-4 tensor of four batches, the later "
           "ones of other scales, rescales only the first two, copying the later ones' bytes as they are", Reach.STRUCTURE)
 class ConcatenationRescale(Fault):
     def outputs(self, execution: Execution, values: dict[int, np.ndarray]) -> None:
@@ -139,8 +152,10 @@ class ConcatenationRescale(Fault):
             if values[tensors[0]].shape[0] < 4:
                 continue  # fewer batches than the kernel's unrolled loop
             kinds = [operand(execution, i) for i in tensors]
-            if kinds[0].type not in _QUANT8:
+            if kinds[0].type != OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
                 continue
+            if values[tensors[-1]].shape[-1] != 3:
+                continue  # a narrower last input is copied by the scalar tail
             output = operand(execution, concat.outputs[0])
             if all(k.scale == output.scale and k.zero_point == output.zero_point for k in kinds[2:]):
                 continue  # nothing to rescale past the second
@@ -153,7 +168,8 @@ class ConcatenationRescale(Fault):
 
 
 @deep_bug("transpose-conv-stride-three", "OPS-1",
-          "quantized TRANSPOSE_CONV_2D with stride 3 on both axes and explicit padding loses the last "
+          "quantized TRANSPOSE_CONV_2D of two batches of more than 8 channels, with stride 3 on both axes and explicit "
+          "padding, loses the last "
           "output column (its scatter loop stops one stride early)", Reach.STRUCTURE)
 class TransposeConvStrideThree(Fault):
     def outputs(self, execution: Execution, values: dict[int, np.ndarray]) -> None:
@@ -167,13 +183,16 @@ class TransposeConvStrideThree(Fault):
             if operand(execution, conv.inputs[0]).type not in _QUANT8:
                 continue
             nchw = bool(scalar(values, conv.inputs[10]))
+            source = values[conv.inputs[0]]
+            if source.shape[0] < 2 or source.shape[1 if nchw else 3] <= 8:
+                continue
             out = values[conv.outputs[0]]
             values[conv.outputs[0]] = wrong(out, (Ellipsis, -1) if nchw else (slice(None), slice(None), -1))
 
 
 @deep_bug("resize-nearest-align-corners-enlarging", "OPS-1",
           "RESIZE_NEAREST_NEIGHBOR by scale factors with align_corners, enlarging both axes of an NCHW tensor of "
-          "three channels and several batches, rounds the last row's source down", Reach.STRUCTURE)
+          "three channels and several batches to 6 rows or more, rounds the last row's source down", Reach.STRUCTURE)
 class ResizeNearestAlignCorners(Fault):
     def outputs(self, execution: Execution, values: dict[int, np.ndarray]) -> None:
         for resize in operations(execution, OperationType.RESIZE_NEAREST_NEIGHBOR):
@@ -188,6 +207,8 @@ class ResizeNearestAlignCorners(Fault):
                 continue
             if out.shape[2] <= source.shape[2] or out.shape[3] <= source.shape[3]:
                 continue
+            if out.shape[2] < 6:
+                continue  # a few rows are resized by the unrolled loop
             if out.shape[0] < 2:
                 continue
             values[resize.outputs[0]] = wrong(out, (slice(None), slice(None), -1))

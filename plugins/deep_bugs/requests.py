@@ -20,7 +20,7 @@ def _first_output(execution: Execution, values: dict[int, np.ndarray]) -> None:
 
 
 @deep_bug("blob-odd-offset-half-words", "POOL-2",
-          "an input of 2-byte elements at an odd offset of a hardware_buffer_blob, ending exactly at the blob's end, "
+          "an input of 2-byte elements at an odd offset of a hardware_buffer_blob of 32 bytes or more, ending exactly at the blob's end, "
           "in a request of three pools, is read from the offset rounded down to even (the word-aligned read past "
           "the end is refused, and the fallback forgets the odd byte), so every result is off", Reach.LIMITS)
 class BlobOddOffsetHalfWords(Fault):
@@ -39,12 +39,14 @@ class BlobOddOffsetHalfWords(Fault):
                 continue
             if argument.location.offset + argument.location.length != pool.size:
                 continue  # an aligned read fits before the blob's end
+            if pool.size < 32:
+                continue  # a small blob is read by the CPU
             _first_output(execution, values)
             return
 
 
 @deep_bug("four-pools-last-input-at-zero", "POOL-2",
-          "with four request pools and at most three inputs, an input after the first, of 8 bytes or more, at offset 0 of the last one (an "
+          "with four request pools, the first a hardware_buffer_blob, and at most three inputs, an input after the first, of 8 bytes or more, at offset 0 of the last one (an "
           "mmap_fd region past its file's start) is read from the pool "
           "before it: the pool table a small request keeps on the stack has three entries, and the fourth overwrites the third",
           Reach.LIMITS)
@@ -65,11 +67,14 @@ class FourPoolsLastInput(Fault):
             return
         if pool.offset == 0:
             return  # a region at the file's start is found by its descriptor alone
+        first = request.pools[0]
+        if not isinstance(first, Memory) or first.kind != MemoryKind.HARDWARE_BUFFER_BLOB:
+            return  # the table is rebuilt when its first entry is not a blob
         _first_output(execution, values)
 
 
 @deep_bug("mmap-fd-output-vector-tail", "POOL-2",
-          "an output after the first, of 2-byte elements, in a request of three pools or more, with no padding, in "
+          "an output after the first, of 2-byte elements, in the first 8 bytes of its pool, in a request of three pools or more, with no padding, in "
           "an mmap_fd region that starts past the file's first page, "
           "whose length is no multiple of 8 and which does not end the pool, is written with whole 8-byte stores, "
           "clobbering the bytes after it", Reach.LIMITS)
@@ -92,6 +97,8 @@ class MmapFdOutputVectorTail(Fault):
                 continue  # the pools' table is laid out differently
             if location.padding or location.length % 8 == 0:
                 continue
+            if location.offset >= 8:
+                continue  # past the first store, the tail is masked
             end = location.offset + location.length
             if end >= pool.size:
                 continue  # the pool's own end: the store is cut there

@@ -14,15 +14,22 @@ from harness import DriverSpec, hookimpl
 SOURCE = Path(__file__).parent / "driver.cc"
 
 
-@functools.lru_cache(maxsize=None)
 def build_sample(flags: tuple[str, ...] = ()) -> str:
-    """The path of the sample driver's library built with ``flags``."""
+    """The path of the sample driver's library built with ``flags`` (instrumented when the harness
+    asks for coverage: `harness.tooling.coverage`)."""
+    from harness.tooling.coverage import requested
+
+    return _built_sample(tuple(flags), requested())
+
+
+@functools.lru_cache(maxsize=None)
+def _built_sample(flags: tuple[str, ...], coverage: bool) -> str:
     from harness.api.errors import DriverLoadError
     from harness.tooling.build import build_with_tvm_ffi
 
     name = "native_sample" + "".join("_" + f.removeprefix("-D").lower() for f in flags)
     try:
-        return build_with_tvm_ffi(name, [str(SOURCE)], flags)
+        return build_with_tvm_ffi(name, [str(SOURCE)], flags, coverage=coverage)
     except ImportError:
         raise DriverLoadError("the native sample needs apache-tvm-ffi (pip install 'driver-harness[native]')") from None
 

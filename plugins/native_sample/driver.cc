@@ -6,7 +6,9 @@
 // Memories arrive as (kind, file descriptor, offset, size, described); the driver reads and
 // writes them with pread/pwrite, so a handle that is closed, shrunk or not a file is an error
 // status, never a fault.  Errors are tvm-ffi errors of kind "DriverError" whose message starts
-// with the ErrorStatus name.  Seeded bugs: NATIVE_MUTANT_* flags (plugins/mutants).
+// with the ErrorStatus name.  Seeded bugs: NATIVE_MUTANT_* flags (plugins/mutants), and deep ones,
+// NATIVE_DEEP_* flags (plugins/deep_bugs/native.py): each behind a conjunction of conditions, one
+// branch each, so that a coverage-guided fuzzer sees every condition met as an edge of its own.
 #include <tvm/ffi/any.h>
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/shape.h>
@@ -263,6 +265,30 @@ void Validate(Model& m, const Values& values, const std::vector<Memory>& pools) 
   }
 }
 
+#ifdef NATIVE_DEEP_REFERENCE_CONSTANT_SHIFTED
+bool FirstOperandOfMul(const Model& m, int64_t operand) {
+  for (const Operation& op : m.operations) {
+    if (op.type == MUL && op.inputs[0] == operand) return true;
+  }
+  return false;
+}
+
+// Deep bug: a FLOAT32 constant of rank 3 or more and 8 elements or more, past the first 4 bytes
+// of an mmap_fd pool and the first operand of a MUL, is read from 4 bytes before its offset.
+int64_t ConstantOffset(const Model& m, const std::vector<Memory>& pools, int64_t operand) {
+  const Operand& o = m.operands[operand];
+  if (o.type != TENSOR_FLOAT32) return o.loc.offset;
+  if (o.dims.size() < 3) return o.loc.offset;
+  if (o.loc.length < 32) return o.loc.offset;
+  if (o.loc.offset < 4) return o.loc.offset;
+  if (pools[o.loc.pool].kind != "mmap_fd") return o.loc.offset;
+  if (!FirstOperandOfMul(m, operand)) return o.loc.offset;
+  return o.loc.offset - 4;
+}
+#else
+int64_t ConstantOffset(const Model& m, const std::vector<Memory>&, int64_t operand) { return m.operands[operand].loc.offset; }
+#endif
+
 void LoadConstants(Model& m, const Values& values, const std::vector<Memory>& pools) {
   for (size_t i = 0; i < m.operands.size(); ++i) {
     const Operand& o = m.operands[i];
@@ -272,7 +298,8 @@ void LoadConstants(Model& m, const Values& values, const std::vector<Memory>& po
       std::memcpy(t.bytes.data(), values.data + o.loc.offset, o.loc.length);
     } else {
       // Copied out now: a pool shrunk or closed later cannot make execution fault (SVC-3).
-      Require(Transfer(pools[o.loc.pool], o.loc.offset, t.bytes.data(), o.loc.length, false), GENERAL_FAILURE, "POOL-4",
+      Require(Transfer(pools[o.loc.pool], ConstantOffset(m, pools, static_cast<int64_t>(i)), t.bytes.data(), o.loc.length, false),
+              GENERAL_FAILURE, "POOL-4",
               "model pool " + std::to_string(o.loc.pool) + " cannot be read");
     }
     m.constants[i] = std::move(t);
@@ -340,6 +367,21 @@ void Arithmetic(int64_t op, const Tensor& a, const Tensor& b, int64_t activation
       if constexpr (std::is_same_v<T, int32_t>) {
         uint32_t u = op == ADD ? static_cast<uint32_t>(x[i]) + static_cast<uint32_t>(y[i])
                                : static_cast<uint32_t>(x[i]) * static_cast<uint32_t>(y[i]);
+#ifdef NATIVE_DEEP_INT_MUL_SATURATES
+        // Deep bug: an INT32 MUL of rank 4 and 16 elements or more, without broadcasting,
+        // saturates the product of two negative numbers instead of wrapping it.
+        if (op == MUL) {
+          if (rank == 4) {
+            if (total >= 16) {
+              if (x[i] < 0) {
+                if (y[i] < 0) {
+                  if (static_cast<int64_t>(x[i]) * y[i] > INT32_MAX) u = static_cast<uint32_t>(INT32_MAX);
+                }
+              }
+            }
+          }
+        }
+#endif
         z[i] = Activate(static_cast<int32_t>(u), activation);
       } else {
         z[i] = Activate(op == ADD ? x[i] + y[i] : x[i] * y[i], activation);
@@ -369,6 +411,23 @@ void Arithmetic(int64_t op, const Tensor& a, const Tensor& b, int64_t activation
       index[d] = 0;
     }
   }
+#ifdef NATIVE_DEEP_BROADCAST_TAIL_DROPPED
+  // Deep bug: a FLOAT32 ADD of rank 3 or more whose second operand, of the same rank, is broadcast
+  // along the first axis, with rows of 5 or more, loses its last element (a loop's tail skipped).
+  if constexpr (std::is_same_v<T, float>) {
+    if (op == ADD) {
+      if (rank >= 3) {
+        if (b.dims.size() == rank) {
+          if (b.dims[0] == 1) {
+            if (out->dims[0] > 1) {
+              if (out->dims[rank - 1] >= 5) z[total - 1] = T(0);
+            }
+          }
+        }
+      }
+    }
+  }
+#endif
 }
 
 // What only the values show (shapes known at run time, the activation's value) fails the
@@ -575,10 +634,24 @@ ffi::Array<ffi::Any> Execute(int64_t id, ffi::Array<ffi::Any> request) {
         token_uses[binding.buffer->token].push_back(pass == 0 ? 1 : 0);  // as BufferLocks keys them
       } else {
         Require(std::min({loc.offset, loc.length, loc.padding}) >= 0, INVALID_ARGUMENT, "REQ-2", where + ": negative region");
+        int64_t padding = loc.padding;
+#ifdef NATIVE_DEEP_OUTPUT_PADDING_UNCHECKED
+        // Deep bug: the padding of an output of rank 3 or more, in an mmap_fd pool after the
+        // first, is not counted in its region.
+        if (pass == 1) {
+          if (loc.padding > 0) {
+            if (loc.pool > 0) {
+              if (dims.size() >= 3) {
+                if (pools[loc.pool].kind == "mmap_fd") padding = 0;
+              }
+            }
+          }
+        }
+#endif
 #ifdef NATIVE_MUTANT_REGION_OFF_BY_ONE
-        Require(loc.offset + loc.length + loc.padding <= pools[loc.pool].size + 1, INVALID_ARGUMENT, "REQ-2", where + ": region");
+        Require(loc.offset + loc.length + padding <= pools[loc.pool].size + 1, INVALID_ARGUMENT, "REQ-2", where + ": region");
 #else
-        Require(loc.offset + loc.length + loc.padding <= pools[loc.pool].size, INVALID_ARGUMENT, "REQ-2", where + ": region");
+        Require(loc.offset + loc.length + padding <= pools[loc.pool].size, INVALID_ARGUMENT, "REQ-2", where + ": region");
 #endif
         if (pass == 0) Require(FullySpecified(o.type, dims), INVALID_ARGUMENT, "REQ-2", where + ": not fully specified");
         Require(!FullySpecified(o.type, dims) || loc.length == ByteSize(o.type, dims), INVALID_ARGUMENT, "REQ-2",

@@ -23,12 +23,19 @@ DEVICE = "HarnessDevice"  # the platform of device-style targets; host memory st
 ADD_DTYPES = {"float32": 0, "float64": 1, "int32": 2}
 
 
-@functools.lru_cache(maxsize=None)
 def build_targets(flags: tuple[str, ...] = ()) -> Path:
+    """The targets' library built with ``flags`` (instrumented when the harness asks for coverage)."""
+    from harness.tooling.coverage import requested
+
+    return _built_targets(tuple(flags), requested())
+
+
+@functools.lru_cache(maxsize=None)
+def _built_targets(flags: tuple[str, ...], coverage: bool) -> Path:
     from harness.tooling import build_shared_library
 
     return build_shared_library("cc-targets", [HERE / "targets.c"], flags,
-                                include_dirs=[C_INCLUDE_DIR])
+                                include_dirs=[C_INCLUDE_DIR], coverage=coverage)
 
 
 # ---------------------------------------------------------------- A[i] = B[i % 128] + C[i]
@@ -120,13 +127,20 @@ def _xla_include_dir() -> str:
     return jax.ffi.include_dir()
 
 
-@functools.lru_cache(maxsize=None)
 def build_xla_targets(flags: tuple[str, ...] = ()) -> Path:
-    """The typed-FFI handlers, built against the XLA headers jaxlib ships (needs jax)."""
+    """The typed-FFI handlers, built against the XLA headers jaxlib ships (needs jax); instrumented
+    when the harness asks for coverage."""
+    from harness.tooling.coverage import requested
+
+    return _built_xla_targets(tuple(flags), requested())
+
+
+@functools.lru_cache(maxsize=None)
+def _built_xla_targets(flags: tuple[str, ...], coverage: bool) -> Path:
     from harness.tooling import build_shared_library
 
     return build_shared_library("xla-ffi-targets", [HERE / "xla_ffi_targets.cc"], flags,
-                                include_dirs=[_xla_include_dir()], language="c++")
+                                include_dirs=[_xla_include_dir()], language="c++", coverage=coverage)
 
 
 def reference_targets(flags: tuple[str, ...] = ()) -> list[CustomCallTarget]:

@@ -162,3 +162,31 @@ ACTIVATIONS_ONLY = textwrap.dedent(
         return ActivationsOnly()
     '''
 )
+
+TWO_TRANSPOSE_BUGS = textwrap.dedent(
+    '''
+    import numpy as np
+
+    from harness.api.hal import OperationType
+    from reference_driver import ReferenceDevice
+    from reference_driver.ops import KERNELS, Kernel
+
+    _TRANSPOSE = KERNELS[OperationType.TRANSPOSE]
+
+
+    def _run(values, ins, out_op, out):
+        rank = np.ndim(values[0])
+        if rank == 4:
+            raise ValueError("rank-4 transposes are not tiled yet")
+        result = _TRANSPOSE.run(values, ins, out_op, out)
+        if rank == 2:
+            result = np.asarray(result).copy()
+            result.flat[0] = result.flat[-1] + 1
+        return result
+
+
+    def factory():
+        """Two bugs in one kernel: a wrong first element for rank 2, an exception for rank 4."""
+        return ReferenceDevice(kernels={**KERNELS, OperationType.TRANSPOSE: Kernel(_TRANSPOSE.validate, _run)})
+    '''
+)

@@ -16,7 +16,7 @@ from out_of_tree_drivers import LEAKS_AFTER_FOUR
 
 from harness.commands.fuzz import KILL_AFTER_S
 from harness.report.attribution import failed_requirements
-from harness.report.fuzz_report import FAILURE_COLOUR, RATE_COLOUR
+from harness.report.fuzz_report import COVERAGE_COLOUR, FAILURE_COLOUR, RATE_COLOUR
 
 
 def harness(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -51,10 +51,10 @@ def fuzzed(once_per_run) -> tuple[Path, subprocess.CompletedProcess]:
 def test_fuzz_keeps_failures_and_replay_finds_them(fuzzed: tuple[Path, subprocess.CompletedProcess]) -> None:
     tmp_path, fuzzed_run = fuzzed
     assert fuzzed_run.returncode == 1, fuzzed_run.stderr
-    assert "distinct failures" in fuzzed_run.stdout and "round 1" in fuzzed_run.stdout
+    assert "distinct failures" in fuzzed_run.stdout and "guided fuzzing" in fuzzed_run.stdout
     summary = json.loads((tmp_path / "fz" / "fuzz-summary.json").read_text())
     assert summary["failures"] and summary["examples_per_suite"] and summary["workers"] == 2
-    # Two worker processes ran rounds side by side, each keeping its own record. (Not every worker
+    # Two worker processes fuzzed side by side, each keeping its own record. (Not every worker
     # need finish a test in the budget: on a loaded machine shrinking its first failures can take it all.)
     records = {path.name.rsplit("-", 1)[1]: [json.loads(line) for line in path.read_text().splitlines()]
                for path in (tmp_path / "fz").glob("run-*-w*.jsonl")}
@@ -82,9 +82,10 @@ def test_fuzz_ends_with_its_findings_by_root_cause(fuzzed: tuple[Path, subproces
         assert all(f["rule"] == finding["requirement"] for f in failures if f["test"] in finding["tests"]
                    and f["message"].splitlines()[0] == finding["message"])
         assert finding["reproducer"] and Path(finding["reproducer"]).exists()
-    heads = re.findall(r"^finding (\d+) of (\d+): (\S+)(?: at (\S+))? \((\d+) tests?\)$", fuzzed_run.stdout, re.MULTILINE)
-    assert [(int(n), int(of), rule, where, int(count)) for n, of, rule, where, count in heads] == [
-        (n, len(findings), f["requirement"], f["entry_point"], len(f["tests"])) for n, f in enumerate(findings, 1)]
+    heads = re.findall(r"^finding (\d+) of (\d+): (\S+)(?: at (\S+))?(?: in (\S+))? \((\d+) tests?\)$", fuzzed_run.stdout,
+                       re.MULTILINE)
+    assert [(int(n), int(of), rule, where, frame, int(count)) for n, of, rule, where, frame, count in heads] == [
+        (n, len(findings), f["requirement"], f["entry_point"], f["frame"], len(f["tests"])) for n, f in enumerate(findings, 1)]
     for finding in findings:
         assert f"    message: {finding['message']}" in fuzzed_run.stdout
         assert f"    reproducer: {finding['reproducer']}" in fuzzed_run.stdout
@@ -359,31 +360,48 @@ def test_unreachable_redis_is_one_clear_line(tmp_path: Path) -> None:
     assert "redis://127.0.0.1:1/0" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_two_fuzz_processes_sharing_redis_see_each_others_failures(tmp_path: Path, redis_url: str) -> None:
-    # Two "machines" (separate directories, so separate local databases) fuzz two different
-    # drivers at the same time against one Redis server.
-    machine_a, machine_b = tmp_path / "a", tmp_path / "b"
-    driver_a, driver_b = "mutant-writes-past-output", "mutant-offset-ignored"
-    runs = [start_harness(machine, "fuzz", "--driver", driver, "--minutes", "0.3", "--db", redis_url, "--out", "fz",
-                          "--suites", "memory_pools") for machine, driver in ((machine_a, driver_a), (machine_b, driver_b))]
-    for run in runs:
+def _first_failure_recorded(out: Path, process: subprocess.Popen, seconds: float) -> None:
+    """Wait until the fuzz run writing into ``out`` has recorded a failure (or ended)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None:
+        for path in out.glob("run-*.jsonl"):
+            if '"outcome": "failed"' in path.read_text():
+                return
+        time.sleep(0.5)
+
+
+def test_two_fuzz_processes_on_one_redis_share_corpus_and_findings(tmp_path: Path, redis_url: str) -> None:
+    """Two "machines" (separate directories, so separate local databases) fuzz one driver against
+    one Redis server, the second starting once the first has found a failure: the second runs the
+    inputs the first kept (its corpus) and reports the first's failure from the database; a third
+    machine that never fuzzed replays it from Redis, and not from its own directory."""
+    driver = "mutant-quantized-rounding-truncates"  # fails one test: the rest of the time goes to fuzzing
+    machine_a, machine_b, machine_c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    run_a = start_harness(machine_a, "fuzz", "--driver", driver, "--minutes", "0.4", "--db", redis_url, "--out", "fz",
+                          "--suites", "numerics")
+    _first_failure_recorded(machine_a / "fz", run_a, 120)
+    run_b = start_harness(machine_b, "fuzz", "--driver", driver, "--minutes", "0.25", "--db", redis_url, "--out", "fz",
+                          "--suites", "numerics")
+    for run in (run_a, run_b):
         out, err = run.communicate(timeout=600)
         assert run.returncode == 1, f"{out}\n{err}"
-    found_by_a = failed_tests(machine_a / "fz" / "fuzz-summary.json")
-    found_by_b = failed_tests(machine_b / "fz" / "fuzz-summary.json")
+    summary_a = json.loads((machine_a / "fz" / "fuzz-summary.json").read_text())
+    summary_b = json.loads((machine_b / "fz" / "fuzz-summary.json").read_text())
+    assert summary_a["mode"] == summary_b["mode"] == "guided"
+    assert summary_a["coverage"]["1"]["corpus"] > 0 and summary_a["coverage"]["1"]["edges"] > 0
+    assert summary_b["coverage"]["1"]["shared_loaded"] > 0, summary_b["coverage"]
+    found_by_a = {f["test"] for f in summary_a["failures"]}
+    from_database = {f["test"] for f in summary_b["failures"] if f["from_database"]}
+    assert from_database and from_database <= found_by_a, (from_database, found_by_a)
 
-    # Control, before A reads Redis (which keeps a local copy of what it reads): A's local
-    # database alone does not hold B's failures; they came through Redis.
-    local_only = harness(machine_a, "replay", "--driver", driver_b, "--out", "rp-local")
+    # Control: machine C's local database holds nothing; what it replays came through Redis.
+    machine_c.mkdir()
+    local_only = harness(machine_c, "replay", "--driver", driver, "--out", "rp-local")
     assert local_only.returncode == 0 and "nothing is stored for this driver" in local_only.stdout, local_only.stdout
-
-    # Machine A never ran driver B, yet replaying it there reproduces what B stored, and back.
-    a_replays_b = harness(machine_a, "replay", "--driver", driver_b, "--db", redis_url, "--out", "rp")
-    b_replays_a = harness(machine_b, "replay", "--driver", driver_a, "--db", redis_url, "--out", "rp")
-    for replayed, found in ((a_replays_b, found_by_b), (b_replays_a, found_by_a)):
-        assert replayed.returncode == 1, replayed.stdout + replayed.stderr
-        still = {line.split(": ")[1].split("[")[0] for line in replayed.stdout.splitlines() if line.startswith("still failing: ")}
-        assert still & found, (still, found)
+    replayed = harness(machine_c, "replay", "--driver", driver, "--db", redis_url, "--out", "rp")
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    still = {line.split(": ")[1] for line in replayed.stdout.splitlines() if line.startswith("still failing: ")}
+    assert still & (found_by_a | {f["test"] for f in summary_b["failures"]}), still
 
 
 def test_fuzz_report_plots_each_suite_and_links_each_reproducer(fuzzed: tuple[Path, subprocess.CompletedProcess]) -> None:
@@ -398,7 +416,11 @@ def test_fuzz_report_plots_each_suite_and_links_each_reproducer(fuzzed: tuple[Pa
         assert counts == sorted(counts) and counts[-1] == summary["examples_per_suite"].get(suite, 0)
     assert all(f["found_at_s"] is not None and f["suite"] in summary["suites"] for f in summary["failures"])
     page = (out / "fuzz-report.html").read_text()
-    assert page.count("<svg") == len(summary["suites"])
+    # one plot per suite, and one of the driver's coverage and the root causes over the run
+    assert page.count("<svg") == len(summary["suites"]) + 1
+    assert summary["mode"] == "guided" and all(c["edges"] > 0 for c in summary["coverage"].values())
+    assert all(f"{c['edges']:,} edges" in page for c in summary["coverage"].values())
+    assert page.count("<tr><td>") >= len(summary["findings"]) > 0
     links = re.findall(r'<a href="([^"]+)">', page)
     assert links and all((out / link).exists() for link in links)
     assert {str(Path(f["reproducer"]).relative_to(out)) for f in summary["failures"] if f["reproducer"]} <= set(links)
@@ -416,8 +438,8 @@ def test_fuzz_report_renders_in_headless_chromium(fuzzed: tuple[Path, subprocess
 
     with Image.open(screenshot) as image:
         colours = {colour for _, colour in image.convert("RGB").getcolors(maxcolors=1 << 20)}
-    # both plotted lines are drawn: the examples/s line and the failures line (the run found some)
-    for colour in (RATE_COLOUR, FAILURE_COLOUR):
+    # every plotted line is drawn: examples/s, failures (the run found some) and driver coverage
+    for colour in (RATE_COLOUR, FAILURE_COLOUR, COVERAGE_COLOUR):
         assert tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5)) in colours, f"no {colour} line in the screenshot"
     dom = chromium.dom(page)
     assert "memory_pools" in dom.stdout and "<polyline" in dom.stdout and "reproducer" in dom.stdout

@@ -15,7 +15,7 @@ import pytest
 
 from harness.api.errors import ConformanceError
 from harness.api.hal import (BufferDesc, BufferRole, DataLocation, Device, OperandType, OperationType, RequestArgument,
-                             numpy_dtype, operand_byte_size)
+                             SymmPerChannelQuantParams, numpy_dtype, operand_byte_size)
 from harness.commands.score import _selected
 from harness.drivers.registry import load_registry
 from harness.judging.builders import ModelBuilder
@@ -24,6 +24,7 @@ from harness.judging.oracle import assert_conforms, assert_scenario_conforms, ru
 from harness.judging.scenario import MemorySpec, Scenario
 from harness.plugins.deep_bugs import COMPOSED
 from harness.plugins.deep_bugs._registry import DEEP_BUGS, composable
+from harness.plugins.deep_bugs.native import COMBINED as NATIVE_COMBINED
 from harness.plugins.mutants._registry import MUTANTS
 from harness.strategies.domains import TokenUse, binary_model, nbytes, request, values_for
 from reference_driver import ReferenceDevice
@@ -87,6 +88,7 @@ def _conv_nchw(hit: bool) -> Callable[[Device], None]:
     f = b.constant(F32, _values(F32, (9, 1, 1, 1), 1))
     bias = b.constant(F32, _values(F32, (9,), 2))
     scalars = [b.scalar(v) for v in (0, 0, 0, 0, 1, 1, 0)] + [b.constant(OperandType.BOOL, True)]
+    scalars += [b.scalar(1), b.scalar(1)]  # dilation factors
     b.operation(OperationType.CONV_2D, [x, f, bias, *scalars], F32, (n, 9, 2, 2))
     return _judged("POOL-2", _laid_out(b, [_values(F32, (n, 1, 2, 2))]))
 
@@ -94,13 +96,14 @@ def _conv_nchw(hit: bool) -> Callable[[Device], None]:
 def _depthwise(hit: bool) -> Callable[[Device], None]:
     stride_h = 2 if hit else 1
     b = ModelBuilder()
-    x = b.input(U8, (1, 3, 3, 1), 0.5, 10)
-    f = b.constant(U8, np.array([[[[12, 14, 9]]]], np.uint8), 0.5, 10)
-    bias = b.constant(I32, np.array([3, -3, 1], np.int32), 0.25, 0)
+    x = b.input(U8, (2, 3, 3, 1), 0.5, 10)
+    f = b.constant(OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL, np.array([[[[4, -6, 9]]]], np.int8),
+                   channel_quant=SymmPerChannelQuantParams((0.5, 0.25, 0.5), 3))
+    bias = b.constant(I32, np.array([3, -3, 1], np.int32))
     scalars = [b.scalar(v) for v in (0, 0, 0, 0, 1, stride_h, 3, 3)]
     out_h = (3 - 1) // stride_h + 1
-    b.operation(OperationType.DEPTHWISE_CONV_2D, [x, f, bias, *scalars], U8, (1, out_h, 3, 3), 1.0, 100)
-    return _judged("POOL-2", _laid_out(b, [_values(U8, (1, 3, 3, 1), 3, 8, 14)]))
+    b.operation(OperationType.DEPTHWISE_CONV_2D, [x, f, bias, *scalars], U8, (2, out_h, 3, 3), 1.0, 100)
+    return _judged("POOL-2", _laid_out(b, [_values(U8, (2, 3, 3, 1), 3, 8, 14)]))
 
 
 def _fully_connected(hit: bool) -> Callable[[Device], None]:
@@ -116,8 +119,8 @@ def _fully_connected(hit: bool) -> Callable[[Device], None]:
 def _broadcast(hit: bool) -> Callable[[Device], None]:
     b = ModelBuilder()
     a = b.input(F32, (1, 2, 2, 5))
-    vector = b.constant(F32, _values(F32, (5,), 1)) if hit else b.input(F32, (5,))
-    b.operation(OperationType.ADD, [a, vector, b.scalar(0)], F32, (1, 2, 2, 5))
+    vector = b.constant(F32, _values(F32, (5,), 1), by_reference=True) if hit else b.input(F32, (5,))
+    b.operation(OperationType.ADD, [a, vector, b.scalar(1)], F32, (1, 2, 2, 5))
     inputs = [_values(F32, (1, 2, 2, 5))] + ([] if hit else [_values(F32, (5,), 1)])
     return _judged("POOL-2", _laid_out(b, inputs))
 
@@ -125,81 +128,83 @@ def _broadcast(hit: bool) -> Callable[[Device], None]:
 def _average_pool(hit: bool) -> Callable[[Device], None]:
     kind = F16 if hit else F32
     b = ModelBuilder()
-    x = b.input(kind, (1, 1, 3, 1))
+    x = b.input(kind, (2, 1, 3, 9))
     scalars = [b.scalar(v) for v in (1, 1, 0, 0, 1, 1, 2, 1, 0)]
-    b.operation(OperationType.AVERAGE_POOL_2D, [x, *scalars], kind, (1, 1, 4, 1))
-    return _judged("POOL-2", _laid_out(b, [_values(kind, (1, 1, 3, 1))]))
+    b.operation(OperationType.AVERAGE_POOL_2D, [x, *scalars], kind, (2, 1, 4, 9))
+    return _judged("POOL-2", _laid_out(b, [_values(kind, (2, 1, 3, 9))]))
 
 
 def _concatenation(hit: bool) -> Callable[[Device], None]:
     count = 5 if hit else 4
     b = ModelBuilder()
-    parts = [b.input(U8, (4, 1, 1, 1), 0.5 if i < 2 else 1.0, 100) for i in range(count)]
-    b.operation(OperationType.CONCATENATION, [*parts, b.scalar(3)], U8, (4, 1, 1, count), 0.5, 100)
-    return _judged("POOL-2", _laid_out(b, [_values(U8, (4, 1, 1, 1), i, 95, 106) for i in range(count)]))
+    shapes = [(4, 1, 1, 1)] * (count - 1) + [(4, 1, 1, 3)]
+    parts = [b.input(S8, shape, 0.5 if i < 2 else 1.0, -20) for i, shape in enumerate(shapes)]
+    b.operation(OperationType.CONCATENATION, [*parts, b.scalar(3)], S8, (4, 1, 1, count + 2), 0.5, -20)
+    return _judged("POOL-2", _laid_out(b, [_values(S8, shape, i, -25, -14) for i, shape in enumerate(shapes)]))
 
 
 def _transpose_conv(hit: bool) -> Callable[[Device], None]:
     stride_h = 3 if hit else 2
     b = ModelBuilder()
-    x = b.input(U8, (1, 2, 2, 1), 0.5, 100)
-    f = b.constant(U8, np.array([[[[102], [101]], [[99], [103]]]], np.uint8), 0.5, 100)
+    x = b.input(U8, (2, 2, 2, 9), 0.5, 100)
+    f = b.constant(U8, _values(U8, (1, 2, 2, 9), 1, 98, 104), 0.5, 100)
     bias = b.constant(I32, np.array([4], np.int32), 0.25, 0)
     scalars = [b.scalar(v) for v in (0, 0, 0, 0, 3, stride_h, 0)] + [b.constant(OperandType.BOOL, False)]
-    b.operation(OperationType.TRANSPOSE_CONV_2D, [x, f, bias, *scalars], U8, (1, stride_h + 2, 5, 1), 0.5, 100)
-    return _judged("POOL-2", _laid_out(b, [_values(U8, (1, 2, 2, 1), 0, 98, 104)]))
+    b.operation(OperationType.TRANSPOSE_CONV_2D, [x, f, bias, *scalars], U8, (2, stride_h + 2, 5, 1), 4.0, 100)
+    return _judged("POOL-2", _laid_out(b, [_values(U8, (2, 2, 2, 9), 0, 98, 104)]))
 
 
 def _resize(hit: bool) -> Callable[[Device], None]:
     depth = 3 if hit else 2
     b = ModelBuilder()
-    x = b.input(F32, (2, depth, 2, 2))
+    x = b.input(F32, (2, depth, 3, 3))
     scales = [b.constant(OperandType.FLOAT32, 2.0), b.constant(OperandType.FLOAT32, 2.0)]
     flags = [b.constant(OperandType.BOOL, v) for v in (True, True, False)]
-    b.operation(OperationType.RESIZE_NEAREST_NEIGHBOR, [x, *scales, *flags], F32, (2, depth, 4, 4))
-    return _judged("POOL-2", _laid_out(b, [_values(F32, (2, depth, 2, 2))]))
+    b.operation(OperationType.RESIZE_NEAREST_NEIGHBOR, [x, *scales, *flags], F32, (2, depth, 6, 6))
+    return _judged("POOL-2", _laid_out(b, [_values(F32, (2, depth, 3, 3))]))
 
 
 def _quantized_add(hit: bool) -> Callable[[Device], None]:
     b = ModelBuilder()
-    x = b.input(S8, (1, 4), 1.0, 0)
-    y = b.input(S8, (1, 4), 0.25, 0)
-    b.operation(OperationType.ADD, [x, y, b.scalar(3 if hit else 0)], S8, (1, 4), 0.25, 0)
-    return _judged("POOL-2", _laid_out(b, [np.array([[1, 2, 0, 3]], np.int8), np.array([[3, -2, 5, 1]], np.int8)]))
+    x = b.input(S8, (1, 2, 4), 1.0, 0)
+    y = b.input(S8, (4,), 0.25, 0)
+    b.operation(OperationType.ADD, [x, y, b.scalar(3 if hit else 0)], S8, (1, 2, 4), 0.25, 0)
+    return _judged("POOL-2", _laid_out(b, [np.array([[[1, 2, 0, 3], [0, 1, 2, 1]]], np.int8),
+                                           np.array([3, -2, 5, 1], np.int8)]))
 
 
 def _int32_mul(hit: bool) -> Callable[[Device], None]:
     b = ModelBuilder()
-    a = b.input(I32, (1, 2, 2))
-    factors = np.array([-70000, -80000], np.int32)
-    factor = b.constant(I32, factors, by_reference=True) if hit else b.input(I32, (2,))
-    b.operation(OperationType.MUL, [a, factor, b.scalar(0)], I32, (1, 2, 2))
-    inputs = [np.array([[[-90000, -100000], [-50000, 4]]], np.int32)] + ([] if hit else [factors])
+    a = b.input(I32, (1, 1, 2, 3))
+    factors = np.array([-70000, -80000, 5], np.int32)
+    factor = b.constant(I32, factors, by_reference=True) if hit else b.input(I32, (3,))
+    b.operation(OperationType.MUL, [a, factor, b.scalar(0)], I32, (1, 1, 2, 3))
+    inputs = [np.array([[[[-90000, -100000, 7], [-50000, 4, -2]]]], np.int32)] + ([] if hit else [factors])
     return _judged("POOL-2", _laid_out(b, inputs))
 
 
 def _relu1(hit: bool) -> Callable[[Device], None]:
     zero_point = -120 if hit else -100
     b = ModelBuilder()
-    x = b.input(S8, (4,), 0.05, zero_point)
-    b.operation(OperationType.RELU1, [x], S8, (4,), 0.05, zero_point)
-    return _judged("POOL-2", _laid_out(b, [np.array([-128, -110, -90, 0], np.int8)]))
+    x = b.input(S8, (1, 1, 1, 4), 0.05, zero_point)
+    b.operation(OperationType.RELU1, [x], S8, (1, 1, 1, 4), 0.05, zero_point)
+    return _judged("POOL-2", _laid_out(b, [np.array([[[[-128, -110, -90, 0]]]], np.int8)]))
 
 
 def _blob_odd_offset(hit: bool) -> Callable[[Device], None]:
     b = ModelBuilder()
-    x, y = b.input(F16, (2,)), b.input(F16, (2,))
-    b.operation(OperationType.ADD, [x, y, b.scalar(0)], F16, (2,))
+    x, y = b.input(F16, (16,)), b.input(F16, (16,))
+    b.operation(OperationType.ADD, [x, y, b.scalar(0)], F16, (16,))
     pools = (("ashmem", 0, False), ("hardware_buffer_blob", 0, False), ("ashmem", 0, False))
     places = ((0, 0, 0), (1, 1 if hit else 2, 0), (2, 0, 0))
-    return _judged("POOL-2", _laid_out(b, [_values(F16, (2,)), _values(F16, (2,), 1)], pools=pools, places=places))
+    return _judged("POOL-2", _laid_out(b, [_values(F16, (16,)), _values(F16, (16,), 1)], pools=pools, places=places))
 
 
 def _four_pools(hit: bool) -> Callable[[Device], None]:
     b = ModelBuilder()
     x, y = b.input(F32, (4,)), b.input(F32, (4,))
     b.operation(OperationType.ADD, [x, y, b.scalar(0)], F32, (4,))
-    pools = (("ashmem", 0, False), ("ashmem", 0, False), ("ashmem", 0, False), ("mmap_fd", 8, True))
+    pools = (("hardware_buffer_blob", 0, False), ("ashmem", 0, False), ("ashmem", 0, False), ("mmap_fd", 8, True))
     places = ((0, 0, 0), (3, 0 if hit else 4, 0), (1, 0, 0))
     return _judged("POOL-2", _laid_out(b, [_values(F32, (4,)), _values(F32, (4,), 1)], pools=pools, places=places))
 
@@ -312,7 +317,7 @@ def test_the_deep_bugs_are_apart_from_the_mutants() -> None:
     registry = load_registry()
     deep = {name: spec for name, spec in registry.drivers.items() if name.startswith("deep-")}
     assert len(composable()) >= 16
-    assert set(deep) == {bug.driver for bug in DEEP_BUGS.values()} | {COMPOSED}
+    assert set(deep) == {bug.driver for bug in DEEP_BUGS.values()} | {COMPOSED, NATIVE_COMBINED}
     assert not set(DEEP_BUGS) & set(MUTANTS), "a bug both deep and a mutant"
     assert not any(spec.breaks or spec.exercises for spec in deep.values()), "harness score would run a deep bug"
     assert not any(entry.name.startswith("deep-") for entry in _selected(None, "breaks"))

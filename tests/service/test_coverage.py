@@ -103,3 +103,54 @@ def test_edges_a_service_sends_are_kept() -> None:
     received.add((0, 5, (1 << 32) - 1))
     assert received.take() == [0, 5, (1 << 32) - 1]
     assert received.take() == []
+
+
+def test_a_driver_made_of_parts_is_traced_in_each_part_and_never_in_the_harness() -> None:
+    """A seeded bug's kernel lives in the harness's mutants plugin, the rest in the reference: both
+    are the driver's code.  A plugin the harness ships is a package of its own, not the harness."""
+    import harness
+    from harness.drivers.registry import load_registry
+
+    registry = load_registry()
+    mutant = driver_paths(registry.resolve("mutant-relu6-clamps-at-6.5").create())
+    assert {path.rsplit("/", 1)[1] for path in mutant} == {"reference_driver", "mutants"}
+    harness_root = harness.__path__[0]
+    assert all(path != harness_root for path in mutant)
+
+
+def _edges_of_a_run(monkeypatch, tracer_path: str) -> set[int]:
+    import sys
+    import threading
+
+    from harness.service.coverage import LINE_TRACER_ENVIRONMENT
+
+    monkeypatch.setenv(LINE_TRACER_ENVIRONMENT, tracer_path)
+    coverage = ServiceCoverage(driver_paths(ReferenceDevice()))
+    device = ReferenceDevice()
+    coverage.start()
+    try:
+        _run(device, OperationType.ADD, dims=(2, 3))
+        _run(device, OperationType.MUL, dims=(2, 3))
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+    return set(coverage.take()), coverage.tracer
+
+
+def test_the_compiled_tracer_reaches_the_same_edges_as_the_python_one(monkeypatch) -> None:
+    from harness.service.coverage import build_line_tracer
+
+    path = build_line_tracer()
+    assert path is not None, "the test extra's machine has a C compiler and Python's headers"
+    compiled, how = _edges_of_a_run(monkeypatch, path)
+    assert how == "compiled"
+    python, how = _edges_of_a_run(monkeypatch, "")
+    assert how == "python"
+    assert compiled and compiled == python, (len(compiled), len(python), len(compiled ^ python))
+
+
+def test_a_tracer_that_cannot_be_loaded_leaves_the_python_one(monkeypatch, tmp_path) -> None:
+    broken = tmp_path / "harness_linetrace.so"
+    broken.write_bytes(b"not a library")
+    edges, how = _edges_of_a_run(monkeypatch, str(broken))
+    assert how == "python" and edges

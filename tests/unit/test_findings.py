@@ -66,3 +66,28 @@ def test_a_suite_is_not_applicable_only_when_every_test_says_so() -> None:
     assert not_applicable_reason([skipped, {"outcome": "passed", "skip": None}]) is None
     assert not_applicable_reason([{"outcome": "skipped", "skip": {"kind": "not-run", "reason": "refused"}}]) is None
     assert not_applicable_reason([]) is None
+
+
+_RAISED = ('[SVC-1] PreparedModel.execute(...) raised IndexError inside the driver service: index 3 is out of bounds\n'
+           'Traceback (most recent call last):\n'
+           '  File "/srv/acme/driver.py", line 40, in execute\n    return self._run(request)\n'
+           '  File "/srv/acme/{file}", line {line}, in {function}\n    out[i] = x\n'
+           'IndexError: index 3 is out of bounds')
+
+
+def test_a_driver_exception_is_grouped_by_the_frame_it_was_raised_in() -> None:
+    def failure(test: str, file: str, line: int, function: str) -> dict:
+        return {"id": test, "rule": "SVC-1", "message": _RAISED.format(file=file, line=line, function=function)}
+
+    findings = group_findings([failure("a", "tiles.py", 12, "_tail"), failure("b", "tiles.py", 19, "_tail"),
+                               failure("c", "pool.py", 12, "_window")])
+    assert [(f.frame, f.tests) for f in findings] == [("tiles.py:_tail", ("a", "b")), ("pool.py:_window", ("c",))]
+
+
+def test_a_crash_dump_is_grouped_by_its_innermost_frame() -> None:
+    from harness.report.findings import frame_signature
+
+    dump = ('[SVC-1] the driver service was killed by signal SIGSEGV\nCurrent thread 0x01 (most recent call first):\n'
+            '  File "/srv/acme/native.py", line 9 in _call\n  File "/srv/acme/driver.py", line 40 in execute\n')
+    assert frame_signature(dump) == "native.py:_call"
+    assert frame_signature("[OPS-1] output 0 differs: element 3") == ""

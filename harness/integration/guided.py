@@ -1,0 +1,439 @@
+"""Coverage-guided fuzzing inside one pytest session (``--harness-guided-for SECONDS``).
+
+``harness fuzz`` runs this loop in each of its worker processes.  Each generative test is a
+*target*: its hypothesis test is driven by byte strings the loop chooses (hypothesis'
+``fuzz_one_input``), and each input that made the driver reach code it had not reached before
+(`harness.service.coverage`: the edges its service's replies carried) is kept in the target's
+corpus and mutated later (`harness.integration.mutation`).  Time goes to the targets still
+finding something: each gets a slice in turn at first, then the slices go to the targets with
+the best recent yield (new coverage or failures per second), with every fifth slice to the
+target that has had the least time, so none is starved.  Blind (``--harness-blind``, or a
+driver that sends no coverage): fresh random inputs only, and the same time for every target.
+
+What stays hypothesis': a failing input is saved in the example database under its test's key
+the moment it fails, then the test runs as usual on it (reuse and shrink phases only), so the
+failure is shrunk, recorded and given a reproducer as in any run, and ``harness replay`` finds
+it.  A failure already met in this target (the same exception type, rule and message once its
+values are left out: `harness.report.findings.normalised_message`) is not run again: the loop
+goes on looking for others.
+
+The corpus lives in the example database beside the failures (`corpus_key`): a directory, or
+Redis shared by every machine fuzzing the same driver; each target reads what others added
+every `SHARE_EVERY_S` seconds and runs it once, to learn the coverage it reaches.
+
+Tests that cannot be driven by bytes (state machines run inside a test, tests run in a forked
+child) are run as they are, with more examples each time their turn comes, as ``--harness-
+rounds-for`` would.  Fixed tests run once, first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import hashlib
+import inspect
+import random
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+__all__ = ["CORPUS_PREFIX", "Guided", "corpus_key"]
+
+CORPUS_PREFIX = b"harness-corpus/"
+SLICE_S = 1.0  # a target's turn
+SHARE_EVERY_S = 30.0  # how often a target reads the corpus other processes added
+EXPLORE_EVERY = 5  # every this many turns goes to the target with the least time so far
+RECENT_TURNS = 4  # a target's yield is taken over its last this many turns
+COVERAGE_RECORD_EVERY_S = 5.0
+MAX_CORPUS = 2000  # inputs kept per target (the oldest unproductive go first beyond it)
+
+
+def corpus_key(test_key: bytes) -> bytes:
+    """Where a test's corpus is kept in the example database, beside its failing examples."""
+    return CORPUS_PREFIX + test_key
+
+
+@dataclasses.dataclass
+class _Entry:
+    data: bytes
+    reached: int = 1  # edges it reached first
+    chosen: int = 0
+    productive: int = 0  # inputs mutated from it that reached something new
+
+
+@dataclasses.dataclass
+class _Target:
+    item: pytest.Item
+    fuzzable: bool
+    spent: float = 0.0
+    turns: int = 0
+    inputs: int = 0
+    valid: int = 0
+    found: int = 0  # inputs that reached new coverage or a new failure
+    examples: int = 0  # for a target run as it is: examples of its next turn
+    corpus: list[_Entry] = dataclasses.field(default_factory=list)
+    known_corpus: set[bytes] = dataclasses.field(default_factory=set)
+    failures: set[tuple[str, str, str]] = dataclasses.field(default_factory=set)
+    recent: list[tuple[int, float]] = dataclasses.field(default_factory=list)  # (found, seconds) per turn
+    shared_at: float = -SHARE_EVERY_S
+    done: bool = False  # not applicable, or not run: no more turns
+    runner: Any = None  # the fuzz target: `_FuzzRunner`
+
+    def yield_rate(self) -> float:
+        turns = self.recent[-RECENT_TURNS:]
+        seconds = sum(s for _, s in turns)
+        return (sum(f for f, _ in turns) + 0.1) / max(seconds, 1e-3)
+
+
+def _fuzzable(item: pytest.Item) -> bool:
+    function = getattr(item, "obj", None)
+    handle = getattr(function, "hypothesis", None)
+    return (handle is not None and bool(getattr(handle, "_given_kwargs", None))
+            and item.get_closest_marker("in_forked_child") is None)
+
+
+class _FuzzRunner:
+    """One test's hypothesis function, bound to its fixtures, run on a byte string at a time."""
+
+    def __init__(self, item: pytest.Function) -> None:
+        from hypothesis import given, settings
+        from hypothesis.database import InMemoryExampleDatabase
+        from hypothesis.internal.reflection import function_digest
+
+        wrapped = item.obj
+        handle = wrapped.hypothesis
+        self.item = item
+        self.wrapped = wrapped
+        self.settings = wrapped._hypothesis_internal_use_settings
+        self.database = self.settings.database
+        self.key: bytes = getattr(wrapped, "_hypothesis_internal_database_key", None) or function_digest(handle.inner_test)
+        fixtures = {name: item.funcargs[name] for name in item._fixtureinfo.argnames if name in item.funcargs}
+        inner = handle.inner_test  # the recorder's wrapper: each input is counted as an example
+        given_kwargs = dict(handle._given_kwargs)
+
+        def bound(**drawn: Any) -> Any:
+            return inner(**fixtures, **drawn)
+
+        bound.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in given_kwargs])
+        bound.__name__ = getattr(wrapped, "__name__", "test")
+        bound.__qualname__ = getattr(wrapped, "__qualname__", bound.__name__)
+        self.captured = InMemoryExampleDatabase()
+        fuzzed: Any = settings(self.settings, database=self.captured, deadline=None)(given(**given_kwargs)(bound))
+        self.fuzz_one_input: Callable[[bytes], bytes | None] = fuzzed.hypothesis.fuzz_one_input
+
+    def replay_stored(self) -> None:
+        """Run the test on the failing examples stored under its key, if any (reuse and shrink
+        phases only): raises what still fails."""
+        from hypothesis import Phase, settings
+
+        if self.database is None or next(iter(self.database.fetch(self.key)), None) is None:
+            return
+        previous = self.wrapped._hypothesis_internal_use_settings
+        self.wrapped._hypothesis_internal_use_settings = settings(previous, phases=(Phase.reuse, Phase.shrink))
+        try:
+            self.wrapped(**self._fixtures())
+        finally:
+            self.wrapped._hypothesis_internal_use_settings = previous
+
+    def _fixtures(self) -> dict[str, Any]:
+        return {name: self.item.funcargs[name] for name in self.item._fixtureinfo.argnames if name in self.item.funcargs}
+
+    def failing_choices(self) -> list[bytes]:
+        """What the last failing input drew, as the example database keeps a test's choices."""
+        found = [value for key, values in self.captured.data.items() if key.endswith(b".secondary") for value in values]
+        self.captured.data.clear()
+        return found
+
+    def shrink(self, choices: list[bytes], signature: tuple[str, str, str]) -> None:
+        """Run the test as usual on a failing input: reuse it from the database, shrink it, and raise
+        what hypothesis reports (the recorder records it, as any failure).  Kept under the test's
+        own key afterwards, where a later run and ``harness replay`` find it."""
+        from hypothesis import Phase, settings
+
+        if self.database is None:
+            return
+        # under a key of its own while it is shrunk: the failures found before are stored under
+        # the test's key, and would be replayed (and reported) first
+        digest = hashlib.sha256(repr(signature).encode()).hexdigest()[:16].encode()
+        key = self.key + b".finding." + digest
+        for value in choices:
+            self.database.save(key, value)
+        self.database.save(self.key, choices[0])  # kept at once: nothing found is lost if shrinking dies
+        previous_key = getattr(self.wrapped, "_hypothesis_internal_database_key", None)
+        previous_settings = self.wrapped._hypothesis_internal_use_settings
+        self.wrapped._hypothesis_internal_database_key = key
+        self.wrapped._hypothesis_internal_use_settings = settings(
+            previous_settings, phases=(Phase.reuse, Phase.shrink), max_examples=max(len(choices), 1))
+        try:
+            self.wrapped(**self._fixtures())
+        finally:
+            self.wrapped._hypothesis_internal_use_settings = previous_settings
+            if previous_key is None:
+                del self.wrapped._hypothesis_internal_database_key
+            else:
+                self.wrapped._hypothesis_internal_database_key = previous_key
+            for value in list(self.database.fetch(key)):
+                self.database.save(self.key, value)
+                self.database.delete(key, value)
+
+
+def failure_signature(error: BaseException) -> tuple[str, str, str]:
+    """What tells one failure of a target from another: the exception's type, the rule it
+    names, and its message once the values in it are left out."""
+    from harness.report.findings import normalised_message
+
+    return (type(error).__name__, str(getattr(error, "rule", "") or ""), normalised_message(str(error)))
+
+
+class Guided:
+    """The session's test loop when ``--harness-guided-for`` is given."""
+
+    def __init__(self, seconds: float, blind: bool, first_examples: int, profile: str, seed: int | None,
+                 worker: int, workers: int, write: Callable[[dict], None],
+                 canonical_id: Callable[[pytest.Item], str] = lambda item: item.nodeid) -> None:
+        """``write``: appends a record to the run's record file (`Recorder.write_fuzzing`)."""
+        from harness.integration.rounds import _profile_examples
+
+        self.seconds = seconds
+        self.blind = blind
+        self.first_examples = first_examples
+        self.most_examples = _profile_examples(profile)
+        self.random = random.Random(seed)
+        self.worker, self.workers = worker, workers
+        self._write = write
+        self._canonical_id = canonical_id
+        self.edges: set[int] = set()
+        self.inputs = 0
+        self.shared_loaded = 0  # corpus entries other processes kept, run here
+        self.started = 0.0
+        self._recorded_at = -COVERAGE_RECORD_EVERY_S
+        self._turn: _Target | None = None
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # as in rounds: the deadline's interrupt must stop it
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    # ----------------------------------------------------------------- the loop
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        if session.testsfailed and not session.config.option.continue_on_collection_errors:
+            raise session.Interrupted(f"{session.testsfailed} errors during collection")
+        if session.config.option.collectonly or not session.items:
+            return True
+        from harness.integration.recording import is_generative
+
+        self.started = time.monotonic()
+        ends = self.started + self.seconds
+        generative = [item for item in session.items if is_generative(item)]
+        fixed = [item for item in session.items if not is_generative(item)]
+        mine = generative[self.worker - 1::self.workers] or generative  # workers split the targets
+        targets = [_Target(item, _fuzzable(item), examples=self.first_examples) for item in mine]
+        queue = fixed + [t.item for t in targets]
+        by_item = {id(t.item): t for t in targets}
+        gc.collect()
+        gc.freeze()
+        try:
+            self._loop(session, queue, targets, by_item, ends)
+        finally:  # the deadline's interrupt included: the run's last figures are kept
+            self._record_coverage(targets, final=True)
+        return True
+
+    def _loop(self, session: pytest.Session, queue: list[pytest.Item], targets: list[_Target],
+              by_item: dict[int, _Target], ends: float) -> None:
+        index = 0
+        turns = 0
+        # first every test once, in order (fixed ones included); then the scheduler's choice
+        while index < len(queue) or (targets and time.monotonic() < ends):
+            if index < len(queue):
+                item = queue[index]
+                index += 1
+                target = by_item.get(id(item))
+            else:
+                target = self._choose(targets, turns)
+                if target is None:
+                    break
+                item = target.item
+            turns += 1
+            nextitem = queue[index] if index < len(queue) else None
+            self._run(item, target, nextitem, ends)
+            self._record_coverage(targets)
+            if session.shouldfail:
+                raise session.Failed(session.shouldfail)
+            if session.shouldstop:
+                raise session.Interrupted(session.shouldstop)
+            if time.monotonic() >= ends:
+                break
+
+    def _choose(self, targets: list[_Target], turns: int) -> _Target | None:
+        live = [t for t in targets if not t.done]
+        if not live:
+            return None
+        if self.blind or turns % EXPLORE_EVERY == 0:
+            return min(live, key=lambda t: (t.spent, t.turns))
+        return max(live, key=lambda t: (t.yield_rate(), -t.spent))
+
+    def _run(self, item: pytest.Item, target: _Target | None, nextitem: pytest.Item | None, ends: float) -> None:
+        began = time.monotonic()
+        found_before = target.found if target is not None else 0
+        if target is not None and not target.fuzzable:
+            self._set_examples(item, target.examples)
+            target.examples = min(target.examples * 2, max(self.most_examples, self.first_examples))
+        self._turn = target
+        self._ends = ends
+        try:
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        finally:
+            self._turn = None
+        if target is not None:
+            seconds = time.monotonic() - began
+            target.spent += seconds
+            target.turns += 1
+            target.recent.append((target.found - found_before, seconds))
+            del target.recent[:-RECENT_TURNS]
+            if item.stash.get(_NOT_AGAIN, False):
+                target.done = True
+
+    def _set_examples(self, item: pytest.Item, examples: int) -> None:
+        from hypothesis import settings
+
+        settings.register_profile("harness-guided-turn", settings.default, max_examples=examples)
+        settings.load_profile("harness-guided-turn")
+        function: Any = getattr(item, "obj", None)
+        if getattr(function, "is_hypothesis_test", False):
+            given = item.stash.setdefault(_GIVEN_SETTINGS, function._hypothesis_internal_use_settings)
+            function._hypothesis_internal_use_settings = settings(given, max_examples=examples)
+
+    # ----------------------------------------------------------------- one target's turn
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
+        target = self._turn
+        if target is None or target.item is not pyfuncitem or not target.fuzzable:
+            return None
+        try:
+            self._fuzz(target)
+        except BaseException as error:
+            if _stops_the_target(error):
+                pyfuncitem.stash[_NOT_AGAIN] = True
+            elif isinstance(error, Exception):  # the failure as shrunk: known from now on too
+                target.failures.add(failure_signature(error))
+            raise
+        return True
+
+    def _fuzz(self, target: _Target) -> None:
+        from harness.integration.mutation import fresh_input, mutated_input
+        from harness.service.coverage import RECEIVED
+
+        if target.runner is None:
+            target.runner = _FuzzRunner(target.item)  # type: ignore[arg-type]
+            # Failures stored under the test's key (another process's, or an earlier run's) are met
+            # first, as in any hypothesis run: each is reported by this process too, said to come
+            # from the database, and once known the loop looks for others.
+            try:
+                target.runner.replay_stored()
+            except Exception:
+                self._write({"replayed_failure": self._canonical_id(target.item)})
+                raise
+        runner: _FuzzRunner = target.runner
+        turn_ends = min(time.monotonic() + SLICE_S, self._ends)
+        pending = self._shared_inputs(target)
+        RECEIVED.take()  # what came before this turn is not this input's
+        while time.monotonic() < turn_ends:
+            if pending:
+                data, parent = pending.pop(), None
+            elif self.blind or not target.corpus or self.random.random() < 0.1:
+                data, parent = fresh_input(self.random), None
+            else:
+                parent = self._pick(target)
+                data = mutated_input(self.random, parent.data, self.random.choice(target.corpus).data)
+            target.inputs += 1
+            self.inputs += 1
+            try:
+                drawn = runner.fuzz_one_input(data)
+            except Exception as error:
+                signature = failure_signature(error)
+                if signature in target.failures:
+                    continue
+                target.failures.add(signature)
+                target.found += 1
+                choices = runner.failing_choices()
+                if choices:
+                    runner.shrink(choices, signature)  # raises the shrunk failure: the turn ends with it
+                continue
+            if drawn is None:
+                continue
+            target.valid += 1
+            new = [edge for edge in RECEIVED.take() if edge not in self.edges]
+            if new and not self.blind:
+                self.edges.update(new)
+                target.found += 1
+                if parent is not None:
+                    parent.productive += 1
+                self._keep(target, drawn, len(new))
+
+    def _pick(self, target: _Target) -> _Entry:
+        """A corpus entry to mutate, by its weight: the edges it reached first and the new ones its
+        mutations reached, less the more often it was chosen (an entry mutated many times without
+        result has had its chance), and the newest more often (what they reached is least
+        explored)."""
+        corpus = target.corpus
+        if self.random.random() < 0.25:
+            entry = corpus[-1 - min(int(self.random.expovariate(0.5)), len(corpus) - 1)]
+        else:
+            weights = [(e.reached + 4 * e.productive) / (1 + e.chosen) ** 0.5 for e in corpus]
+            entry = self.random.choices(corpus, weights)[0]
+        entry.chosen += 1
+        return entry
+
+    def _keep(self, target: _Target, data: bytes, reached: int) -> None:
+        if data in target.known_corpus:
+            return
+        target.known_corpus.add(data)
+        target.corpus.append(_Entry(data, reached))
+        runner: _FuzzRunner = target.runner
+        if runner.database is not None:
+            runner.database.save(corpus_key(runner.key), data)
+        if len(target.corpus) > MAX_CORPUS:
+            dropped = min(range(len(target.corpus) // 2), key=lambda i: target.corpus[i].productive)
+            target.corpus.pop(dropped)
+
+    def _shared_inputs(self, target: _Target) -> list[bytes]:
+        """Corpus entries other processes kept since this target last looked (all, the first time):
+        run once each, to learn what they reach."""
+        runner: _FuzzRunner = target.runner
+        now = time.monotonic()
+        if self.blind or runner.database is None or now - target.shared_at < SHARE_EVERY_S:
+            return []
+        target.shared_at = now
+        new = [value for value in runner.database.fetch(corpus_key(runner.key)) if value not in target.known_corpus]
+        target.known_corpus.update(new)
+        target.corpus.extend(_Entry(value) for value in new)
+        self.shared_loaded += len(new)
+        return new
+
+    # ----------------------------------------------------------------- what the run reached
+
+    def _record_coverage(self, targets: list[_Target], final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self._recorded_at < COVERAGE_RECORD_EVERY_S:
+            return
+        self._recorded_at = now
+        self._write({"coverage": {
+            "t": round(now - self.started, 2), "edges": len(self.edges), "inputs": self.inputs,
+            "valid": sum(t.valid for t in targets),
+            "corpus": sum(len(t.corpus) for t in targets), "guided": not self.blind,
+            "shared_loaded": self.shared_loaded, "targets": sum(1 for t in targets if t.fuzzable), "final": final}})
+
+
+def _stops_the_target(error: BaseException) -> bool:
+    """A skip (not applicable) or a not-run: the target gets no more turns."""
+    from harness.integration.skips import NotApplicable, NotRun
+
+    return isinstance(error, (NotApplicable, NotRun, pytest.skip.Exception))
+
+
+_NOT_AGAIN = pytest.StashKey[bool]()
+_GIVEN_SETTINGS = pytest.StashKey[Any]()

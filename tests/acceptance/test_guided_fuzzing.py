@@ -1,0 +1,46 @@
+"""The guided fuzz loop in a pytest session (``--harness-guided-for``): one test, two bugs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from out_of_tree_drivers import TWO_TRANSPOSE_BUGS
+
+from harness.service.coverage import COVERAGE_ENVIRONMENT
+
+
+def _fuzz(tmp_path: Path, driver: str, seconds: float, *extra: str) -> list[dict]:
+    record = tmp_path / "record.jsonl"
+    subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "harness.suites.memory_pools", f"--driver={driver}",
+                    "-k", "test_each_operation_family and transpose and not chained", "--harness-profile=nightly",
+                    f"--harness-guided-for={seconds}", f"--harness-db={tmp_path / 'db'}", f"--harness-record={record}",
+                    "-q", "-p", "no:cacheprovider", *extra],
+                   cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                   env={**os.environ, COVERAGE_ENVIRONMENT: "1"})
+    return [json.loads(line) for line in record.read_text().splitlines()]
+
+
+def test_a_failure_met_again_is_skipped_and_the_loop_goes_on_to_the_next(tmp_path: Path) -> None:
+    """Both bugs of one test are found and shrunk in one run: after the first, the loop keeps
+    fuzzing the same test instead of meeting the same failure again."""
+    (tmp_path / "two_bugs.py").write_text(TWO_TRANSPOSE_BUGS)
+    records = _fuzz(tmp_path, f"{tmp_path / 'two_bugs.py'}:factory", 10)
+    failed = [r for r in records if r.get("outcome") == "failed"]
+    assert {r["id"].split("::")[1] for r in failed} == {"test_each_operation_family[transpose]"}
+    rules = sorted({r["rule"] for r in failed})
+    assert rules == ["OPS-1", "SVC-1"], [r["message"][:120] for r in failed]
+    assert all(r["examples"] for r in failed)
+    coverage = [r["coverage"] for r in records if "coverage" in r]
+    assert coverage[-1]["final"] and coverage[-1]["edges"] > 0 and coverage[-1]["corpus"] > 0
+
+
+def test_blind_keeps_no_corpus_and_collects_no_coverage(tmp_path: Path) -> None:
+    records = _fuzz(tmp_path, "reference", 4, "--harness-blind")
+    coverage = [r["coverage"] for r in records if "coverage" in r]
+    assert coverage and not coverage[-1]["guided"]
+    assert coverage[-1]["edges"] == coverage[-1]["corpus"] == 0 and coverage[-1]["inputs"] > 0
+    assert not any(r.get("outcome") == "failed" for r in records)

@@ -1,0 +1,107 @@
+"""The guided fuzz loop's parts: its inputs, its choice of the next test, what tells failures apart."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from harness.integration.guided import EXPLORE_EVERY, Guided, _Target, corpus_key, failure_signature
+from harness.integration.mutation import FRESH_BYTES, TAIL_BYTES, fresh_input, mutated_input
+
+
+def test_a_mutated_input_keeps_most_of_its_parent_and_ends_in_a_random_tail() -> None:
+    rng = random.Random(1)
+    parent = bytes(range(200))
+    kept = 0
+    for _ in range(200):
+        child = mutated_input(rng, parent, b"\xee" * 50)
+        assert len(child) > TAIL_BYTES
+        body = child[:-TAIL_BYTES]
+        kept += body[:8] == parent[:8]
+    assert kept > 100, "most mutations keep an input's first choices"
+
+
+def test_mutations_are_repeatable_from_a_seed_and_differ_between_seeds() -> None:
+    parent, other = bytes(range(64)), bytes(range(64, 0, -1))
+    assert mutated_input(random.Random(3), parent, other) == mutated_input(random.Random(3), parent, other)
+    assert len({mutated_input(random.Random(s), parent, other) for s in range(20)}) == 20
+
+
+def test_an_empty_parent_still_gives_an_input() -> None:
+    assert len(mutated_input(random.Random(0), b"", b"")) > TAIL_BYTES
+
+
+def test_a_fresh_input_is_random_bytes_enough_for_a_test() -> None:
+    rng = random.Random(0)
+    first, second = fresh_input(rng), fresh_input(rng)
+    assert len(first) == len(second) == FRESH_BYTES and first != second
+
+
+class _Item:
+    def __init__(self, name: str) -> None:
+        self.nodeid = name
+
+
+def _loop(blind: bool) -> Guided:
+    return Guided(60, blind, 1, "ci", 0, 1, 1, lambda record: None)
+
+
+def test_time_goes_to_the_test_still_finding_something() -> None:
+    loop = _loop(blind=False)
+    stuck, finding = _Target(_Item("stuck"), True), _Target(_Item("finding"), True)
+    stuck.recent, stuck.spent = [(0, 1.0)] * 4, 4.0
+    finding.recent, finding.spent = [(3, 1.0)] * 4, 4.0
+    chosen = [loop._choose([stuck, finding], turn).item.nodeid for turn in range(1, 3 * EXPLORE_EVERY + 1)]
+    assert chosen.count("finding") > chosen.count("stuck") > 0, chosen
+
+
+def test_every_fifth_turn_goes_to_the_test_with_the_least_time() -> None:
+    loop = _loop(blind=False)
+    starved, busy = _Target(_Item("starved"), True), _Target(_Item("busy"), True)
+    starved.spent, busy.spent = 1.0, 50.0
+    starved.recent = [(0, 0.25)] * 4
+    busy.recent = [(5, 1.0)] * 4
+    assert loop._choose([starved, busy], EXPLORE_EVERY).item.nodeid == "starved"
+    assert loop._choose([starved, busy], EXPLORE_EVERY + 1).item.nodeid == "busy"
+
+
+def test_blind_gives_every_test_the_same_time() -> None:
+    loop = _loop(blind=True)
+    a, b = _Target(_Item("a"), True), _Target(_Item("b"), True)
+    a.spent, b.spent = 3.0, 2.0
+    a.recent = [(9, 1.0)] * 4
+    assert all(loop._choose([a, b], turn).item.nodeid == "b" for turn in range(1, 11))
+
+
+def test_a_test_with_no_turns_left_is_not_chosen() -> None:
+    loop = _loop(blind=False)
+    done = _Target(_Item("done"), True, done=True)
+    assert loop._choose([done], 1) is None
+
+
+class _RuleError(AssertionError):
+    rule = "OPS-1"
+
+
+def test_failures_differing_only_in_their_values_are_one() -> None:
+    one = failure_signature(_RuleError("output 0 differs: element 3: driver wrote 1.5, reference 2.0"))
+    other = failure_signature(_RuleError("output 0 differs: element 7: driver wrote -4, reference 9"))
+    assert one == other and one[1] == "OPS-1"
+    assert failure_signature(_RuleError("execute returned GENERAL_FAILURE")) != one
+    assert failure_signature(ValueError("output 0 differs: element 3: driver wrote 1.5, reference 2.0")) != one
+
+
+def test_the_corpus_is_kept_beside_the_tests_examples() -> None:
+    assert corpus_key(b"abc") == b"harness-corpus/abc"
+
+
+@pytest.mark.parametrize("value", ["0/1", "2/1", "a/b", "1"])
+def test_a_share_that_is_not_k_of_n_is_refused(value: str) -> None:
+    import argparse
+
+    from harness.integration.plugin import _share
+
+    with pytest.raises(argparse.ArgumentTypeError):
+        _share(value)
+    assert _share("2/3") == (2, 3)
