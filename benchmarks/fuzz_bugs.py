@@ -54,6 +54,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minutes", type=float, default=10.0, help="--bugs: the fuzzing budget of each configuration")
     parser.add_argument("--workers", type=int, default=2, help="--bugs: fuzzing processes of each configuration")
     parser.add_argument("--skip-ci-check", action="store_true", help="--bugs: do not check that ci misses each bug")
+    parser.add_argument("--standalone", action="store_true",
+                        help="--bugs: also fuzz each bug that is a driver of its own (one run per configuration each)")
 
 
 def _deep_bugs() -> dict[str, Any]:
@@ -163,10 +165,19 @@ def main(args: argparse.Namespace) -> None:
     if not blind:
         print("(b) harness fuzz has no --blind here: both configurations run the current fuzz loop", flush=True)
     # one driver per kind holds its bugs at once: the Python-level ones, and the native sample's
+    from harness.plugins.deep_bugs._registry import Reach
     from harness.plugins.deep_bugs.native import COMBINED as NATIVE_COMBINED
 
-    native = sorted(name for name, bug in bugs.items() if bug.fault is None and f"deep-{name}" != NATIVE_COMBINED)
+    native = sorted(name for name, bug in bugs.items() if bug.fault is None and bug.reach == Reach.NATIVE)
     targets = {COMPOSED: composable, NATIVE_COMBINED: native}
+    # the rest are drivers of their own (bugs in the reference's own native targets, a token table):
+    # fuzzed one by one with --standalone, else left out of the figures, and said so
+    alone = sorted(name for name, bug in bugs.items() if bug.fault is None and bug.reach != Reach.NATIVE)
+    if args.standalone:
+        targets.update({f"deep-{name}": [name] for name in alone})
+    else:
+        figures["not_fuzzed"] = alone
+        print(f"(b) not fuzzed here, each a driver of its own (--standalone fuzzes them): {', '.join(alone)}", flush=True)
     figures["drivers"] = {driver: names for driver, names in targets.items()}
     runs = [Run("blind"), Run("guided")]
     for driver, names in targets.items():
@@ -177,7 +188,7 @@ def main(args: argparse.Namespace) -> None:
                 summary = fuzz(driver, args.minutes, args.workers, out, blind=run.mode == "blind" and blind)
                 print(f"(c) attributing its {len(summary.get('failures', []))} distinct failures", flush=True)
                 _add(run, attribute(summary, names, run.mode, args.workers))
-    composable = [*composable, *native]
+    composable = [name for names in targets.values() for name in names]
     blind_run, guided_run = runs
     print(f"(d) time to find each bug (s), {args.minutes:g} min and {args.workers} workers a configuration:")
     print(f"    {'bug':<42} {'reach':<26} {'blind':>7} {'guided':>7}")

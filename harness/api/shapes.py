@@ -13,7 +13,11 @@ from typing import Any, Union
 
 import numpy as np
 
+#: The dtypes of the leaves the suites draw most: those every target's numpy reference handles.
 DTYPES = ("float32", "float64", "int32", "uint8")
+#: Every dtype a leaf may have: the element types of XLA's custom-call conventions that numpy
+#: holds (PRED, S8..S64, U8..U64, F16..F64; BF16 and the complex types cross no declaration).
+CONVENTION_DTYPES = DTYPES + ("bool", "int8", "int16", "int64", "uint16", "uint32", "uint64", "float16")
 
 
 @dataclass(frozen=True)

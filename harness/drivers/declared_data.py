@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from harness.api.custom_calls import CallCase
-from harness.api.shapes import DTYPES, Leaf, Shape, TupleShape
+from harness.api.shapes import CONVENTION_DTYPES, Leaf, Shape, TupleShape
 
 __all__ = ["ARRAY_DTYPES", "MAX_DEPTH", "Refused", "Unencodable", "decode", "decode_case", "encode"]
 
@@ -129,8 +129,8 @@ def decode(value: Any, depth: int = 0) -> Any:
     if tag == "array":
         return _array(fields)
     if tag == "leaf":
-        if type(fields) is not list or len(fields) != 2 or fields[0] not in DTYPES:
-            raise Refused(f"a leaf is not [dtype, dims] with a dtype of {', '.join(DTYPES)}")
+        if type(fields) is not list or len(fields) != 2 or fields[0] not in CONVENTION_DTYPES:
+            raise Refused(f"a leaf is not [dtype, dims] with a dtype of {', '.join(CONVENTION_DTYPES)}")
         return Leaf(fields[0], _dims(fields[1], "a leaf"))
     if tag == "case":
         if type(fields) is not list or len(fields) != 3 or type(fields[0]) is not list:

@@ -43,6 +43,14 @@ def _profile_examples(profile: str) -> int:
     return settings.get_profile(f"harness-{profile}").max_examples
 
 
+def has_tests_to_run(session: pytest.Session) -> bool:
+    """What pytest's own test loop checks first: collection errors stop the run (unless told to go
+    on), and a collect-only run or one that collected nothing runs nothing."""
+    if session.testsfailed and not session.config.option.continue_on_collection_errors:
+        raise session.Interrupted(f"{session.testsfailed} errors during collection")
+    return not session.config.option.collectonly and bool(session.items)
+
+
 def round_examples(number: int, first: int, most: int) -> int:
     """Examples per test in round ``number`` (from 1): ``first``, doubling, at most ``most``."""
     return min(first * 2 ** (number - 1), max(most, first))
@@ -116,9 +124,7 @@ class Rounds:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
-        if session.testsfailed and not session.config.option.continue_on_collection_errors:
-            raise session.Interrupted(f"{session.testsfailed} errors during collection")
-        if session.config.option.collectonly or not session.items:
+        if not has_tests_to_run(session):
             return True
         from harness.integration.recording import is_generative
 

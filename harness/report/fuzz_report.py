@@ -51,19 +51,25 @@ def _polyline(points: list[tuple[float, float]], t_end: float, top: float, colou
     return f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(coordinates)}"/>'
 
 
+def _axes(left: str, left_colour: str, right_label: str, right_colour: str, t_end: float) -> str:
+    """A plot's axes, its two series' labels (left and right, in their lines' colours) and its time span."""
+    bottom, right = _HEIGHT - _MARGIN, _WIDTH - _MARGIN
+    return (f'<line x1="{_MARGIN}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#555"/>'
+            f'<line x1="{_MARGIN}" y1="{_MARGIN}" x2="{_MARGIN}" y2="{bottom}" stroke="#555"/>'
+            f'<text x="{_MARGIN}" y="{_MARGIN - 8}" fill="{left_colour}" font-size="12">{html.escape(left)}</text>'
+            f'<text x="{right}" y="{_MARGIN - 8}" fill="{right_colour}" font-size="12" text-anchor="end">'
+            f'{html.escape(right_label)}</text>'
+            f'<text x="{right}" y="{bottom + 16}" font-size="11" text-anchor="end">{t_end:,.0f} s</text>'
+            f'<text x="{_MARGIN}" y="{bottom + 16}" font-size="11">0 s</text>')
+
+
 def _plot(timeline: Sequence[dict], suite: str) -> str:
     rates, failures = _rates(timeline, suite), _failures(timeline, suite)
     t_end = max((sample["t"] for sample in timeline), default=0.0) or 1.0
     rate_top = max((v for _, v in rates), default=0.0) * 1.1 or 1.0
     failure_top = max(max((v for _, v in failures), default=0.0), 1.0)
-    bottom, right = _HEIGHT - _MARGIN, _WIDTH - _MARGIN
-    axes = (f'<line x1="{_MARGIN}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#555"/>'
-            f'<line x1="{_MARGIN}" y1="{_MARGIN}" x2="{_MARGIN}" y2="{bottom}" stroke="#555"/>'
-            f'<text x="{_MARGIN}" y="{_MARGIN - 8}" fill="{RATE_COLOUR}" font-size="12">examples/s (max {rate_top / 1.1:,.0f})</text>'
-            f'<text x="{right}" y="{_MARGIN - 8}" fill="{FAILURE_COLOUR}" font-size="12" text-anchor="end">'
-            f'distinct failures ({int(failures[-1][1]) if failures else 0})</text>'
-            f'<text x="{right}" y="{bottom + 16}" font-size="11" text-anchor="end">{t_end:,.0f} s</text>'
-            f'<text x="{_MARGIN}" y="{bottom + 16}" font-size="11">0 s</text>')
+    axes = _axes(f"examples/s (max {rate_top / 1.1:,.0f})", RATE_COLOUR,
+                 f"distinct failures ({int(failures[-1][1]) if failures else 0})", FAILURE_COLOUR, t_end)
     lines = (_polyline(rates, t_end, rate_top, RATE_COLOUR, step=False)
              + _polyline(failures, t_end, failure_top, FAILURE_COLOUR, step=True))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{_HEIGHT}" role="img" '
@@ -83,15 +89,8 @@ def _coverage_plot(timeline: Sequence[dict], findings: Sequence[dict]) -> str:
     times = sorted(f["found_at_s"] for f in findings if f.get("found_at_s") is not None)
     found = [(0.0, 0.0)] + [(t, float(n)) for n, t in enumerate(times, 1)] + ([(t_end, float(len(times)))] if times else [])
     found_top = max(float(len(times)), 1.0)
-    bottom, right = _HEIGHT - _MARGIN, _WIDTH - _MARGIN
-    axes = (f'<line x1="{_MARGIN}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#555"/>'
-            f'<line x1="{_MARGIN}" y1="{_MARGIN}" x2="{_MARGIN}" y2="{bottom}" stroke="#555"/>'
-            f'<text x="{_MARGIN}" y="{_MARGIN - 8}" fill="{COVERAGE_COLOUR}" font-size="12">driver edges reached, '
-            f'per worker (max {edge_top / 1.1:,.0f})</text>'
-            f'<text x="{right}" y="{_MARGIN - 8}" fill="{FAILURE_COLOUR}" font-size="12" text-anchor="end">'
-            f'root causes found ({len(times)})</text>'
-            f'<text x="{right}" y="{bottom + 16}" font-size="11" text-anchor="end">{t_end:,.0f} s</text>'
-            f'<text x="{_MARGIN}" y="{bottom + 16}" font-size="11">0 s</text>')
+    axes = _axes(f"driver edges reached, per worker (max {edge_top / 1.1:,.0f})", COVERAGE_COLOUR,
+                 f"root causes found ({len(times)})", FAILURE_COLOUR, t_end)
     drawn = "".join(_polyline(points, t_end, edge_top, COVERAGE_COLOUR, step=False) for points in lines.values())
     drawn += _polyline(found, t_end, found_top, FAILURE_COLOUR, step=True)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{_HEIGHT}" role="img" '

@@ -1,9 +1,18 @@
-"""Strategies for custom calls: leaf shapes, tuple nestings (depth <= 3), operand values, opaque bytes."""
+"""Strategies for custom calls: leaf shapes, tuple nestings (depth <= 3), operand values, opaque bytes.
+
+Two reaches, each a swarm switch (`harness.strategies.swarm`): leaves of every dtype XLA's
+host and device conventions carry (`CONVENTION_DTYPES`: a pointer per leaf, whatever its
+element type), and
+operand shapes at every limit the target's `OperandShapes` declares at once (the most operands,
+every branch nested to the deepest, every side the longest), where fixed-size tables break.
+"""
 
 from __future__ import annotations
 
 import functools
 import itertools
+import math
+from typing import Literal
 
 import numpy as np
 from hypothesis import strategies as st
@@ -11,7 +20,15 @@ from hypothesis.extra import numpy as hnp
 
 from harness.api.custom_calls import CallCase, CaseSpace, Choice, Integers, Opaque, OperandShapes, Parameter, Text
 from harness.api.errors import calls_into_driver
-from harness.api.shapes import DTYPES, Leaf, Shape, TupleShape, leaves
+from harness.api.shapes import CONVENTION_DTYPES, DTYPES, Leaf, Shape, TupleShape, leaves
+
+from .swarm import switch
+
+#: Elements a tuple holds at the declared limits: never one, so that every level widens the tree.
+_LIMIT_WIDTH = (2, 3)
+#: Examples per switch: on in about one example of this many (cheap in ci, often met nightly).
+DTYPES_ONE_IN = 16
+LIMITS_ONE_IN = 48
 
 
 def leaf_shapes(dtypes=DTYPES, max_dims: int = 2, max_side: int = 5) -> st.SearchStrategy[Leaf]:
@@ -31,10 +48,15 @@ def shapes(max_depth: int = 3, leaf=None) -> st.SearchStrategy[Shape]:
 _DECODED_UP_TO = 1024
 
 
+_FLOAT_WIDTHS: dict[str, Literal[16, 32, 64]] = {"float16": 16, "float32": 32, "float64": 64}
+
+
 @functools.lru_cache(maxsize=16)
 def _elements(dtype: str) -> st.SearchStrategy:
-    if dtype.startswith("float"):
-        return st.floats(width=32 if dtype == "float32" else 64, allow_nan=False, allow_infinity=False)
+    if dtype in _FLOAT_WIDTHS:
+        return st.floats(width=_FLOAT_WIDTHS[dtype], allow_nan=False, allow_infinity=False)
+    if dtype == "bool":
+        return st.booleans()
     if dtype == "int32":
         return st.integers(-(2**30), 2**30)  # sums stay in range: signed overflow is undefined in C
     return st.integers(0, 255)
@@ -72,9 +94,11 @@ def _decode_leaf(dtype_name: str, dims: tuple[int, ...], encoded: bytes) -> np.n
     """Elements by class: small exact values, raw bit patterns over the whole finite range
     (subnormals included), and the special values (signed zeros, extremes) bugs hide behind.
     All-zero bytes decode to zeros, where shrinking goes.  int32 stays within 2**30 (sums stay
-    in range: signed overflow is undefined in C); uint8 is the bytes themselves, other integer
-    types take byte values."""
+    in range: signed overflow is undefined in C); one-byte types are the bytes themselves (a bool
+    their lowest bit), other integer types small values or any bit pattern."""
     dtype = np.dtype(dtype_name)
+    if dtype == np.bool_:  # a PRED byte is 0 or 1; any other byte is no bool
+        return (np.frombuffer(encoded, np.uint8) & 1).astype(dtype).reshape(dims)
     if dtype.itemsize == 1:
         return np.frombuffer(encoded, dtype).reshape(dims).copy()
     record = np.frombuffer(encoded, np.dtype([("kind", "u1"), ("bits", f"<u{dtype.itemsize}")]))
@@ -84,17 +108,32 @@ def _decode_leaf(dtype_name: str, dims: tuple[int, ...], encoded: bytes) -> np.n
     if dtype == np.int32:
         whole = bits.view(np.int32) >> 1  # [-2**30, 2**30)
         return np.where(kind == 1, whole, small).astype(dtype).reshape(dims)
-    if dtype.kind != "f":  # other integer leaves: 0..255, as a byte
-        return (bits % 256).astype(dtype).reshape(dims)
-    exponent = {4: 0x7F800000, 8: 0x7FF0000000000000}[dtype.itemsize]
+    if dtype.kind in "iu":  # other integer leaves: small values, or any bit pattern of their width
+        small = small if dtype.kind == "i" else k
+        return np.where(kind == 1, bits.view(dtype), small.astype(dtype)).astype(dtype).reshape(dims)
+    exponent = {2: 0x7C00, 4: 0x7F800000, 8: 0x7FF0000000000000}[dtype.itemsize]
     finite = np.where((bits & exponent) == exponent, bits & ~np.array(exponent, bits.dtype), bits).view(dtype)
     specials = _special_floats(dtype)
     values = np.select([kind == 0, kind == 1], [small / 8, finite], specials[bits % len(specials)])
     return values.astype(dtype).reshape(dims)
 
 
+#: Operands whose values would take more bytes of hypothesis' choices than this are drawn as a
+#: seed for `fixed_values` (shapes at the declared limits: hypothesis' buffer is 8 KiB an example).
+_SEARCHED_UP_TO = 4096
+
+
+def _encoded_size(shape: Shape) -> int:
+    return sum(math.prod(leaf.dims) * (np.dtype(leaf.dtype).itemsize + 1) for _, leaf in leaves(shape))
+
+
 @functools.lru_cache(maxsize=1024)
 def operand_values(operands: tuple[Shape, ...]) -> st.SearchStrategy[tuple]:
+    """Values of ``operands``: searched (`values_for`), or for operands too large to search (at
+    their declared limits) drawn once from a seeded generator (`fixed_values`), the seed drawn."""
+    if sum(_encoded_size(shape) for shape in operands) > _SEARCHED_UP_TO:
+        return st.integers(0, 2**16).map(lambda seed: tuple(fixed_values(shape, seed + number)
+                                                            for number, shape in enumerate(operands)))
     return st.tuples(*(values_for(shape) for shape in operands))
 
 
@@ -128,10 +167,42 @@ def _parameter(parameter: Parameter) -> st.SearchStrategy:
     return st.lists(shape, min_size=low, max_size=high).map(tuple)
 
 
+@functools.lru_cache(maxsize=64)
+def limit_shapes(max_depth: int, max_side: int, dtypes: tuple[str, ...] = DTYPES) -> st.SearchStrategy[Shape]:
+    """A shape at the declared limits: a tuple nested ``max_depth`` deep on every branch, each tuple
+    of two or three elements, and leaves of rank 1 or 2 whose every side is ``max_side`` (a leaf
+    alone when ``max_depth`` is 0)."""
+    leaf = st.builds(Leaf, st.sampled_from(dtypes), st.integers(1, 2).map(lambda rank: (max_side,) * rank))
+    if max_depth == 0:
+        return leaf
+    element = limit_shapes(max_depth - 1, max_side, dtypes)
+    return st.lists(element, min_size=_LIMIT_WIDTH[0], max_size=_LIMIT_WIDTH[1]).map(lambda e: TupleShape(tuple(e)))
+
+
 @st.composite
-def call_cases(draw, space: CaseSpace) -> CallCase:
-    """A case of ``space``: one labelled draw per parameter, then the target's own ``build``."""
-    values = {name: draw(_parameter(parameter), label=name) for name, parameter in space.parameters.items()}
+def reaching_operand_shapes(draw, parameter: OperandShapes) -> tuple[Shape, ...]:
+    """The operand shapes of ``parameter`` as `_parameter` draws them, with two swarm switches:
+    leaves of every dtype the conventions carry (`CONVENTION_DTYPES`), and every operand at the
+    declared limits (`limit_shapes`, as many operands as ``count`` allows)."""
+    dtypes = CONVENTION_DTYPES if switch(draw, "custom-call leaves of every convention dtype", DTYPES_ONE_IN) else DTYPES
+    low, high = parameter.count
+    if switch(draw, "custom-call operands at their declared limits", LIMITS_ONE_IN):
+        return tuple(draw(st.lists(limit_shapes(parameter.max_depth, parameter.max_side, dtypes),
+                                   min_size=high, max_size=high)))
+    if dtypes == DTYPES:
+        return draw(_parameter(parameter))
+    shape = shapes(max_depth=parameter.max_depth, leaf=leaf_shapes(dtypes, max_side=parameter.max_side))
+    return tuple(draw(st.lists(shape, min_size=low, max_size=high)))
+
+
+@st.composite
+def call_cases(draw, space: CaseSpace, reaching: bool = False) -> CallCase:
+    """A case of ``space``: one labelled draw per parameter, then the target's own ``build``.
+    ``reaching``: operand shapes as `reaching_operand_shapes` draws them (targets called by the
+    conventions' own runner; XLA's typed FFI under jax takes fewer dtypes)."""
+    values = {name: draw(reaching_operand_shapes(parameter) if reaching and isinstance(parameter, OperandShapes)
+                         else _parameter(parameter), label=name)
+              for name, parameter in space.parameters.items()}
     return calls_into_driver(space.build)(**values)  # the plugin's case builder: its code
 
 

@@ -13,7 +13,7 @@ import functools
 
 from harness import DriverSpec, hookimpl
 
-from . import dtypes, kernels, native, requests, state  # noqa: F401  (each module registers its bugs on import)
+from . import dtypes, kernels, native, reach, requests, state  # noqa: F401  (each module registers its bugs on import)
 from ._device import DeepDevice
 from ._registry import DEEP_BUGS, DeepBug, composable
 

@@ -1,7 +1,8 @@
 /* The reference driver's custom-call targets, in C, called with XLA's conventions.
  *
- * Seeded bugs (plugins/mutants) are this same file built with one CC_MUTANT_* flag, and correct
- * variants (plugins/variants) with one CC_VARIANT_* flag.
+ * Seeded bugs (plugins/mutants) are this same file built with one CC_MUTANT_* flag, correct
+ * variants (plugins/variants) with one CC_VARIANT_* flag, and deep seeded bugs (plugins/deep_bugs)
+ * with one CC_DEEP_* flag.
  * Shapes travel in `opaque` as little-endian int64 words, as XLA users pass them.
  */
 #include <stdint.h>
@@ -105,6 +106,11 @@ static size_t skip(walk_t *w) {
 }
 
 static void add_leaf(walk_t *w, const void *pointer, int64_t size) {
+#ifdef CC_DEEP_LEAF_TABLE_24
+    /* The host walker's table is sized for the most leaves its author expected three operands
+       to hold; a leaf past it is dropped without a word, and the output's tail is never written. */
+    if (!w->buffers && w->leaves >= 24) return;
+#endif
     if (w->leaves >= MAX_LEAVES) { w->broken = 1; return; }
     w->pointers[w->leaves] = pointer;
     w->sizes[w->leaves++] = size;

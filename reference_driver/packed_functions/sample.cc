@@ -2,7 +2,8 @@
 // functions through tvm-ffi provides (README, "Packed functions"), registered in tvm-ffi's
 // global registry under DRIVER_HARNESS_PREFIX ("driver_harness.<driver>.").
 //
-// Seeded bugs (plugins/mutants) are this file built with one FFI_MUTANT_* flag.
+// Seeded bugs (plugins/mutants) are this file built with one FFI_MUTANT_* flag; deep seeded bugs
+// (plugins/deep_bugs) with one FFI_DEEP_* flag.
 #include <tvm/ffi/any.h>
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/shape.h>
@@ -100,6 +101,11 @@ ffi::Array<ffi::Any> TensorInfo(ffi::Tensor tensor) {
   uintptr_t first = reinterpret_cast<uintptr_t>(tensor.data_ptr()) + tensor.byte_offset();
 #endif
   DLDataType dtype = tensor.dtype();
+#ifdef FFI_DEEP_UINT64_AS_INT64
+  // a binding whose own element-type enum has no 64-bit unsigned entry (its host language has
+  // none): a uint64 tensor is described as int64
+  if (dtype.code == kDLUInt && dtype.bits == 64) dtype.code = kDLInt;
+#endif
   DLDevice device = tensor.device();
 #ifdef FFI_MUTANT_DEVICE_ASSUMED_CPU
   device = DLDevice{kDLCPU, 0};  // a binding that only ever met host tensors

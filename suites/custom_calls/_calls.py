@@ -30,7 +30,7 @@ def echo_case(opaque: bytes) -> CallCase:
 
 
 def call_and_check(data: st.DataObject, custom_calls, target, requirement: str, case=None):
-    case = case if case is not None else data.draw(call_cases(target.cases), label="case")
+    case = case if case is not None else data.draw(call_cases(target.cases, reaching=True), label="case")
     values = data.draw(operand_values(case.operands), label="operand values")
     event(f"{target.name} on {target.platform}")
     note(describe_case(target, case))

@@ -4,52 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, note
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
+from hypothesis import given
 
 from harness.judging.verdict import require
-from harness.strategies.dlpack import CPU, HOST_READABLE_DEVICES, DLPackExport
-from harness.strategies.values import integers, sampled, shapes
+from harness.strategies.dlpack import DLPACK_DTYPES, dlpack_exports
 
 # the driver's code runs in this process: each test makes its call in a forked child (a crash is reported)
 pytestmark = pytest.mark.in_forked_child
 
-DTYPES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "int64": (0, 64), "uint8": (1, 8)}
-# One array strategy per dtype, made once: hypothesis validates every new strategy object before
-# its first draw, which cost more than the draw when built inside each example.
-# Rank 0 too: a scalar tensor has no shape or strides to walk, which bindings built around an axis miss.
-_ARRAYS = {dtype: hnp.arrays(dtype, shapes(min_rank=0, max_rank=3, max_side=6)) for dtype in DTYPES}
-_OFFSET_APART = st.booleans()
-
-
-@st.composite
-def arrays(draw):
-    dtype = draw(sampled(tuple(sorted(DTYPES))), label="dtype")
-    base = draw(_ARRAYS[dtype], label="array")
-    # strided views too, and reversed ones: DLPack strides are signed, a reversed axis's negative
-    steps = tuple(draw(sampled((1, 2, -1, -2)), label="step") for _ in range(base.ndim))
-    return base[tuple(slice(None, None, s) for s in steps)] if base.ndim else base  # base[()] is no array
-
-
-@st.composite
-def exports(draw):
-    """An array, what hands it over by DLPack, and the device it says the tensor is on: numpy
-    itself (byte_offset always 0, always the CPU), or a producer whose data pointer lies before
-    the first element, byte_offset making up the rest, as a view in TVM's runtime is handed over,
-    on a device whose memory the host reads (CPU, CUDA host or managed memory)."""
-    array = draw(arrays())
-    if not draw(_OFFSET_APART, label="byte_offset apart"):
-        return array, array, CPU
-    lead = draw(integers(0, 4), label="elements from data to the allocation's first")
-    device = draw(sampled(HOST_READABLE_DEVICES), label="device (DLPack type, id)")
-    export = DLPackExport(array, lead, device)
-    note(f"byte_offset {export.byte_offset}")
-    return export, export.array, device
-
 
 @pytest.mark.requirement("FFI-4")
-@given(sent=exports())
+@given(sent=dlpack_exports())
 def test_tensors_cross_without_copying(probes, sent) -> None:
     import tvm_ffi
 
@@ -61,13 +26,13 @@ def test_tensors_cross_without_copying(probes, sent) -> None:
     require(tuple(shape) == array.shape, "FFI-4", f"shape {tuple(shape)} != {array.shape}")
     elements = tuple(s // item for s in array.strides)
     require(tuple(strides) == elements, "FFI-4", f"strides {tuple(strides)} != {elements} (in elements)")
-    require((code, bits, lanes) == (*DTYPES[array.dtype.name], 1), "FFI-4", f"dtype {(code, bits, lanes)} for {array.dtype}")
+    require((code, bits, lanes) == (*DLPACK_DTYPES[array.dtype.name], 1), "FFI-4", f"dtype {(code, bits, lanes)} for {array.dtype}")
     require((device_type, device_id) == device, "FFI-4", f"a tensor sent on device {device} (DLPack type, id) "
             f"arrived on {(device_type, device_id)}")
 
 
 @pytest.mark.requirement("FFI-4")
-@given(sent=exports())
+@given(sent=dlpack_exports())
 def test_a_returned_tensor_is_the_same_memory(probes, sent) -> None:
     import tvm_ffi
 

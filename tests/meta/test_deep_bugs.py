@@ -267,6 +267,22 @@ def _dynamic_buffer(hit: bool) -> Callable[[Device], None]:
     return sequence
 
 
+def _results_cached(trigger: bool) -> Callable[[Device], None]:
+    """One model run five times on one reused memory (three: the cache never serves)."""
+    from harness.strategies.domains import declared_flavor
+    from harness.strategies.sequences import ExecutionSequence, Step
+    from harness.suites.memory_pools.test_sequences import test_executions_in_sequence_depend_only_on_their_requests
+
+    runs = tuple(Step(0, seed) for seed in range(5 if trigger else 3))
+    sequence = ExecutionSequence(((2, 2),), runs, reuse_memories=True)
+    body = test_executions_in_sequence_depend_only_on_their_requests.hypothesis.inner_test
+
+    def check(driver: Device) -> None:
+        reference = ReferenceDevice()
+        body(driver, reference, declared_flavor(reference.capabilities()), sequence)
+    return check
+
+
 SCENARIOS: dict[str, Callable[[bool], Callable[[Device], None]]] = {
     "conv-nchw-wide-tail": _conv_nchw,
     "depthwise-multiplier-uneven-strides": _depthwise,
@@ -285,6 +301,7 @@ SCENARIOS: dict[str, Callable[[bool], Callable[[Device], None]]] = {
     "weights-requantized-in-place": _weights_in_place,
     "recycled-buffer-keeps-contents": _recycled_buffer,
     "dynamic-buffer-same-size-keeps-shape": _dynamic_buffer,
+    "results-cached-by-input-location": _results_cached,
 }
 PYTHON_BUGS = sorted(bug.name for bug in composable())
 
