@@ -666,9 +666,38 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 def pytest_runtest_call(item: pytest.Item):
     """A test that a circuit breaker's refusal ended (`RefusedByBreaker`) fails with that refusal."""
     try:
-        return (yield from _counting_allocations(item))
+        with _examples_of_its_own(item):
+            return (yield from _counting_allocations(item))
     except RefusedByBreaker as stopped:
         raise stopped.refusal from None  # its traceback, from the test down, kept
+
+
+@contextlib.contextmanager
+def _examples_of_its_own(item: pytest.Item):
+    """A parametrized hypothesis test keeps its examples under a key of its own while it runs.
+
+    Hypothesis keys a test's examples by its function, which every parameter of a parametrized
+    test shares; and a stored example that passes when replayed is deleted.  So the failure one
+    parameter found (a custom-call target's) was deleted by the next parameter's replay, where it
+    passed, and neither ``harness replay`` nor the failure's reproducer found it."""
+    function = getattr(item, "obj", None)
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or not getattr(function, "is_hypothesis_test", False):
+        yield
+        return
+    from hypothesis.internal.reflection import function_digest
+
+    had = "_hypothesis_internal_database_key" in vars(function)
+    previous = getattr(function, "_hypothesis_internal_database_key", None)
+    function._hypothesis_internal_database_key = (
+        function_digest(function.hypothesis.inner_test) + b"[" + callspec.id.encode("utf-8", "replace") + b"]")
+    try:
+        yield
+    finally:
+        if had:
+            function._hypothesis_internal_database_key = previous
+        else:
+            del function._hypothesis_internal_database_key
 
 
 def _counting_allocations(item: pytest.Item):

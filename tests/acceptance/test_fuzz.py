@@ -430,10 +430,11 @@ def test_fuzz_report_renders_in_headless_chromium(fuzzed: tuple[Path, subprocess
                                                   chromium) -> None:
     page = (fuzzed[0] / "fz" / "fuzz-report.html").as_uri()
     screenshot = tmp_path / "fuzz-report.png"
-    shot = chromium.screenshot(page, screenshot, 900, 1200)
+    # tall enough for the findings and coverage section and the first suite's plot below it
+    shot = chromium.screenshot(page, screenshot, 900, 2400)
     assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
     header = screenshot.read_bytes()[:24]
-    assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (900, 1200)
+    assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (900, 2400)
     from PIL import Image
 
     with Image.open(screenshot) as image:
