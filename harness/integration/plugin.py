@@ -16,7 +16,7 @@ import shlex
 import time
 from dataclasses import dataclass, field
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -680,7 +680,7 @@ def _examples_of_its_own(item: pytest.Item):
     test shares; and a stored example that passes when replayed is deleted.  So the failure one
     parameter found (a custom-call target's) was deleted by the next parameter's replay, where it
     passed, and neither ``harness replay`` nor the failure's reproducer found it."""
-    function = getattr(item, "obj", None)
+    function: Any = getattr(item, "obj", None)
     callspec = getattr(item, "callspec", None)
     if callspec is None or not getattr(function, "is_hypothesis_test", False):
         yield
