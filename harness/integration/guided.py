@@ -211,6 +211,11 @@ class Guided:
         self.random = random.Random(seed)
         self.worker, self.workers = worker, workers
         self._write = write
+        from hypothesis import settings
+
+        default = settings.default  # the run's profile, loaded before this plugin is made
+        assert default is not None
+        self._default = default
         self._canonical_id = canonical_id
         self.edges: set[int] = set()
         self.inputs = 0
@@ -305,7 +310,9 @@ class Guided:
     def _set_examples(self, item: pytest.Item, examples: int) -> None:
         from hypothesis import settings
 
-        settings.register_profile("harness-guided-turn", settings.default, max_examples=examples)
+        # the run's own profile as parent, every turn: the default of the turn before would make
+        # each turn's settings a level deeper, and a night's turns a chain too deep to read
+        settings.register_profile("harness-guided-turn", self._default, max_examples=examples)
         settings.load_profile("harness-guided-turn")
         function: Any = getattr(item, "obj", None)
         if getattr(function, "is_hypothesis_test", False):
