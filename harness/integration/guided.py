@@ -1,14 +1,15 @@
 """Coverage-guided fuzzing inside one pytest session (``--harness-guided-for SECONDS``).
 
 ``harness fuzz`` runs this loop in each of its worker processes.  Each generative test is a
-*target*: its hypothesis test is driven by byte strings the loop chooses (hypothesis'
-``fuzz_one_input``), and each input that made the driver reach code it had not reached before
-(`harness.service.coverage`: the edges its service's replies carried) is kept in the target's
-corpus and mutated later (`harness.integration.mutation`).  Time goes to the targets still
-finding something: each gets a slice in turn at first, then the slices go to the targets with
-the best recent yield (new coverage or failures per second), with every third slice to the
-target that has had the least time, so none is starved.  Blind (``--harness-blind``, or a
-driver that sends no coverage): fresh random inputs only, and the same time for every target.
+*target*: its hypothesis test is run one input at a time, an input being a prefix of choices
+that hypothesis' generator completes (`harness.integration.mutation`), and each input that made
+the driver reach code it had not reached before (`harness.service.coverage`: the edges its
+service's replies carried) is kept in the target's corpus and mutated later, draw by draw.  Time
+goes to the targets still finding something: each gets a slice in turn at first, then the slices
+go to the targets with the best recent yield (new coverage or failures per second), with every
+third slice to the target that has had the least time, so none is starved.  Blind
+(``--harness-blind``, or a driver that sends no coverage): fresh inputs only, and the same time
+for every target.
 
 What stays hypothesis': a failing input is saved in the example database under its test's key
 the moment it fails, then the test runs as usual on it (reuse and shrink phases only), so the
@@ -21,9 +22,9 @@ The corpus lives in the example database beside the failures (`corpus_key`): a d
 Redis shared by every machine fuzzing the same driver; each target reads what others added
 every `SHARE_EVERY_S` seconds and runs it once, to learn the coverage it reaches.
 
-Tests that cannot be driven by bytes (state machines run inside a test, tests run in a forked
-child) are run as they are, with more examples each time their turn comes, as ``--harness-
-rounds-for`` would.  Fixed tests run once, first.
+Tests that cannot be driven one input at a time (state machines run inside a test, tests run
+in a forked child) are run as they are, with more examples each time their turn comes, as
+``--harness-rounds-for`` would.  Fixed tests run once, first.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ SHARE_EVERY_S = 30.0  # how often a target reads the corpus other processes adde
 # A turn's yield is a noisy estimate (a second of inputs): every third turn goes to the target
 # with the least time so far, so a target that found nothing yet is not starved on one bad turn.
 EXPLORE_EVERY = 3
-# Fresh random inputs among a guided target's: a byte changed in a kept input keeps less of its
-# meaning than in a file format (hypothesis draws in order, and a changed draw can change what the
-# later bytes mean), so generation keeps a good share of the time.
+# Fresh inputs among a guided target's: a changed draw can change what every later draw means
+# (hypothesis draws in order), so some mutations land far from their parent, and hypothesis' own
+# generator keeps a share of the time for the structure no kept input is near yet.
 FRESH_SHARE = 0.25
 RECENT_TURNS = 4  # a target's yield is taken over its last this many turns
 COVERAGE_RECORD_EVERY_S = 5.0
@@ -64,10 +65,13 @@ def corpus_key(test_key: bytes) -> bytes:
 
 @dataclasses.dataclass
 class _Entry:
-    data: bytes
+    nodes: tuple[Any, ...]  # what its run drew: hypothesis' choice nodes (value, type, constraints)
     reached: int = 1  # edges it reached first
     chosen: int = 0
     productive: int = 0  # inputs mutated from it that reached something new
+
+    def nodes_values(self) -> list[Any]:
+        return [node.value for node in self.nodes]
 
 
 @dataclasses.dataclass
@@ -81,7 +85,7 @@ class _Target:
     found: int = 0  # inputs that reached new coverage or a new failure
     examples: int = 0  # for a target run as it is: examples of its next turn
     corpus: list[_Entry] = dataclasses.field(default_factory=list)
-    known_corpus: set[bytes] = dataclasses.field(default_factory=set)
+    known_corpus: set[bytes] = dataclasses.field(default_factory=set)  # kept inputs, as the database holds them
     failures: set[tuple[str, str, str]] = dataclasses.field(default_factory=set)
     recent: list[tuple[int, float]] = dataclasses.field(default_factory=list)  # (found, seconds) per turn
     shared_at: float = -SHARE_EVERY_S
@@ -102,11 +106,17 @@ def _fuzzable(item: pytest.Item) -> bool:
 
 
 class _FuzzRunner:
-    """One test's hypothesis function, bound to its fixtures, run on a byte string at a time."""
+    """One test's hypothesis function, bound to its fixtures, run on one input (a prefix of
+    choices: `harness.integration.mutation`) at a time.
+
+    It runs the test as hypothesis' ``fuzz_one_input`` does (hypothesis' own per-test state, one
+    test case at a time, no engine around it) but from choices rather than bytes: hypothesis'
+    generator draws what a prefix leaves open, so an input is the distribution the engine draws
+    from, and a kept one is changed draw by draw."""
 
     def __init__(self, item: pytest.Function) -> None:
         from hypothesis import given, settings
-        from hypothesis.database import InMemoryExampleDatabase
+        from hypothesis.core import StateForActualGivenExecution, process_arguments_to_given
         from hypothesis.internal.reflection import function_digest
 
         wrapped = item.obj
@@ -127,9 +137,28 @@ class _FuzzRunner:
             [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in given_kwargs])
         bound.__name__ = getattr(wrapped, "__name__", "test")
         bound.__qualname__ = getattr(wrapped, "__qualname__", bound.__name__)
-        self.captured = InMemoryExampleDatabase()
-        fuzzed: Any = settings(self.settings, database=self.captured, deadline=None)(given(**given_kwargs)(bound))
-        self.fuzz_one_input: Callable[[bytes], bytes | None] = fuzzed.hypothesis.fuzz_one_input
+        fuzzed: Any = settings(self.settings, database=None, deadline=None)(given(**given_kwargs)(bound))
+        _, _, stuff = process_arguments_to_given(fuzzed, (), {}, given_kwargs, dict(inspect.signature(fuzzed).parameters))
+        self._state = StateForActualGivenExecution(
+            stuff, fuzzed.hypothesis.inner_test, fuzzed._hypothesis_internal_use_settings, random.Random(0), fuzzed)
+        self.last: Any = None  # the last run's ConjectureData: what a failing input drew
+
+    def run(self, prefix: list[Any], rng: random.Random) -> Any:
+        """Run the test once on ``prefix``, hypothesis' generator (seeded from ``rng``) drawing what
+        it leaves open.  Returns the run's ConjectureData (its ``nodes``: what was drawn) when the
+        test passed, None when the input made no test case (an assumption or a filter refused it,
+        or it drew too much); raises what the test raised."""
+        from hypothesis.errors import StopTest, UnsatisfiedAssumption
+        from hypothesis.internal.conjecture.data import ConjectureData, Status
+        from hypothesis.internal.conjecture.engine import BUFFER_SIZE
+
+        data = ConjectureData(random=random.Random(rng.getrandbits(64)), prefix=prefix, max_choices=BUFFER_SIZE)
+        self.last = data
+        try:
+            self._state.execute_once(data)
+        except (StopTest, UnsatisfiedAssumption):
+            return None
+        return data if data.status == Status.VALID else None
 
     def replay_stored(self) -> None:
         """Run the test on the failing examples stored under its key, if any (reuse and shrink
@@ -149,10 +178,10 @@ class _FuzzRunner:
         return {name: self.item.funcargs[name] for name in self.item._fixtureinfo.argnames if name in self.item.funcargs}
 
     def failing_choices(self) -> list[bytes]:
-        """What the last failing input drew, as the example database keeps a test's choices."""
-        found = [value for key, values in self.captured.data.items() if key.endswith(b".secondary") for value in values]
-        self.captured.data.clear()
-        return found
+        """What the last (failing) run drew, as the example database keeps a test's choices."""
+        from hypothesis.database import choices_to_bytes
+
+        return [choices_to_bytes(self.last.choices)] if self.last is not None else []
 
     def shrink(self, choices: list[bytes], signature: tuple[str, str, str]) -> None:
         """Run the test as usual on a failing input: reuse it from the database, shrink it, and raise
@@ -337,7 +366,7 @@ class Guided:
         return True
 
     def _fuzz(self, target: _Target) -> None:
-        from harness.integration.mutation import fresh_input, mutated_input
+        from harness.integration.mutation import mutated_choices
         from harness.service.coverage import RECEIVED
 
         if target.runner is None:
@@ -355,17 +384,18 @@ class Guided:
         pending = self._shared_inputs(target)
         RECEIVED.take()  # what came before this turn is not this input's
         while time.monotonic() < turn_ends:
+            shared = bool(pending)
             if pending:
-                data, parent = pending.pop(), None
+                prefix, parent = pending.pop(), None
             elif self.blind or not target.corpus or self.random.random() < FRESH_SHARE:
-                data, parent = fresh_input(self.random), None
+                prefix, parent = [], None
             else:
                 parent = self._pick(target)
-                data = mutated_input(self.random, parent.data, self.random.choice(target.corpus).data)
+                prefix = mutated_choices(self.random, parent.nodes, self.random.choice(target.corpus).nodes_values())
             target.inputs += 1
             self.inputs += 1
             try:
-                drawn = runner.fuzz_one_input(data)
+                data = runner.run(prefix, self.random)
             except Exception as error:
                 signature = failure_signature(error)
                 if signature in target.failures:
@@ -376,16 +406,19 @@ class Guided:
                 if choices:
                     runner.shrink(choices, signature)  # raises the shrunk failure: the turn ends with it
                 continue
-            if drawn is None:
+            if data is None:
                 continue
             target.valid += 1
             new = [edge for edge in RECEIVED.take() if edge not in self.edges]
-            if new and not self.blind:
+            if self.blind:
+                continue
+            if new:
                 self.edges.update(new)
                 target.found += 1
                 if parent is not None:
                     parent.productive += 1
-                self._keep(target, drawn, len(new))
+            if new or shared:  # another process kept it: what it reached is worth mutating here too
+                self._keep(target, data.nodes, len(new), save=not shared)
 
     def _pick(self, target: _Target) -> _Entry:
         """A corpus entry to mutate, by its weight: the edges it reached first and the new ones its
@@ -401,21 +434,26 @@ class Guided:
         entry.chosen += 1
         return entry
 
-    def _keep(self, target: _Target, data: bytes, reached: int) -> None:
-        if data in target.known_corpus:
+    def _keep(self, target: _Target, nodes: tuple[Any, ...], reached: int, save: bool = True) -> None:
+        from hypothesis.database import choices_to_bytes
+
+        encoded = choices_to_bytes([node.value for node in nodes])
+        if save and encoded in target.known_corpus:
             return
-        target.known_corpus.add(data)
-        target.corpus.append(_Entry(data, reached))
+        target.known_corpus.add(encoded)
+        target.corpus.append(_Entry(nodes, reached))
         runner: _FuzzRunner = target.runner
-        if runner.database is not None:
-            runner.database.save(corpus_key(runner.key), data)
+        if save and runner.database is not None:
+            runner.database.save(corpus_key(runner.key), encoded)
         if len(target.corpus) > MAX_CORPUS:
             dropped = min(range(len(target.corpus) // 2), key=lambda i: target.corpus[i].productive)
             target.corpus.pop(dropped)
 
-    def _shared_inputs(self, target: _Target) -> list[bytes]:
-        """Corpus entries other processes kept since this target last looked (all, the first time):
-        run once each, to learn what they reach."""
+    def _shared_inputs(self, target: _Target) -> list[list[Any]]:
+        """Corpus entries other processes kept since this target last looked (all, the first time),
+        as choices: run once each, to learn what they reach, and kept."""
+        from hypothesis.database import choices_from_bytes
+
         runner: _FuzzRunner = target.runner
         now = time.monotonic()
         if self.blind or runner.database is None or now - target.shared_at < SHARE_EVERY_S:
@@ -423,9 +461,10 @@ class Guided:
         target.shared_at = now
         new = [value for value in runner.database.fetch(corpus_key(runner.key)) if value not in target.known_corpus]
         target.known_corpus.update(new)
-        target.corpus.extend(_Entry(value) for value in new)
-        self.shared_loaded += len(new)
-        return new
+        decoded = [choices_from_bytes(value) for value in new]
+        inputs = [list(choices) for choices in decoded if choices is not None]  # another version's: not choices
+        self.shared_loaded += len(inputs)
+        return inputs
 
     # ----------------------------------------------------------------- what the run reached
 

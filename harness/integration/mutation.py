@@ -1,103 +1,92 @@
-"""The byte strings a guided fuzz loop feeds a hypothesis test (`harness.integration.guided`).
+"""The inputs a guided fuzz loop runs a hypothesis test on (`harness.integration.guided`).
 
-Hypothesis reads a fuzz input from the front: each choice a strategy makes (a boolean, an
-integer in a range, whether a list goes on) takes the next few bytes.  So a kept input's first
-bytes are the choices that led where it went, and what follows decides what it does after.  The
-mutations are libFuzzer's and AFL's, with that shape in mind: most keep a prefix and change what
-comes after it (a different next choice, the rest drawn anew), some change a few bytes in place
-(one choice made differently, the rest as before), some splice two inputs (one's start, the
-other's end).  Every input gets a random tail: an input whose changed choices ask for more bytes
-than it had would otherwise stop short (hypothesis calls that an overrun, and runs nothing).
+An input is a *prefix of choices*: the values hypothesis' strategies drew (a boolean, an integer
+in a range, a float, a string), in order.  The test replays the prefix and draws whatever it asks
+for past its end from hypothesis' own generator, which is also what a fresh input is: an empty
+prefix.  So every input is a well-formed test case, however it was changed, and a mutation acts
+on the meaning of a draw, not on the bytes that encode it: a changed draw (another layout, one
+more batch) keeps every draw before it, and the draws after it are replayed where they still fit
+(hypothesis gives a draw that no longer fits its strategy the simplest value it allows) or drawn
+anew.
+
+The mutations are libFuzzer's and AFL's in choice space: most keep the draws up to a point and
+draw the rest anew, or change one to three draws in place (a neighbouring value, a bound, the
+simplest value, one at random) and keep the rest; some splice two inputs (one's start, the other's
+end).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["FRESH_BYTES", "TAIL_BYTES", "fresh_input", "mutated_input"]
+__all__ = ["Choice", "mutated_choices"]
 
-FRESH_BYTES = 4096  # a fresh input: more than most tests draw
-TAIL_BYTES = 1024  # random bytes after a mutated input
-_INTERESTING = (0x00, 0x01, 0x7F, 0x80, 0xFF)
-
-
-def fresh_input(rng: random.Random) -> bytes:
-    """An input of random bytes: what a blind fuzzer runs, every time."""
-    return rng.randbytes(FRESH_BYTES)
+Choice = Any  # one of hypothesis' choice values: bool, int, float, str or bytes
 
 
-def mutated_input(rng: random.Random, data: bytes, other: bytes) -> bytes:
-    """``data`` changed by one to four stacked mutations (``other``: another kept input, for
-    splicing), with a random tail."""
-    buffer = bytearray(data or b"\x00")
-    for _ in range(rng.choice((1, 1, 2, 3, 4))):
-        _MUTATIONS[rng.randrange(len(_MUTATIONS))](rng, buffer, other)
-        if not buffer:
-            buffer.append(0)
-    return bytes(buffer) + rng.randbytes(TAIL_BYTES)
-
-
-def _position(rng: random.Random, buffer: bytearray) -> int:
-    """A position, nearer the end more often: the last choices are the ones least explored."""
-    n = len(buffer)
-    return n - 1 - min(int(rng.expovariate(4.0 / n)), n - 1) if rng.random() < 0.5 else rng.randrange(n)
-
-
-def _new_suffix(rng: random.Random, buffer: bytearray, other: bytes) -> None:
-    """Keep the choices up to a point; everything after it is drawn anew."""
-    del buffer[_position(rng, buffer):]
-
-
-def _flip_bit(rng: random.Random, buffer: bytearray, other: bytes) -> None:
-    buffer[rng.randrange(len(buffer))] ^= 1 << rng.randrange(8)
-
-
-def _random_byte(rng: random.Random, buffer: bytearray, other: bytes) -> None:
-    buffer[_position(rng, buffer)] = rng.randrange(256)
-
-
-def _interesting_byte(rng: random.Random, buffer: bytearray, other: bytes) -> None:
-    buffer[_position(rng, buffer)] = rng.choice(_INTERESTING)
-
-
-def _add_to_byte(rng: random.Random, buffer: bytearray, other: bytes) -> None:
-    i = _position(rng, buffer)
-    buffer[i] = (buffer[i] + rng.choice((-4, -3, -2, -1, 1, 2, 3, 4))) % 256
-
-
-def _delete_run(rng: random.Random, buffer: bytearray, other: bytes) -> None:
-    i = rng.randrange(len(buffer))
-    del buffer[i:i + rng.randint(1, 16)]
-
-
-def _insert_run(rng: random.Random, buffer: bytearray, other: bytes) -> None:
-    i = rng.randrange(len(buffer) + 1)
-    buffer[i:i] = rng.randbytes(rng.randint(1, 16))
-
-
-def _copy_run(rng: random.Random, buffer: bytearray, other: bytes) -> None:
-    """A run of bytes repeated elsewhere: a choice sequence made twice (another list element
-    like one before it)."""
-    n = rng.randint(1, 32)
-    source = rng.randrange(len(buffer))
-    chunk = buffer[source:source + n]
-    i = rng.randrange(len(buffer) + 1)
-    buffer[i:i] = chunk
-
-
-def _zero_run(rng: random.Random, buffer: bytearray, other: bytes) -> None:
-    """Zeros are hypothesis' simplest choices: a smaller value, a shorter list."""
-    i = rng.randrange(len(buffer))
-    n = rng.randint(1, 8)
-    buffer[i:i + n] = bytes(len(buffer[i:i + n]))
-
-
-def _splice(rng: random.Random, buffer: bytearray, other: bytes) -> None:
+def mutated_choices(rng: random.Random, nodes: Sequence[Any], other: Sequence[Choice]) -> list[Choice]:
+    """A prefix made from a kept input's draws (``nodes``: hypothesis' choice nodes, each with its
+    type and constraints) and, for splicing, another kept input's choices ``other``."""
+    choices = [node.value for node in nodes]
+    free = [i for i, node in enumerate(nodes) if not node.was_forced]
+    if not free:
+        return []
+    roll = rng.random()
+    if roll < 0.4:  # the draws up to a point kept, the rest drawn anew
+        return choices[:_position(rng, free)]
+    if roll < 0.9:  # a few draws changed in place, the rest replayed
+        for _ in range(rng.choice((1, 1, 1, 2, 3))):
+            i = _position(rng, free)
+            choices[i] = _another_value(rng, nodes[i])
+        if rng.random() < 0.2:  # and the input cut short after the change
+            del choices[rng.randint(i + 1, len(choices)):]
+        return choices
     if not other:
-        return _new_suffix(rng, buffer, other)
-    cut = rng.randrange(len(buffer))
-    buffer[cut:] = other[min(cut, len(other) - 1):] if rng.random() < 0.5 else other[rng.randrange(len(other)):]
+        return choices[:_position(rng, free)]
+    cut = _position(rng, free)
+    start = min(cut, len(other)) if rng.random() < 0.5 else rng.randrange(len(other) + 1)
+    return choices[:cut] + list(other[start:])
 
 
-_MUTATIONS = (_new_suffix, _new_suffix, _new_suffix, _flip_bit, _random_byte, _interesting_byte, _interesting_byte,
-              _add_to_byte, _delete_run, _insert_run, _copy_run, _zero_run, _splice)
+def _position(rng: random.Random, free: Sequence[int]) -> int:
+    """A draw that was not forced, nearer the end more often: the last draws are the least explored
+    (a list's later elements, the values of a tensor whose shape came first)."""
+    n = len(free)
+    if rng.random() < 0.5:
+        return free[n - 1 - min(int(rng.expovariate(4.0 / n)), n - 1)]
+    return free[rng.randrange(n)]
+
+
+def _another_value(rng: random.Random, node: Any) -> Choice:
+    """A value for ``node``'s draw other than the one it had (when there is one), that its
+    constraints allow: a neighbour by hypothesis' ordering of simplicity, the simplest, or one at
+    random from the first thousand."""
+    from hypothesis.errors import ChoiceTooLarge
+    from hypothesis.internal.conjecture.choice import choice_from_index, choice_permitted, choice_to_index
+
+    kind, constraints, value = node.type, node.constraints, node.value
+    if kind == "boolean":
+        flipped = not value
+        return flipped if choice_permitted(flipped, constraints) else value
+    if kind == "integer" and constraints["min_value"] is not None and constraints["max_value"] is not None:
+        low, high = constraints["min_value"], constraints["max_value"]
+        roll = rng.random()
+        if roll < 0.4:
+            return min(max(value + rng.choice((-2, -1, 1, 2)), low), high)
+        if roll < 0.55:
+            return rng.choice((low, high))
+        return rng.randint(low, high)
+    index = choice_to_index(value, constraints)
+    roll = rng.random()
+    if roll < 0.5:
+        new = max(index + rng.choice((-3, -2, -1, 1, 2, 3)), 0)
+    elif roll < 0.65:
+        new = 0
+    else:
+        new = rng.randrange(1000)
+    try:
+        return choice_from_index(new, kind, constraints)
+    except ChoiceTooLarge:
+        return value

@@ -7,35 +7,60 @@ import random
 import pytest
 
 from harness.integration.guided import EXPLORE_EVERY, Guided, _Target, corpus_key, failure_signature
-from harness.integration.mutation import FRESH_BYTES, TAIL_BYTES, fresh_input, mutated_input
+from harness.integration.mutation import mutated_choices
 
 
-def test_a_mutated_input_keeps_most_of_its_parent_and_ends_in_a_random_tail() -> None:
+def _drawn(seed: int) -> tuple:
+    """What one test case of a small strategy drew: a list of (layout flag, shape) pairs."""
+    from hypothesis import strategies as st
+    from hypothesis.control import BuildContext
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    data = ConjectureData(random=random.Random(seed))
+    with BuildContext(data, wrapped_test=_drawn):
+        data.draw(st.lists(st.tuples(st.booleans(), st.lists(st.integers(1, 9), min_size=1, max_size=4)),
+                           min_size=3, max_size=8))
+    return data.nodes
+
+
+def _allowed(choices: list, nodes: tuple) -> bool:
+    """Every changed draw is still one its node's constraints allow."""
+    from hypothesis.internal.conjecture.choice import choice_permitted
+
+    return all(choice_permitted(value, node.constraints) and type(value) is type(node.value)
+               for value, node in zip(choices, nodes))
+
+
+def test_a_mutated_input_keeps_most_of_its_parents_draws_and_changes_some() -> None:
     rng = random.Random(1)
-    parent = bytes(range(200))
-    kept = 0
-    for _ in range(200):
-        child = mutated_input(rng, parent, b"\xee" * 50)
-        assert len(child) > TAIL_BYTES
-        body = child[:-TAIL_BYTES]
-        kept += body[:8] == parent[:8]
-    assert kept > 100, "most mutations keep an input's first choices"
+    parent = _drawn(0)
+    values = [node.value for node in parent]
+    kept, changed = 0, 0
+    for _ in range(300):
+        child = mutated_choices(rng, parent, [])
+        assert len(child) <= len(values)
+        kept += child[:3] == values[:3]
+        changed += child != values
+    assert kept > 150, "most mutations keep an input's first draws"
+    assert changed > 250, "a mutation changes what the input draws"
+
+
+def test_a_changed_draw_is_one_its_strategy_allows() -> None:
+    rng = random.Random(2)
+    parent = _drawn(1)
+    in_place = [child for child in (mutated_choices(rng, parent, []) for _ in range(300))
+                if len(child) == len(parent)]
+    assert in_place and all(_allowed(child, parent) for child in in_place)
 
 
 def test_mutations_are_repeatable_from_a_seed_and_differ_between_seeds() -> None:
-    parent, other = bytes(range(64)), bytes(range(64, 0, -1))
-    assert mutated_input(random.Random(3), parent, other) == mutated_input(random.Random(3), parent, other)
-    assert len({mutated_input(random.Random(s), parent, other) for s in range(20)}) == 20
+    parent, other = _drawn(2), [node.value for node in _drawn(3)]
+    assert mutated_choices(random.Random(3), parent, other) == mutated_choices(random.Random(3), parent, other)
+    assert len({repr(mutated_choices(random.Random(s), parent, other)) for s in range(30)}) > 15
 
 
-def test_an_empty_parent_still_gives_an_input() -> None:
-    assert len(mutated_input(random.Random(0), b"", b"")) > TAIL_BYTES
-
-
-def test_a_fresh_input_is_random_bytes_enough_for_a_test() -> None:
-    rng = random.Random(0)
-    first, second = fresh_input(rng), fresh_input(rng)
-    assert len(first) == len(second) == FRESH_BYTES and first != second
+def test_an_input_that_drew_nothing_gives_a_fresh_one() -> None:
+    assert mutated_choices(random.Random(0), (), []) == []
 
 
 class _Item:
