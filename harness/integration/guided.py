@@ -49,10 +49,10 @@ SHARE_EVERY_S = 30.0  # how often a target reads the corpus other processes adde
 # A turn's yield is a noisy estimate (a second of inputs): every third turn goes to the target
 # with the least time so far, so a target that found nothing yet is not starved on one bad turn.
 EXPLORE_EVERY = 3
-# Fresh inputs among a guided target's: a changed draw can change what every later draw means
-# (hypothesis draws in order), so some mutations land far from their parent, and hypothesis' own
-# generator keeps a share of the time for the structure no kept input is near yet.
-FRESH_SHARE = 0.25
+# Fresh inputs among a guided target's: each target weighs fresh inputs against mutations by how
+# often each reached something new there (a mutation can land far from its parent, and a target
+# whose kept inputs are exhausted does better on hypothesis' own draws), within these bounds.
+FRESH_SHARE = (0.2, 0.8)
 RECENT_TURNS = 4  # a target's yield is taken over its last this many turns
 COVERAGE_RECORD_EVERY_S = 5.0
 MAX_CORPUS = 2000  # inputs kept per target (the oldest unproductive go first beyond it)
@@ -83,6 +83,9 @@ class _Target:
     inputs: int = 0
     valid: int = 0
     found: int = 0  # inputs that reached new coverage or a new failure
+    # (inputs, how many reached new coverage) of fresh inputs and of mutations: a prior of one in four
+    fresh_hits: list[int] = dataclasses.field(default_factory=lambda: [4, 1])
+    mutation_hits: list[int] = dataclasses.field(default_factory=lambda: [4, 1])
     examples: int = 0  # for a target run as it is: examples of its next turn
     corpus: list[_Entry] = dataclasses.field(default_factory=list)
     known_corpus: set[bytes] = dataclasses.field(default_factory=set)  # kept inputs, as the database holds them
@@ -91,6 +94,11 @@ class _Target:
     shared_at: float = -SHARE_EVERY_S
     done: bool = False  # not applicable, or not run: no more turns
     runner: Any = None  # the fuzz target: `_FuzzRunner`
+
+    def fresh_share(self) -> float:
+        fresh = self.fresh_hits[1] / self.fresh_hits[0]
+        mutated = self.mutation_hits[1] / self.mutation_hits[0]
+        return min(max(fresh / (fresh + mutated), FRESH_SHARE[0]), FRESH_SHARE[1])
 
     def yield_rate(self) -> float:
         turns = self.recent[-RECENT_TURNS:]
@@ -144,15 +152,18 @@ class _FuzzRunner:
         self.last: Any = None  # the last run's ConjectureData: what a failing input drew
 
     def run(self, prefix: list[Any], rng: random.Random) -> Any:
-        """Run the test once on ``prefix``, hypothesis' generator (seeded from ``rng``) drawing what
-        it leaves open.  Returns the run's ConjectureData (its ``nodes``: what was drawn) when the
+        """Run the test once on the choices ``prefix`` (`ReplayingProvider`), hypothesis' generator
+        (seeded from ``rng``) drawing what they leave open.  Returns the run's ConjectureData (its ``nodes``: what was drawn) when the
         test passed, None when the input made no test case (an assumption or a filter refused it,
         or it drew too much); raises what the test raised."""
         from hypothesis.errors import StopTest, UnsatisfiedAssumption
         from hypothesis.internal.conjecture.data import ConjectureData, Status
         from hypothesis.internal.conjecture.engine import BUFFER_SIZE
 
-        data = ConjectureData(random=random.Random(rng.getrandbits(64)), prefix=prefix, max_choices=BUFFER_SIZE)
+        from harness.integration.mutation import ReplayingProvider
+
+        data = ConjectureData(random=random.Random(rng.getrandbits(64)), provider=ReplayingProvider,
+                              provider_kw={"choices": prefix}, max_choices=BUFFER_SIZE)
         self.last = data
         try:
             self._state.execute_once(data)
@@ -387,7 +398,7 @@ class Guided:
             shared = bool(pending)
             if pending:
                 prefix, parent = pending.pop(), None
-            elif self.blind or not target.corpus or self.random.random() < FRESH_SHARE:
+            elif self.blind or not target.corpus or self.random.random() < target.fresh_share():
                 prefix, parent = [], None
             else:
                 parent = self._pick(target)
@@ -412,6 +423,10 @@ class Guided:
             new = [edge for edge in RECEIVED.take() if edge not in self.edges]
             if self.blind:
                 continue
+            if not shared:
+                tally = target.fresh_hits if parent is None else target.mutation_hits
+                tally[0] += 1
+                tally[1] += bool(new)
             if new:
                 self.edges.update(new)
                 target.found += 1

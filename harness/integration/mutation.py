@@ -1,13 +1,15 @@
 """The inputs a guided fuzz loop runs a hypothesis test on (`harness.integration.guided`).
 
-An input is a *prefix of choices*: the values hypothesis' strategies drew (a boolean, an integer
-in a range, a float, a string), in order.  The test replays the prefix and draws whatever it asks
-for past its end from hypothesis' own generator, which is also what a fresh input is: an empty
-prefix.  So every input is a well-formed test case, however it was changed, and a mutation acts
-on the meaning of a draw, not on the bytes that encode it: a changed draw (another layout, one
-more batch) keeps every draw before it, and the draws after it are replayed where they still fit
-(hypothesis gives a draw that no longer fits its strategy the simplest value it allows) or drawn
-anew.
+An input is a *list of choices*: the values hypothesis' strategies drew (a boolean, an integer
+in a range, a float, a string), in order.  The test is run with `ReplayingProvider`, which gives
+each draw the input's value at its position when that value still fits the draw (its type, its
+range) and otherwise draws anew from hypothesis' own generator, as it does past the input's end;
+a fresh input is an empty list.  So every input is a well-formed test case, however it was
+changed, and a mutation acts on the meaning of a draw, not on the bytes that encode it: a
+changed draw (another layout, one more batch) keeps every draw before it, and the draws after it
+are replayed where they still fit or drawn anew (hypothesis' own replay would give a draw that
+no longer fits the simplest value, and a mutated input would drift towards the smallest tests,
+where deep bugs are not).
 
 The mutations are libFuzzer's and AFL's in choice space: most keep the draws up to a point and
 draw the rest anew, or change one to three draws in place (a neighbouring value, a bound, the
@@ -17,13 +19,18 @@ end).
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Choice", "mutated_choices"]
+from hypothesis.internal.conjecture.providers import COLLECTION_DEFAULT_MAX_SIZE as _MAX_SIZE
+from hypothesis.internal.conjecture.providers import HypothesisProvider
+
+__all__ = ["Choice", "ReplayingProvider", "mutated_choices"]
 
 Choice = Any  # one of hypothesis' choice values: bool, int, float, str or bytes
+_NONE = object()  # no replayed value for a draw
 
 
 def mutated_choices(rng: random.Random, nodes: Sequence[Any], other: Sequence[Choice]) -> list[Choice]:
@@ -90,3 +97,52 @@ def _another_value(rng: random.Random, node: Any) -> Choice:
         return choice_from_index(new, kind, constraints)
     except ChoiceTooLarge:
         return value
+
+
+class ReplayingProvider(HypothesisProvider):
+    """Hypothesis' generator, but each draw takes ``choices``' value at its position when that
+    value fits it (a test case's draws are numbered in order, forced ones included)."""
+
+    def __init__(self, conjecturedata: Any, /, *, choices: Sequence[Choice]) -> None:
+        super().__init__(conjecturedata)
+        self._choices = choices
+
+    def _replayed(self, kind: type, constraints: dict[str, Any]) -> Any:
+        from hypothesis.internal.conjecture.choice import choice_permitted
+
+        assert self._cd is not None
+        at = len(self._cd._nodes)  # the draws so far: this draw's position in the test case
+        if at < len(self._choices):
+            value = self._choices[at]
+            if type(value) is kind and choice_permitted(value, constraints):  # type: ignore[arg-type]
+                return value
+        return _NONE
+
+    def draw_boolean(self, p: float = 0.5) -> bool:
+        value = self._replayed(bool, {"p": p})
+        return super().draw_boolean(p) if value is _NONE else value
+
+    def draw_integer(self, min_value: int | None = None, max_value: int | None = None, *,
+                     weights: dict[int, float] | None = None, shrink_towards: int = 0) -> int:
+        value = self._replayed(int, {"min_value": min_value, "max_value": max_value, "weights": weights,
+                                     "shrink_towards": shrink_towards})
+        if value is _NONE:
+            return super().draw_integer(min_value, max_value, weights=weights, shrink_towards=shrink_towards)
+        return value
+
+    def draw_float(self, *, min_value: float = -math.inf, max_value: float = math.inf, allow_nan: bool = True,
+                   smallest_nonzero_magnitude: float) -> float:
+        value = self._replayed(float, {"min_value": min_value, "max_value": max_value, "allow_nan": allow_nan,
+                                       "smallest_nonzero_magnitude": smallest_nonzero_magnitude})
+        if value is _NONE:
+            return super().draw_float(min_value=min_value, max_value=max_value, allow_nan=allow_nan,
+                                      smallest_nonzero_magnitude=smallest_nonzero_magnitude)
+        return value
+
+    def draw_string(self, intervals: Any, *, min_size: int = 0, max_size: int = _MAX_SIZE) -> str:
+        value = self._replayed(str, {"intervals": intervals, "min_size": min_size, "max_size": max_size})
+        return super().draw_string(intervals, min_size=min_size, max_size=max_size) if value is _NONE else value
+
+    def draw_bytes(self, min_size: int = 0, max_size: int = _MAX_SIZE) -> bytes:
+        value = self._replayed(bytes, {"min_size": min_size, "max_size": max_size})
+        return super().draw_bytes(min_size, max_size) if value is _NONE else value

@@ -7,20 +7,48 @@ import random
 import pytest
 
 from harness.integration.guided import EXPLORE_EVERY, Guided, _Target, corpus_key, failure_signature
-from harness.integration.mutation import mutated_choices
+from harness.integration.mutation import ReplayingProvider, mutated_choices
 
 
-def _drawn(seed: int) -> tuple:
-    """What one test case of a small strategy drew: a list of (layout flag, shape) pairs."""
+def _case(seed: int, choices: list | None = None, strategy: object = None) -> tuple[object, tuple]:
+    """One test case of a small strategy (a list of (layout flag, shape) pairs, unless another is
+    given), replaying ``choices`` where they fit: what it drew, and its choice nodes."""
     from hypothesis import strategies as st
     from hypothesis.control import BuildContext
     from hypothesis.internal.conjecture.data import ConjectureData
 
-    data = ConjectureData(random=random.Random(seed))
-    with BuildContext(data, wrapped_test=_drawn):
-        data.draw(st.lists(st.tuples(st.booleans(), st.lists(st.integers(1, 9), min_size=1, max_size=4)),
-                           min_size=3, max_size=8))
-    return data.nodes
+    strategy = strategy if strategy is not None else st.lists(st.tuples(st.booleans(), st.lists(st.integers(1, 9), min_size=1, max_size=4)),
+                                                            min_size=3, max_size=8)
+    data = ConjectureData(random=random.Random(seed), provider=ReplayingProvider,
+                          provider_kw={"choices": choices or []})
+    with BuildContext(data, wrapped_test=_case):
+        value = data.draw(strategy)
+    return value, data.nodes
+
+
+def _drawn(seed: int) -> tuple:
+    return _case(seed)[1]
+
+
+def test_an_input_replays_the_test_case_it_came_from() -> None:
+    value, nodes = _case(5)
+    assert _case(99, [node.value for node in nodes]) == (value, nodes)
+
+
+def test_a_changed_draw_keeps_the_others_and_a_draw_that_no_longer_fits_is_drawn_anew() -> None:
+    from hypothesis import strategies as st
+
+    pairs = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1000)), min_size=4, max_size=4)
+    value, nodes = _case(3, strategy=pairs)
+    choices = [node.value for node in nodes]
+    first_flag = next(i for i, node in enumerate(nodes) if node.constraints.get("max_value") == 1)
+    choices[first_flag] = 1 - choices[first_flag]
+    changed, _ = _case(4, choices, pairs)
+    assert changed[0][0] == 1 - value[0][0] and changed[1:] == value[1:] and changed[0][1] == value[0][1]
+    # a value no draw of the list allows (past every bound): each such draw drawn anew, not
+    # given the simplest value, so most are not zero
+    anew = [_case(seed, [1000] * len(choices), pairs)[0] for seed in range(20)]
+    assert sum(flag for case in anew for flag, _ in case) > 10
 
 
 def _allowed(choices: list, nodes: tuple) -> bool:
