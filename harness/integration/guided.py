@@ -5,9 +5,10 @@
 that hypothesis' generator completes (`harness.integration.mutation`), and each input that made
 the driver reach code it had not reached before (`harness.service.coverage`: the edges its
 service's replies carried) is kept in the target's corpus and mutated later, draw by draw.  Time
-goes to the targets still finding something: each gets a slice in turn at first, then the slices
-go to the targets with the best recent yield (new coverage or failures per second), with every
-third slice to the target that has had the least time, so none is starved.  Blind
+goes to the targets still finding something: a turn lasts while its target keeps reaching new
+code, each target gets a turn in order at first, then the turns go to the targets with the best
+recent yield (new coverage or failures per second), with every third turn to the target that
+has had the least time, so none is starved.  Blind
 (``--harness-blind``, or a driver that sends no coverage): fresh inputs only, and the same time
 for every target.
 
@@ -44,7 +45,13 @@ import pytest
 __all__ = ["CORPUS_PREFIX", "Guided", "corpus_key"]
 
 CORPUS_PREFIX = b"harness-corpus/"
-SLICE_S = 1.0  # a target's turn
+SLICE_S = 1.0  # a blind target's turn
+# A guided target's turn lasts while it keeps finding something: at least QUIET_S, then until
+# QUIET_S have passed with nothing new, LONGEST_TURN_S at most.  A target whose inputs have
+# stopped reaching new code hands its time on within a fraction of a second, and one passing a
+# driver's conditions one after another keeps its turn.
+QUIET_S = 0.3
+LONGEST_TURN_S = 5.0
 SHARE_EVERY_S = 30.0  # how often a target reads the corpus other processes added
 # A turn's yield is a noisy estimate (a second of inputs): every third turn goes to the target
 # with the least time so far, so a target that found nothing yet is not starved on one bad turn.
@@ -391,10 +398,12 @@ class Guided:
                 self._write({"replayed_failure": self._canonical_id(target.item)})
                 raise
         runner: _FuzzRunner = target.runner
-        turn_ends = min(time.monotonic() + SLICE_S, self._ends)
+        began = time.monotonic()
+        longest = min(began + (SLICE_S if self.blind else LONGEST_TURN_S), self._ends)
+        quiet_until = began + (SLICE_S if self.blind else QUIET_S)
         pending = self._shared_inputs(target)
         RECEIVED.take()  # what came before this turn is not this input's
-        while time.monotonic() < turn_ends:
+        while (now := time.monotonic()) < longest and (now < quiet_until or pending):
             shared = bool(pending)
             if pending:
                 prefix, parent = pending.pop(), None
@@ -430,6 +439,7 @@ class Guided:
             if new:
                 self.edges.update(new)
                 target.found += 1
+                quiet_until = time.monotonic() + QUIET_S
                 if parent is not None:
                     parent.productive += 1
             if new or shared:  # another process kept it: what it reached is worth mutating here too
