@@ -21,6 +21,8 @@ class DriverSpec:
     `OperationType`), whose tests the suites' score runs first.
     ``exercises`` is set by correct variant drivers: the SPEC §8 CHOICE they differ from the
     reference by (they must pass everything).
+    ``deep_bug`` is set by drivers whose seeded bugs the ``ci`` profile does not catch, kept for
+    measuring fuzzing (``benchmarks/bench_fuzz.py --bugs``), not scored.
     """
 
     name: str
@@ -30,6 +32,7 @@ class DriverSpec:
     breaks: str = ""
     breaks_operations: tuple[str, ...] = ()
     exercises: str = ""
+    deep_bug: bool = False
     plugin: str = field(default="", compare=False)
 
     def create(self) -> Device:

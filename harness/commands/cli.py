@@ -13,9 +13,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from harness.api.errors import HarnessError
 from harness.integration.inputs import Number
+
+if TYPE_CHECKING:
+    from harness.drivers.catalog import DriverEntry
 
 
 #: What `harness list` says a driver declares for it (`harness.drivers.catalog`'s kinds).
@@ -30,7 +34,7 @@ def _list(options: argparse.Namespace) -> int:
     print("Drivers as their plugins describe them (read by a sandboxed probe: no driver runs here).")
     for name in catalog.names():
         entry = catalog.drivers[name]
-        if (entry.breaks or entry.exercises) and not options.all:
+        if _seeded(entry) and not options.all:
             continue
         print(f"{name}: {entry.description} [plugin {entry.plugin}]")
         if entry.declaration_error:
@@ -43,12 +47,17 @@ def _list(options: argparse.Namespace) -> int:
         if entry.declares:
             kinds = ", ".join(_DECLARED_KINDS[kind] for kind in sorted(entry.declares))
             print(f"    declares {kinds}")
-    hidden = sum(1 for entry in catalog.drivers.values() if entry.breaks or entry.exercises)
+    hidden = sum(1 for entry in catalog.drivers.values() if _seeded(entry))
     if hidden and not options.all:
-        print(f"({hidden} seeded-bug and correct-variant drivers not shown; harness list --all shows them)")
+        print(f"({hidden} seeded-bug, deep-bug and correct-variant drivers not shown; harness list --all shows them)")
     for plugin, reason in sorted(catalog.broken.items()):
         print(f"plugin {plugin} failed to load: {reason}", file=sys.stderr)
     return 0
+
+
+def _seeded(entry: DriverEntry) -> bool:
+    """A driver made to measure the harness (a seeded or deep bug, a correct variant), not to use."""
+    return bool(entry.breaks or entry.exercises or entry.deep_bug)
 
 
 def _run(options: argparse.Namespace, extra: list[str]) -> int:

@@ -37,7 +37,9 @@ from harness.report.findings import Finding, group_findings, not_applicable_reas
 from harness.report.fuzz_report import render_fuzz_report
 from harness.service.coverage import COVERAGE_ENVIRONMENT
 
-ROUND_EXAMPLES = 25  # examples per test in the first round; they double each round, up to the nightly profile's
+# Examples of a test the guided loop cannot drive one input at a time (a state machine, a test
+# in a forked child) in its first turn; they double each turn, up to the nightly profile's.
+FIRST_TURN_EXAMPLES = 25
 SAMPLE_EVERY_S = 1.0
 RESTART_IF_LEFT_S = 3.0  # a worker process that ends with less time than this left is not started again
 # A worker still running this long after its interrupt is killed: the budget holds whatever the
@@ -63,10 +65,8 @@ def select_suites(names: str | None) -> tuple[str, ...]:
 
 
 def _pytest(driver: str, db: str, record: str, reproducers: str, extra: list[str],
-            first_suite: int = 0, suites: tuple[str, ...] = SUITES) -> list[str]:
-    # Rounds start at a different suite each time, so a short budget still reaches them all.
-    order = suites[first_suite % len(suites):] + suites[: first_suite % len(suites)]
-    return [sys.executable, "-m", "pytest", "--pyargs", *order, f"--driver={driver}", "--harness-profile=nightly",
+            suites: tuple[str, ...] = SUITES) -> list[str]:
+    return [sys.executable, "-m", "pytest", "--pyargs", *suites, f"--driver={driver}", "--harness-profile=nightly",
             f"--harness-db={db}", f"--harness-record={record}", f"--harness-reproducers={reproducers}",
             "-q", "-p", "no:cacheprovider", *extra]
 
@@ -404,10 +404,10 @@ def fuzz(driver: str, minutes: float, workers: int, db: str, out: str, suites: t
         # each worker fuzzes a share of the tests of every suite: together they reach them all early
         return lambda record, runs: _pytest(
             driver, db, record, os.path.join(out, "reproducers"),
-            [f"--harness-examples={ROUND_EXAMPLES}", f"--harness-guided-for={max(deadline - time.monotonic(), 0):.1f}",
+            [f"--harness-examples={FIRST_TURN_EXAMPLES}", f"--harness-guided-for={max(deadline - time.monotonic(), 0):.1f}",
              f"--harness-targets-share={slot.number}/{workers}", f"--harness-seed={secrets.randbits(32)}",
              *(["--harness-blind"] if blind else [])],
-            0, suites)
+            suites)
 
     # the driver's service reports the coverage it reached (harness.service.coverage); blind, it
     # pays nothing for tracing

@@ -58,6 +58,7 @@ class DriverEntry:
     expectations: tuple[Expectation, ...] = ()
     declares: frozenset[str] = frozenset()  # of `_DECLARED_HOOKS`: the kinds of things it declares
     declared_by: tuple[str, ...] = ()  # the plugins whose hooks declare them
+    deep_bug: bool = False  # a deep seeded bug's driver, kept for measuring fuzzing
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,8 @@ def _decode_entry(value: Any) -> DriverEntry:
     declared_by = tuple(_names(value.get("declared_by"), where))
     if not set(declares) <= set(_DECLARED_HOOKS):
         raise _Refused(f"{where}: declares something other than {', '.join(_DECLARED_HOOKS)}")
+    if type(value.get("deep_bug")) is not bool:
+        raise _Refused(f"{where}: deep_bug is not true or false")
     breaks_operations = tuple(_names(value.get("breaks_operations"), where))
     if not set(breaks_operations) <= set(OperationType.__members__):
         raise _Refused(f"{where}: breaks_operations names something other than an operation")
@@ -234,7 +237,7 @@ def _decode_entry(value: Any) -> DriverEntry:
                        _text(value.get("plugin"), where), _decode_capabilities(value.get("capabilities"), where),
                        _text(value.get("breaks"), where, 100), _text(value.get("exercises"), where, 100),
                        breaks_operations, _text(value.get("declaration_error"), where), tuple(expectations),
-                       frozenset(declares), declared_by)
+                       frozenset(declares), declared_by, deep_bug=value["deep_bug"])
 
 
 def _decode(reply: Any) -> Catalog:
@@ -295,7 +298,7 @@ def _describe(registry: Any, name: str, spec: Any) -> dict:
             "operations": sorted(op.name for op in capabilities.operations),
             "operand_types": sorted(t.name for t in capabilities.operand_types),
             "operation_types": {op.name: sorted(t.name for t in types) for op, types in capabilities.operation_types}},
-        "breaks": str(spec.breaks), "exercises": str(spec.exercises),
+        "breaks": str(spec.breaks), "exercises": str(spec.exercises), "deep_bug": bool(spec.deep_bug),
         "breaks_operations": [str(name) for name in spec.breaks_operations], "declaration_error": problem,
         "expectations": expectations, "declares": sorted(set(declares)), "declared_by": sorted(declared_by),
     }

@@ -5,12 +5,11 @@
 that hypothesis' generator completes (`harness.integration.mutation`), and each input that made
 the driver reach code it had not reached before (`harness.service.coverage`: the edges its
 service's replies carried) is kept in the target's corpus and mutated later, draw by draw.  Time
-goes to the targets still finding something: a turn lasts while its target keeps reaching new
-code, each target gets a turn in order at first, then the turns go to the targets with the best
-recent yield (new coverage or failures per second), with every third turn to the target that
-has had the least time, so none is starved.  Blind
-(``--harness-blind``, or a driver that sends no coverage): fresh inputs only, and the same time
-for every target.
+goes to the targets still finding something: each gets a short look in turn at first; then half
+the time goes to the target with the best recent yield (new coverage or failures per second), in
+turns that last while it keeps reaching new code, and half to the target with the least time so
+far, a blind turn's length each, so none is starved.  Blind (``--harness-blind``, or a driver
+that sends no coverage): fresh inputs only, and the same time for every target.
 
 What stays hypothesis': a failing input is saved in the example database under its test's key
 the moment it fails, then the test runs as usual on it (reuse and shrink phases only), so the
@@ -45,17 +44,19 @@ import pytest
 __all__ = ["CORPUS_PREFIX", "Guided", "corpus_key"]
 
 CORPUS_PREFIX = b"harness-corpus/"
-SLICE_S = 1.0  # a blind target's turn
-# A guided target's turn lasts while it keeps finding something: at least QUIET_S, then until
-# QUIET_S have passed with nothing new, LONGEST_TURN_S at most.  A target whose inputs have
-# stopped reaching new code hands its time on within a fraction of a second, and one passing a
-# driver's conditions one after another keeps its turn.
+SLICE_S = 1.0  # a blind turn, and a guided exploring one: fresh looks at the least-fuzzed test
+FIRST_TURN_S = 0.3  # a guided target's first turn: a quick look at every test, then time by yield
+# A guided target's turn chosen by its yield lasts while it keeps finding something: at least
+# QUIET_S, then until QUIET_S have passed with nothing new, LONGEST_TURN_S at most.  A target whose
+# inputs have stopped reaching new code hands its time on within a fraction of a second, and one
+# passing a driver's conditions one after another keeps its turn.
 QUIET_S = 0.3
 LONGEST_TURN_S = 5.0
+# A guided run's time is shared between turns by yield and exploring turns, a blind run's length
+# each, on the test with the least time so far: a yield is a noisy estimate, a bug found by plain
+# generation in a test whose coverage saturated early is still found, and no test is starved.
+EXPLORE_SHARE = 0.5
 SHARE_EVERY_S = 30.0  # how often a target reads the corpus other processes added
-# A turn's yield is a noisy estimate (a second of inputs): every third turn goes to the target
-# with the least time so far, so a target that found nothing yet is not starved on one bad turn.
-EXPLORE_EVERY = 3
 # Fresh inputs among a guided target's: each target weighs fresh inputs against mutations by how
 # often each reached something new there (a mutation can land far from its parent, and a target
 # whose kept inputs are exhausted does better on hypothesis' own draws), within these bounds.
@@ -270,6 +271,8 @@ class Guided:
         self.started = 0.0
         self._recorded_at = -COVERAGE_RECORD_EVERY_S
         self._turn: _Target | None = None
+        self._exploring = blind  # whether this turn explores (`_choose`)
+        self.explored_s = self.exploited_s = 0.0  # time in turns after the first, by kind
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # as in rounds: the deadline's interrupt must stop it
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -302,19 +305,18 @@ class Guided:
     def _loop(self, session: pytest.Session, queue: list[pytest.Item], targets: list[_Target],
               by_item: dict[int, _Target], ends: float) -> None:
         index = 0
-        turns = 0
         # first every test once, in order (fixed ones included); then the scheduler's choice
         while index < len(queue) or (targets and time.monotonic() < ends):
             if index < len(queue):
                 item = queue[index]
                 index += 1
                 target = by_item.get(id(item))
+                self._exploring = self.blind
             else:
-                target = self._choose(targets, turns)
+                target = self._choose(targets)
                 if target is None:
                     break
                 item = target.item
-            turns += 1
             nextitem = queue[index] if index < len(queue) else None
             self._run(item, target, nextitem, ends)
             self._record_coverage(targets)
@@ -325,11 +327,13 @@ class Guided:
             if time.monotonic() >= ends:
                 break
 
-    def _choose(self, targets: list[_Target], turns: int) -> _Target | None:
+    def _choose(self, targets: list[_Target]) -> _Target | None:
+        """The next turn's target; sets whether the turn explores (`_exploring`)."""
         live = [t for t in targets if not t.done]
         if not live:
             return None
-        if self.blind or turns % EXPLORE_EVERY == 0:
+        self._exploring = self.blind or self.explored_s <= EXPLORE_SHARE * (self.explored_s + self.exploited_s)
+        if self._exploring:
             return min(live, key=lambda t: (t.spent, t.turns))
         return max(live, key=lambda t: (t.yield_rate(), -t.spent))
 
@@ -347,6 +351,11 @@ class Guided:
             self._turn = None
         if target is not None:
             seconds = time.monotonic() - began
+            if target.turns:  # a first turn is neither: every target has one
+                if self._exploring:
+                    self.explored_s += seconds
+                else:
+                    self.exploited_s += seconds
             target.spent += seconds
             target.turns += 1
             target.recent.append((target.found - found_before, seconds))
@@ -399,8 +408,11 @@ class Guided:
                 raise
         runner: _FuzzRunner = target.runner
         began = time.monotonic()
-        longest = min(began + (SLICE_S if self.blind else LONGEST_TURN_S), self._ends)
-        quiet_until = began + (SLICE_S if self.blind else QUIET_S)
+        if self.blind or self._exploring or not target.turns:  # a turn of a fixed length
+            longest = quiet_until = began + (FIRST_TURN_S if not (self.blind or target.turns) else SLICE_S)
+        else:  # a turn by yield: as long as it finds something
+            longest, quiet_until = began + LONGEST_TURN_S, began + QUIET_S
+        longest = min(longest, self._ends)
         pending = self._shared_inputs(target)
         RECEIVED.take()  # what came before this turn is not this input's
         while (now := time.monotonic()) < longest and (now < quiet_until or pending):
@@ -439,7 +451,8 @@ class Guided:
             if new:
                 self.edges.update(new)
                 target.found += 1
-                quiet_until = time.monotonic() + QUIET_S
+                if not self._exploring and target.turns:
+                    quiet_until = time.monotonic() + QUIET_S
                 if parent is not None:
                     parent.productive += 1
             if new or shared:  # another process kept it: what it reached is worth mutating here too
@@ -502,7 +515,15 @@ class Guided:
             "t": round(now - self.started, 2), "edges": len(self.edges), "inputs": self.inputs,
             "valid": sum(t.valid for t in targets),
             "corpus": sum(len(t.corpus) for t in targets), "guided": not self.blind,
-            "shared_loaded": self.shared_loaded, "targets": sum(1 for t in targets if t.fuzzable), "final": final}})
+            "shared_loaded": self.shared_loaded, "targets": sum(1 for t in targets if t.fuzzable), "final": final,
+            **({"tests": self._time_spent(targets)} if final else {})}})
+
+    def _time_spent(self, targets: list[_Target]) -> list[dict]:
+        """Where the run's time went: each test's seconds, turns, inputs and finds (new coverage or
+        failures), most time first."""
+        return [{"test": self._canonical_id(t.item), "seconds": round(t.spent, 2), "turns": t.turns,
+                 "inputs": t.inputs, "found": t.found, "corpus": len(t.corpus)}
+                for t in sorted(targets, key=lambda t: -t.spent) if t.turns]
 
 
 def _stops_the_target(error: BaseException) -> bool:

@@ -33,8 +33,9 @@ def _composed() -> DeepDevice:
 @hookimpl
 def harness_register_drivers() -> list[DriverSpec]:
     specs = [DriverSpec(bug.driver, bug.factory or functools.partial(_single, bug),
-                        f"deep seeded bug: {bug.description} (breaks {bug.requirement}; {bug.reach})")
+                        f"deep seeded bug: {bug.description} (breaks {bug.requirement}; {bug.reach})", deep_bug=True)
              for bug in DEEP_BUGS.values()]
     specs.append(DriverSpec(COMPOSED, _composed,
-                            f"every Python-level deep seeded bug at once ({len(composable())} of them), for fuzzing"))
+                            f"every Python-level deep seeded bug at once ({len(composable())} of them), for fuzzing",
+                            deep_bug=True))
     return specs

@@ -59,4 +59,5 @@ def combined_device() -> Device:
 def harness_register_drivers() -> list[DriverSpec]:
     names = sorted(FLAGS)
     return [DriverSpec(COMBINED, combined_device, f"every native deep seeded bug at once ({len(names)} of them: "
-                                                  f"{', '.join(DEEP_BUGS[name].driver for name in names)}), for fuzzing")]
+                                                  f"{', '.join(DEEP_BUGS[name].driver for name in names)}), for fuzzing",
+                       deep_bug=True)]

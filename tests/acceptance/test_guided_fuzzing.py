@@ -36,6 +36,10 @@ def test_a_failure_met_again_is_skipped_and_the_loop_goes_on_to_the_next(tmp_pat
     assert all(r["examples"] for r in failed)
     coverage = [r["coverage"] for r in records if "coverage" in r]
     assert coverage[-1]["final"] and coverage[-1]["edges"] > 0 and coverage[-1]["corpus"] > 0
+    spent = {t["test"].split("::")[1]: t for t in coverage[-1]["tests"]}  # where the time went, per test
+    assert "test_each_operation_family[transpose]" in spent
+    assert all(t["inputs"] >= t["found"] and t["turns"] > 0 for t in spent.values())
+    assert sum(t["seconds"] for t in spent.values()) > 5 and sum(t["found"] for t in spent.values()) > 0
 
 
 def test_blind_keeps_no_corpus_and_collects_no_coverage(tmp_path: Path) -> None:

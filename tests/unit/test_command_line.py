@@ -46,3 +46,22 @@ def test_list_says_what_the_catalog_knows_and_when_capabilities_are_asked(monkey
     assert "declares custom-call targets" in out
     assert after["refused"] == "declarations refused: bad field"
     assert err.strip() == "plugin plugin-d failed to load: exited"
+
+
+def test_list_keeps_the_drivers_made_to_measure_the_harness_apart(monkeypatch, capsys) -> None:
+    """Seeded bugs, deep bugs and correct variants are shown only with --all: a vendor's list is
+    the drivers to use."""
+    from harness.commands.cli import _list
+    from harness.drivers import catalog
+
+    entries = {"product": catalog.DriverEntry("product", "a driver", "plugin-a"),
+               "mutant-x": catalog.DriverEntry("mutant-x", "a seeded bug", "plugin-b", breaks="OPS-1"),
+               "deep-y": catalog.DriverEntry("deep-y", "a deep bug", "plugin-c", deep_bug=True),
+               "variant-z": catalog.DriverEntry("variant-z", "a variant", "plugin-d", exercises="CHOICE-1")}
+    monkeypatch.setattr(catalog, "load_catalog", lambda driver="": catalog.Catalog(entries, {}))
+    assert _list(argparse.Namespace(all=False)) == 0
+    shown = {line.split(":")[0] for line in capsys.readouterr().out.splitlines() if ": " in line}
+    assert "product" in shown and not shown & {"mutant-x", "deep-y", "variant-z"}
+    assert _list(argparse.Namespace(all=True)) == 0
+    shown = {line.split(":")[0] for line in capsys.readouterr().out.splitlines() if ": " in line}
+    assert shown >= {"product", "mutant-x", "deep-y", "variant-z"}

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from harness.integration.guided import EXPLORE_EVERY, Guided, _Target, corpus_key, failure_signature
+from harness.integration.guided import Guided, _Target, corpus_key, failure_signature
 from harness.integration.mutation import ReplayingProvider, mutated_choices
 
 
@@ -100,23 +100,25 @@ def _loop(blind: bool) -> Guided:
     return Guided(60, blind, 1, "ci", 0, 1, 1, lambda record: None)
 
 
-def test_time_goes_to_the_test_still_finding_something() -> None:
+def test_time_goes_to_the_test_still_finding_something_when_the_turn_is_by_yield() -> None:
     loop = _loop(blind=False)
     stuck, finding = _Target(_Item("stuck"), True), _Target(_Item("finding"), True)
     stuck.recent, stuck.spent = [(0, 1.0)] * 4, 4.0
-    finding.recent, finding.spent = [(3, 1.0)] * 4, 4.0
-    chosen = [loop._choose([stuck, finding], turn).item.nodeid for turn in range(1, 3 * EXPLORE_EVERY + 1)]
-    assert chosen.count("finding") > chosen.count("stuck") > 0, chosen
+    finding.recent, finding.spent = [(3, 1.0)] * 4, 40.0
+    loop.explored_s, loop.exploited_s = 11.0, 10.0  # explored past its share: this turn is by yield
+    assert loop._choose([stuck, finding]).item.nodeid == "finding" and not loop._exploring
 
 
-def test_every_few_turns_one_goes_to_the_test_with_the_least_time() -> None:
+def test_half_the_time_explores_the_test_with_the_least_time() -> None:
     loop = _loop(blind=False)
     starved, busy = _Target(_Item("starved"), True), _Target(_Item("busy"), True)
     starved.spent, busy.spent = 1.0, 50.0
     starved.recent = [(0, 0.25)] * 4
     busy.recent = [(5, 1.0)] * 4
-    assert loop._choose([starved, busy], EXPLORE_EVERY).item.nodeid == "starved"
-    assert loop._choose([starved, busy], EXPLORE_EVERY + 1).item.nodeid == "busy"
+    loop.explored_s, loop.exploited_s = 4.0, 6.0  # less than half explored: this turn explores
+    assert loop._choose([starved, busy]).item.nodeid == "starved" and loop._exploring
+    loop.explored_s = 7.0
+    assert loop._choose([starved, busy]).item.nodeid == "busy" and not loop._exploring
 
 
 def test_blind_gives_every_test_the_same_time() -> None:
@@ -124,13 +126,15 @@ def test_blind_gives_every_test_the_same_time() -> None:
     a, b = _Target(_Item("a"), True), _Target(_Item("b"), True)
     a.spent, b.spent = 3.0, 2.0
     a.recent = [(9, 1.0)] * 4
-    assert all(loop._choose([a, b], turn).item.nodeid == "b" for turn in range(1, 11))
+    for exploited in (0.0, 10.0, 100.0):
+        loop.exploited_s = exploited
+        assert loop._choose([a, b]).item.nodeid == "b"
 
 
 def test_a_test_with_no_turns_left_is_not_chosen() -> None:
     loop = _loop(blind=False)
     done = _Target(_Item("done"), True, done=True)
-    assert loop._choose([done], 1) is None
+    assert loop._choose([done]) is None
 
 
 class _RuleError(AssertionError):
