@@ -34,6 +34,8 @@ COMPOSED = "deep-bugs"
 #: What a reproducer script's driver line looks like (`harness.report.reproducer`).
 _DRIVER_LINE = re.compile(r"^DRIVER = .*$", re.MULTILINE)
 _ISOLATION_LINE = re.compile(r"^ISOLATION = .*$", re.MULTILINE)
+#: A script that runs its test again has its example options on one line: a list's repr.
+_EXAMPLES_LINE = re.compile(r"^EXAMPLES = \[(.*)\]$", re.MULTILINE)
 
 
 @dataclass
@@ -101,6 +103,12 @@ def fails_on(script: str, driver: str, scratch: str) -> bool:
 
     with open(script, encoding="utf-8") as f:
         text = f.read()
+    found_on = _DRIVER_LINE.search(text)
+    if found_on is not None:  # a test run again replays the examples the composed driver's run stored
+        composed = found_on.group(0).split("=", 1)[1].strip()
+        text = _EXAMPLES_LINE.sub(
+            lambda line: f"EXAMPLES = [{line.group(1)}{', ' if line.group(1).strip() else ''}"
+                         f"'--harness-examples-of=' + {composed}]", text, count=1)
     text = _DRIVER_LINE.sub(f"DRIVER = {driver!r}", text, count=1)
     text = _ISOLATION_LINE.sub("ISOLATION = 'inline'", text, count=1)
     path = os.path.join(scratch, f"{driver}-{os.path.basename(script)}")

@@ -223,6 +223,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-db-read-only", action="store_true",
                     help="read the example database but change nothing in it (a reproducer's rerun: hypothesis "
                          "would delete a stored example that passes, and an earlier test's may pass there)")
+    group.addoption("--harness-examples-of", default="", metavar="DRIVER",
+                    help="read the examples the database holds for DRIVER instead of the driver under test's, "
+                         "changing none (replay the failures found on another build of a driver, or on a driver "
+                         "holding several seeded bugs)")
     group.addoption("--harness-no-shrink", action="store_true",
                     help="report the first failing example as found, without shrinking it")
     group.addoption("--harness-generative-only", action="store_true",
@@ -306,9 +310,12 @@ def _apply_run_settings(config: pytest.Config, profile: str, seeded: bool) -> No
     elif seeded and database is not None:
         database = changes["database"] = None
     if database is not None:
-        if config.getoption("harness_db_read_only"):
+        driver, examples_of = config.getoption("driver"), config.getoption("harness_examples_of")
+        # another driver's examples are read, never changed: hypothesis deletes a stored example
+        # that passes, and that driver's own runs still need it
+        if config.getoption("harness_db_read_only") or (examples_of and examples_of != driver):
             database = ReadOnlyDatabase(database)
-        changes["database"] = DriverExamples(database, config.getoption("driver"))
+        changes["database"] = DriverExamples(database, examples_of or driver)
     if config.getoption("harness_examples"):
         changes["max_examples"] = config.getoption("harness_examples")
     if config.getoption("harness_replay"):

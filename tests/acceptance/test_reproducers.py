@@ -249,6 +249,15 @@ def test_a_generative_failure_with_nothing_to_print_reruns_its_test(tmp_path: Pa
     # reference, and a replay of nothing says so rather than pass
     expected = 0 if run == "seeded" else pytest.ExitCode.NO_TESTS_COLLECTED
     assert on_the_reference.returncode == expected, on_the_reference.stdout[-3000:] + on_the_reference.stderr[-3000:]
+    if run == "database":
+        # the mutant's examples, read for the reference (--harness-examples-of): replayed, passing,
+        # and left in place, so the mutant's script fails again after
+        borrowed = tmp_path / "borrowed.py"
+        borrowed.write_text(fixed.read_text().replace("EXAMPLES = [", "EXAMPLES = ['--harness-examples-of=mutant-cc-writes-past-output', "))
+        replayed = subprocess.run([sys.executable, str(borrowed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert replayed.returncode == 0, replayed.stdout[-3000:] + replayed.stderr[-3000:]
+        again = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 1 and "[CC-5]" in again.stdout, again.stdout[-3000:] + again.stderr[-3000:]
 
 
 def test_a_scenario_that_needs_earlier_examples_is_reproduced_by_its_test_run_again(tmp_path: Path) -> None:
