@@ -377,6 +377,17 @@ class Guided:
 
     # ----------------------------------------------------------------- one target's turn
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """A test skipped (not applicable to what the driver declares) or failing before it runs (a
+        fixture's not-run, its setup's error) would do the same on every turn: it gets no more.
+        Such a turn takes a millisecond, so the turns that explore would otherwise keep choosing
+        it, the target with the least time."""
+        target = self._turn
+        if target is None or report.nodeid != target.item.nodeid:
+            return
+        if report.skipped or (report.when == "setup" and report.failed):
+            target.item.stash[_NOT_AGAIN] = True
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
         target = self._turn

@@ -48,3 +48,18 @@ def test_blind_keeps_no_corpus_and_collects_no_coverage(tmp_path: Path) -> None:
     assert coverage and not coverage[-1]["guided"]
     assert coverage[-1]["edges"] == coverage[-1]["corpus"] == 0 and coverage[-1]["inputs"] > 0
     assert not any(r.get("outcome") == "failed" for r in records)
+
+
+def test_a_test_that_does_not_apply_gets_one_turn(tmp_path: Path) -> None:
+    """A test skipped as not applicable (in its fixtures, before it runs) takes a millisecond a
+    turn: given more, the turns that explore would keep choosing it, the test with the least time."""
+    record = tmp_path / "record.jsonl"
+    subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "harness.suites.packed_functions",
+                    "harness.suites.memory_pools", "--driver=deep-bugs", "-k", "packed or each_operation_family[transpose]",
+                    "--harness-profile=nightly", "--harness-guided-for=4", f"--harness-db={tmp_path / 'db'}",
+                    f"--harness-record={record}", "-q", "-p", "no:cacheprovider"],
+                   cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, COVERAGE_ENVIRONMENT: "1"})
+    outcomes = [json.loads(line) for line in record.read_text().splitlines()]
+    skipped = [r["id"] for r in outcomes if r.get("outcome") == "skipped"]
+    assert skipped and len(skipped) == len(set(skipped)), f"{len(skipped)} skips of {len(set(skipped))} tests"
+    assert any(r.get("outcome") == "passed" and "transpose" in r["id"] for r in outcomes)
