@@ -142,7 +142,7 @@ class _FuzzRunner:
         self.settings = wrapped._hypothesis_internal_use_settings
         self.database = self.settings.database
         self.key: bytes = getattr(wrapped, "_hypothesis_internal_database_key", None) or function_digest(handle.inner_test)
-        fixtures = {name: item.funcargs[name] for name in item._fixtureinfo.argnames if name in item.funcargs}
+        fixtures = self._fixtures()
         inner = handle.inner_test  # the recorder's wrapper: each input is counted as an example
         given_kwargs = dict(handle._given_kwargs)
 
@@ -161,9 +161,9 @@ class _FuzzRunner:
 
     def run(self, prefix: list[Any], rng: random.Random) -> Any:
         """Run the test once on the choices ``prefix`` (`ReplayingProvider`), hypothesis' generator
-        (seeded from ``rng``) drawing what they leave open.  Returns the run's ConjectureData (its ``nodes``: what was drawn) when the
-        test passed, None when the input made no test case (an assumption or a filter refused it,
-        or it drew too much); raises what the test raised."""
+        (seeded from ``rng``) drawing what they leave open.  Returns the run's ConjectureData (its
+        ``nodes``: what was drawn) when the test passed, None when the input made no test case (an
+        assumption or a filter refused it, or it drew too much); raises what the test raised."""
         from hypothesis.errors import StopTest, UnsatisfiedAssumption
         from hypothesis.internal.conjecture.data import ConjectureData, Status
         from hypothesis.internal.conjecture.engine import BUFFER_SIZE
@@ -419,10 +419,11 @@ class Guided:
                 raise
         runner: _FuzzRunner = target.runner
         began = time.monotonic()
-        if self.blind or self._exploring or not target.turns:  # a turn of a fixed length
-            longest = quiet_until = began + (FIRST_TURN_S if not (self.blind or target.turns) else SLICE_S)
-        else:  # a turn by yield: as long as it finds something
+        by_yield = not (self.blind or self._exploring or not target.turns)  # lasts while it finds something
+        if by_yield:
             longest, quiet_until = began + LONGEST_TURN_S, began + QUIET_S
+        else:  # a turn of a fixed length: a guided target's first look, or a blind-length one
+            longest = quiet_until = began + (SLICE_S if self.blind or target.turns else FIRST_TURN_S)
         longest = min(longest, self._ends)
         pending = self._shared_inputs(target)
         RECEIVED.take()  # what came before this turn is not this input's
@@ -462,7 +463,7 @@ class Guided:
             if new:
                 self.edges.update(new)
                 target.found += 1
-                if not self._exploring and target.turns:
+                if by_yield:
                     quiet_until = time.monotonic() + QUIET_S
                 if parent is not None:
                     parent.productive += 1

@@ -24,6 +24,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from hypothesis.errors import ChoiceTooLarge
+from hypothesis.internal.conjecture.choice import choice_from_index, choice_permitted, choice_to_index
 from hypothesis.internal.conjecture.providers import COLLECTION_DEFAULT_MAX_SIZE as _MAX_SIZE
 from hypothesis.internal.conjecture.providers import HypothesisProvider
 
@@ -70,9 +72,6 @@ def _another_value(rng: random.Random, node: Any) -> Choice:
     """A value for ``node``'s draw other than the one it had (when there is one), that its
     constraints allow: a neighbour by hypothesis' ordering of simplicity, the simplest, or one at
     random from the first thousand."""
-    from hypothesis.errors import ChoiceTooLarge
-    from hypothesis.internal.conjecture.choice import choice_from_index, choice_permitted, choice_to_index
-
     kind, constraints, value = node.type, node.constraints, node.value
     if kind == "boolean":
         flipped = not value
@@ -108,8 +107,6 @@ class ReplayingProvider(HypothesisProvider):
         self._choices = choices
 
     def _replayed(self, kind: type, constraints: dict[str, Any]) -> Any:
-        from hypothesis.internal.conjecture.choice import choice_permitted
-
         assert self._cd is not None
         at = len(self._cd._nodes)  # the draws so far: this draw's position in the test case
         if at < len(self._choices):
