@@ -22,8 +22,10 @@ The corpus lives in the example database beside the failures (`corpus_key`): a d
 Redis shared by every machine fuzzing the same driver; each target reads what others added
 every `SHARE_EVERY_S` seconds and runs it once, to learn the coverage it reaches.
 
-Tests that cannot be driven one input at a time (state machines run inside a test, tests run
-in a forked child) are run as they are, with more examples each time their turn comes, as
+A test that builds its hypothesis test inside itself (the memory-domain state machine) hands it
+to the loop through the ``run_built_test`` fixture, and is fuzzed the same way, each input one
+run of the machine.  Tests that cannot be driven one input at a time (tests run in a forked
+child) are run as they are, with more examples each time their turn comes, as
 ``--harness-rounds-for`` would.  Fixed tests run once, first.
 """
 
@@ -101,6 +103,8 @@ class _Target:
     recent: list[tuple[int, float]] = dataclasses.field(default_factory=list)  # (found, seconds) per turn
     shared_at: float = -SHARE_EVERY_S
     done: bool = False  # not applicable, or not run: no more turns
+    built: bool = False  # a test that builds its hypothesis test and hands it to the loop (`Guided.run_built`)
+    replayed: bool = False  # the failures stored under its key were met
     runner: Any = None  # the fuzz target: `_FuzzRunner`
 
     def fresh_share(self) -> float:
@@ -112,6 +116,10 @@ class _Target:
         turns = self.recent[-RECENT_TURNS:]
         seconds = sum(s for _, s in turns)
         return (sum(f for f, _ in turns) + 0.1) / max(seconds, 1e-3)
+
+
+def _bound_fixtures(item: pytest.Function) -> dict[str, Any]:
+    return {name: item.funcargs[name] for name in item._fixtureinfo.argnames if name in item.funcargs}
 
 
 def _fuzzable(item: pytest.Item) -> bool:
@@ -130,24 +138,25 @@ class _FuzzRunner:
     generator draws what a prefix leaves open, so an input is the distribution the engine draws
     from, and a kept one is changed draw by draw."""
 
-    def __init__(self, item: pytest.Function) -> None:
+    def __init__(self, wrapped: Any, fixtures: Callable[[], dict[str, Any]]) -> None:
+        """``wrapped``: a hypothesis test (a @given test function, or one a test built);
+        ``fixtures``: the arguments it takes besides what it draws."""
         from hypothesis import given, settings
         from hypothesis.core import StateForActualGivenExecution, process_arguments_to_given
         from hypothesis.internal.reflection import function_digest
 
-        wrapped = item.obj
         handle = wrapped.hypothesis
-        self.item = item
+        self._fixtures = fixtures
         self.wrapped = wrapped
         self.settings = wrapped._hypothesis_internal_use_settings
         self.database = self.settings.database
         self.key: bytes = getattr(wrapped, "_hypothesis_internal_database_key", None) or function_digest(handle.inner_test)
-        fixtures = self._fixtures()
+        bound_fixtures = fixtures()
         inner = handle.inner_test  # the recorder's wrapper: each input is counted as an example
         given_kwargs = dict(handle._given_kwargs)
 
         def bound(**drawn: Any) -> Any:
-            return inner(**fixtures, **drawn)
+            return inner(**bound_fixtures, **drawn)
 
         bound.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in given_kwargs])
@@ -192,9 +201,6 @@ class _FuzzRunner:
             self.wrapped(**self._fixtures())
         finally:
             self.wrapped._hypothesis_internal_use_settings = previous
-
-    def _fixtures(self) -> dict[str, Any]:
-        return {name: self.item.funcargs[name] for name in self.item._fixtureinfo.argnames if name in self.item.funcargs}
 
     def failing_choices(self) -> list[bytes]:
         """What the last (failing) run drew, as the example database keeps a test's choices."""
@@ -340,7 +346,7 @@ class Guided:
     def _run(self, item: pytest.Item, target: _Target | None, nextitem: pytest.Item | None, ends: float) -> None:
         began = time.monotonic()
         found_before = target.found if target is not None else 0
-        if target is not None and not target.fuzzable:
+        if target is not None and not (target.fuzzable or target.built):
             self._set_examples(item, target.examples)
             target.examples = min(target.examples * 2, max(self.most_examples, self.first_examples))
         self._turn = target
@@ -393,31 +399,49 @@ class Guided:
         target = self._turn
         if target is None or target.item is not pyfuncitem or not target.fuzzable:
             return None
+        if target.runner is None:
+            target.runner = _FuzzRunner(pyfuncitem.obj, lambda: _bound_fixtures(pyfuncitem))
+        self._fuzz_turn(target)
+        return True
+
+    def run_built(self, item: pytest.Item, test: Any) -> None:
+        """Run a hypothesis test that ``item`` built (a state machine's: the ``run_built_test``
+        fixture) for this turn, one input at a time as a @given test's; outside a turn of
+        ``item``'s, as hypothesis runs it.  The test is built anew on each of its turns, around the
+        same draws: the target's corpus carries over."""
+        target = self._turn
+        if target is None or target.item is not item:
+            test()
+            return
+        target.built = True
+        target.runner = _FuzzRunner(test, dict)
+        self._fuzz_turn(target)
+
+    def _fuzz_turn(self, target: _Target) -> None:
         try:
             self._fuzz(target)
         except BaseException as error:
             if _stops_the_target(error):
-                pyfuncitem.stash[_NOT_AGAIN] = True
+                target.item.stash[_NOT_AGAIN] = True
             elif isinstance(error, Exception):  # the failure as shrunk: known from now on too
                 target.failures.add(failure_signature(error))
             raise
-        return True
 
     def _fuzz(self, target: _Target) -> None:
         from harness.integration.mutation import mutated_choices
         from harness.service.coverage import RECEIVED
 
-        if target.runner is None:
-            target.runner = _FuzzRunner(target.item)  # type: ignore[arg-type]
+        runner: _FuzzRunner = target.runner
+        if not target.replayed:
+            target.replayed = True
             # Failures stored under the test's key (another process's, or an earlier run's) are met
             # first, as in any hypothesis run: each is reported by this process too, said to come
             # from the database, and once known the loop looks for others.
             try:
-                target.runner.replay_stored()
+                runner.replay_stored()
             except Exception:
                 self._write({"replayed_failure": self._canonical_id(target.item)})
                 raise
-        runner: _FuzzRunner = target.runner
         began = time.monotonic()
         by_yield = not (self.blind or self._exploring or not target.turns)  # lasts while it finds something
         if by_yield:
@@ -527,7 +551,7 @@ class Guided:
             "t": round(now - self.started, 2), "edges": len(self.edges), "inputs": self.inputs,
             "valid": sum(t.valid for t in targets),
             "corpus": sum(len(t.corpus) for t in targets), "guided": not self.blind,
-            "shared_loaded": self.shared_loaded, "targets": sum(1 for t in targets if t.fuzzable), "final": final,
+            "shared_loaded": self.shared_loaded, "targets": sum(1 for t in targets if t.fuzzable or t.built), "final": final,
             **({"tests": self._time_spent(targets)} if final else {})}})
 
     def _time_spent(self, targets: list[_Target]) -> list[dict]:

@@ -886,6 +886,17 @@ def example_counter(pytestconfig: pytest.Config) -> Callable[[], None]:
     return recorder.count_example if recorder is not None else lambda: None
 
 
+@pytest.fixture
+def run_built_test(request: pytest.FixtureRequest) -> Callable[[Any], None]:
+    """How a test that builds its own hypothesis test (a state machine) runs it: as hypothesis
+    runs it, or, in harness fuzz's loop, one input at a time as the loop runs a @given test
+    (`Guided.run_built`), so that what the loop learns from coverage reaches state machines too."""
+    guided = request.config.pluginmanager.get_plugin("harness-guided")
+    if guided is None:
+        return lambda test: test()
+    return lambda test: guided.run_built(request.node, test)
+
+
 @dataclass(frozen=True)
 class FailureWatch:
     """What a test that runs hypothesis inside itself (a state machine) or judges across examples

@@ -215,7 +215,7 @@ class MemoryDomainMachine(RuleBasedStateMachine):
                          "DOM-ALLOC-3")
 @pytest.mark.generative
 def test_memory_domain_state_machine(driver, reference, flavor, generation_seed, example_counter, stored_histories,
-                                     shortest_history, failure_watch) -> None:
+                                     shortest_history, failure_watch, run_built_test) -> None:
     machine = type("Machine", (MemoryDomainMachine,), {"driver": driver, "reference": reference, "flavor": flavor,
                                                         "count_example": staticmethod(example_counter),
                                                         "across": AcrossRuns()})
@@ -232,7 +232,7 @@ def test_memory_domain_state_machine(driver, reference, flavor, generation_seed,
     run = get_state_machine_test(machine, settings=settings(settings.default, suppress_health_check=checks_off))
     failure_watch.watch(run)
     try:
-        run()
+        run_built_test(run)
     except unittest.SkipTest:  # hypothesis had no stored example of its own to replay
         if not played:
             raise

@@ -63,3 +63,19 @@ def test_a_test_that_does_not_apply_gets_one_turn(tmp_path: Path) -> None:
     skipped = [r["id"] for r in outcomes if r.get("outcome") == "skipped"]
     assert skipped and len(skipped) == len(set(skipped)), f"{len(skipped)} skips of {len(set(skipped))} tests"
     assert any(r.get("outcome") == "passed" and "transpose" in r["id"] for r in outcomes)
+
+
+def test_a_state_machine_is_fuzzed_one_run_at_a_time(tmp_path: Path) -> None:
+    """The memory-domain state machine builds its hypothesis test inside itself and hands it to the
+    loop (``run_built_test``): each input is one run of the machine, and the runs that reached new
+    code are kept and mutated as a @given test's are."""
+    record = tmp_path / "record.jsonl"
+    subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "harness.suites.memory_domains", "--driver=reference",
+                    "-k", "test_memory_domain_state_machine", "--harness-profile=nightly", "--harness-guided-for=5",
+                    f"--harness-db={tmp_path / 'db'}", f"--harness-record={record}", "-q", "-p", "no:cacheprovider"],
+                   cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, COVERAGE_ENVIRONMENT: "1"})
+    records = [json.loads(line) for line in record.read_text().splitlines()]
+    assert not any(r.get("outcome") == "failed" for r in records)
+    final = [r["coverage"] for r in records if "coverage" in r][-1]
+    (machine,) = [t for t in final["tests"] if t["test"].endswith("::test_memory_domain_state_machine")]
+    assert final["targets"] == 1 and machine["inputs"] > machine["turns"] and machine["corpus"] > 0, machine
