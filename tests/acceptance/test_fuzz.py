@@ -40,7 +40,7 @@ def fuzzed(once_per_run) -> tuple[Path, subprocess.CompletedProcess]:
     for the test run, whichever worker asks first).  The custom-call suite does not apply to the
     mutant, which declares no targets."""
     def fuzz(directory: Path) -> list:
-        done = harness(directory, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.45", "--workers", "2",
+        done = harness(directory, "fuzz", "--driver", "mutant-writes-past-output", "--minutes", "0.3", "--workers", "2",
                        "--suites", "memory_pools,requests,custom_calls", "--db", "db", "--out", "fz")
         return [done.returncode, done.stdout, done.stderr]
 

@@ -291,7 +291,7 @@ def test_a_fuzz_runs_failures_that_need_earlier_examples_replay(tmp_path: Path) 
     database read only.  Unseeded, such a test run again replayed only its stored failing example,
     which passes alone: 16 of 18 failures of a 60 s run had scripts that said they do not replay."""
     done = subprocess.run([sys.executable, "-m", "harness.commands.cli", "fuzz", "--driver", "mutant-mappings-cached-by-descriptor",
-                           "--suites", "memory_pools", "--minutes", "0.5", "--db", "db", "--out", "fz"],
+                           "--suites", "memory_pools", "--minutes", "0.35", "--db", "db", "--out", "fz"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     records = [json.loads(line) for path in (tmp_path / "fz").glob("run-*.jsonl") for line in path.read_text().splitlines()]
