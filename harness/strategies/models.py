@@ -56,6 +56,12 @@ class ModelCase:
         return replace(self, inputs=inputs, output_shapes=output_shapes, alternatives=())
 
 
+#: Where a quantized operand's zero point is drawn: anywhere in its type's range, or within
+#: `_NEAR_AN_END` steps of either end, where a bound computed from it (RELU1's zeroPoint - 1/scale,
+#: a clamp's limits, an offset added to the values) leaves the type's range: drawn anywhere alone,
+#: 1 in 32 would be there.  The first is where all-zero bytes (shrinking) go.
+_ZERO_POINT_PLACES = ("anywhere", "near the low end", "anywhere", "near the high end")
+_NEAR_AN_END = 4
 #: Bytes read by one model's choices; more than any family reads (running past them is an error).
 _CHOICE_BYTES = 64
 _CHOICE_DATA = st.binary(min_size=_CHOICE_BYTES, max_size=_CHOICE_BYTES)
@@ -67,19 +73,28 @@ class _Choices:
 
     Hypothesis charges about 20 µs per draw whatever its size, and these choices were most of a
     scenario's draws.  Each choice reads one byte (two for a range past 256) modulo its number of
-    options, so all-zero bytes read as every choice's first option, which is where shrinking goes."""
+    options, so all-zero bytes read as every choice's first option, which is where shrinking goes.
+    A zero point's place (`quantization`) is read from the far end of the bytes, backwards."""
 
     def __init__(self, data: bytes) -> None:
-        self._data, self._at = data, 0
+        self._data, self._at, self._back = data, 0, 0
         self.made: list[tuple[str, object]] = []
 
     def _read(self, options: int) -> int:
         width = 1 if options <= 256 else 2
-        if self._at + width > len(self._data):
-            raise RuntimeError(f"a model read more than its {len(self._data)} choice bytes: raise _CHOICE_BYTES")
+        self._check_room(width)
         raw = int.from_bytes(self._data[self._at : self._at + width], "little")
         self._at += width
         return raw % options
+
+    def _read_from_end(self, options: int) -> int:
+        self._check_room(1)
+        self._back += 1
+        return self._data[-self._back] % options
+
+    def _check_room(self, width: int) -> None:
+        if self._at + self._back + width > len(self._data):
+            raise RuntimeError(f"a model read more than its {len(self._data)} choice bytes: raise _CHOICE_BYTES")
 
     def integer(self, low: int, high: int, label: str) -> int:
         value = low + self._read(high - low + 1)
@@ -108,12 +123,26 @@ class _Choices:
         return self.choice(usable, label)
 
     def quantization(self, type: OperandType, label: str, *, scale_above: float = 0.0) -> tuple[float, int]:
-        """(scale, zeroPoint): (0, 0) for non-quantized types; the scale above ``scale_above``."""
+        """(scale, zeroPoint): (0, 0) for non-quantized types; the scale above ``scale_above``; the
+        zero point anywhere in its type's range, or near one end of it (`_ZERO_POINT_PLACES`)."""
         if type not in ZERO_POINT_RANGE:
             return (0.0, 0)
         low, high = ZERO_POINT_RANGE[type]
         scales = tuple(s for s in _OUTPUT_SCALES if s > scale_above) if scale_above else SCALES
-        return self.choice(scales, f"{label} scale"), self.integer(low, high, f"{label} zero point")
+        scale = self.choice(scales, f"{label} scale")
+        offset = self._read(high - low + 1)
+        # The place comes from the far end of the bytes and narrows the offset read in order: every
+        # other choice reads the same bytes whatever the place, so a place changed (by shrinking, or a
+        # mutation of the bytes) moves this zero point alone, never the rest of the model.
+        place = _ZERO_POINT_PLACES[self._read_from_end(len(_ZERO_POINT_PLACES))]
+        if place == "near the low end":
+            zero_point = min(low + offset % _NEAR_AN_END, high)
+        elif place == "near the high end":
+            zero_point = max(high - offset % _NEAR_AN_END, low)
+        else:
+            zero_point = low + offset
+        self.made += [(f"{label} zero point place", place), (f"{label} zero point", zero_point)]
+        return scale, zero_point
 
     def declared(self, shape: tuple[int, ...], label: str) -> tuple[int, ...]:
         """How the model declares ``shape`` (see values.declared_dimensions)."""

@@ -185,25 +185,65 @@ def test_live_buffers_keep_their_own_contents(driver, reference, capabilities, f
         step.execute(pair, scenario, "DOM-ROLE-1")
 
 
+#: The roles of the buffers written and released before a new one is allocated, on their model:
+#: one input, or several with an output among them.  A driver may keep a pool of storage for the
+#: buffers of some roles alone (shared by several, or written by the device), which a buffer of
+#: one input role never comes from.
+RELEASED_ROLES = {
+    "input 0": ((BufferRole(0, 0),), ()),
+    "input 1": ((BufferRole(0, 1),), ()),
+    "inputs 0 and 1": ((BufferRole(0, 0), BufferRole(0, 1)), ()),
+    "input 0 and output 0": ((BufferRole(0, 0),), (BufferRole(0, 0),)),
+    "inputs 0 and 1 and output 0": ((BufferRole(0, 0), BufferRole(0, 1)), (BufferRole(0, 0),)),
+}
+#: How a released buffer with an output role was written: storage the host wrote may be kept apart
+#: from storage only the device did (DOM-STATE-1: either write initializes it).
+RELEASED_WRITES = ("copy_from", "an execution", "copy_from, then an execution")
+#: The released buffers' model dimensions: the new buffer's (2, 2), as many elements in other shapes,
+#: or more; a driver may reuse storage of any of them, never what it held.
+RELEASED_SHAPES = ((2, 2), (4,), (1, 4), (2, 3))
+#: The new buffer's descriptor: dimensions left to its role, or the same given explicitly (an
+#: allocation of known dimensions may be served from other storage than one that waits for them).
+NEW_DESCRIPTORS = ((), (2, 2))
+
+
 @pytest.mark.requirement("DOM-STATE-2")
 @given(data=st.data())
 def test_a_new_buffer_holds_nothing_a_released_one_held(driver, reference, capabilities, flavor, data) -> None:
-    """DOM-STATE-2 across buffers' lives: a buffer allocated after others of the same type and
-    dimensions were written and released starts uninitialized, and reading it fails.  A driver may
-    reuse a released buffer's storage, never its state.  (The state machine meets this only when its
-    runs happen to release and allocate alike: it missed a driver that recycles storage in 4 of 31
-    seeds of the ci profile.)"""
+    """DOM-STATE-2 across buffers' lives: a buffer allocated after others were written and released
+    starts uninitialized, and reading it fails.  The released ones are of the new one's type, in its
+    dimensions or others, for one input role or several with an output, written by copy_from or
+    by an execution.  A driver may reuse a released buffer's storage, never its state.  (The state
+    machine meets this only when its runs happen to release and allocate alike: it missed a driver
+    that recycles storage in 4 of 31 seeds of the ci profile.)"""
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
     with Lockstep(driver, reference) as step:
         pair = step.prepare(drawn.model((2, 2)))
         size = nbytes(drawn.type, (2, 2))
         released = [f"old{i}" for i in range(data.draw(integers(1, 3), label="buffers written and released first"))]
-        _written(step, pair, drawn, released)
+        # drawn once for them all: alike buffers released one after another, as a driver that pools
+        # storage by kind of buffer would meet them
+        shape = data.draw(sampled(RELEASED_SHAPES), label="released buffers' model dims")
+        roles = data.draw(sampled(tuple(RELEASED_ROLES)), label="released buffers' roles")
+        inputs, outputs = RELEASED_ROLES[roles]
+        how = data.draw(sampled(RELEASED_WRITES), label="how the released buffers were written") if outputs else "copy_from"
+        model = drawn.model(shape)
+        old_pair = pair if shape == (2, 2) else step.prepare(model)
+        for i, name in enumerate(released):
+            _allocated(step, name, old_pair, inputs, outputs)
+            if how.startswith("copy_from"):
+                step.copy_from(name, MemorySpec("ashmem", values_for(drawn.type, shape, i).tobytes()), ())
+            if how.endswith("an execution"):
+                values = [values_for(drawn.type, shape, 2 * i + 1), values_for(drawn.type, shape, 2 * i + 2)]
+                step.execute(old_pair, request(model, values, [TokenUse(name)], label=f"{name} = op(values, values)"),
+                             "DOM-STATE-1")
         for name in released:
             step.release(name)
-        _allocated(step, "new", pair, [BufferRole(0, 0)], [])
+        desc = BufferDesc(data.draw(sampled(NEW_DESCRIPTORS), label="new buffer's descriptor dims"))
+        _allocated(step, "new", pair, [BufferRole(0, 0)], [], desc)
         read = data.draw(sampled(("copy_to", "execution input")), label="how the new buffer is read")
-        event(f"{len(released)} released, then the new buffer read by {read}")
+        event(f"{len(released)} released ({shape}, {roles}, written by {how}), then a new buffer of descriptor "
+              f"{tuple(desc.dimensions)} read by {read}")
         if read == "copy_to":
             step.copy_to("new", size, requirement="DOM-STATE-2")
         else:
@@ -312,22 +352,58 @@ def test_writes_by_execution_and_by_copy_alternate(driver, reference, capabiliti
         step.copy_to("b", size, requirement="DOM-COPY-1")
 
 
+#: Pairs of shapes of one element count: a buffer of unknown dimensions written in the first is
+#: given the second.  A driver may keep its storage when the byte size does not change, never its
+#: shape.  Most are of rank 2; one is of rank 3, where a driver's resize may be code of its own.
+SAME_SIZE_SHAPES = (((2, 3), (3, 2)), ((1, 4), (4, 1)), ((2, 2), (1, 4)), ((6, 1), (2, 3)), ((1, 6), (3, 2)),
+                    ((1, 2), (2, 1)), ((3, 3), (1, 9)), ((2, 3, 1), (3, 2, 1)), ((2, 2), (4, 1)), ((2, 4), (4, 2)),
+                    ((1, 8), (2, 4)), ((3, 4), (2, 6)), ((2, 5), (5, 2)), ((4, 4), (2, 8)), ((1, 12), (3, 4)))
+#: What happens to the buffer between its two writes: read, it still holds the first shape; a failed
+#: copy_from leaves it uninitialized (DOM-STATE-1), and the second write finds it empty.
+BETWEEN_WRITES = ("nothing", "copy_to", "copy_from of the wrong size", "copy_from of the wrong rank",
+                  "copy_from with a 0 extent", "copy_from with a negative extent")
+#: How the buffer gets its second shape: copy_from with it (DOM-COPY-2), or an execution writing the
+#: buffer as its output, which the driver resizes (DOM-DYN-1).
+SECOND_WRITES = ("copy_from", "an execution")
+
+
 @pytest.mark.requirement("DOM-COPY-2", "DOM-DYN-1")
 @given(data=st.data())
 def test_a_new_shape_of_the_same_size_is_taken(driver, reference, capabilities, flavor, data) -> None:
-    """copy_from with other dimensions of the same byte size gives the buffer those dimensions:
-    used as an input, it has the new shape."""
+    """copy_from with other dimensions of the same byte size, or an execution writing them, gives
+    the buffer those dimensions, whatever it held before (the first, or nothing after a failed
+    copy): used as an input, it has the new shape."""
     if not capabilities.dynamic_buffers:
         not_applicable("dynamic_buffers", "the driver declares that it refuses buffers of unknown shape")
     drawn = data.draw(domain_flavors(capabilities), label="flavor")
-    first, second = data.draw(sampled((((2, 3), (3, 2)), ((1, 4), (4, 1)), ((2, 2), (1, 4)), ((6, 1), (2, 3)))),
-                              label="shapes")
+    first, second = data.draw(sampled(SAME_SIZE_SHAPES), label="shapes")
+    between = data.draw(sampled(BETWEEN_WRITES), label="between the writes")
+    how = data.draw(sampled(SECOND_WRITES), label="how the second shape is written")
+    event(f"rank {len(first)}, {between} between the writes, the second by {how}")
+    unknown = (0,) * len(first)  # the model's dimensions: every axis unknown, of the shapes' rank
+    model = drawn.model(unknown)
     with Lockstep(driver, reference) as step:
-        pair = step.prepare(drawn.model((0, 0)))
-        _allocated(step, "b", pair, [BufferRole(0, 0)], [])
+        pair = step.prepare(model)
+        _allocated(step, "b", pair, [BufferRole(0, 0)], [BufferRole(0, 0)] if how == "an execution" else [])
         step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, first, 1).tobytes()), first, requirement="DOM-COPY-2")
-        step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, second, 2).tobytes()), second, requirement="DOM-COPY-2")
-        scenario = request(drawn.model((0, 0)), [TokenUse("b"), values_for(drawn.type, second, 3)], [nbytes(drawn.type, second)],
+        if between == "copy_to":
+            step.copy_to("b", nbytes(drawn.type, first), requirement="DOM-COPY-1")
+        elif between == "copy_from of the wrong size":
+            content = values_for(drawn.type, first, 4).tobytes() + bytes(element_size(drawn.type))
+            step.copy_from("b", MemorySpec("ashmem", content), first, requirement="DOM-COPY-1")
+        elif between != "nothing":
+            dims = {"copy_from of the wrong rank": (*first, 1), "copy_from with a 0 extent": (0, *first[1:]),
+                    "copy_from with a negative extent": (-first[0], *first[1:])}[between]
+            step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, first, 4).tobytes()), dims,
+                           requirement="DOM-COPY-2")
+        if how == "copy_from":
+            step.copy_from("b", MemorySpec("ashmem", values_for(drawn.type, second, 2).tobytes()), second,
+                           requirement="DOM-COPY-2")
+        else:
+            values = [values_for(drawn.type, second, 2), values_for(drawn.type, second, 5)]
+            step.execute(pair, request(model, values, [TokenUse("b")], label=f"b = op(values as {second}, values)"),
+                         "DOM-DYN-1")
+        scenario = request(model, [TokenUse("b"), values_for(drawn.type, second, 3)], [nbytes(drawn.type, second)],
                            label=f"op(b as {second}, {second})")
         step.execute(pair, scenario, "DOM-COPY-2")
 

@@ -38,6 +38,15 @@ def _scenario_with_constants(capabilities, data):
     return data.draw(scenarios(capabilities, allow_insufficient=False, family=family), label="scenario")
 
 
+def _constant_pools(capabilities) -> tuple[tuple[str, int], ...]:
+    """The (memory kind, file offset) a pool of constants may be given: each declared kind of
+    `CONSTANT_POOL_KINDS` (ashmem when none is), an mmap_fd one at several offsets in its file."""
+    # each (kind, file offset) a case of its own: an mmap_fd pool away from its file's start, which
+    # a driver that maps from the start reads wrong, is half the cases rather than a quarter
+    kinds = tuple(k for k in CONSTANT_POOL_KINDS if k in capabilities.memory_kinds) or ("ashmem",)
+    return tuple((k, offset) for k in kinds for offset in ((0, 8, 4096, 4100) if k == "mmap_fd" else (0,)))
+
+
 def _has_tensor_constant(scenario) -> bool:
     return any(o.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE) and o.dimensions
                for o in scenario.subgraph.operands)
@@ -49,11 +58,7 @@ def test_copy_and_reference_constants_agree(driver, reference, capabilities, dat
     _needs_constants(capabilities)
     scenario = _scenario_with_constants(capabilities, data)
     assume(_has_tensor_constant(scenario))
-    # each (kind, file offset) a case of its own: an mmap_fd pool away from its file's start, which
-    # a driver that maps from the start reads wrong, is half the cases rather than a quarter
-    kinds = tuple(k for k in CONSTANT_POOL_KINDS if k in capabilities.memory_kinds) or ("ashmem",)
-    pools = tuple((k, offset) for k in kinds for offset in ((0, 8, 4096, 4100) if k == "mmap_fd" else (0,)))
-    kind, file_offset = data.draw(sampled(pools), label="constant pool kind and file offset")
+    kind, file_offset = data.draw(sampled(_constant_pools(capabilities)), label="constant pool kind and file offset")
     event(f"constant pool kind: {kind}{' at file offset %d' % file_offset if file_offset else ''}")
     by_copy = with_constants(scenario, "copy")
     by_reference = with_constants(scenario, "reference", kind, file_offset)
@@ -94,7 +99,13 @@ def test_a_prepared_model_runs_again_and_again(driver, reference, capabilities, 
     scenario = _scenario_with_constants(capabilities, data)
     assume(_has_tensor_constant(scenario))
     how = data.draw(sampled(("copy", "reference")), label="constants")
-    scenario = with_constants(scenario, how)
+    # constants by reference in each kind of pool: a driver may compute from an mmap_fd file where it
+    # lies rather than copy it at preparation, and a conversion it makes there in place stays for the
+    # runs after
+    kind, file_offset = data.draw(sampled(_constant_pools(capabilities)), label="constant pool kind and file offset") \
+        if how == "reference" else ("ashmem", 0)
+    event(f"constants by {how}{f' in {kind}' if how == 'reference' else ''}")
+    scenario = with_constants(scenario, how, kind, file_offset)
     model = scenario.build_model()
     try:
         expected = run_scenario(reference, scenario)
